@@ -1,0 +1,1 @@
+"""The LLM-calling roles (planner, retriever, reasoner, decomposer, reranker, generator...)."""

@@ -1,0 +1,19 @@
+"""The closed-book answerer: the model answers from its own knowledge, no retrieval."""
+
+from __future__ import annotations
+
+from hopgraph.config import Context
+from hopgraph.models import chat_model, system, user
+from hopgraph.prompts import prompts_for
+
+
+def answer_closed_book(question: str, ctx: Context) -> str:
+    prompts = prompts_for(ctx.prompts_dir)
+    messages = [
+        system(prompts.render("direct/system")),
+        user(prompts.render("direct/answer", question=question)),
+    ]
+    text = chat_model(ctx).complete(
+        messages, role="answerer", template="direct/answer", max_tokens=64
+    )
+    return text.strip().splitlines()[0].strip() if text.strip() else ""

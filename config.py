@@ -1,0 +1,151 @@
+"""The one Context every hopgraph graph runs with (LangGraph ``context_schema``).
+
+Fields left at their default are filled from ``HOPGRAPH_<FIELD>`` environment variables, the
+idiom of langchain-ai's react-agent template; explicit arguments always win.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_type_hints
+
+ENV_PREFIX = "HOPGRAPH_"
+
+
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "hopgraph")
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Endpoint, models, paths and each method's hyperparameters (papers' defaults)."""
+
+    # -- model endpoint ------------------------------------------------------------------
+    base_url: str = ""
+    """OpenAI-compatible endpoint (vLLM in production). Empty: start the embedded llama.cpp."""
+    model: str = "qwen2.5-coder-1.5b"
+    """Model name served at ``base_url``, or an embedded GGUF name when ``base_url`` is empty."""
+    api_key: str = "EMPTY"
+    backend: str = "auto"
+    """Endpoint dialect: auto | vllm | llamacpp | openai (structured output and image support)."""
+    vlm_base_url: str = ""
+    """Endpoint of a vision-language model for image calls; empty: same as ``base_url``."""
+    vlm_model: str = ""
+    """VLM name; empty means no VLM is configured and image paths fall back to image text."""
+    request_timeout: float = 120.0
+    """Seconds one model request may take before it is retried (connect timeout is 5 s)."""
+    max_retries: int = 3
+    """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""
+    temperature: float = 0.0
+    max_tokens: int = 512
+    max_image_pixels: int = 1024 * 28 * 28
+    """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL patch grid)."""
+
+    # -- embedded server -----------------------------------------------------------------
+    n_ctx: int = 4096
+    n_threads: int = 0
+    """llama.cpp threads; 0 means all cores."""
+    cache_dir: str = field(default_factory=_default_cache_dir)
+    """Where assembled GGUF files and other caches live."""
+
+    # -- embedders and paths -------------------------------------------------------------
+    text_embedder: str = "all-MiniLM-L6-v2"
+    image_embedder: str = "clip-ViT-B-32"
+    embed_batch_size: int = 64
+    kb_dir: str = "kb"
+    chroma_url: str = ""
+    """A Chroma server (http://host:port) for a shared knowledge base; empty: local files."""
+    prompts_dir: str = ""
+    """A user folder whose ``.j2`` files override the built-in templates by name."""
+
+    # -- retrieval common ----------------------------------------------------------------
+    top_k: int = 5
+
+    # -- MMAPG (mmapg.txt, Alg. 1) ------------------------------------------------------
+    mmapg_max_iterations: int = 10
+    """The planner loop's cap k (Alg. 1, line 3)."""
+
+    # -- QDRAG (qdrag.txt) --------------------------------------------------------------
+    qdrag_budget: int = 5
+    """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
+
+    # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
+    mabdqa_alpha: float = 0.8
+    mabdqa_beta: float = 0.1
+    mabdqa_lambda: float = 0.75
+    mabdqa_theta_g: float = 0.8
+    mabdqa_theta_h: int = 10
+    mabdqa_m: int = 20
+    mabdqa_seed: int = 42
+
+    # -- PolarMem (polarmem.txt) -------------------------------------------------------
+    polar_templates: int = 3
+    """Verification templates averaged per concept (Eq. 4: at least 3)."""
+
+    # -- GRAIL (grail.txt) ---------------------------------------------------------------
+    grail_tau_base: float = 0.05
+
+    def __post_init__(self) -> None:
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            env = os.environ.get(ENV_PREFIX + f.name.upper())
+            if env is None or getattr(self, f.name) != _default_of(f):
+                continue
+            setattr(self, f.name, coerce(f.name, hints[f.name], env))
+
+    def replace(self, **changes: Any) -> Context:
+        """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
+        hints = get_type_hints(type(self))
+        unknown = sorted(set(changes) - set(hints))
+        if unknown:
+            raise ValueError(f"unknown Context field(s): {', '.join(unknown)}")
+        typed = {
+            k: coerce(k, hints[k], v) if isinstance(v, str) else v for k, v in changes.items()
+        }
+        return dataclasses.replace(self, **typed)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        if d.get("api_key") not in ("", "EMPTY"):
+            d["api_key"] = "***"
+        return d
+
+
+def _default_of(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory()  # type: ignore[misc]
+
+
+def coerce(name: str, typ: Any, raw: str) -> Any:
+    """Parse a string into the field's type, naming the field when it does not fit."""
+    try:
+        if typ is bool:
+            low = raw.strip().lower()
+            if low not in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
+                raise ValueError(raw)
+            return low in {"1", "true", "yes", "on"}
+        if typ is int:
+            return int(raw)
+        if typ is float:
+            return float(raw)
+        return raw
+    except ValueError:
+        raise ValueError(
+            f"Context field {name!r} expects {getattr(typ, '__name__', typ)}, got {raw!r}"
+        ) from None
+
+
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` from ``--set`` into a dict, refusing items without '='."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        out[key.strip()] = value
+    return out

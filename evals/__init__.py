@@ -1,0 +1,1 @@
+"""Measurement: dataset loaders, metrics, the batch runner and reports."""

@@ -1,0 +1,1 @@
+"""What persists: the knowledge base (Chroma + docstore) and the PolarMem polarized graph."""

@@ -1,0 +1,85 @@
+"""Model layer: one chat interface over OpenAI-compatible endpoints, the embedded llama.cpp
+default, and the embedders. ``chat_model(ctx)`` is how graphs and agents get a model."""
+
+from __future__ import annotations
+
+import threading
+
+from hopgraph.config import Context
+from hopgraph.models.chat import ChatModel, system, user
+from hopgraph.models.embedded import EmbeddedServer
+from hopgraph.models.errors import (
+    CapabilityError,
+    EmbeddedServerError,
+    EndpointError,
+    HopgraphModelError,
+    ImageInputError,
+    ModelIntegrityError,
+    ModelNotServedError,
+    ModelPackageMissing,
+    ModelWeightsMissing,
+    StructuredOutputError,
+)
+
+__all__ = [
+    "CapabilityError", "ChatModel", "EmbeddedServer", "EmbeddedServerError", "EndpointError",
+    "HopgraphModelError", "ImageInputError", "ModelIntegrityError", "ModelNotServedError",
+    "ModelPackageMissing", "ModelWeightsMissing", "StructuredOutputError", "chat_model",
+    "embedded_server", "system", "user", "vlm_model",
+]  # fmt: skip
+
+_servers: dict[str, EmbeddedServer] = {}
+_models: dict[tuple, ChatModel] = {}
+_lock = threading.Lock()
+
+
+def embedded_server(ctx: Context) -> EmbeddedServer:
+    """The process-wide embedded server for ``ctx.model``, started on first use."""
+    with _lock:
+        server = _servers.get(ctx.model)
+        if server is None:
+            server = _servers[ctx.model] = EmbeddedServer(
+                ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads
+            )
+    return server.start()
+
+
+def _model(ctx: Context, base_url: str, name: str, backend: str) -> ChatModel:
+    key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
+           ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir)  # fmt: skip
+    with _lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = ChatModel(
+                base_url,
+                name,
+                api_key=ctx.api_key,
+                backend=backend,
+                timeout=ctx.request_timeout,
+                max_retries=ctx.max_retries,
+                temperature=ctx.temperature,
+                max_tokens=ctx.max_tokens,
+                max_image_pixels=ctx.max_image_pixels,
+                prompts_dir=ctx.prompts_dir,
+            )
+    return model
+
+
+def chat_model(ctx: Context) -> ChatModel:
+    """The LLM for ``ctx``: the configured endpoint, else the embedded llama.cpp server."""
+    if ctx.base_url:
+        return _model(ctx, ctx.base_url, ctx.model, ctx.backend)
+    return _model(ctx, embedded_server(ctx).base_url, ctx.model, "llamacpp")
+
+
+def vlm_model(ctx: Context) -> ChatModel | None:
+    """The VLM for image calls, or None when none is configured (callers use image text)."""
+    if not ctx.vlm_model:
+        return None
+    base_url = ctx.vlm_base_url or ctx.base_url
+    if not base_url:
+        raise CapabilityError(
+            f"vlm_model={ctx.vlm_model!r} is set but no endpoint serves it: set vlm_base_url "
+            "(the embedded llama.cpp server has no vision model)"
+        )
+    return _model(ctx, base_url, ctx.vlm_model, ctx.backend)

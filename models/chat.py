@@ -1,0 +1,382 @@
+"""One chat interface over any OpenAI-compatible endpoint (vLLM, llama.cpp's server, OpenAI).
+
+Backend differences live here and only here (``Dialect``): how structured output is requested,
+whether images are accepted. Every call reports an ``LLMCall`` event. Retries are bounded
+(tenacity) and only on connection errors, timeouts and 5xx; the openai client's own retries are off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import openai
+from PIL import Image
+from pydantic import BaseModel, ValidationError
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from hopgraph.models.errors import (
+    CapabilityError,
+    EndpointError,
+    ModelNotServedError,
+    StructuredOutputError,
+)
+from hopgraph.models.events import EventSink, LLMCall, emit
+from hopgraph.models.images import image_part
+from hopgraph.prompts import prompts_for
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+Message = dict[str, Any]
+
+YES_TOKENS = {"yes"}
+NO_TOKENS = {"no"}
+P_YES_FALLBACK = 0.5
+"""P(Yes) when neither Yes nor No is among the top tokens: maximal uncertainty (logged)."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one kind of server accepts."""
+
+    name: str
+    json_schema: bool  # response_format json_schema (else json_object + schema, llama.cpp)
+    images: bool
+
+
+DIALECTS = {
+    "vllm": Dialect("vllm", json_schema=True, images=True),
+    "openai": Dialect("openai", json_schema=True, images=True),
+    "llamacpp": Dialect("llamacpp", json_schema=False, images=False),
+}
+OWNED_BY = {"vllm": "vllm", "me": "llamacpp", "llamacpp": "llamacpp"}
+"""``/v1/models`` ``owned_by`` values that identify a server (llama-cpp-python says "me")."""
+
+
+def user(text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0) -> Message:
+    """A user message; images become data-URL content parts (resized to ``max_pixels``)."""
+    images = list(images)
+    if not images:
+        return {"role": "user", "content": text}
+    kw = {"max_pixels": max_pixels} if max_pixels else {}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": text}, *(image_part(im, **kw) for im in images)],
+    }
+
+
+def system(text: str) -> Message:
+    return {"role": "system", "content": text}
+
+
+def has_images(messages: Sequence[Message]) -> bool:
+    return any(
+        isinstance(m.get("content"), list)
+        and any(p.get("type") == "image_url" for p in m["content"])
+        for m in messages
+    )
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def extract_json(text: str) -> str:
+    """The JSON object in a reply, tolerating code fences and prose around it."""
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    if fenced:
+        text = fenced.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else text.strip()
+
+
+class ChatModel:
+    """A model served at an OpenAI-compatible ``base_url``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "EMPTY",
+        backend: str = "auto",
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        max_image_pixels: int = 1024 * 28 * 28,
+        prompts_dir: str = "",
+        on_event: EventSink | None = None,
+        http_client: httpx.Client | None = None,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_image_pixels = max_image_pixels
+        self.max_retries = max(1, max_retries)
+        self.timeout = timeout
+        self.prompts = prompts_for(prompts_dir)
+        self.on_event = on_event
+        if backend != "auto" and backend not in DIALECTS:
+            raise ValueError(f"unknown backend {backend!r}; one of auto, {', '.join(DIALECTS)}")
+        self._backend = backend
+        self._checked = False
+        self._lock = threading.Lock()
+        self.client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or "EMPTY",
+            max_retries=0,
+            timeout=httpx.Timeout(timeout, connect=5.0),
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:
+        return f"ChatModel({self.model!r} at {self.base_url})"
+
+    # -- endpoint discovery ---------------------------------------------------------------
+    def served_models(self) -> list[dict[str, Any]]:
+        """``/v1/models`` of the endpoint, as dicts (id, owned_by...)."""
+        try:
+            page = self._retry(lambda: self.client.models.list())
+        except openai.APIConnectionError as e:
+            raise EndpointError(f"cannot reach model endpoint {self.base_url}: {e}") from e
+        except openai.APIStatusError as e:
+            raise EndpointError(
+                f"model endpoint {self.base_url} answered {e.status_code} to /models"
+            ) from e
+        return [m.model_dump() for m in page.data]
+
+    def check(self) -> None:
+        """Verify once that the endpoint answers and serves ``self.model``; detect the backend."""
+        if self._checked:
+            return
+        with self._lock:
+            if self._checked:
+                return
+            served = self.served_models()
+            ids = [m["id"] for m in served]
+            if self.model not in ids:
+                raise ModelNotServedError(
+                    f"model {self.model!r} is not served at {self.base_url}; "
+                    f"served: {', '.join(ids) or 'none'}"
+                )
+            if self._backend == "auto":
+                owner = next(m.get("owned_by", "") for m in served if m["id"] == self.model)
+                self._backend = OWNED_BY.get(owner, "openai")
+            self._checked = True
+
+    @property
+    def dialect(self) -> Dialect:
+        self.check()
+        return DIALECTS[self._backend]
+
+    # -- calls ----------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        template: str = "",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: list[str] | None = None,
+    ) -> str:
+        """Plain text reply."""
+        resp = self._create(
+            messages,
+            role=role,
+            template=template,
+            kind="text",
+            max_tokens=max_tokens or self.max_tokens,
+            temperature=self.temperature if temperature is None else temperature,
+            **({"stop": stop} if stop else {}),
+        )
+        return resp.choices[0].message.content or ""
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        schema: type[T],
+        *,
+        role: str,
+        template: str = "",
+        max_tokens: int | None = None,
+    ) -> T:
+        """A reply validated by ``schema``; one repair attempt, then ``StructuredOutputError``."""
+        json_schema = schema.model_json_schema()
+        if self.dialect.json_schema:
+            fmt = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": json_schema},
+            }
+        else:  # llama.cpp: grammar-constrained json_object
+            fmt = {"type": "json_object", "schema": json_schema}
+        convo = list(messages)
+        raw = ""
+        for attempt in (1, 2):
+            resp = self._create(
+                convo,
+                role=role,
+                template=template,
+                kind="structured",
+                max_tokens=max_tokens or self.max_tokens,
+                temperature=self.temperature,
+                response_format=fmt,
+                extra={"repair": attempt == 2},
+            )
+            raw = resp.choices[0].message.content or ""
+            try:
+                return schema.model_validate_json(extract_json(raw))
+            except (ValidationError, ValueError) as e:
+                error = _short_error(e)
+            if attempt == 1:
+                log.info("structured reply for %s did not validate (%s); repairing", role, error)
+                repair = self.prompts.render(
+                    "common/repair_json", error=error, schema=json.dumps(json_schema)
+                )
+                convo = [*convo, {"role": "assistant", "content": raw}, user(repair)]
+        raise StructuredOutputError(
+            f"{role}: reply from {self.model} does not match {schema.__name__} after one "
+            f"repair: {error}",
+            raw=raw,
+        )
+
+    def p_yes(self, messages: Sequence[Message], *, role: str, template: str = "") -> float:
+        """P(Yes) from the first token's top_logprobs: Σp(yes) / (Σp(yes) + Σp(no))."""
+        resp = self._create(
+            messages,
+            role=role,
+            template=template,
+            kind="p_yes",
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=True,
+            top_logprobs=20,
+        )
+        p, found = p_yes_from_response(resp)
+        if not found:
+            log.warning(
+                "%s: no Yes/No among the top tokens from %s; P(Yes) falls back to %.1f",
+                role,
+                self.model,
+                P_YES_FALLBACK,
+            )
+            emit(
+                {"event": "p_yes_fallback", "role": role, "template": template, "p": p},
+                self.on_event,
+            )
+        return p
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _retry(self, fn):
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries) | stop_after_delay(self.timeout * 2),
+            wait=wait_exponential(multiplier=0.5, max=4),
+            retry=retry_if_exception(_transient),
+            reraise=True,
+        )
+        return retrying(fn)
+
+    def _create(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        template: str,
+        kind: str,
+        check_images: bool = True,
+        extra: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ):
+        self.check()
+        if check_images and has_images(messages) and not self.dialect.images:
+            raise CapabilityError(
+                f"{self.base_url} ({self.dialect.name}) does not accept image input; "
+                "point vlm_base_url/vlm_model at a vision-language model (e.g. vLLM Qwen2.5-VL)"
+            )
+        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra or {})
+        attempts = 0
+
+        def once():
+            nonlocal attempts
+            attempts += 1
+            return self.client.chat.completions.create(
+                model=self.model, messages=list(messages), **kwargs
+            )
+
+        start = time.perf_counter()
+        try:
+            resp = self._retry(once)
+        except openai.APIConnectionError as e:
+            call.error = f"cannot reach {self.base_url}: {e}"
+            raise EndpointError(
+                f"cannot reach model endpoint {self.base_url} after {attempts} attempt(s): {e}"
+            ) from e
+        except openai.NotFoundError as e:
+            call.error = str(e)
+            raise ModelNotServedError(f"{self.base_url} does not serve {self.model!r}: {e}") from e
+        except openai.APIStatusError as e:
+            call.error = f"HTTP {e.status_code}: {e.message}"
+            raise EndpointError(
+                f"model endpoint {self.base_url} answered HTTP {e.status_code} after "
+                f"{attempts} attempt(s): {e.message}"
+            ) from e
+        except RetryError as e:  # pragma: no cover - reraise=True makes this unreachable
+            raise EndpointError(str(e)) from e
+        finally:
+            call.latency_s = time.perf_counter() - start
+            call.attempts = attempts
+            if call.error is not None:
+                emit(call.as_event(), self.on_event)
+        if resp.usage is not None:
+            call.prompt_tokens = resp.usage.prompt_tokens or 0
+            call.completion_tokens = resp.usage.completion_tokens or 0
+        emit(call.as_event(), self.on_event)
+        return resp
+
+
+def p_yes_from_response(resp: Any) -> tuple[float, bool]:
+    """(P(Yes), whether Yes/No appeared) from a chat completion with top_logprobs."""
+    choice = resp.choices[0]
+    content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+    if not content:
+        return P_YES_FALLBACK, False
+    yes = no = 0.0
+    for top in content[0].top_logprobs or []:
+        token = top.token.strip().strip(".,!:;\"'").lower()
+        if token in YES_TOKENS:
+            yes += math.exp(top.logprob)
+        elif token in NO_TOKENS:
+            no += math.exp(top.logprob)
+    if yes + no == 0.0:
+        return P_YES_FALLBACK, False
+    return yes / (yes + no), True
+
+
+def _short_error(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'reply'}: {err['msg']}"
+            for err in e.errors()[:5]
+        )
+    return str(e)[:300]

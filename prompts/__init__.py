@@ -1,0 +1,125 @@
+"""Prompt templates: ``.j2`` files under ``prompts/<method>/``, rendered in a jinja2 sandbox.
+
+A user folder overrides built-in templates by file name: ``DIR/<method>/<name>.j2`` first, then
+``DIR/<name>.j2``, then the built-in file. Rendering is strict (a missing variable is an error
+naming the template and the variable) and sandboxed (Python internals are refused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import (
+    BaseLoader,
+    StrictUndefined,
+    TemplateNotFound,
+    TemplateSyntaxError,
+    UndefinedError,
+)
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
+
+BUILTIN_DIR = Path(__file__).resolve().parent
+
+
+class PromptError(ValueError):
+    """A template is missing, invalid, or lacks a variable it needs."""
+
+
+class PromptSecurityError(PromptError):
+    """A template reached for something the sandbox forbids (Python internals)."""
+
+
+class _OverlayLoader(BaseLoader):
+    """Looks a template ``method/name.j2`` up in the user folder, then the built-ins."""
+
+    def __init__(self, user_dir: Path | None):
+        self.user_dir = user_dir
+
+    def candidates(self, name: str) -> list[Path]:
+        paths = []
+        if self.user_dir is not None:
+            paths += [self.user_dir / name, self.user_dir / Path(name).name]
+        paths.append(BUILTIN_DIR / name)
+        return paths
+
+    def get_source(self, environment, template):  # noqa: ANN001 - jinja2's signature
+        for path in self.candidates(template):
+            if path.is_file():
+                text = path.read_text(encoding="utf-8")
+                mtime = path.stat().st_mtime
+                return text, str(path), lambda p=path, m=mtime: p.is_file() and p.stat().st_mtime == m
+        raise TemplateNotFound(template)
+
+
+class Prompts:
+    """Renders templates by name (``"mmapg/plan"``) and remembers the sha256 of each one used."""
+
+    def __init__(self, user_dir: str | Path | None = None):
+        self.user_dir = Path(user_dir).expanduser() if user_dir else None
+        if self.user_dir is not None and not self.user_dir.is_dir():
+            raise PromptError(f"prompt folder not found: {self.user_dir}")
+        self._loader = _OverlayLoader(self.user_dir)
+        self.env = SandboxedEnvironment(
+            loader=self._loader,
+            undefined=StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.used: dict[str, str] = {}
+        """Template name -> sha256 of the source that was rendered (for run manifests)."""
+
+    @staticmethod
+    def filename(name: str) -> str:
+        return name if name.endswith(".j2") else f"{name}.j2"
+
+    def source_path(self, name: str) -> Path:
+        fname = self.filename(name)
+        for path in self._loader.candidates(fname):
+            if path.is_file():
+                return path
+        searched = ", ".join(str(p) for p in self._loader.candidates(fname))
+        raise PromptError(f"prompt template {name!r} not found (looked in: {searched})")
+
+    def render(self, name: str, **variables: Any) -> str:
+        fname = self.filename(name)
+        path = self.source_path(name)
+        try:
+            template = self.env.get_template(fname)
+            text = template.render(**variables)
+        except SecurityError as e:
+            raise PromptSecurityError(f"prompt template {name!r} ({path}) is unsafe: {e}") from e
+        except UndefinedError as e:
+            missing = re.search(r"'([^']+)' is undefined", str(e))
+            var = missing.group(1) if missing else str(e)
+            raise PromptError(
+                f"prompt template {name!r} ({path}) needs variable {var!r}, which was not given"
+            ) from e
+        except TemplateSyntaxError as e:
+            raise PromptError(
+                f"prompt template {name!r} ({path}) is invalid at line {e.lineno}: {e.message}"
+            ) from e
+        self.used[name] = sha256_file(path)
+        return text.strip()
+
+    def names(self) -> list[str]:
+        """Every built-in template name, as ``method/name``."""
+        return sorted(
+            str(p.relative_to(BUILTIN_DIR).with_suffix("")) for p in BUILTIN_DIR.glob("*/*.j2")
+        )
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@lru_cache(maxsize=16)
+def prompts_for(user_dir: str = "") -> Prompts:
+    """One shared ``Prompts`` per override folder (the Context's ``prompts_dir``)."""
+    return Prompts(user_dir or None)

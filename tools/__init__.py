@@ -1,0 +1,1 @@
+"""LLM-free machinery: grail steering, knowledge-base search, memory and page tools."""
