@@ -8,10 +8,9 @@ import time
 from typing import Annotated
 
 import typer
+from hopgraph.config import Context, parse_sets
 from rich.console import Console
 from rich.table import Table
-
-from hopgraph.config import Context, parse_sets
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",

@@ -43,7 +43,7 @@ class Context:
     temperature: float = 0.0
     max_tokens: int = 512
     max_image_pixels: int = 1024 * 28 * 28
-    """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL patch grid)."""
+    """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL grid)."""
 
     # -- embedded server -----------------------------------------------------------------
     n_ctx: int = 4096
@@ -103,9 +103,7 @@ class Context:
         unknown = sorted(set(changes) - set(hints))
         if unknown:
             raise ValueError(f"unknown Context field(s): {', '.join(unknown)}")
-        typed = {
-            k: coerce(k, hints[k], v) if isinstance(v, str) else v for k, v in changes.items()
-        }
+        typed = {k: coerce(k, hints[k], v) if isinstance(v, str) else v for k, v in changes.items()}
         return dataclasses.replace(self, **typed)
 
     def as_dict(self) -> dict[str, Any]:

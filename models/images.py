@@ -7,9 +7,8 @@ import io
 import math
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
-
 from hopgraph.models.errors import ImageInputError
+from PIL import Image, UnidentifiedImageError
 
 
 def load_image(path: str | Path) -> Image.Image:

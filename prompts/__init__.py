@@ -52,7 +52,11 @@ class _OverlayLoader(BaseLoader):
             if path.is_file():
                 text = path.read_text(encoding="utf-8")
                 mtime = path.stat().st_mtime
-                return text, str(path), lambda p=path, m=mtime: p.is_file() and p.stat().st_mtime == m
+                return (
+                    text,
+                    str(path),
+                    lambda p=path, m=mtime: p.is_file() and p.stat().st_mtime == m,
+                )
         raise TemplateNotFound(template)
 
 

