@@ -17,8 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 BaseUrl = Annotated[
     str, typer.Option("--base-url", help="OpenAI-compatible endpoint; default: embedded llama.cpp")
@@ -110,13 +110,141 @@ def ask(
     console.print(f"[dim]{agent} on {ctx.model}, {time.perf_counter() - began:.1f}s[/dim]")
 
 
+KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
+
+
+def open_kb(kb: str, sets=None):
+    from hopgraph.memory.kb import KnowledgeBase
+
+    ctx = build_context(sets=sets)
+    return KnowledgeBase.from_context(ctx.replace(kb_dir=kb) if kb else ctx)
+
+
+@app.command()
+def index(
+    source: str,
+    kb: KbDir = "kb",
+    fmt: Annotated[
+        str,
+        typer.Option("--format", help="auto | folder | pdf | hotpotqa | musique | multimodalqa"),
+    ] = "auto",
+    images: Annotated[str, typer.Option(help="MultimodalQA image folder")] = "",
+    limit: Annotated[int | None, typer.Option(help="index at most this many items")] = None,
+    no_render: Annotated[bool, typer.Option("--no-render", help="PDFs: skip page PNGs")] = False,
+    sets: Sets = None,
+) -> None:
+    """Index a corpus into the knowledge base (re-running adds only what is new)."""
+    from hopgraph.memory.indexing import index_source
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    store = open_kb(kb, sets)
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
+    ) as bar:
+        task = bar.add_task(f"indexing {source}", total=None)
+
+        def show(r):
+            bar.update(task, description=(
+                f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
+                f"there), {len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.0f} items/s"
+            ))  # fmt: skip
+
+        report = index_source(
+            store, source, fmt, limit=limit, images_dir=images or None,
+            render_pages=not no_render, on_batch=show,
+        )  # fmt: skip
+    console.print(
+        f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
+        f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "
+        f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.0f} items/s; "
+        f"embedding {report.embed_seconds:.1f}s)"
+    )
+    console.print(
+        "by modality: " + ", ".join(f"{k} {v}" for k, v in sorted(report.by_modality.items()))
+    )
+    for skip in report.skipped[:50]:
+        console.print(f"  [yellow]skipped[/yellow] {skip.where}: {skip.reason}")
+    if len(report.skipped) > 50:
+        console.print(f"  ... and {len(report.skipped) - 50} more skipped")
+    for note in report.notes:
+        console.print(f"  [cyan]note[/cyan] {note}")
+
+
+@app.command()
+def search(
+    query: str,
+    kb: KbDir = "kb",
+    k: Annotated[int, typer.Option("-k")] = 5,
+    modality: Annotated[list[str] | None, typer.Option(help="text | table | image | page")] = None,
+    source: Annotated[list[str] | None, typer.Option(help="only items from this source")] = None,
+    radius: Annotated[float | None, typer.Option(help="cosine distance radius")] = None,
+    sets: Sets = None,
+) -> None:
+    """Search the knowledge base (top-k, or everything within a radius)."""
+    store = open_kb(kb, sets)
+    hits = store.search(query, k=k, modalities=modality, sources=source, radius=radius)
+    table = Table(title=f"{len(hits)} hit(s) for {query!r}")
+    for col in ("score", "id", "modality", "title", "text"):
+        table.add_column(col)
+    for h in hits:
+        table.add_row(f"{h.score:.3f}", h.id, h.modality, h.title, h.text[:120])
+    console.print(table)
+
+
+data_app = typer.Typer(help="Question files and datasets.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("convert")
+def data_convert(
+    name: Annotated[str, typer.Argument(help="hotpotqa | musique | multimodalqa | mmlongbench")],
+    source: str,
+    out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
+) -> None:
+    """Convert a benchmark's questions into hopgraph's canonical JSONL."""
+    from hopgraph.evals.datasets import convert
+
+    n = convert(name, source, out)
+    console.print(f"{n} questions -> {out}")
+
+
+@data_app.command("download")
+def data_download(
+    name: str,
+    dest: Annotated[str, typer.Option("--dest")] = "data",
+    mirror: Annotated[str, typer.Option(help="base URL of a copy of the same files")] = "",
+) -> None:
+    """Download a public dataset from its official URL (only ever on this command)."""
+    from hopgraph.evals.datasets import download
+
+    for path in download(name, dest, mirror=mirror):
+        console.print(f"{path} ({path.stat().st_size} bytes)")
+
+
+@data_app.command("demo")
+def data_demo(dest: Annotated[str, typer.Argument()] = "demo") -> None:
+    """Write the demo corpus and its questions (hopgraph's own invented data)."""
+    from hopgraph.evals.demo import write_demo
+
+    corpus, questions = write_demo(dest)
+    console.print(f"corpus: {corpus}\nquestions: {questions}")
+
+
 def main() -> None:
+    from hopgraph.memory.kb import KnowledgeBaseError
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.prompts import PromptError
 
     try:
         app()
-    except (HopgraphModelError, PromptError, ValueError) as e:
+    except (
+        HopgraphModelError,
+        PromptError,
+        KnowledgeBaseError,
+        ValueError,
+        OSError,
+        RuntimeError,
+    ) as e:
         err.print(f"[red]error:[/red] {e}")
         sys.exit(2)
 

@@ -27,6 +27,9 @@ PACKAGED_TEXT_MODELS = {
 def _load_sentence_transformer(name: str, what: str):
     """A SentenceTransformer from a packaged model, a local path, or the local HF cache only."""
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     if name in PACKAGED_TEXT_MODELS:
         module, install = PACKAGED_TEXT_MODELS[name]

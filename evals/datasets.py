@@ -1,0 +1,268 @@
+"""Question files: one canonical JSONL, converters from the benchmarks, and dataset downloads.
+
+Canonical line: ``{"id", "question", "answers": [...], "evidence": [item ids], "type",
+"images": [...], "doc", "meta": {...}}``. Converters compute gold evidence ids with the same key
+functions the indexer uses (``hopgraph.memory.sources``), so gold ids are ids in the index.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from hopgraph.memory.kb import item_id
+from hopgraph.memory.sources import (
+    Skipped,
+    load_json,
+    mmqa_key,
+    mmqa_row_key,
+    page_id,
+    passage_id,
+    read_jsonl,
+)
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    answers: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    type: str = ""
+    images: list[str] = field(default_factory=list)
+    doc: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+
+def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
+    """Valid questions in file order, and each bad line, duplicate id or empty question."""
+    questions: list[Question] = []
+    problems: list[Skipped] = []
+    seen: set[str] = set()
+    for n, obj in enumerate(read_jsonl(Path(path)), 1):
+        if isinstance(obj, Skipped):
+            problems.append(obj)
+            continue
+        where = f"{path}: question {obj.get('id', f'#{n}')}"
+        qid, text = str(obj.get("id", "")).strip(), str(obj.get("question", "")).strip()
+        if not qid:
+            problems.append(Skipped(where, "missing id"))
+        elif not text:
+            problems.append(Skipped(where, "empty question"))
+        elif qid in seen:
+            problems.append(Skipped(where, f"duplicate id {qid!r} (the first one is kept)"))
+        else:
+            seen.add(qid)
+            known = {
+                k: obj[k]
+                for k in ("answers", "evidence", "type", "images", "doc", "meta")
+                if k in obj
+            }
+            if isinstance(known.get("answers"), str):
+                known["answers"] = [known["answers"]]
+            questions.append(Question(id=qid, question=text, **known))
+    return questions, problems
+
+
+def write_questions(questions: Iterable[Question], path: str | Path) -> int:
+    """Write atomically (a temp file renamed into place); returns how many were written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for q in questions:
+            f.write(q.to_json() + "\n")
+            n += 1
+    os.replace(tmp, path)
+    return n
+
+
+# -- converters -----------------------------------------------------------------------------------
+def convert_hotpotqa(path: Path) -> Iterator[Question]:
+    """HotpotQA distractor format; gold = the passages named by ``supporting_facts``."""
+    for entry in load_json(path):
+        paragraphs = {title: "".join(sents) for title, sents in entry["context"]}
+        gold_titles = list(dict.fromkeys(title for title, _ in entry["supporting_facts"]))
+        yield Question(
+            id=entry["_id"],
+            question=entry["question"],
+            answers=[entry["answer"]],
+            evidence=[passage_id(t, paragraphs[t]) for t in gold_titles if t in paragraphs],
+            type=entry.get("type", ""),
+            meta={"level": entry.get("level", ""), "supporting_titles": gold_titles},
+        )
+
+
+def convert_musique(path: Path) -> Iterator[Question]:
+    """MuSiQue JSONL; gold = paragraphs marked ``is_supporting``."""
+    for obj in read_jsonl(path):
+        if isinstance(obj, Skipped):
+            continue
+        paras = obj.get("paragraphs", [])
+        yield Question(
+            id=obj["id"],
+            question=obj["question"],
+            answers=[obj.get("answer", ""), *obj.get("answer_aliases", [])],
+            evidence=[
+                passage_id(p.get("title", ""), p.get("paragraph_text", ""))
+                for p in paras
+                if p.get("is_supporting")
+            ],
+            type=obj["id"].split("__")[0] if "__" in obj["id"] else "",
+        )
+
+
+def convert_multimodalqa(path: Path) -> Iterator[Question]:
+    """MultimodalQA questions; gold = supporting texts and images, and the answer's table rows.
+    ``images`` holds the question's candidate images (``metadata.image_doc_ids``) as item ids."""
+    for obj in read_jsonl(path):
+        if isinstance(obj, Skipped):
+            continue
+        meta = obj.get("metadata", {})
+        evidence: list[str] = []
+        for ctx in obj.get("supporting_context", []):
+            part = ctx.get("doc_part")
+            if part in ("text", "image"):
+                evidence.append(item_id(part, mmqa_key(ctx["doc_id"])))
+            elif part == "table":
+                rows = {r for a in obj.get("answers", []) for r, _ in a.get("table_indices", [])}
+                evidence += [item_id("table", mmqa_row_key(ctx["doc_id"], r)) for r in sorted(rows)]
+        yield Question(
+            id=obj["qid"],
+            question=obj["question"],
+            answers=[str(a.get("answer", "")) for a in obj.get("answers", [])],
+            evidence=list(dict.fromkeys(evidence)),
+            type=meta.get("type", ""),
+            images=[item_id("image", mmqa_key(i)) for i in meta.get("image_doc_ids", [])],
+            meta={"modalities": meta.get("modalities", [])},
+        )
+
+
+def _pages(value: Any) -> list[int]:
+    if isinstance(value, list):
+        return [int(v) for v in value]
+    try:
+        parsed = ast.literal_eval(str(value))
+    except (ValueError, SyntaxError):
+        return []
+    return [int(v) for v in (parsed if isinstance(parsed, list | tuple) else [parsed])]
+
+
+def convert_mmlongbench(path: Path) -> Iterator[Question]:
+    """MMLongBench-Doc ``samples.json``; gold = the evidence pages; ``type`` = answer format."""
+    for n, entry in enumerate(load_json(path)):
+        doc = entry["doc_id"]
+        sources = entry.get("evidence_sources", "[]")
+        yield Question(
+            id=f"{Path(doc).stem}-{n:04d}",
+            question=entry["question"],
+            answers=[str(entry.get("answer", ""))],
+            evidence=[page_id(doc, p) for p in _pages(entry.get("evidence_pages", "[]"))],
+            type=entry.get("answer_format", ""),
+            doc=doc,
+            meta={"doc_type": entry.get("doc_type", ""), "evidence_sources": _sources(sources)},
+        )
+
+
+def _sources(value: Any) -> list[str]:
+    try:
+        parsed = ast.literal_eval(value) if isinstance(value, str) else value
+    except (ValueError, SyntaxError):
+        return [str(value)]
+    return [str(v) for v in parsed] if isinstance(parsed, list | tuple) else [str(parsed)]
+
+
+CONVERTERS: dict[str, Callable[[Path], Iterator[Question]]] = {
+    "hotpotqa": convert_hotpotqa,
+    "musique": convert_musique,
+    "multimodalqa": convert_multimodalqa,
+    "mmlongbench": convert_mmlongbench,
+}
+
+
+def convert(name: str, source: str | Path, out: str | Path) -> int:
+    if name not in CONVERTERS:
+        raise ValueError(f"unknown dataset {name!r}; one of {', '.join(CONVERTERS)}")
+    source = Path(source)
+    if not source.is_file():
+        raise FileNotFoundError(f"question file not found: {source}")
+    return write_questions(CONVERTERS[name](source), out)
+
+
+# -- downloads (only on a user's explicit command) --------------------------------------------
+DATASETS: dict[str, list[str]] = {
+    "hotpotqa-dev": ["http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"],
+    "hotpotqa-train": ["http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_train_v1.1.json"],
+    "multimodalqa": [
+        f"https://github.com/allenai/multimodalqa/raw/master/dataset/{name}"
+        for name in (
+            "MMQA_dev.jsonl.gz",
+            "MMQA_train.jsonl.gz",
+            "MMQA_texts.jsonl.gz",
+            "MMQA_tables.jsonl.gz",
+            "MMQA_images.jsonl.gz",
+        )
+    ],
+    "mmlongbench": [
+        "https://raw.githubusercontent.com/mayubo2333/MMLongBench-Doc/main/data/samples.json"
+    ],
+}
+
+
+def download(
+    name: str,
+    dest: str | Path,
+    *,
+    mirror: str = "",
+    on_progress: Callable[[str, int, int | None], None] | None = None,
+    timeout: float = 60.0,
+) -> list[Path]:
+    """Fetch a public dataset's files into ``dest``; files already complete are kept.
+    ``mirror`` replaces each URL's folder (a local copy of the same file names)."""
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; one of {', '.join(DATASETS)}")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for url in DATASETS[name]:
+        file_name = url.rsplit("/", 1)[1]
+        if mirror:
+            url = f"{mirror.rstrip('/')}/{file_name}"
+        target = dest / file_name
+        if target.is_file():
+            paths.append(target)
+            continue
+        part = target.with_suffix(target.suffix + ".part")
+        try:
+            with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as resp:
+                if resp.status_code != 200:
+                    raise RuntimeError(f"download of {url} failed: HTTP {resp.status_code}")
+                total = int(resp.headers.get("content-length", 0)) or None
+                done = 0
+                with open(part, "wb") as f:
+                    for chunk in resp.iter_bytes(1 << 20):
+                        f.write(chunk)
+                        done += len(chunk)
+                        if on_progress:
+                            on_progress(file_name, done, total)
+                if total is not None and done != total:
+                    raise RuntimeError(f"download of {url} stopped at {done} of {total} bytes")
+        except httpx.HTTPError as e:
+            part.unlink(missing_ok=True)
+            raise RuntimeError(f"download of {url} failed: {e}") from e
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        os.replace(part, target)
+        paths.append(target)
+    return paths

@@ -1,0 +1,339 @@
+"""The knowledge base: one Chroma collection per modality (text, table, image, page) in one
+shared embedding space, each item's text and metadata stored beside its vector.
+
+Vectors are always computed by hopgraph's embedder and passed in: Chroma's default embedding
+function (which would download a model) is never used. Item ids derive from content (or from a
+dataset's own stable doc id), so indexing the same source twice adds nothing and an interrupted
+index resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MODALITIES = ("text", "table", "image", "page")
+COLLECTION_PREFIX = "hopgraph-"
+
+
+class KnowledgeBaseError(RuntimeError):
+    """The knowledge base cannot be opened or used as asked."""
+
+
+def item_id(modality: str, key: str) -> str:
+    """Stable id of an item: its modality and a hash of what identifies its content."""
+    return f"{modality}-{hashlib.sha1(key.encode('utf-8')).hexdigest()[:20]}"
+
+
+@dataclass
+class Item:
+    """One retrievable unit: a passage, a table row, an image, a PDF page."""
+
+    modality: str
+    key: str
+    """What the id derives from: a dataset doc id, ``title\\ntext``, ``file#page``..."""
+    text: str
+    title: str = ""
+    source: str = ""
+    """Where it came from: dataset doc id, file name, title."""
+    page: int | None = None
+    path: str = ""
+    """An image file or a rendered page PNG."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.modality not in MODALITIES:
+            raise ValueError(f"unknown modality {self.modality!r}; one of {MODALITIES}")
+
+    @property
+    def id(self) -> str:
+        return item_id(self.modality, self.key)
+
+    def embed_text(self) -> str:
+        """What the text embedder sees: the title, then the content."""
+        if self.title and not self.text.startswith(self.title):
+            return f"{self.title}: {self.text}"
+        return self.text
+
+
+@dataclass
+class Hit:
+    """A search result: the item's stored fields and its cosine similarity to the query."""
+
+    id: str
+    score: float
+    modality: str
+    text: str
+    title: str = ""
+    source: str = ""
+    page: int | None = None
+    path: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AddStats:
+    added: int = 0
+    existing: int = 0
+    embed_seconds: float = 0.0
+    store_seconds: float = 0.0
+
+
+def _metadata(item: Item) -> dict[str, Any]:
+    return {
+        "modality": item.modality,
+        "title": item.title,
+        "source": item.source,
+        "page": -1 if item.page is None else int(item.page),
+        "path": item.path,
+        "meta": json.dumps(item.meta, ensure_ascii=False),
+    }
+
+
+def _hit(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Hit:
+    md = md or {}
+    page = md.get("page", -1)
+    return Hit(
+        id=id_,
+        score=score,
+        modality=md.get("modality", ""),
+        text=doc or "",
+        title=md.get("title", ""),
+        source=md.get("source", ""),
+        page=None if page is None or page < 0 else int(page),
+        path=md.get("path", ""),
+        meta=json.loads(md.get("meta") or "{}"),
+    )
+
+
+class KnowledgeBase:
+    """Chroma collections per modality, local files (``PersistentClient``) or a server."""
+
+    def __init__(
+        self,
+        path: str | Path = "kb",
+        *,
+        chroma_url: str = "",
+        embedder: str = "all-MiniLM-L6-v2",
+        batch_size: int = 16,
+    ):
+        import chromadb
+        from chromadb.config import Settings
+
+        self.path = Path(path).expanduser()
+        self.embedder_name = embedder
+        self.batch_size = batch_size
+        settings = Settings(anonymized_telemetry=False)
+        if chroma_url:
+            from urllib.parse import urlparse
+
+            url = urlparse(chroma_url)
+            self.client = chromadb.HttpClient(
+                host=url.hostname or "localhost",
+                port=url.port or 8000,
+                ssl=url.scheme == "https",
+                settings=settings,
+            )
+            self.location = chroma_url
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.client = chromadb.PersistentClient(
+                path=str(self.path / "chroma"), settings=settings
+            )
+            self.location = str(self.path)
+        self._collections: dict[str, Any] = {}
+        self._embedder = None
+        self._vectors: dict[str, tuple[list[str], np.ndarray, int]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_context(cls, ctx) -> KnowledgeBase:  # noqa: ANN001 - hopgraph.config.Context
+        return cls(
+            ctx.kb_dir,
+            chroma_url=ctx.chroma_url,
+            embedder=ctx.text_embedder,
+            batch_size=ctx.embed_batch_size,
+        )
+
+    # -- collections ----------------------------------------------------------------------
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from hopgraph.models.embedders import text_embedder
+
+            self._embedder = text_embedder(self.embedder_name, self.batch_size)
+        return self._embedder
+
+    def collection(self, modality: str, create: bool = True):
+        """The Chroma collection of ``modality``, checked to be in this embedder's space."""
+        if modality not in MODALITIES:
+            raise KnowledgeBaseError(f"unknown modality {modality!r}; one of {MODALITIES}")
+        with self._lock:
+            col = self._collections.get(modality)
+            if col is not None:
+                return col
+            name = COLLECTION_PREFIX + modality
+            if create:
+                col = self.client.get_or_create_collection(
+                    name,
+                    embedding_function=None,
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"embedder": self.embedder_name, "modality": modality},
+                )
+            else:
+                try:
+                    col = self.client.get_collection(name, embedding_function=None)
+                except Exception:  # chromadb raises NotFoundError (varies by version)
+                    return None
+            indexed_with = (col.metadata or {}).get("embedder")
+            if indexed_with and indexed_with != self.embedder_name:
+                raise KnowledgeBaseError(
+                    f"knowledge base {self.location} was indexed with embedder "
+                    f"{indexed_with!r}, but {self.embedder_name!r} is configured; their vectors "
+                    "are not comparable (set text_embedder or index again)"
+                )
+            self._collections[modality] = col
+            return col
+
+    def counts(self) -> dict[str, int]:
+        out = {}
+        for modality in MODALITIES:
+            col = self.collection(modality, create=False)
+            out[modality] = col.count() if col is not None else 0
+        return out
+
+    def existing(self, ids: Sequence[str], modality: str) -> set[str]:
+        if not ids:
+            return set()
+        return set(self.collection(modality).get(ids=list(ids), include=[])["ids"])
+
+    # -- writing ----------------------------------------------------------------------------
+    def add(self, items: Iterable[Item]) -> AddStats:
+        """Embed and store items not already present; duplicates within the input count once."""
+        stats = AddStats()
+        by_modality: dict[str, dict[str, Item]] = {}
+        for item in items:
+            group = by_modality.setdefault(item.modality, {})
+            if item.id in group:
+                stats.existing += 1
+            group[item.id] = item
+        for modality, group in by_modality.items():
+            present = self.existing(list(group), modality)
+            stats.existing += len(present)
+            todo = [it for id_, it in group.items() if id_ not in present]
+            if not todo:
+                continue
+            began = time.perf_counter()
+            vecs = self.embedder.encode([it.embed_text() for it in todo])
+            stats.embed_seconds += time.perf_counter() - began
+            began = time.perf_counter()
+            col = self.collection(modality)
+            step = min(self.client.get_max_batch_size(), 4096)
+            for i in range(0, len(todo), step):
+                chunk = todo[i : i + step]
+                col.add(
+                    ids=[it.id for it in chunk],
+                    embeddings=vecs[i : i + step],
+                    documents=[it.text for it in chunk],
+                    metadatas=[_metadata(it) for it in chunk],
+                )
+            stats.store_seconds += time.perf_counter() - began
+            stats.added += len(todo)
+            self._vectors.pop(modality, None)
+        return stats
+
+    # -- reading ----------------------------------------------------------------------------
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.embedder.encode_one(query)
+
+    def search(
+        self,
+        query: str | np.ndarray,
+        *,
+        k: int = 5,
+        modalities: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+        radius: float | None = None,
+        max_hits: int = 100,
+    ) -> list[Hit]:
+        """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
+        distance (MMAPG's query_radius; at most ``max_hits``), best first."""
+        collections = [
+            (col, size)
+            for modality in modalities or MODALITIES
+            if (col := self.collection(modality, create=False)) is not None
+            and (size := col.count())
+        ]
+        if not collections:
+            return []
+        vec = self.embed_query(query) if isinstance(query, str) else np.asarray(query, np.float32)
+        where = None
+        if sources:
+            where = (
+                {"source": sources[0]} if len(sources) == 1 else {"source": {"$in": list(sources)}}
+            )
+        n = max_hits if radius is not None else k
+        hits: list[Hit] = []
+        for col, size in collections:
+            res = col.query(
+                query_embeddings=vec[None, :],
+                n_results=min(n, size),
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+            for id_, doc, md, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+                strict=True,
+            ):  # fmt: skip
+                if radius is not None and dist > radius:
+                    continue
+                hits.append(_hit(id_, doc, md, 1.0 - float(dist)))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits if radius is not None else hits[:k]
+
+    def get(self, ids: Sequence[str]) -> list[Hit]:
+        """Stored items by id (score 1.0), in the order asked; unknown ids are left out."""
+        found: dict[str, Hit] = {}
+        for modality in MODALITIES:
+            wanted = list(dict.fromkeys(i for i in ids if i.startswith(modality + "-")))
+            col = self.collection(modality, create=False) if wanted else None
+            if col is None:
+                continue
+            res = col.get(ids=wanted, include=["documents", "metadatas"])
+            for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
+                found[id_] = _hit(id_, doc, md, 1.0)
+        return [found[i] for i in ids if i in found]
+
+    def vectors(self, modality: str) -> tuple[list[str], np.ndarray]:
+        """All ids and the (n, d) float32 matrix of a collection (for GRAIL), cached."""
+        col = self.collection(modality, create=False)
+        size = col.count() if col is not None else 0
+        cached = self._vectors.get(modality)
+        if cached is not None and cached[2] == size:
+            return cached[0], cached[1]
+        ids: list[str] = []
+        chunks: list[np.ndarray] = []
+        for offset in range(0, size, 10_000):
+            res = col.get(include=["embeddings"], limit=10_000, offset=offset)
+            ids += res["ids"]
+            chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
+        dim = self.embedder.dim if not chunks else chunks[0].shape[1]
+        matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
+        self._vectors[modality] = (ids, matrix, size)
+        return ids, matrix
+
+    def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Hit]:
+        col = self.collection(modality, create=False)
+        size = col.count() if col is not None else 0
+        for offset in range(0, size, batch):
+            res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
+            for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
+                yield _hit(id_, doc, md, 1.0)

@@ -1,0 +1,482 @@
+"""Readers that turn corpus files into knowledge-base ``Item``s.
+
+Each reader yields ``Item``s and, for anything it cannot use, a ``Skipped`` naming where and why;
+one bad file, line or page never stops the rest. The key functions here are shared with the
+question converters (``hopgraph.evals.datasets``) so gold evidence ids match indexed ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hopgraph.memory.kb import Item, item_id
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+TEXT_SUFFIXES = {".txt", ".md"}
+FORMATS = ("folder", "pdf", "hotpotqa", "musique", "multimodalqa")
+
+
+@dataclass
+class Skipped:
+    """Something a reader could not use, and why."""
+
+    where: str
+    reason: str
+
+
+Record = Item | Skipped
+
+
+# -- keys shared with the question converters ----------------------------------------------
+def passage_key(title: str, text: str) -> str:
+    return f"{title}\n{text}"
+
+
+def passage_id(title: str, text: str) -> str:
+    return item_id("text", passage_key(title, text))
+
+
+def mmqa_key(doc_id: str) -> str:
+    return f"mmqa:{doc_id}"
+
+
+def mmqa_row_key(table_id: str, row: int) -> str:
+    return f"mmqa:{table_id}#row{row}"
+
+
+def page_key(file_name: str, page: int) -> str:
+    """Pages are keyed by the document's file name and 1-based page number."""
+    return f"{file_name}#{page}"
+
+
+def page_id(file_name: str, page: int) -> str:
+    return item_id("page", page_key(file_name, page))
+
+
+def row_sentence(title: str, header: list[str], row: list[str], index: int) -> str:
+    """A table row as one sentence (MMAPG App. A.5: table rows are embedded as sentences)."""
+    cells = "; ".join(f"{h} is {v}" for h, v in zip(header, row, strict=False) if str(v).strip())
+    return f"{title}, row {index + 1}: {cells}." if title else f"Row {index + 1}: {cells}."
+
+
+# -- file helpers -----------------------------------------------------------------------------
+def open_text(path: Path):
+    """A text handle for plain or gzipped files (UTF-8, strict)."""
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
+    """Objects of a JSONL file; a bad line becomes a ``Skipped`` with its line number."""
+    try:
+        with open_text(path) as handle:
+            for lineno, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    yield Skipped(f"{path}:{lineno}", f"bad JSON line: {e.msg}")
+                    continue
+                if not isinstance(obj, dict):
+                    yield Skipped(f"{path}:{lineno}", "JSON line is not an object")
+                    continue
+                yield obj
+    except UnicodeDecodeError:
+        yield Skipped(str(path), "not UTF-8 text")
+    except (OSError, EOFError) as e:
+        yield Skipped(str(path), f"unreadable: {e}")
+
+
+def load_json(path: Path) -> Any:
+    with open_text(path) as handle:
+        return json.load(handle)
+
+
+def _sha1_file(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()
+
+
+def image_key(path: Path) -> str:
+    """Image files are keyed by their bytes: the same picture is one item wherever it lies."""
+    return f"image:{_sha1_file(path)}"
+
+
+# -- HotpotQA / MuSiQue -------------------------------------------------------------------------
+def passage(title: str, text: str, source: str = "") -> Item:
+    return Item("text", passage_key(title, text), text, title=title, source=source or title)
+
+
+def read_hotpotqa(path: Path, **_: Any) -> Iterator[Record]:
+    """A corpus (``{title: sentences|text}`` or ``[{title, text}]``) or distractor questions
+    (their ``context`` paragraphs)."""
+    try:
+        data = load_json(path)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
+        yield Skipped(str(path), f"not a HotpotQA JSON file: {e}")
+        return
+    if isinstance(data, dict):
+        for title, body in data.items():
+            text = "".join(body) if isinstance(body, list) else str(body)
+            yield passage(title, text)
+        return
+    for n, entry in enumerate(data):
+        if isinstance(entry, dict) and "context" in entry:
+            for title, sentences in entry["context"]:
+                yield passage(title, "".join(sentences))
+        elif isinstance(entry, dict) and "title" in entry and "text" in entry:
+            text = entry["text"]
+            yield passage(entry["title"], "".join(text) if isinstance(text, list) else text)
+        else:
+            yield Skipped(f"{path}[{n}]", "entry has neither context nor title/text")
+
+
+def read_musique(path: Path, **_: Any) -> Iterator[Record]:
+    """MuSiQue JSONL: every question's ``paragraphs``."""
+    for obj in read_jsonl(path):
+        if isinstance(obj, Skipped):
+            yield obj
+            continue
+        for para in obj.get("paragraphs", []):
+            yield passage(para.get("title", ""), para.get("paragraph_text", ""))
+
+
+# -- MultimodalQA ---------------------------------------------------------------------------------
+def _mmqa_file(root: Path, stem: str) -> Path | None:
+    for name in (f"{stem}.jsonl.gz", f"{stem}.jsonl"):
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def read_multimodalqa(
+    path: Path, *, images_dir: Path | None = None, notes: list[str] | None = None, **_: Any
+) -> Iterator[Record]:
+    """``MMQA_texts``, ``MMQA_tables`` and ``MMQA_images`` (.jsonl or .jsonl.gz) in a folder,
+    or one such file. Images are embedded by their title unless an image folder holds them."""
+    root = path if path.is_dir() else path.parent
+    only = None if path.is_dir() else path.name.split(".")[0]
+    notes = notes if notes is not None else []
+    found = False
+    texts = _mmqa_file(root, "MMQA_texts")
+    if texts and only in (None, "MMQA_texts"):
+        found = True
+        for obj in read_jsonl(texts):
+            if isinstance(obj, Skipped):
+                yield obj
+                continue
+            yield Item(
+                "text",
+                mmqa_key(obj["id"]),
+                obj.get("text", ""),
+                title=obj.get("title", ""),
+                source=obj["id"],
+                meta={"url": obj.get("url", "")},
+            )
+    tables = _mmqa_file(root, "MMQA_tables")
+    if tables and only in (None, "MMQA_tables"):
+        found = True
+        for obj in read_jsonl(tables):
+            if isinstance(obj, Skipped):
+                yield obj
+                continue
+            table = obj.get("table", {})
+            header = [h.get("column_name", "") for h in table.get("header", [])]
+            title = obj.get("title", "")
+            for r, row in enumerate(table.get("table_rows", [])):
+                cells = [c.get("text", "") for c in row]
+                yield Item(
+                    "table",
+                    mmqa_row_key(obj["id"], r),
+                    row_sentence(title, header, cells, r),
+                    title=title,
+                    source=obj["id"],
+                    meta={"row": r},
+                )
+    images = _mmqa_file(root, "MMQA_images")
+    if images and only in (None, "MMQA_images"):
+        found = True
+        with_files = 0
+        for obj in read_jsonl(images):
+            if isinstance(obj, Skipped):
+                yield obj
+                continue
+            file = images_dir / obj.get("path", "") if images_dir else None
+            has_file = file is not None and file.is_file()
+            with_files += has_file
+            yield Item(
+                "image",
+                mmqa_key(obj["id"]),
+                obj.get("title", ""),
+                title=obj.get("title", ""),
+                source=obj["id"],
+                path=str(file) if has_file else "",
+                meta={"url": obj.get("url", ""), "content": "title" if not has_file else "file"},
+            )
+        if not with_files:
+            notes.append(
+                "MultimodalQA images are indexed by title only: no image files were given "
+                "(--images DIR); image examination will rely on titles"
+            )
+    if not found:
+        yield Skipped(str(path), "no MMQA_texts / MMQA_tables / MMQA_images .jsonl(.gz) here")
+
+
+# -- PDFs ------------------------------------------------------------------------------------------
+def _ocr(png: Path) -> str | None:
+    """Text of a page image through the system's tesseract, or None when it is not installed."""
+    exe = shutil.which("tesseract")
+    if exe is None:
+        return None
+    out = subprocess.run([exe, str(png), "stdout"], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def read_pdf(
+    path: Path,
+    *,
+    pages_dir: Path | None = None,
+    page_pixels: int = 1024 * 28 * 28,
+    notes: list[str] | None = None,
+    **_: Any,
+) -> Iterator[Record]:
+    """Each page as a ``page`` item: its text layer (OCR when empty and tesseract exists) and,
+    with ``pages_dir``, the page rendered to PNG within ``page_pixels``."""
+    import pymupdf
+
+    notes = notes if notes is not None else []
+    try:
+        doc = pymupdf.open(path)
+    except Exception as e:  # pymupdf raises its own FileDataError and friends
+        yield Skipped(str(path), f"not a readable PDF: {e}")
+        return
+    with doc:
+        if doc.needs_pass:
+            yield Skipped(str(path), "PDF is encrypted")
+            return
+        folder = None
+        if pages_dir is not None:
+            folder = pages_dir / f"{path.stem[:60]}-{_sha1_file(path)[:10]}"
+            folder.mkdir(parents=True, exist_ok=True)
+        no_text = 0
+        for number, page in enumerate(doc, 1):
+            where = f"{path}#page{number}"
+            try:
+                text = page.get_text().strip()
+                png = ""
+                ocr = None
+                if folder is not None:
+                    png_path = folder / f"page-{number:04d}.png"
+                    if not png_path.is_file():
+                        w, h = page.rect.width, page.rect.height
+                        zoom = min(4.0, (page_pixels / max(w * h, 1.0)) ** 0.5)
+                        page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(png_path)
+                    png = str(png_path)
+                    if not text:
+                        ocr = _ocr(png_path)
+                        text = ocr or ""
+            except Exception as e:  # a damaged page: skip it, keep the document
+                yield Skipped(where, f"page failed: {e}")
+                continue
+            no_text += not text
+            yield Item(
+                "page",
+                page_key(path.name, number),
+                text,
+                title=f"{path.stem} p.{number}",
+                source=path.name,
+                page=number,
+                path=png,
+                meta={"ocr": ocr is not None, "pages": len(doc)},
+            )
+        if no_text:
+            notes.append(
+                f"{path.name}: {no_text} page(s) without text"
+                + ("" if shutil.which("tesseract") else " (tesseract not installed: no OCR)")
+            )
+
+
+# -- a folder of files ---------------------------------------------------------------------------
+def _captions(root: Path) -> dict[str, str]:
+    file = root / "captions.json"
+    if not file.is_file():
+        return {}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def chunk_paragraphs(text: str, max_words: int = 180) -> list[str]:
+    """Paragraphs (blank-line separated), merged while they stay under ``max_words``."""
+    paras = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
+    chunks: list[str] = []
+    for para in filter(None, paras):
+        if chunks and len(chunks[-1].split()) + len(para.split()) <= max_words:
+            chunks[-1] += " " + para
+        else:
+            chunks.append(para)
+    return chunks
+
+
+def image_item(path: Path, caption: str = "") -> Record:
+    from hopgraph.models.errors import ImageInputError
+    from hopgraph.models.images import load_image
+
+    try:
+        load_image(path)
+    except ImageInputError as e:
+        return Skipped(str(path), str(e))
+    title = path.stem.replace("_", " ").replace("-", " ")
+    return Item(
+        "image",
+        image_key(path),
+        caption or title,
+        title=title,
+        source=path.name,
+        path=str(path.resolve()),
+        meta={"caption": bool(caption)},
+    )
+
+
+def read_text_file(path: Path) -> Iterator[Record]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        yield Skipped(str(path), "not UTF-8 text")
+        return
+    title = path.stem.replace("_", " ")
+    for i, chunk in enumerate(chunk_paragraphs(text)):
+        yield Item(
+            "text",
+            passage_key(title, chunk),
+            chunk,
+            title=title,
+            source=path.name,
+            meta={"chunk": i},
+        )
+
+
+def read_csv_table(path: Path) -> Iterator[Record]:
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError:
+        yield Skipped(str(path), "not UTF-8 text")
+        return
+    except csv.Error as e:
+        yield Skipped(str(path), f"bad CSV: {e}")
+        return
+    if len(rows) < 2:
+        yield Skipped(str(path), "CSV needs a header row and at least one data row")
+        return
+    title = path.stem.replace("_", " ")
+    header = rows[0]
+    for r, row in enumerate(rows[1:]):
+        sentence = row_sentence(title, header, row, r)
+        yield Item(
+            "table",
+            passage_key(title, sentence),
+            sentence,
+            title=title,
+            source=path.name,
+            meta={"row": r},
+        )
+
+
+def read_records(path: Path) -> Iterator[Record]:
+    """JSONL of passages: ``text`` required; ``title``, ``id`` and ``modality`` optional."""
+    for obj in read_jsonl(path):
+        if isinstance(obj, Skipped):
+            yield obj
+            continue
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            yield Skipped(f"{path}:{obj.get('id', '?')}", "record has no text")
+            continue
+        title = str(obj.get("title", ""))
+        modality = obj.get("modality", "text")
+        key = str(obj["id"]) if "id" in obj else passage_key(title, text)
+        try:
+            yield Item(modality, key, text, title=title, source=str(obj.get("source", title)))
+        except ValueError as e:
+            yield Skipped(f"{path}:{obj.get('id', '?')}", str(e))
+
+
+def read_folder(path: Path, **opts: Any) -> Iterator[Record]:
+    """Every usable file below ``path``: images (captions from ``captions.json``), text and
+    Markdown files, CSV tables, JSONL passages and PDFs."""
+    captions = _captions(path)
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        suffix = file.suffix.lower()
+        if file.name == "captions.json" or file.name.startswith("."):
+            continue
+        if suffix in IMAGE_SUFFIXES:
+            yield image_item(file, captions.get(file.name, captions.get(file.stem, "")))
+        elif suffix in TEXT_SUFFIXES:
+            yield from read_text_file(file)
+        elif suffix == ".csv":
+            yield from read_csv_table(file)
+        elif suffix == ".jsonl":
+            yield from read_records(file)
+        elif suffix == ".pdf":
+            yield from read_pdf(file, **opts)
+        else:
+            yield Skipped(str(file), f"unsupported file type {suffix or '(none)'}")
+
+
+def read_pdfs(path: Path, **opts: Any) -> Iterator[Record]:
+    files = [path] if path.is_file() else sorted(path.rglob("*.pdf"))
+    for file in files:
+        yield from read_pdf(file, **opts)
+
+
+READERS = {
+    "folder": read_folder,
+    "pdf": read_pdfs,
+    "hotpotqa": read_hotpotqa,
+    "musique": read_musique,
+    "multimodalqa": read_multimodalqa,
+}
+
+
+def detect_format(path: Path) -> str:
+    """A best guess from names; ``--format`` overrides it."""
+    name = path.name.lower()
+    if path.is_dir():
+        if _mmqa_file(path, "MMQA_images") or _mmqa_file(path, "MMQA_texts"):
+            return "multimodalqa"
+        return "folder"
+    if name.endswith(".pdf"):
+        return "pdf"
+    if name.startswith("mmqa_"):
+        return "multimodalqa"
+    if "musique" in name:
+        return "musique"
+    if name.endswith(".json"):
+        return "hotpotqa"
+    raise ValueError(
+        f"cannot tell the format of {path}; pass --format (one of {', '.join(FORMATS)})"
+    )
+
+
+def read_source(path: Path, fmt: str = "auto", **opts: Any) -> Iterable[Record]:
+    if not path.exists():
+        raise FileNotFoundError(f"source not found: {path}")
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt not in READERS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    return READERS[fmt](path, **opts)

@@ -1,0 +1,109 @@
+import functools
+import http.server
+import json
+import threading
+
+import pytest
+from conftest import SHARED_DATA
+from hopgraph.evals.datasets import (
+    DATASETS,
+    Question,
+    convert,
+    convert_mmlongbench,
+    download,
+    read_questions,
+    write_questions,
+)
+from hopgraph.memory.sources import page_id
+
+
+def test_question_file_problems_are_reported_and_the_rest_kept(tmp_path):
+    f = tmp_path / "q.jsonl"
+    f.write_text(
+        '{"id": "a", "question": "First?", "answers": "x"}\n'
+        "not json\n"
+        '{"id": "a", "question": "Again?"}\n'
+        '{"id": "b", "question": "   "}\n'
+        '{"id": "c", "question": "Third?", "evidence": ["text-1"]}\n'
+    )
+    questions, problems = read_questions(f)
+    assert [q.id for q in questions] == ["a", "c"]
+    assert questions[0].answers == ["x"]
+    reasons = [p.reason for p in problems]
+    assert reasons[0].startswith("bad JSON line")
+    assert "duplicate id 'a'" in reasons[1] and reasons[2] == "empty question"
+
+
+def test_write_then_read_round_trip(tmp_path):
+    qs = [Question("1", "Q?", ["A"], ["text-x"], "bridge", doc="d.pdf", meta={"k": 1})]
+    write_questions(qs, tmp_path / "out.jsonl")
+    assert read_questions(tmp_path / "out.jsonl")[0] == qs
+
+
+def test_mmlongbench_conversion(tmp_path):
+    src = tmp_path / "samples.json"
+    src.write_text(json.dumps([
+        {"doc_id": "rep.pdf", "doc_type": "Report", "question": "Revenue?", "answer": "5",
+         "evidence_pages": "[3, 4]", "evidence_sources": "['Table']", "answer_format": "Int"},
+        {"doc_id": "rep.pdf", "doc_type": "Report", "question": "CEO?", "answer": "Not answerable",
+         "evidence_pages": "[]", "evidence_sources": "[]", "answer_format": "None"},
+    ]))  # fmt: skip
+    a, b = convert_mmlongbench(src)
+    assert a.evidence == [page_id("rep.pdf", 3), page_id("rep.pdf", 4)]
+    assert (a.type, a.doc, a.meta["evidence_sources"]) == ("Int", "rep.pdf", ["Table"])
+    assert b.evidence == [] and b.answers == ["Not answerable"] and a.id != b.id
+
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is absent")
+@pytest.mark.parametrize(
+    "name, path, n",
+    [
+        ("hotpotqa", "hotpotqa/hotpotqa_train.json", 100),
+        ("multimodalqa", "multimodalqa/MMQA_dev.jsonl.gz", 2441),
+        ("mmlongbench", "mmlongbench/samples.json", 202),
+    ],
+)
+def test_real_benchmark_files_convert(tmp_path, name, path, n):
+    out = tmp_path / f"{name}.jsonl"
+    assert convert(name, SHARED_DATA / path, out) == n
+    questions, problems = read_questions(out)
+    assert len(questions) == n and problems == []
+    with_evidence = sum(bool(q.evidence) for q in questions)
+    assert with_evidence >= 0.75 * n  # unanswerable MMLongBench questions have none
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def local_server(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_download_from_a_mirror(local_server, tmp_path):
+    root, url = local_server
+    (root / "samples.json").write_text('[{"doc_id": "x.pdf"}]')
+    (path,) = download("mmlongbench", tmp_path / "data", mirror=url)
+    assert json.loads(path.read_text()) == [{"doc_id": "x.pdf"}]
+    (root / "samples.json").write_text("changed")
+    assert download("mmlongbench", tmp_path / "data", mirror=url)[0].read_text() != "changed"
+
+
+def test_failed_download_leaves_no_partial_file(local_server, tmp_path):
+    _, url = local_server
+    with pytest.raises(RuntimeError, match="HTTP 404"):
+        download("hotpotqa-dev", tmp_path / "data", mirror=url)
+    assert list((tmp_path / "data").iterdir()) == []
+    with pytest.raises(ValueError, match="unknown dataset"):
+        download("nope", tmp_path)
+    assert "multimodalqa" in DATASETS

@@ -1,0 +1,187 @@
+import io
+import json
+import subprocess
+import sys
+
+import pymupdf
+import pytest
+from hopgraph.evals.datasets import convert_hotpotqa, read_questions
+from hopgraph.evals.demo import write_demo
+from hopgraph.memory.indexing import index_source
+from hopgraph.memory.kb import KnowledgeBase, item_id
+from hopgraph.memory.sources import detect_format, page_id
+from PIL import Image
+
+
+def make_pdf(path, pages):
+    doc = pymupdf.open()
+    for text in pages:
+        page = doc.new_page()
+        if text:
+            page.insert_text((72, 72), text)
+    doc.save(path)
+
+
+@pytest.fixture
+def messy_folder(tmp_path):
+    root = tmp_path / "corpus"
+    root.mkdir()
+    make_pdf(root / "good.pdf", ["First page about lighthouses.", "", "Third page on tides."])
+    (root / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf\n%%EOF")
+    buf = io.BytesIO()
+    Image.new("RGB", (300, 300), "red").save(buf, format="PNG")
+    (root / "truncated.png").write_bytes(buf.getvalue()[:200])
+    Image.new("RGB", (64, 64), "blue").save(root / "blue_square.png")
+    (root / "captions.json").write_text(json.dumps({"blue_square.png": "A plain blue square."}))
+    (root / "passages.jsonl").write_text(
+        json.dumps({"title": "Tides", "text": "Tides are caused by the moon."})
+        + "\n"
+        + "{this line is not json\n"
+        + json.dumps({"title": "Moon", "text": "The moon orbits the earth."})
+        + "\n"
+    )
+    (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    (root / "notes.md").write_text("# Notes\n\nLighthouses warn ships.\n\nThey stand on coasts.\n")
+    (root / "ports.csv").write_text("Port,Country\nMarrowick,Esterlund\nCaldra,Southmere\n")
+    return root
+
+
+def test_bad_files_are_reported_and_good_items_indexed(messy_folder, tmp_path):
+    kb = KnowledgeBase(tmp_path / "kb")
+    report = index_source(kb, messy_folder)
+    reasons = {s.where.split("/")[-1]: s.reason for s in report.skipped}
+    assert "not a readable PDF" in reasons["broken.pdf"]
+    assert "truncated.png" in reasons and "image" in reasons["truncated.png"]
+    assert reasons["passages.jsonl:2"].startswith("bad JSON line")
+    assert reasons["latin1.txt"] == "not UTF-8 text"
+    counts = kb.counts()
+    assert counts == {"text": 3, "table": 2, "image": 1, "page": 3}
+    assert report.added == 9
+    # the blank PDF page is kept, noted, and its PNG rendered
+    (blank,) = kb.get([page_id("good.pdf", 2)])
+    assert blank.page == 2 and blank.text == "" and blank.path.endswith("page-0002.png")
+    assert any("good.pdf: 1 page(s) without text" in n for n in report.notes)
+    assert kb.search("blue square", k=1, modalities=["image"])[0].text == "A plain blue square."
+
+
+def test_reindexing_adds_nothing(messy_folder, tmp_path):
+    kb = KnowledgeBase(tmp_path / "kb")
+    first = index_source(kb, messy_folder)
+    again = index_source(KnowledgeBase(tmp_path / "kb"), messy_folder)
+    assert again.added == 0 and again.existing == first.added
+
+
+def test_interrupted_index_resumes(tmp_path):
+    corpus = {f"Title {i}": [f"Passage number {i} about topic {i % 7}."] for i in range(40)}
+    src = tmp_path / "corpus.json"
+    src.write_text(json.dumps(corpus))
+    kb = KnowledgeBase(tmp_path / "kb")
+    partial = index_source(kb, src, "hotpotqa", limit=15, batch_size=4)
+    assert partial.added == 15
+    rest = index_source(kb, src, "hotpotqa", batch_size=4)
+    assert (rest.added, rest.existing) == (25, 15)
+    assert kb.counts()["text"] == 40
+
+
+def test_hotpotqa_gold_evidence_ids_are_index_ids(tmp_path):
+    questions = [
+        {
+            "_id": "q1",
+            "question": "Which came first?",
+            "answer": "A",
+            "type": "comparison",
+            "supporting_facts": [["Alpha", 0], ["Beta", 1]],
+            "context": [
+                ["Alpha", ["Alpha was built", " in 1900."]],
+                ["Beta", ["Beta was built", " in 1950."]],
+                ["Gamma", ["Unrelated."]],
+            ],
+        }
+    ]
+    src = tmp_path / "dev.json"
+    src.write_text(json.dumps(questions))
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, src, "hotpotqa")
+    (q,) = convert_hotpotqa(src)
+    assert len(q.evidence) == 2
+    assert [h.title for h in kb.get(q.evidence)] == ["Alpha", "Beta"]
+
+
+def test_multimodalqa_files_with_titles_only(tmp_path):
+    root = tmp_path / "mmqa"
+    root.mkdir()
+    rows = [
+        {"id": "img1", "title": "Eiffel Tower", "url": "u", "path": "img1.jpg"},
+        {"id": "img2", "title": "Big Ben", "url": "u", "path": "img2.jpg"},
+    ]
+    (root / "MMQA_images.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    table = {
+        "id": "t1",
+        "title": "Towers",
+        "table": {
+            "header": [{"column_name": "Name"}, {"column_name": "Height"}],
+            "table_rows": [
+                [{"text": "Eiffel"}, {"text": "330 m"}],
+                [{"text": "Ben"}, {"text": "96 m"}],
+            ],
+        },
+    }
+    (root / "MMQA_tables.jsonl").write_text(json.dumps(table))
+    assert detect_format(root) == "multimodalqa"
+    kb = KnowledgeBase(tmp_path / "kb")
+    report = index_source(kb, root)
+    assert kb.counts()["image"] == 2 and kb.counts()["table"] == 2
+    assert any("title only" in n for n in report.notes)
+    hit = kb.search("How tall is the Eiffel tower?", k=1, modalities=["table"])[0]
+    assert "330 m" in hit.text and hit.source == "t1"
+
+
+def test_demo_corpus_gold_evidence_is_all_indexed(tmp_path):
+    corpus, questions_file = write_demo(tmp_path / "demo")
+    kb = KnowledgeBase(tmp_path / "kb")
+    report = index_source(kb, corpus)
+    assert report.skipped == []
+    questions, problems = read_questions(questions_file)
+    assert problems == [] and len(questions) >= 12
+    assert {"bridge", "comparison", "image", "table"} <= {q.type for q in questions}
+    for q in questions:
+        assert q.answers and len(kb.get(q.evidence)) == len(q.evidence), q.id
+    image_q = next(q for q in questions if q.type == "image")
+    assert any(e.startswith("image-") for e in image_q.evidence)
+
+
+def test_pdf_page_ids_follow_file_and_page(tmp_path):
+    make_pdf(tmp_path / "r.pdf", ["one", "two"])
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, tmp_path / "r.pdf", render_pages=False)
+    got = kb.get([page_id("r.pdf", 2), item_id("page", "r.pdf#1")])
+    assert [(h.page, h.text, h.path) for h in got] == [(2, "two", ""), (1, "one", "")]
+
+
+def test_unknown_format_and_missing_source(tmp_path):
+    kb = KnowledgeBase(tmp_path / "kb")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        index_source(kb, tmp_path / "nowhere")
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(ValueError, match="unknown format 'weird'"):
+        index_source(kb, tmp_path / "x.json", "weird")
+
+
+def test_cli_index_prints_summary_with_reasons(messy_folder, tmp_path):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hopgraph.cli",
+            "index",
+            str(messy_folder),
+            "--kb",
+            str(tmp_path / "kb"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "9 added" in out.stdout and "4 skipped" in out.stdout
+    assert "broken.pdf" in out.stdout and "bad JSON line" in out.stdout
