@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/hopgraph data demo demo
+	$(BIN)/hopgraph index demo/corpus --kb demo/kb
+	$(BIN)/hopgraph search "the flag of the province whose capital is Harrowgate" --kb demo/kb -k 3
 	$(BIN)/hopgraph ask "What is the capital of France?"
 
 test: $(STAMP)

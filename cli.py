@@ -131,6 +131,9 @@ def index(
     images: Annotated[str, typer.Option(help="MultimodalQA image folder")] = "",
     limit: Annotated[int | None, typer.Option(help="index at most this many items")] = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="PDFs: skip page PNGs")] = False,
+    triplets: Annotated[
+        bool, typer.Option("--triplets", help="also store LLM-extracted triplets (MMAPG)")
+    ] = False,
     sets: Sets = None,
 ) -> None:
     """Index a corpus into the knowledge base (re-running adds only what is new)."""
@@ -138,6 +141,17 @@ def index(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     store = open_kb(kb, sets)
+    derive = None
+    if triplets:
+        from hopgraph.agents.triplets import extract_triplets, triplet_items
+        from hopgraph.memory.cache import JsonCache
+
+        ctx = build_context(sets=sets)
+        cache = JsonCache(store.path / "llm-cache.sqlite")
+
+        def derive(item):
+            return triplet_items(item, extract_triplets(item, ctx, cache))
+
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
     ) as bar:
@@ -151,12 +165,13 @@ def index(
 
         report = index_source(
             store, source, fmt, limit=limit, images_dir=images or None,
-            render_pages=not no_render, on_batch=show,
+            render_pages=not no_render, derive=derive, on_batch=show,
         )  # fmt: skip
     console.print(
         f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
         f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "
-        f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.0f} items/s; "
+        + (f"{report.derived} triplets added, " if triplets else "")
+        + f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.0f} items/s; "
         f"embedding {report.embed_seconds:.1f}s)"
     )
     console.print(

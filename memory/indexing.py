@@ -19,6 +19,7 @@ class IndexReport:
     format: str
     added: int = 0
     existing: int = 0
+    derived: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     by_modality: Counter = field(default_factory=Counter)
@@ -36,6 +37,7 @@ class IndexReport:
             "format": self.format,
             "added": self.added,
             "existing": self.existing,
+            "derived": self.derived,
             "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
             "notes": self.notes,
             "by_modality": dict(self.by_modality),
@@ -53,6 +55,21 @@ def _items(records: Iterable[Record], skipped: list[Skipped]) -> Iterator[Item]:
             yield record
 
 
+def _derive(kb: KnowledgeBase, batch: list[Item], derive, report: IndexReport) -> int:
+    extra: list[Item] = []
+    for item in batch:
+        if item.modality != "text" or item.parent:
+            continue
+        try:
+            extra += derive(item)
+        except Exception as e:  # one passage's failure must not stop the index
+            report.skipped.append(Skipped(f"{item.source or item.id}", f"derivation failed: {e}"))
+    stats = kb.add(extra)
+    report.embed_seconds += stats.embed_seconds
+    report.store_seconds += stats.store_seconds
+    return stats.added
+
+
 def index_source(
     kb: KnowledgeBase,
     source: str | Path,
@@ -63,12 +80,14 @@ def index_source(
     images_dir: str | Path | None = None,
     render_pages: bool = True,
     page_pixels: int = 1024 * 28 * 28,
+    derive: Callable[[Item], list[Item]] | None = None,
     on_batch: Callable[[IndexReport], None] | None = None,
 ) -> IndexReport:
     """Read ``source`` and add its items; already indexed items are counted, not re-embedded.
 
     Batches are committed as they fill, so an interrupted run keeps what it stored and the next
-    run skips it (ids are content-derived)."""
+    run skips it (ids are content-derived). ``derive`` adds items made from each text item
+    (MMAPG's triplets); a failure there is reported for that item and the rest goes on."""
     began = time.perf_counter()
     path = Path(source)
     resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -91,6 +110,8 @@ def index_source(
         report.embed_seconds += stats.embed_seconds
         report.store_seconds += stats.store_seconds
         report.by_modality.update(it.modality for it in batch)
+        if derive is not None:
+            report.derived += _derive(kb, batch, derive, report)
         report.seconds = time.perf_counter() - began
         if on_batch is not None:
             on_batch(report)

@@ -47,6 +47,8 @@ class Item:
     page: int | None = None
     path: str = ""
     """An image file or a rendered page PNG."""
+    parent: str = ""
+    """The item this one was derived from (a triplet's passage), else empty."""
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -76,6 +78,7 @@ class Hit:
     source: str = ""
     page: int | None = None
     path: str = ""
+    parent: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,6 +97,7 @@ def _metadata(item: Item) -> dict[str, Any]:
         "source": item.source,
         "page": -1 if item.page is None else int(item.page),
         "path": item.path,
+        "parent": item.parent,
         "meta": json.dumps(item.meta, ensure_ascii=False),
     }
 
@@ -110,6 +114,7 @@ def _hit(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> 
         source=md.get("source", ""),
         page=None if page is None or page < 0 else int(page),
         path=md.get("path", ""),
+        parent=md.get("parent", ""),
         meta=json.loads(md.get("meta") or "{}"),
     )
 

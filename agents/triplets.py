@@ -1,0 +1,72 @@
+"""MMAPG's knowledge-base triplet conversion (Eq. 1-2): passage -> (subject, relation, object)
+facts through the LLM with few-shot examples; results cached per passage and model."""
+
+from __future__ import annotations
+
+from hopgraph.config import Context
+from hopgraph.memory.cache import JsonCache
+from hopgraph.memory.kb import Item
+from hopgraph.models import chat_model, user
+from hopgraph.prompts import prompts_for
+from pydantic import BaseModel, Field
+
+# Our own invented examples (the few-shot set F_tri of Eq. 1).
+EXAMPLES = [
+    {
+        "title": "Norrby Bridge",
+        "text": "Norrby Bridge crosses the Vessel river. It opened in 1931 and is 412 metres long.",
+        "facts": [
+            ["Norrby Bridge", "crosses", "the Vessel river"],
+            ["Norrby Bridge", "opened in", "1931"],
+            ["Norrby Bridge", "length", "412 metres"],
+        ],
+    },
+    {
+        "title": "Anja Telk",
+        "text": "Anja Telk (born 1970) is a chemist. She directs the Lund Glass Institute.",
+        "facts": [
+            ["Anja Telk", "born in", "1970"],
+            ["Anja Telk", "occupation", "chemist"],
+            ["Anja Telk", "directs", "the Lund Glass Institute"],
+        ],
+    },
+]
+
+
+class Triplets(BaseModel):
+    facts: list[list[str]] = Field(description="[subject, relation, object] triplets")
+
+
+def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -> list[list[str]]:
+    """T_i = M(P_tri ⊕ F_tri ⊕ S_i) (Eq. 1), well-formed triplets only, cached by item id."""
+    namespace = f"triplets:{ctx.model}"
+    if cache is not None and (hit := cache.get(namespace, item.id)) is not None:
+        return hit
+    prompt = prompts_for(ctx.prompts_dir).render(
+        "mmapg/triplets", examples=EXAMPLES, title=item.title, text=item.text
+    )
+    out = chat_model(ctx).structured(
+        [user(prompt)], Triplets, role="triplet_converter", template="mmapg/triplets"
+    )
+    facts = [
+        [str(p).strip() for p in f] for f in out.facts if len(f) == 3 and all(map(str.strip, f))
+    ]
+    if cache is not None:
+        cache.put(namespace, item.id, facts)
+    return facts
+
+
+def triplet_items(item: Item, facts: list[list[str]]) -> list[Item]:
+    """Each triplet as its own text item (embedded alone, Eq. 2), pointing at its passage."""
+    return [
+        Item(
+            "text",
+            f"triplet:{item.id}:{s}|{r}|{o}",
+            f"{s} {r} {o}",
+            title=item.title,
+            source=item.source,
+            parent=item.id,
+            meta={"triplet": [s, r, o]},
+        )
+        for s, r, o in facts
+    ]

@@ -1,0 +1,138 @@
+"""Knowledge-base benchmark: indexing throughput and search latency (figures, not a test).
+
+    python -m hopgraph.evals.bench_kb [--data ../shared/data] [--vectors 100000] [--out FILE]
+
+1. Index the HotpotQA corpus and the MMLongBench PDFs into fresh knowledge bases: items/s,
+   seconds, peak memory, and the embedder's share of the time.
+2. Query-only top-5 recall of gold passages on the HotpotQA slice.
+3. Top-10 search latency (median, p95) on a collection of N random unit 384-d vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from hopgraph.evals.datasets import convert_hotpotqa
+from hopgraph.memory.indexing import index_source
+from hopgraph.memory.kb import Item, KnowledgeBase
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_index(name: str, source: Path, root: Path, **opts) -> dict:
+    kb = KnowledgeBase(root / name)
+    kb.embedder  # noqa: B018 - load the encoder before the clock starts
+    report = index_source(kb, source, **opts)
+    return {
+        "items": report.items,
+        "added": report.added,
+        "skipped": len(report.skipped),
+        "seconds": round(report.seconds, 2),
+        "items_per_s": round(report.items / report.seconds, 1),
+        "embed_seconds": round(report.embed_seconds, 2),
+        "embed_share": round(report.embed_seconds / report.seconds, 3),
+        "store_seconds": round(report.store_seconds, 2),
+        "read_seconds": round(report.seconds - report.embed_seconds - report.store_seconds, 2),
+        "peak_rss_mb_so_far": round(peak_rss_mb()),
+    }, kb
+
+
+def recall_at_5(kb: KnowledgeBase, questions_file: Path) -> dict:
+    hits = total = complete = 0
+    questions = list(convert_hotpotqa(questions_file))
+    for q in questions:
+        found = {h.id for h in kb.search(q.question, k=5)}
+        gold = set(q.evidence)
+        hits += len(gold & found)
+        total += len(gold)
+        complete += gold <= found
+    return {
+        "questions": len(questions),
+        "recall@5": round(hits / total, 3),
+        "all_gold@5": round(complete / len(questions), 3),
+    }
+
+
+def bench_search(root: Path, n: int, dim: int = 384, queries: int = 200) -> dict:
+    rng = np.random.default_rng(0)
+    kb = KnowledgeBase(root / "synthetic")
+    col = kb.collection("text")
+    began = time.perf_counter()
+    step = 4096
+    for i in range(0, n, step):
+        vecs = rng.standard_normal((min(step, n - i), dim)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        items = [Item("text", f"synthetic-{j}", f"row {j}") for j in range(i, i + len(vecs))]
+        col.add(
+            ids=[it.id for it in items],
+            embeddings=vecs,
+            documents=[it.text for it in items],
+            metadatas=[{"modality": "text", "source": f"s{j % 50}"} for j in range(len(items))],
+        )
+    load_s = time.perf_counter() - began
+    qs = rng.standard_normal((queries, dim)).astype(np.float32)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    for q in qs[:10]:  # warm the index
+        kb.search(q, k=10, modalities=["text"])
+    lat = []
+    for q in qs:
+        t = time.perf_counter()
+        kb.search(q, k=10, modalities=["text"])
+        lat.append(1000 * (time.perf_counter() - t))
+    lat.sort()
+    return {
+        "vectors": n,
+        "dim": dim,
+        "load_seconds": round(load_s, 1),
+        "queries": queries,
+        "top10_median_ms": round(statistics.median(lat), 2),
+        "top10_p95_ms": round(lat[int(0.95 * len(lat)) - 1], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="hopgraph-bench-") as tmp:
+        root = Path(tmp)
+        hotpot = args.data / "hotpotqa"
+        if hotpot.exists():
+            results["hotpotqa_index"], kb = bench_index(
+                "hotpot", hotpot / "hotpotqa_train_corpus.json", root
+            )
+            results["hotpotqa_retrieval"] = recall_at_5(kb, hotpot / "hotpotqa_train.json")
+        else:
+            print(f"skip HotpotQA: {hotpot} not found")
+        pdfs = args.data / "mmlongbench" / "pdfs"
+        if pdfs.exists():
+            results["mmlongbench_pdfs_index"], _ = bench_index("pdfs", pdfs, root, fmt="pdf")
+            results["mmlongbench_pdfs_text_only"], _ = bench_index(
+                "pdfs-norender", pdfs, root, fmt="pdf", render_pages=False
+            )
+        else:
+            print(f"skip PDFs: {pdfs} not found")
+        results["search"] = bench_search(root, args.vectors)
+    results["peak_rss_mb"] = round(peak_rss_mb())
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
