@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -89,25 +90,205 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
     console.print(table)
 
 
+def _endpoint(ctx: Context) -> str:
+    """The endpoint the run talks to (starting the embedded server when none is configured)."""
+    if ctx.base_url:
+        return ctx.base_url
+    from hopgraph.models import embedded_server
+
+    return embedded_server(ctx).base_url
+
+
 @app.command()
-def ask(
-    question: str,
-    agent: Annotated[str, typer.Option(help="graph to run")] = "direct",
+def run(
+    agent: Annotated[str, typer.Option(help="graph to run (see langgraph.json)")],
+    questions: Annotated[str, typer.Option(help="canonical question JSONL")],
+    out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
+    kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
+    limit: Annotated[int | None, typer.Option()] = None,
+    concurrency: Annotated[int, typer.Option()] = 1,
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
     sets: Sets = None,
 ) -> None:
-    """Answer one question with an agent and print the answer."""
-    from hopgraph.graphs import load_graph
+    """Run an agent over a question file: checkpointed, resumable, traced."""
+    from hopgraph.evals.runner import Runner
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    ctx = build_context(base_url, model, prompts, sets)
-    graph = load_graph(agent)
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
+    )
+    runner = Runner(agent, out, ctx, endpoint=_endpoint(ctx))
+    from hopgraph.evals.datasets import read_questions
+
+    qs, problems = read_questions(questions)
+    for p in problems:
+        err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
+    total = len(qs[:limit] if limit is not None else qs)
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("failed {task.fields[failed]}"), TimeRemainingColumn(), console=err,
+    ) as bar:  # fmt: skip
+        task = bar.add_task(f"{agent}", total=total, failed=0)
+
+        def advance(pred, summary):
+            bar.update(task, completed=summary.skipped_done + summary.finished + summary.failed,
+                       failed=summary.failed)  # fmt: skip
+
+        summary = runner.run(questions, limit=limit, concurrency=concurrency, on_done=advance)
+    console.print(
+        f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
+        f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
+    )
+    if summary.failed:
+        console.print("re-run the same command to retry the failed questions")
+
+
+@app.command()
+def ask(
+    question: str,
+    agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
+    kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",
+    out: Annotated[str, typer.Option(help="run folder for the trace")] = "",
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    sets: Sets = None,
+) -> None:
+    """Answer one question and print the answer, its citations and the trace path."""
+    import hashlib
+    import tempfile
+
+    from hopgraph.evals.datasets import Question, write_questions
+    from hopgraph.evals.runner import Runner, trace_file_name
+
+    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
+    qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
+    run_dir = Path(
+        out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
+    )
+    qfile = run_dir / "question.jsonl"
+    write_questions([Question(qid, question)], qfile)
+    runner = Runner(agent, run_dir, ctx, endpoint=_endpoint(ctx))
     began = time.perf_counter()
-    out = graph.invoke({"question": question}, context=ctx)
+    runner.run(qfile)
+    from hopgraph.evals.runner import read_predictions
+
+    pred = read_predictions(run_dir / "predictions.jsonl")[qid]
     console.print(f"[bold]Q:[/bold] {question}")
-    console.print(f"[bold]A:[/bold] {out.get('answer', '')}")
-    console.print(f"[dim]{agent} on {ctx.model}, {time.perf_counter() - began:.1f}s[/dim]")
+    if pred.get("error"):
+        err.print(f"[red]error:[/red] {pred['error']}")
+        raise typer.Exit(1)
+    console.print(f"[bold]A:[/bold] {pred['answer']}")
+    if pred.get("response") and pred["response"] != pred["answer"]:
+        console.print(f"[dim]{pred['response']}[/dim]")
+    if pred.get("citations"):
+        from hopgraph.tools.kb_search import knowledge_base
+
+        for hit in knowledge_base(ctx).get(pred["citations"]):
+            console.print(f"  [{hit.id}] {hit.title}: {hit.text[:100]}")
+    console.print(
+        f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
+        f"{time.perf_counter() - began:.1f}s; trace {run_dir / 'traces' / trace_file_name(qid)}.jsonl[/dim]"
+    )
+
+
+@app.command()
+def trace(
+    run_dir: str,
+    qid: Annotated[str | None, typer.Argument()] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
+) -> None:
+    """Show a run's traces: a step tree, Mermaid, or the HTML report of the whole run."""
+    from hopgraph.evals import report
+
+    folder = Path(run_dir)
+    if fmt == "html":
+        from hopgraph.evals.evaluate import load_metrics
+
+        path = report.render_html(folder, load_metrics(folder))
+        console.print(f"report: {path}")
+        return
+    traces = sorted((folder / "traces").glob("*.jsonl"))
+    if qid is not None:
+        from hopgraph.evals.runner import trace_file_name
+
+        traces = [folder / "traces" / f"{trace_file_name(qid)}.jsonl"]
+        if not traces[0].exists():
+            raise ValueError(f"no trace for question {qid!r} in {folder}")
+    for path in traces:
+        records = report.read_trace(path)
+        console.print(f"[bold]{path.stem}[/bold]")
+        if fmt == "mermaid":
+            console.print(report.to_mermaid(report.graph_view(records)), markup=False)
+        elif fmt == "text":
+            console.print(report.format_tree(records), markup=False)
+        else:
+            raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")
+
+
+@app.command("eval")
+def evaluate(
+    run_dir: str,
+    citations: Annotated[
+        bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
+    ] = False,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    sets: Sets = None,
+) -> None:
+    """Score a run: metrics.json and a table."""
+    from hopgraph.evals.evaluate import evaluate_run, headline
+
+    judge = kb_store = None
+    if citations:
+        import json as _json
+
+        from hopgraph.agents.judge import supports
+        from hopgraph.tools.kb_search import knowledge_base
+
+        saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
+        ctx = build_context(base_url or saved.get("base_url", ""), model or saved.get("model", ""),
+                            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])  # fmt: skip
+        kb_store = knowledge_base(ctx)
+
+        def judge(evidence, claim):
+            return supports(evidence, claim, ctx)
+
+    result = evaluate_run(run_dir, judge=judge, kb=kb_store)
+    table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in headline(result):
+        table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(table)
+    console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+
+
+@app.command()
+def compare(run_a: str, run_b: str) -> None:
+    """Two runs' headline metrics side by side."""
+    from hopgraph.evals.evaluate import headline, load_metrics
+
+    a, b = load_metrics(run_a), load_metrics(run_b)
+    ha, hb = dict(headline(a)), dict(headline(b))
+    table = Table(title="compare")
+    for col in ("metric", run_a, run_b, "delta"):
+        table.add_column(col)
+    for k in [k for k in ha | hb]:
+        va, vb = ha.get(k), hb.get(k)
+        delta = f"{vb - va:+.3f}" if va is not None and vb is not None else ""
+        table.add_row(
+            k, "" if va is None else f"{va:.3f}", "" if vb is None else f"{vb:.3f}", delta
+        )
+    console.print(table)
 
 
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 
-GRAPHS = {"direct": "hopgraph.graphs.direct"}
+GRAPHS = {
+    "direct": "hopgraph.graphs.direct",
+    "rag": "hopgraph.graphs.rag",
+}
 """Agent name -> module holding its compiled ``graph`` (grown by each method's issue)."""
 
 

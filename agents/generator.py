@@ -1,0 +1,65 @@
+"""The generator: answers from numbered contexts with inline citations [n] (dense RAG, QDRAG)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from hopgraph.config import Context
+from hopgraph.models import chat_model, user
+from hopgraph.prompts import prompts_for
+
+CITATION = re.compile(r"\[(\s*\d+(?:\s*,\s*\d+)*\s*)\]")
+
+
+@dataclass
+class CitedAnswer:
+    text: str
+    """The model's reply with its citation marks."""
+    answer: str
+    """The short answer, for exact-match scoring."""
+    cited: list[int] = field(default_factory=list)
+    """1-based numbers of cited contexts that exist, in order of first mention."""
+    invalid: list[int] = field(default_factory=list)
+    """Cited numbers with no such context."""
+
+
+def parse_citations(text: str, n_contexts: int) -> tuple[list[int], list[int]]:
+    """``[1][3]``, ``[1, 3]`` and ``[12]`` alike; numbers outside 1..n are invalid."""
+    valid: list[int] = []
+    invalid: list[int] = []
+    for group in CITATION.findall(text):
+        for number in (int(x) for x in group.split(",")):
+            bucket = valid if 1 <= number <= n_contexts else invalid
+            if number not in bucket:
+                bucket.append(number)
+    return valid, invalid
+
+
+def strip_citations(text: str) -> str:
+    return re.sub(r"\s+([.,;:!?])", r"\1", CITATION.sub("", text)).strip()
+
+
+def generate_cited_answer(
+    question: str, contexts: list[dict[str, Any]], ctx: Context, *, template: str = "rag/answer"
+) -> CitedAnswer:
+    """Answer with citations, then a short answer extracted from it (for EM/F1)."""
+    prompts = prompts_for(ctx.prompts_dir)
+    model = chat_model(ctx)
+    text = model.complete(
+        [user(prompts.render(template, question=question, contexts=contexts))],
+        role="generator",
+        template=template,
+        max_tokens=160,
+    ).strip()
+    cited, invalid = parse_citations(text, len(contexts))
+    short = model.complete(
+        [user(prompts.render("rag/short_answer", question=question, answer=strip_citations(text)))],
+        role="generator",
+        template="rag/short_answer",
+        max_tokens=32,
+    )
+    lines = [ln.strip() for ln in short.strip().splitlines() if ln.strip()]
+    answer = strip_citations(lines[0]) if lines else strip_citations(text)
+    return CitedAnswer(text=text, answer=answer.rstrip("."), cited=cited, invalid=invalid)

@@ -1,0 +1,102 @@
+"""``hopgraph eval`` and ``hopgraph compare``: metrics of a run folder, and two runs side by side."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from hopgraph.evals import metrics as m
+from hopgraph.evals.runner import read_predictions
+
+KS = (1, 3, 5, 10)
+MMLB_FORMATS = {"int", "float", "str", "list", "none"}
+
+
+def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
+    """Per-question scores: answers, retrieval at each K, cost."""
+    golds = pred.get("gold") or []
+    answer = pred.get("answer", "") or ""
+    out: dict[str, float] = {}
+    if golds:
+        out["em"] = m.exact_match(answer, golds)
+        out["f1"] = m.f1_score(answer, golds)
+        out["keyword_em"] = m.keyword_em(answer, golds)
+        if str(pred.get("type", "")).lower() in MMLB_FORMATS:
+            out["mmlb_acc"] = m.mmlongbench_score(answer, golds[0], pred["type"])
+    evidence = pred.get("evidence") or []
+    retrieved = pred.get("retrieved") or []
+    if evidence:
+        for name, fn in m.RETRIEVAL.items():
+            for k in KS:
+                out[f"{name}@{k}"] = fn(retrieved, evidence, k)
+    out["llm_calls"] = pred.get("llm_calls", 0)
+    out["prompt_tokens"] = pred.get("prompt_tokens", 0)
+    out["completion_tokens"] = pred.get("completion_tokens", 0)
+    out["seconds"] = pred.get("seconds", 0.0)
+    return out
+
+
+def citation_metrics(pred: dict[str, Any], texts: dict[str, str], judge: m.Judge) -> dict:
+    """ALCE citation recall/precision of one prediction's response."""
+    from hopgraph.agents.generator import parse_citations, strip_citations
+
+    contexts = pred.get("contexts_ids") or pred.get("retrieved") or []
+    pairs = []
+    for sentence in m.split_sentences(pred.get("response", "")):
+        cited, _ = parse_citations(sentence, len(contexts))
+        passages = [texts.get(contexts[i - 1], "") for i in cited]
+        pairs.append((strip_citations(sentence), [p for p in passages if p]))
+    recall, precision = m.citation_scores(pairs, judge)
+    return {"citation_recall": recall, "citation_precision": precision}
+
+
+def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = sorted({k for r in rows for k in r})
+    return {k: round(mean(r[k] for r in rows if k in r), 4) for k in keys}
+
+
+def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) -> dict[str, Any]:  # noqa: ANN001
+    """Score every prediction; write ``metrics.json``; return it."""
+    run_dir = Path(run_dir)
+    preds = list(read_predictions(run_dir / "predictions.jsonl").values())
+    ok = [p for p in preds if not p.get("error")]
+    per_question = {}
+    by_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+    texts: dict[str, str] = {}
+    if judge is not None and kb is not None:
+        ids = sorted({i for p in ok for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
+        texts = {h.id: h.text for h in kb.get(ids)}
+    for p in ok:
+        scores = score_prediction(p)
+        if judge is not None and p.get("response"):
+            scores.update(citation_metrics(p, texts, judge))
+        per_question[p["id"]] = scores
+        by_type[p.get("type") or "all"].append(scores)
+    result = {
+        "run": str(run_dir),
+        "questions": len(preds),
+        "failed": len(preds) - len(ok),
+        "overall": aggregate(list(per_question.values())) if per_question else {},
+        "by_type": {t: aggregate(rows) | {"n": len(rows)} for t, rows in sorted(by_type.items())},
+        "per_question": per_question,
+    }
+    (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+HEADLINE = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5", "set_recall@5", "ndcg@5", "mrr@5",
+            "citation_recall", "citation_precision", "llm_calls", "prompt_tokens",
+            "completion_tokens", "seconds")  # fmt: skip
+
+
+def headline(result: dict[str, Any]) -> list[tuple[str, float]]:
+    overall = result.get("overall", {})
+    return [(k, overall[k]) for k in HEADLINE if k in overall]
+
+
+def load_metrics(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / "metrics.json"
+    return json.loads(path.read_text()) if path.exists() else evaluate_run(run_dir)

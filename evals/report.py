@@ -1,0 +1,263 @@
+"""Reading traces back: a step tree, Mermaid, and a self-contained HTML report with drawings.
+
+A graph can publish a drawing of its own reasoning (MMAPG's planning graph, QDRAG's
+decomposition tree) by putting ``graph_view = {"nodes": [{"id", "label", "kind"}],
+"edges": [[src, dst], ...]}`` into a state update; otherwise the drawing is the executed steps.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+KIND_COLOURS = {
+    "question": "#dbeafe",
+    "retrieval": "#dcfce7",
+    "answer": "#fde68a",
+    "stop": "#e5e7eb",
+    "step": "#ede9fe",
+    "error": "#fecaca",
+}
+
+
+def read_trace(path: str | Path) -> list[dict[str, Any]]:
+    records = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+@dataclass
+class Step:
+    node: str
+    ns: list[str]
+    keys: list[str]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def steps(records: list[dict[str, Any]]) -> list[Step]:
+    """Executed nodes in order, each with the custom events it emitted."""
+    out: list[Step] = []
+    pending: list[dict[str, Any]] = []
+    for rec in records:
+        data = rec.get("data")
+        if rec.get("mode") == "custom" and isinstance(data, dict):
+            pending.append(data)
+        elif rec.get("mode") == "updates" and isinstance(data, dict):
+            for node, update in data.items():
+                keys = sorted(update) if isinstance(update, dict) else []
+                out.append(Step(node, rec.get("ns", []), keys, pending))
+                pending = []
+        elif rec.get("mode") == "error":
+            out.append(Step("error", [], [], [*pending, data or {}]))
+            pending = []
+    return out
+
+
+def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The method's own drawing if it published one, else the chain of executed steps."""
+    view = None
+    for rec in records:
+        data = rec.get("data")
+        if rec.get("mode") == "updates" and isinstance(data, dict):
+            for update in data.values():
+                if isinstance(update, dict) and isinstance(update.get("graph_view"), dict):
+                    view = update["graph_view"]
+    if view is not None:
+        return view
+    nodes, edges = [], []
+    for i, step in enumerate(steps(records)):
+        calls = sum(e.get("event") == "llm_call" for e in step.events)
+        label = "/".join([*step.ns, step.node]) + (f" ({calls} LLM)" if calls else "")
+        nodes.append(
+            {"id": f"s{i}", "label": label, "kind": "error" if step.node == "error" else "step"}
+        )
+        if i:
+            edges.append([f"s{i - 1}", f"s{i}"])
+    return {"nodes": nodes, "edges": edges}
+
+
+def format_tree(records: list[dict[str, Any]]) -> str:
+    """A readable step tree: nodes, the LLM calls and retrievals inside them."""
+    lines = []
+    for step in steps(records):
+        indent = "  " * len(step.ns)
+        where = "/".join([*step.ns, step.node])
+        lines.append(f"{indent}● {where}" + (f"  -> {', '.join(step.keys)}" if step.keys else ""))
+        for e in step.events:
+            kind = e.get("event")
+            if kind == "llm_call":
+                lines.append(
+                    f"{indent}    llm {e.get('role')} [{e.get('template')}] "
+                    f"{e.get('prompt_tokens')}+{e.get('completion_tokens')} tok "
+                    f"{e.get('latency_s', 0):.2f}s"
+                    + (f" ERROR {e['error']}" if e.get("error") else "")
+                )
+            elif kind == "retrieval":
+                ids = e.get("ids", [])
+                lines.append(
+                    f"{indent}    retrieve {e.get('query', '')!r} -> {len(ids)} hits {ids[:3]}"
+                )
+            elif "error" in e:
+                lines.append(f"{indent}    {e['error']}")
+            else:
+                lines.append(f"{indent}    {kind or 'event'} {json.dumps(e, default=str)[:160]}")
+    return "\n".join(lines)
+
+
+def to_mermaid(view: dict[str, Any]) -> str:
+    lines = ["flowchart TD"]
+    for node in view["nodes"]:
+        label = str(node.get("label", node["id"])).replace('"', "'")[:80]
+        lines.append(f'    {node["id"]}["{label}"]:::{node.get("kind", "step")}')
+    for src, dst in view["edges"]:
+        lines.append(f"    {src} --> {dst}")
+    for kind, colour in KIND_COLOURS.items():
+        lines.append(f"    classDef {kind} fill:{colour}")
+    return "\n".join(lines)
+
+
+def _layers(view: dict[str, Any]) -> dict[str, int]:
+    """Longest-path depth of each node (roots at 0); cycles are cut."""
+    parents: dict[str, list[str]] = {n["id"]: [] for n in view["nodes"]}
+    for src, dst in view["edges"]:
+        if src in parents and dst in parents:
+            parents[dst].append(src)
+    depth: dict[str, int] = {}
+
+    def visit(node: str, seen: frozenset) -> int:
+        if node in depth:
+            return depth[node]
+        ps = [p for p in parents[node] if p not in seen]
+        depth[node] = 1 + max((visit(p, seen | {node}) for p in ps), default=-1)
+        return depth[node]
+
+    for node in parents:
+        visit(node, frozenset())
+    return depth
+
+
+def to_svg(view: dict[str, Any], width: int = 190, height: int = 46, gap: int = 34) -> str:
+    """A layered drawing as inline SVG (no scripts, no network)."""
+    depth = _layers(view)
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for node in view["nodes"]:
+        rows.setdefault(depth[node["id"]], []).append(node)
+    pos = {}
+    columns = max((len(r) for r in rows.values()), default=1)
+    for level, row in rows.items():
+        offset = (columns - len(row)) * (width + gap) / 2
+        for i, node in enumerate(row):
+            pos[node["id"]] = (gap + offset + i * (width + gap), gap + level * (height + gap))
+    total_w = int(gap + columns * (width + gap))
+    total_h = int(gap + (max(rows, default=0) + 1) * (height + gap))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" width="{total_w}" '
+        f'height="{total_h}" viewBox="0 0 {total_w} {total_h}">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    for src, dst in view["edges"]:
+        if src in pos and dst in pos:
+            (x1, y1), (x2, y2) = pos[src], pos[dst]
+            parts.append(
+                f'<line x1="{x1 + width / 2}" y1="{y1 + height}" x2="{x2 + width / 2}" y2="{y2}" '
+                'stroke="#555" stroke-width="1.4" marker-end="url(#arrow)"/>'
+            )
+    for node in view["nodes"]:
+        x, y = pos[node["id"]]
+        label = str(node.get("label", node["id"]))
+        short = label if len(label) <= 30 else label[:29] + "…"
+        colour = KIND_COLOURS.get(node.get("kind", "step"), KIND_COLOURS["step"])
+        parts.append(
+            f'<g class="node" data-id="{html.escape(node["id"])}"><title>{html.escape(label)}</title>'
+            f'<rect x="{x}" y="{y}" width="{width}" height="{height}" rx="8" fill="{colour}" '
+            f'stroke="#334155"/><text x="{x + width / 2}" y="{y + height / 2 + 4}" '
+            f'text-anchor="middle" font-size="12" font-family="sans-serif">{html.escape(short)}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem;color:#111;max-width:1200px}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;
+font-size:.9rem;text-align:left}details{border:1px solid #ddd;border-radius:8px;margin:.6rem 0;
+padding:.4rem .8rem}summary{cursor:pointer;font-weight:600}.ok{color:#15803d}.bad{color:#b91c1c}
+.graph{max-width:100%;height:auto;display:block;margin:.5rem 0}code{background:#f3f4f6;padding:0 .2rem}
+"""
+
+
+def _calls_table(records: list[dict[str, Any]]) -> str:
+    rows = []
+    for step in steps(records):
+        for e in step.events:
+            if e.get("event") == "llm_call":
+                rows.append(
+                    f"<tr><td>{html.escape(step.node)}</td><td>{html.escape(str(e.get('role')))}</td>"
+                    f"<td>{html.escape(str(e.get('template')))}</td><td>{e.get('prompt_tokens')}</td>"
+                    f"<td>{e.get('completion_tokens')}</td><td>{e.get('latency_s', 0):.2f}</td></tr>"
+                )
+    if not rows:
+        return "<p>No LLM calls.</p>"
+    head = "<tr><th>node</th><th>role</th><th>template</th><th>prompt tok</th><th>completion tok</th><th>s</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
+    """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
+    drawing and LLM calls."""
+    from hopgraph.evals.runner import read_predictions, trace_file_name
+
+    run_dir = Path(run_dir)
+    preds = read_predictions(run_dir / "predictions.jsonl")
+    manifest = (
+        json.loads((run_dir / "manifest.json").read_text())
+        if (run_dir / "manifest.json").exists()
+        else {}
+    )
+    per_q = (metrics or {}).get("per_question", {})
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>hopgraph run {html.escape(run_dir.name)}"
+        f"</title><style>{_CSS}</style></head><body>",
+        f"<h1>Run <code>{html.escape(run_dir.name)}</code></h1>",
+        f"<p>agent <b>{html.escape(str(manifest.get('agent', '?')))}</b> · model "
+        f"<b>{html.escape(str(manifest.get('model', '?')))}</b> · {len(preds)} questions</p>",
+    ]
+    if metrics and metrics.get("overall"):
+        cells = "".join(
+            f"<tr><th>{k}</th><td>{v}</td></tr>"
+            for k, v in metrics["overall"].items()
+            if "@" not in k or k.endswith("@5")
+        )
+        parts.append(f"<h2>Metrics</h2><table>{cells}</table>")
+    parts.append("<h2>Questions</h2>")
+    for qid, pred in preds.items():
+        trace = run_dir / "traces" / f"{trace_file_name(qid)}.jsonl"
+        records = read_trace(trace) if trace.exists() else []
+        score = per_q.get(qid, {})
+        good = score.get("em", score.get("mmlb_acc", 0)) >= 1
+        status = "bad" if pred.get("error") else ("ok" if good else "")
+        parts.append(
+            f"<details class='question' id='{html.escape(qid)}'><summary class='{status}'>"
+            f"{html.escape(qid)}: {html.escape(pred.get('question', ''))}</summary>"
+            f"<p><b>Answer:</b> {html.escape(str(pred.get('answer', '')))}<br>"
+            f"<b>Gold:</b> {html.escape(' | '.join(map(str, pred.get('gold', []))))}<br>"
+            f"<b>Score:</b> {html.escape(json.dumps({k: round(v, 3) for k, v in score.items() if k in ('em', 'f1', 'keyword_em', 'mmlb_acc', 'recall@5')}))}"
+            + (
+                f"<br><b class='bad'>Error:</b> {html.escape(pred['error'])}"
+                if pred.get("error")
+                else ""
+            )
+            + f"</p>{to_svg(graph_view(records))}{_calls_table(records)}</details>"
+        )
+    parts.append("</body></html>")
+    out = run_dir / "report.html"
+    out.write_text("".join(parts), encoding="utf-8")
+    return out

@@ -1,0 +1,318 @@
+"""The batch runner: an agent over a question file, concurrent, checkpointed and resumable.
+
+A run is a folder: ``manifest.json``, ``predictions.jsonl`` (one line per finished question),
+``traces/<qid>.jsonl`` (every node update and custom event), ``checkpoints.sqlite`` (LangGraph's
+SqliteSaver, thread id ``<run>:<qid>``). Re-running the same command skips finished questions,
+continues interrupted ones from their last checkpoint, and retries the ones that failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, read_questions
+from hopgraph.graphs import load_graph
+from hopgraph.memory.sources import Skipped
+from hopgraph.prompts import BUILTIN_DIR, prompts_for, sha256_file
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+PACKAGES = ("hopgraph", "langgraph", "langchain-core", "openai", "chromadb",
+            "sentence-transformers", "torch", "llama-cpp-python")  # fmt: skip
+RECURSION_LIMIT = 200
+
+
+class RunError(RuntimeError):
+    """A run folder cannot be used for this command (another agent or question file)."""
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    total: int
+    skipped_done: int = 0
+    finished: int = 0
+    failed: int = 0
+    problems: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def prompt_hashes(ctx: Context) -> dict[str, str]:
+    """sha256 of every template as this Context resolves it (user overrides included)."""
+    prompts = prompts_for(ctx.prompts_dir)
+    return {name: sha256_file(prompts.source_path(name)) for name in prompts.names()}
+
+
+def manifest(agent: str, questions_file: Path, ctx: Context, endpoint: str) -> dict[str, Any]:
+    return {
+        "agent": agent,
+        "questions": str(questions_file),
+        "questions_sha256": _sha256(questions_file),
+        "context": ctx.as_dict(),
+        "endpoint": endpoint,
+        "model": ctx.model,
+        "prompts": prompt_hashes(ctx),
+        "prompts_builtin": str(BUILTIN_DIR),
+        "git_revision": _git_revision(),
+        "versions": _versions(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# -- predictions file -------------------------------------------------------------------------
+def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished predictions by id; a torn last line (a crash mid-write) is ignored."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out.setdefault(obj["id"], obj)
+    return out
+
+
+def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for obj in keep:
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class PredictionLog:
+    """Appends one whole line per write, flushed and fsynced, under a lock."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+# -- traces --------------------------------------------------------------------------------------
+def trace_stats(trace: Path) -> dict[str, Any]:
+    """LLM calls, tokens and retrieved ids, read back from a question's whole trace."""
+    calls = prompt = completion = 0
+    retrieved: list[str] = []
+    if trace.exists():
+        for line in trace.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            data = rec.get("data")
+            if rec.get("mode") != "custom" or not isinstance(data, dict):
+                continue
+            if data.get("event") == "llm_call":
+                calls += 1
+                prompt += data.get("prompt_tokens", 0)
+                completion += data.get("completion_tokens", 0)
+            elif data.get("event") == "retrieval":
+                retrieved += [i for i in data.get("ids", []) if i not in retrieved]
+    return {
+        "llm_calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "retrieved": retrieved,
+    }
+
+
+class Runner:
+    """Runs one agent over questions into a run folder."""
+
+    def __init__(self, agent: str, run_dir: str | Path, ctx: Context, *, endpoint: str = ""):
+        self.agent = agent
+        self.graph_builder = load_graph(agent)
+        self.run_dir = Path(run_dir)
+        self.ctx = ctx
+        self.endpoint = endpoint
+        self.run_name = self.run_dir.resolve().name
+        (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
+        self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
+        conn = sqlite3.connect(self.run_dir / "checkpoints.sqlite", check_same_thread=False)
+        self.saver = SqliteSaver(conn)
+        self.graph = self.graph_builder.builder.compile(
+            checkpointer=self.saver, name=self.graph_builder.name
+        )
+
+    def thread(self, qid: str) -> dict[str, Any]:
+        return {
+            "configurable": {"thread_id": f"{self.run_name}:{qid}"},
+            "recursion_limit": RECURSION_LIMIT,
+        }
+
+    def check_manifest(self, questions_file: Path) -> None:
+        path = self.run_dir / "manifest.json"
+        fresh = manifest(self.agent, questions_file, self.ctx, self.endpoint)
+        if path.exists():
+            old = json.loads(path.read_text())
+            if old.get("agent") != self.agent:
+                raise RunError(
+                    f"{self.run_dir} holds a run of agent {old.get('agent')!r}, not {self.agent!r}"
+                )
+            if old.get("questions_sha256") != fresh["questions_sha256"]:
+                raise RunError(
+                    f"{self.run_dir} was run on another question file "
+                    f"({old.get('questions')}); use a new --out folder"
+                )
+            fresh["created"] = old.get("created", fresh["created"])
+            fresh["resumed"] = old.get("resumed", 0) + 1
+        path.write_text(json.dumps(fresh, indent=2))
+
+    def run_question(self, q: Question) -> dict[str, Any]:
+        """Stream the graph for one question into its trace; returns the prediction line."""
+        config = self.thread(q.id)
+        trace_path = self.run_dir / "traces" / f"{trace_file_name(q.id)}.jsonl"
+        state = self.graph.get_state(config)
+        if state.next:  # interrupted: continue from the last checkpoint
+            payload, streaming = None, True
+        elif state.values:  # finished before a crash lost its prediction line
+            payload, streaming = None, False
+        else:
+            payload, streaming = {"question": q.question}, True
+            if q.images and "images" in self.graph.channels:
+                payload["images"] = q.images
+        began = time.perf_counter()
+        error = None
+        with open(trace_path, "a", encoding="utf-8") as trace:
+            trace.write(_line({"mode": "start", "data": {"id": q.id, "resume": payload is None}}))
+            try:
+                for ns, mode, chunk in (
+                    self.graph.stream(
+                        payload,
+                        config,
+                        context=self.ctx,
+                        stream_mode=["updates", "custom"],
+                        subgraphs=True,
+                    )
+                    if streaming
+                    else ()
+                ):
+                    trace.write(_line({"t": round(time.perf_counter() - began, 4),
+                                       "ns": list(ns), "mode": mode, "data": chunk}))  # fmt: skip
+                    trace.flush()
+            except Exception as e:  # one question's failure is recorded, the batch goes on
+                error = f"{type(e).__name__}: {e}"
+                trace.write(_line({"mode": "error", "data": {"error": error}}))
+        values = self.graph.get_state(config).values if error is None else {}
+        seconds = time.perf_counter() - began
+        stats = trace_stats(trace_path)
+        return {
+            "id": q.id,
+            "question": q.question,
+            "answer": values.get("answer", ""),
+            "response": values.get("response", ""),
+            "citations": values.get("citations", []),
+            "contexts_ids": [c.get("id") for c in values.get("contexts", [])],
+            **stats,
+            "seconds": round(seconds, 3),
+            "error": error,
+            "gold": q.answers,
+            "evidence": q.evidence,
+            "type": q.type,
+            "doc": q.doc,
+        }
+
+    def run(
+        self,
+        questions_file: str | Path,
+        *,
+        limit: int | None = None,
+        concurrency: int = 1,
+        on_done: Callable[[dict[str, Any], RunSummary], None] | None = None,
+    ) -> RunSummary:
+        began = time.perf_counter()
+        questions_file = Path(questions_file)
+        questions, problems = read_questions(questions_file)
+        if limit is not None:
+            questions = questions[:limit]
+        self.check_manifest(questions_file)
+        summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
+        done = read_predictions(self.predictions.path)
+        failed_before = {qid for qid, p in done.items() if p.get("error")}
+        # keep finished successes; failed questions are retried (from their checkpoint)
+        _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])
+        todo = [q for q in questions if q.id not in done or q.id in failed_before]
+        summary.skipped_done = len(questions) - len(todo)
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            futures = [pool.submit(self.run_question, q) for q in todo]
+            for future in as_completed(futures):
+                pred = future.result()
+                self.predictions.append(pred)
+                if pred["error"]:
+                    summary.failed += 1
+                else:
+                    summary.finished += 1
+                if on_done is not None:
+                    on_done(pred, summary)
+        summary.seconds = time.perf_counter() - began
+        return summary
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dict__"):
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+def trace_file_name(qid: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]

@@ -1,0 +1,50 @@
+"""Knowledge-base search as a graph tool: one shared KnowledgeBase per Context, and every
+search reported as a ``retrieval`` event for the trace."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from hopgraph.config import Context
+from hopgraph.memory.kb import Hit, KnowledgeBase
+from hopgraph.models.events import emit
+
+_kbs: dict[tuple, KnowledgeBase] = {}
+_lock = threading.Lock()
+
+
+def knowledge_base(ctx: Context) -> KnowledgeBase:
+    key = (ctx.kb_dir, ctx.chroma_url, ctx.text_embedder)
+    with _lock:
+        if key not in _kbs:
+            _kbs[key] = KnowledgeBase.from_context(ctx)
+        return _kbs[key]
+
+
+def search_kb(
+    query: str,
+    ctx: Context,
+    *,
+    k: int | None = None,
+    role: str = "retriever",
+    **filters: Any,
+) -> list[Hit]:
+    """Top-k (or radius) search, emitted as ``{"event": "retrieval", ...}``."""
+    hits = knowledge_base(ctx).search(query, k=k or ctx.top_k, **filters)
+    emit(
+        {
+            "event": "retrieval",
+            "role": role,
+            "query": query,
+            "ids": [h.id for h in hits],
+            "scores": [round(h.score, 4) for h in hits],
+        }
+    )
+    return hits
+
+
+def hit_dict(hit: Hit) -> dict[str, Any]:
+    """A hit as plain JSON-able state (graphs keep dicts, not objects, in their state)."""
+    return asdict(hit)
