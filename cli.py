@@ -133,14 +133,21 @@ def run(
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}"), TimeRemainingColumn(), console=err,
-    ) as bar:  # fmt: skip
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("failed {task.fields[failed]}"),
+        TimeRemainingColumn(),
+        console=err,
+    ) as bar:
         task = bar.add_task(f"{agent}", total=total, failed=0)
 
         def advance(pred, summary):
-            bar.update(task, completed=summary.skipped_done + summary.finished + summary.failed,
-                       failed=summary.failed)  # fmt: skip
+            bar.update(
+                task,
+                completed=summary.skipped_done + summary.finished + summary.failed,
+                failed=summary.failed,
+            )
 
         summary = runner.run(questions, limit=limit, concurrency=concurrency, on_done=advance)
     console.print(
@@ -196,7 +203,8 @@ def ask(
             console.print(f"  [{hit.id}] {hit.title}: {hit.text[:100]}")
     console.print(
         f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
-        f"{time.perf_counter() - began:.1f}s; trace {run_dir / 'traces' / trace_file_name(qid)}.jsonl[/dim]"
+        f"{time.perf_counter() - began:.1f}s; "
+        f"trace {run_dir / 'traces' / trace_file_name(qid)}.jsonl[/dim]"
     )
 
 
@@ -255,8 +263,11 @@ def evaluate(
         from hopgraph.tools.kb_search import knowledge_base
 
         saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
-        ctx = build_context(base_url or saved.get("base_url", ""), model or saved.get("model", ""),
-                            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])  # fmt: skip
+        ctx = build_context(
+            base_url or saved.get("base_url", ""),
+            model or saved.get("model", ""),
+            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
+        )
         kb_store = knowledge_base(ctx)
 
         def judge(evidence, claim):
@@ -339,15 +350,25 @@ def index(
         task = bar.add_task(f"indexing {source}", total=None)
 
         def show(r):
-            bar.update(task, description=(
-                f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
-                f"there), {len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.0f} items/s"
-            ))  # fmt: skip
+            bar.update(
+                task,
+                description=(
+                    f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
+                    f"there), {len(r.skipped)} skipped, "
+                    f"{r.items / max(r.seconds, 1e-9):.0f} items/s"
+                ),
+            )
 
         report = index_source(
-            store, source, fmt, limit=limit, images_dir=images or None,
-            render_pages=not no_render, derive=derive, on_batch=show,
-        )  # fmt: skip
+            store,
+            source,
+            fmt,
+            limit=limit,
+            images_dir=images or None,
+            render_pages=not no_render,
+            derive=derive,
+            on_batch=show,
+        )
     console.print(
         f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
         f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "

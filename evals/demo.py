@@ -127,42 +127,116 @@ def _questions(image_ids: dict[str, str]) -> list[dict]:
     year_row = {row[0]: r for r, row in enumerate(TABLE_ROWS)}
 
     def q(qid, question, answers, evidence, qtype):
-        return {"id": qid, "question": question, "answers": answers, "evidence": evidence,
-                "type": qtype}  # fmt: skip
+        return {
+            "id": qid,
+            "question": question,
+            "answers": answers,
+            "evidence": evidence,
+            "type": qtype,
+        }
 
     return [
-        q("demo-01", "In which year was the town founded by the designer of the Grey Heron founded?",
-          ["1412"], [p["Odile Varn"], p["Marrowick"]], "bridge"),
-        q("demo-02", "Who wrote the libretto of the best-known opera by the composer born in "
-          "Harrowgate in 1961?", ["Mateo Quill"], [p["Ilse Brandt"], p["The Lantern Bride"]], "bridge"),
-        q("demo-03", "In which village was the librettist of The Lantern Bride born?", ["Temsa"],
-          [p["The Lantern Bride"], p["Mateo Quill"]], "bridge"),
-        q("demo-04", "What is the official flower of the province in which Marrowick lies?",
-          ["blue thistle", "the blue thistle"], [p["Marrowick"], p["Esterlund"]], "bridge"),
-        q("demo-05", "Where does the painting that shows the lighthouse of Marrowick hang?",
-          ["Caldra Museum of Art", "the Caldra Museum of Art"],
-          [p["Jonas Pell"], p["Harbour at Dusk"]], "bridge"),
-        q("demo-06", "Which is older, the town of Marrowick or the University of Caldra?",
-          ["Marrowick", "the town of Marrowick"], [p["Marrowick"], p["Caldra"]], "comparison"),
-        q("demo-07", "Who was born earlier, Ilse Brandt or Jonas Pell?", ["Jonas Pell"],
-          [p["Ilse Brandt"], p["Jonas Pell"]], "comparison"),
-        q("demo-08", "Which river is longer, the Lind or the Sorrel?", ["Lind", "the Lind"],
-          [p["Lind (river)"], p["Sorrel (river)"]], "comparison"),
-        q("demo-09", "What colour is the field of the flag of the province whose capital is "
-          "Harrowgate?", ["green"], [p["Esterlund"], image_ids["flag_of_esterlund.png"]], "image"),
-        q("demo-10", "What is shown on the coat of arms of the city where The Lantern Bride "
-          "premiered?", ["a golden key", "golden key"],
-          [p["The Lantern Bride"], image_ids["caldra_coat_of_arms.png"]], "image"),
-        q("demo-11", "What colours are the stripes of the lighthouse shown in Jonas Pell's "
-          "best-known painting?", ["red and white"],
-          [p["Jonas Pell"], image_ids["marrowick_lighthouse.png"]], "image"),
-        q("demo-12", "In which village was the rower who won the Kestrel Cup in 2019 born?",
-          ["Temsa"], [_row_id(year_row["2019"]), p["Tessa Horn"]], "table"),
-        q("demo-13", "Which club won the Kestrel Cup in 2020?", ["Caldra Rowing Club"],
-          [_row_id(year_row["2020"])], "table"),
-        q("demo-14", "How many masts did the ship designed by the founder of Marrowick have?",
-          ["three", "3"], [p["Marrowick"], p["Odile Varn"]], "bridge"),
-    ]  # fmt: skip
+        q(
+            "demo-01",
+            "In which year was the town founded by the designer of the Grey Heron founded?",
+            ["1412"],
+            [p["Odile Varn"], p["Marrowick"]],
+            "bridge",
+        ),
+        q(
+            "demo-02",
+            "Who wrote the libretto of the best-known opera by the composer born in "
+            "Harrowgate in 1961?",
+            ["Mateo Quill"],
+            [p["Ilse Brandt"], p["The Lantern Bride"]],
+            "bridge",
+        ),
+        q(
+            "demo-03",
+            "In which village was the librettist of The Lantern Bride born?",
+            ["Temsa"],
+            [p["The Lantern Bride"], p["Mateo Quill"]],
+            "bridge",
+        ),
+        q(
+            "demo-04",
+            "What is the official flower of the province in which Marrowick lies?",
+            ["blue thistle", "the blue thistle"],
+            [p["Marrowick"], p["Esterlund"]],
+            "bridge",
+        ),
+        q(
+            "demo-05",
+            "Where does the painting that shows the lighthouse of Marrowick hang?",
+            ["Caldra Museum of Art", "the Caldra Museum of Art"],
+            [p["Jonas Pell"], p["Harbour at Dusk"]],
+            "bridge",
+        ),
+        q(
+            "demo-06",
+            "Which is older, the town of Marrowick or the University of Caldra?",
+            ["Marrowick", "the town of Marrowick"],
+            [p["Marrowick"], p["Caldra"]],
+            "comparison",
+        ),
+        q(
+            "demo-07",
+            "Who was born earlier, Ilse Brandt or Jonas Pell?",
+            ["Jonas Pell"],
+            [p["Ilse Brandt"], p["Jonas Pell"]],
+            "comparison",
+        ),
+        q(
+            "demo-08",
+            "Which river is longer, the Lind or the Sorrel?",
+            ["Lind", "the Lind"],
+            [p["Lind (river)"], p["Sorrel (river)"]],
+            "comparison",
+        ),
+        q(
+            "demo-09",
+            "What colour is the field of the flag of the province whose capital is Harrowgate?",
+            ["green"],
+            [p["Esterlund"], image_ids["flag_of_esterlund.png"]],
+            "image",
+        ),
+        q(
+            "demo-10",
+            "What is shown on the coat of arms of the city where The Lantern Bride premiered?",
+            ["a golden key", "golden key"],
+            [p["The Lantern Bride"], image_ids["caldra_coat_of_arms.png"]],
+            "image",
+        ),
+        q(
+            "demo-11",
+            "What colours are the stripes of the lighthouse shown in Jonas Pell's "
+            "best-known painting?",
+            ["red and white"],
+            [p["Jonas Pell"], image_ids["marrowick_lighthouse.png"]],
+            "image",
+        ),
+        q(
+            "demo-12",
+            "In which village was the rower who won the Kestrel Cup in 2019 born?",
+            ["Temsa"],
+            [_row_id(year_row["2019"]), p["Tessa Horn"]],
+            "table",
+        ),
+        q(
+            "demo-13",
+            "Which club won the Kestrel Cup in 2020?",
+            ["Caldra Rowing Club"],
+            [_row_id(year_row["2020"])],
+            "table",
+        ),
+        q(
+            "demo-14",
+            "How many masts did the ship designed by the founder of Marrowick have?",
+            ["three", "3"],
+            [p["Marrowick"], p["Odile Varn"]],
+            "bridge",
+        ),
+    ]
 
 
 def write_demo(folder: str | Path) -> tuple[Path, Path]:

@@ -1,4 +1,4 @@
-"""``hopgraph eval`` and ``hopgraph compare``: metrics of a run folder, and two runs side by side."""
+"""``hopgraph eval`` and ``hopgraph compare``: a run folder's metrics, and two runs side by side."""
 
 from __future__ import annotations
 
@@ -87,9 +87,22 @@ def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) 
     return result
 
 
-HEADLINE = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5", "set_recall@5", "ndcg@5", "mrr@5",
-            "citation_recall", "citation_precision", "llm_calls", "prompt_tokens",
-            "completion_tokens", "seconds")  # fmt: skip
+HEADLINE = (
+    "em",
+    "f1",
+    "keyword_em",
+    "mmlb_acc",
+    "recall@5",
+    "set_recall@5",
+    "ndcg@5",
+    "mrr@5",
+    "citation_recall",
+    "citation_precision",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+)
 
 
 def headline(result: dict[str, Any]) -> list[tuple[str, float]]:

@@ -48,7 +48,7 @@ def keyword_em(prediction: str, golds: Sequence[str]) -> float:
     return float(any(g and f" {g} " in pred for g in map(normalize_answer, golds)))
 
 
-# -- MMLongBench-Doc answers by format ---------------------------------------------------------------
+# -- MMLongBench-Doc answers by format -------------------------------------------------------------
 def levenshtein(a: str, b: str) -> int:
     prev = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
@@ -118,7 +118,7 @@ def mmlongbench_score(prediction: str, gold: str, answer_format: str) -> float:
     return anls(prediction, gold)
 
 
-# -- retrieval ---------------------------------------------------------------------------------------
+# -- retrieval -------------------------------------------------------------------------------------
 def recall_at_k(retrieved: Sequence[str], gold: Sequence[str], k: int) -> float:
     gold_set = set(gold)
     return len(gold_set & set(retrieved[:k])) / len(gold_set) if gold_set else 0.0
@@ -157,7 +157,7 @@ RETRIEVAL = {
 }
 
 
-# -- citations (ALCE) -------------------------------------------------------------------------------
+# -- citations (ALCE) ------------------------------------------------------------------------------
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 

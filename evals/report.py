@@ -176,10 +176,12 @@ def to_svg(view: dict[str, Any], width: int = 190, height: int = 46, gap: int = 
         short = label if len(label) <= 30 else label[:29] + "…"
         colour = KIND_COLOURS.get(node.get("kind", "step"), KIND_COLOURS["step"])
         parts.append(
-            f'<g class="node" data-id="{html.escape(node["id"])}"><title>{html.escape(label)}</title>'
+            f'<g class="node" data-id="{html.escape(node["id"])}">'
+            f"<title>{html.escape(label)}</title>"
             f'<rect x="{x}" y="{y}" width="{width}" height="{height}" rx="8" fill="{colour}" '
             f'stroke="#334155"/><text x="{x + width / 2}" y="{y + height / 2 + 4}" '
-            f'text-anchor="middle" font-size="12" font-family="sans-serif">{html.escape(short)}</text></g>'
+            'text-anchor="middle" font-size="12" font-family="sans-serif">'
+            f"{html.escape(short)}</text></g>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -190,7 +192,8 @@ body{font-family:system-ui,sans-serif;margin:2rem;color:#111;max-width:1200px}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;
 font-size:.9rem;text-align:left}details{border:1px solid #ddd;border-radius:8px;margin:.6rem 0;
 padding:.4rem .8rem}summary{cursor:pointer;font-weight:600}.ok{color:#15803d}.bad{color:#b91c1c}
-.graph{max-width:100%;height:auto;display:block;margin:.5rem 0}code{background:#f3f4f6;padding:0 .2rem}
+.graph{max-width:100%;height:auto;display:block;margin:.5rem 0}
+code{background:#f3f4f6;padding:0 .2rem}
 """
 
 
@@ -202,12 +205,19 @@ def _calls_table(records: list[dict[str, Any]]) -> str:
                 rows.append(
                     f"<tr><td>{html.escape(step.node)}</td><td>{html.escape(str(e.get('role')))}</td>"
                     f"<td>{html.escape(str(e.get('template')))}</td><td>{e.get('prompt_tokens')}</td>"
-                    f"<td>{e.get('completion_tokens')}</td><td>{e.get('latency_s', 0):.2f}</td></tr>"
+                    f"<td>{e.get('completion_tokens')}</td>"
+                    f"<td>{e.get('latency_s', 0):.2f}</td></tr>"
                 )
     if not rows:
         return "<p>No LLM calls.</p>"
-    head = "<tr><th>node</th><th>role</th><th>template</th><th>prompt tok</th><th>completion tok</th><th>s</th></tr>"
+    head = "".join(
+        f"<th>{c}</th>" for c in ("node", "role", "template", "prompt tok", "completion tok", "s")
+    )
+    head = f"<tr>{head}</tr>"
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 
 
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
@@ -224,7 +234,8 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
     )
     per_q = (metrics or {}).get("per_question", {})
     parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>hopgraph run {html.escape(run_dir.name)}"
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>hopgraph run {html.escape(run_dir.name)}"
         f"</title><style>{_CSS}</style></head><body>",
         f"<h1>Run <code>{html.escape(run_dir.name)}</code></h1>",
         f"<p>agent <b>{html.escape(str(manifest.get('agent', '?')))}</b> · model "
@@ -238,18 +249,20 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         )
         parts.append(f"<h2>Metrics</h2><table>{cells}</table>")
     parts.append("<h2>Questions</h2>")
-    for qid, pred in preds.items():
+    for n, (qid, pred) in enumerate(preds.items()):
         trace = run_dir / "traces" / f"{trace_file_name(qid)}.jsonl"
         records = read_trace(trace) if trace.exists() else []
         score = per_q.get(qid, {})
+        shown = {k: round(v, 3) for k, v in score.items() if k in SHOWN_SCORES}
         good = score.get("em", score.get("mmlb_acc", 0)) >= 1
         status = "bad" if pred.get("error") else ("ok" if good else "")
         parts.append(
-            f"<details class='question' id='{html.escape(qid)}'><summary class='{status}'>"
+            f"<details class='question' id='{html.escape(qid)}'{' open' if n == 0 else ''}>"
+            f"<summary class='{status}'>"
             f"{html.escape(qid)}: {html.escape(pred.get('question', ''))}</summary>"
             f"<p><b>Answer:</b> {html.escape(str(pred.get('answer', '')))}<br>"
             f"<b>Gold:</b> {html.escape(' | '.join(map(str, pred.get('gold', []))))}<br>"
-            f"<b>Score:</b> {html.escape(json.dumps({k: round(v, 3) for k, v in score.items() if k in ('em', 'f1', 'keyword_em', 'mmlb_acc', 'recall@5')}))}"
+            f"<b>Score:</b> {html.escape(json.dumps(shown))}"
             + (
                 f"<br><b class='bad'>Error:</b> {html.escape(pred['error'])}"
                 if pred.get("error")

@@ -29,8 +29,16 @@ from hopgraph.memory.sources import Skipped
 from hopgraph.prompts import BUILTIN_DIR, prompts_for, sha256_file
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-PACKAGES = ("hopgraph", "langgraph", "langchain-core", "openai", "chromadb",
-            "sentence-transformers", "torch", "llama-cpp-python")  # fmt: skip
+PACKAGES = (
+    "hopgraph",
+    "langgraph",
+    "langchain-core",
+    "openai",
+    "chromadb",
+    "sentence-transformers",
+    "torch",
+    "llama-cpp-python",
+)
 RECURSION_LIMIT = 200
 
 
@@ -241,8 +249,16 @@ class Runner:
                     if streaming
                     else ()
                 ):
-                    trace.write(_line({"t": round(time.perf_counter() - began, 4),
-                                       "ns": list(ns), "mode": mode, "data": chunk}))  # fmt: skip
+                    trace.write(
+                        _line(
+                            {
+                                "t": round(time.perf_counter() - began, 4),
+                                "ns": list(ns),
+                                "mode": mode,
+                                "data": chunk,
+                            }
+                        )
+                    )
                     trace.flush()
             except Exception as e:  # one question's failure is recorded, the batch goes on
                 error = f"{type(e).__name__}: {e}"

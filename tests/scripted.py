@@ -15,8 +15,13 @@ from hopgraph.models.chat import ChatModel
 Reply = str | dict | Callable[[dict], Any] | Exception
 
 
-def completion(content: str = "", *, top: list[tuple[str, float]] | None = None,
-               prompt_tokens: int = 7, completion_tokens: int = 3) -> dict:  # fmt: skip
+def completion(
+    content: str = "",
+    *,
+    top: list[tuple[str, float]] | None = None,
+    prompt_tokens: int = 7,
+    completion_tokens: int = 3,
+) -> dict:
     """An OpenAI chat.completion body, with first-token top_logprobs when ``top`` is given."""
     logprobs = None
     if top is not None:
@@ -65,9 +70,11 @@ class ScriptedEndpoint:
         if request.url.path.endswith("/models"):
             return httpx.Response(
                 200,
-                json={"object": "list",
-                      "data": [{"id": self.model, "object": "model", "owned_by": self.owned_by}]},
-            )  # fmt: skip
+                json={
+                    "object": "list",
+                    "data": [{"id": self.model, "object": "model", "owned_by": self.owned_by}],
+                },
+            )
         body = json.loads(request.content)
         self.requests.append(body)
         if not self.replies:

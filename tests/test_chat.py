@@ -77,8 +77,11 @@ def test_p_yes_from_top_logprobs(endpoint):
     assert p == pytest.approx(0.7 / 0.9)
     req = ep.requests[0]
     assert (req["max_tokens"], req["temperature"], req["logprobs"], req["top_logprobs"]) == (
-        1, 0.0, True, 20,
-    )  # fmt: skip
+        1,
+        0.0,
+        True,
+        20,
+    )
 
 
 @pytest.mark.parametrize("top", [[("Maybe", -0.1), ("The", -2.0)], None, []])

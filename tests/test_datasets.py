@@ -42,12 +42,30 @@ def test_write_then_read_round_trip(tmp_path):
 
 def test_mmlongbench_conversion(tmp_path):
     src = tmp_path / "samples.json"
-    src.write_text(json.dumps([
-        {"doc_id": "rep.pdf", "doc_type": "Report", "question": "Revenue?", "answer": "5",
-         "evidence_pages": "[3, 4]", "evidence_sources": "['Table']", "answer_format": "Int"},
-        {"doc_id": "rep.pdf", "doc_type": "Report", "question": "CEO?", "answer": "Not answerable",
-         "evidence_pages": "[]", "evidence_sources": "[]", "answer_format": "None"},
-    ]))  # fmt: skip
+    src.write_text(
+        json.dumps(
+            [
+                {
+                    "doc_id": "rep.pdf",
+                    "doc_type": "Report",
+                    "question": "Revenue?",
+                    "answer": "5",
+                    "evidence_pages": "[3, 4]",
+                    "evidence_sources": "['Table']",
+                    "answer_format": "Int",
+                },
+                {
+                    "doc_id": "rep.pdf",
+                    "doc_type": "Report",
+                    "question": "CEO?",
+                    "answer": "Not answerable",
+                    "evidence_pages": "[]",
+                    "evidence_sources": "[]",
+                    "answer_format": "None",
+                },
+            ]
+        )
+    )
     a, b = convert_mmlongbench(src)
     assert a.evidence == [page_id("rep.pdf", 3), page_id("rep.pdf", 4)]
     assert (a.type, a.doc, a.meta["evidence_sources"]) == ("Int", "rep.pdf", ["Table"])

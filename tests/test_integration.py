@@ -181,8 +181,10 @@ def test_cli_reports_a_down_endpoint_clearly():
     url = f"http://127.0.0.1:{free_port()}/v1"
     out = subprocess.run(
         [sys.executable, "-m", "hopgraph.cli", "ask", "x", "--base-url", url, "--model", "m"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "cannot reach model endpoint" in out.stderr and url in out.stderr
 

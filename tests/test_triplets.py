@@ -10,8 +10,9 @@ from hopgraph.memory.kb import KnowledgeBase
 
 def test_triplets_are_indexed_with_their_parent_and_cached(tmp_path, endpoint, monkeypatch):
     corpus = tmp_path / "c.json"
-    corpus.write_text(json.dumps({"Alpha": ["Alpha was founded in 1412 by Odile."],
-                                  "Beta": ["Beta is a river."]}))  # fmt: skip
+    corpus.write_text(
+        json.dumps({"Alpha": ["Alpha was founded in 1412 by Odile."], "Beta": ["Beta is a river."]})
+    )
     replies = [
         '{"facts": [["Alpha", "founded in", "1412"], ["Alpha", "founded by", "Odile"]]}',
         "not json",

@@ -4,6 +4,7 @@ search reported as a ``retrieval`` event for the trace."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -32,6 +33,7 @@ def search_kb(
     **filters: Any,
 ) -> list[Hit]:
     """Top-k (or radius) search, emitted as ``{"event": "retrieval", ...}``."""
+    began = time.perf_counter()
     hits = knowledge_base(ctx).search(query, k=k or ctx.top_k, **filters)
     emit(
         {
@@ -40,6 +42,7 @@ def search_kb(
             "query": query,
             "ids": [h.id for h in hits],
             "scores": [round(h.score, 4) for h in hits],
+            "latency_s": round(time.perf_counter() - began, 5),
         }
     )
     return hits

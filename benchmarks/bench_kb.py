@@ -1,6 +1,6 @@
 """Knowledge-base benchmark: indexing throughput and search latency (figures, not a test).
 
-    python -m hopgraph.evals.bench_kb [--data ../shared/data] [--vectors 100000] [--out FILE]
+    .venv/bin/python benchmarks/bench_kb.py [--data ../shared/data] [--vectors 100000] [--out FILE]
 
 1. Index the HotpotQA corpus and the MMLongBench PDFs into fresh knowledge bases: items/s,
    seconds, peak memory, and the embedder's share of the time.

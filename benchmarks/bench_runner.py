@@ -1,0 +1,99 @@
+"""Runner benchmark with a scripted model on loopback (figures, not a test).
+
+    .venv/bin/python benchmarks/bench_runner.py [--questions 40] [--out FILE]
+
+1. Framework overhead: the ``direct`` (1 step) and ``rag`` (2 steps) graphs through the runner
+   (checkpointing, traces, predictions) against a zero-latency endpoint; overhead per question
+   = wall time - time inside LLM calls - time inside KB searches, per step = that / steps.
+2. Throughput against an endpoint that sleeps 100 ms per call: concurrency 1 vs 8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from hopgraph.config import Context  # noqa: E402
+from hopgraph.evals.datasets import Question, write_questions  # noqa: E402
+from hopgraph.evals.report import read_trace, steps  # noqa: E402
+from hopgraph.evals.runner import Runner, read_predictions, trace_file_name  # noqa: E402
+from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
+from scripted_server import ScriptedServer  # noqa: E402
+
+
+def overhead(run: Path) -> dict:
+    per_q, per_step = [], []
+    for qid, pred in read_predictions(run / "predictions.jsonl").items():
+        records = read_trace(run / "traces" / f"{trace_file_name(qid)}.jsonl")
+        done = steps(records)
+        inside = sum(
+            e.get("latency_s", 0)
+            for s in done
+            for e in s.events
+            if e.get("event") in ("llm_call", "retrieval")
+        )
+        extra_ms = 1000 * (pred["seconds"] - inside)
+        per_q.append(extra_ms)
+        per_step.append(extra_ms / max(len(done), 1))
+    return {
+        "questions": len(per_q),
+        "overhead_per_question_ms_median": round(statistics.median(per_q), 2),
+        "overhead_per_step_ms_median": round(statistics.median(per_step), 2),
+        "overhead_per_step_ms_p95": round(sorted(per_step)[int(0.95 * len(per_step)) - 1], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--questions", type=int, default=40)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="hopgraph-bench-") as tmp:
+        root = Path(tmp)
+        kb = KnowledgeBase(root / "kb")
+        kb.add(
+            [Item("text", f"k{i}", f"Fact {i} about place {i}.", title=f"P{i}") for i in range(50)]
+        )
+        qfile = root / "q.jsonl"
+        write_questions(
+            [Question(f"q{i}", f"What about place {i}?", [f"x{i}"]) for i in range(args.questions)],
+            qfile,
+        )
+        with ScriptedServer() as server:
+            ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(root / "kb"))
+            for agent in ("direct", "rag"):
+                Runner(agent, root / f"warm-{agent}", ctx).run(qfile, limit=2)  # load models once
+                began = time.perf_counter()
+                Runner(agent, root / agent, ctx).run(qfile)
+                results[f"zero_latency_{agent}"] = overhead(root / agent) | {
+                    "questions_per_s": round(args.questions / (time.perf_counter() - began), 1)
+                }
+        with ScriptedServer(delay=0.1) as server:
+            ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(root / "kb"))
+            timings = {}
+            for n in (1, 8):
+                began = time.perf_counter()
+                Runner("direct", root / f"sleep-c{n}", ctx).run(qfile, concurrency=n)
+                timings[n] = time.perf_counter() - began
+            results["sleep_100ms_direct"] = {
+                "questions": args.questions,
+                "seconds_c1": round(timings[1], 2),
+                "seconds_c8": round(timings[8], 2),
+                "speedup": round(timings[1] / timings[8], 2),
+            }
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
+
+It answers ``/v1/models`` and ``/v1/chat/completions`` with ``reply(body) -> str``, optionally
+after a delay, so graphs, the runner and subprocesses use the real client path end to end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def deterministic_reply(body: dict) -> str:
+    """Same prompt, same reply: a short answer, or a cited sentence, or Yes."""
+    text = json.dumps(body["messages"])
+    if body.get("logprobs"):
+        return "Yes"
+    question = re.search(r"Question: (.*?)(?:\\n|$)", text)
+    key = hashlib.sha1((question.group(1) if question else text).encode()).hexdigest()[:6]
+    if "Short answer" in text:
+        return f"answer-{key}"
+    return f"The answer is answer-{key} [1][2]."
+
+
+class ScriptedServer:
+    def __init__(
+        self,
+        reply: Callable[[dict], str] = deterministic_reply,
+        *,
+        delay: float = 0.0,
+        model: str = "scripted",
+        port: int = 0,
+    ):
+        self.reply, self.delay, self.model = reply, delay, model
+        self.calls = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, obj: dict, status: int = 200) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self._send(
+                    {
+                        "object": "list",
+                        "data": [{"id": server.model, "object": "model", "owned_by": "vllm"}],
+                    }
+                )
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                with server._lock:
+                    server.calls += 1
+                if server.delay:
+                    time.sleep(server.delay)
+                content = server.reply(body)
+                top = None
+                if body.get("logprobs"):
+                    top = {
+                        "content": [
+                            {
+                                "token": content,
+                                "logprob": -0.1,
+                                "bytes": None,
+                                "top_logprobs": [
+                                    {"token": content, "logprob": -0.1, "bytes": None}
+                                ],
+                            }
+                        ]
+                    }
+                self._send(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": server.model,
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "logprobs": top,
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    }
+                )
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

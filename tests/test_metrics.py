@@ -1,0 +1,90 @@
+import math
+
+import pytest
+from hopgraph.evals import metrics as m
+
+
+def test_squad_normalisation_em_f1():
+    assert m.normalize_answer("The  Eiffel-Tower!") == "eiffeltower"
+    assert m.exact_match("the Paris.", ["Paris"]) == 1.0
+    assert m.exact_match("Paris, France", ["Paris"]) == 0.0
+    # pred tokens: paris france; gold: paris -> P=1/2, R=1 -> F1=2/3
+    assert m.f1_score("Paris France", ["Paris"]) == pytest.approx(2 / 3)
+    assert m.f1_score("Lyon", ["Paris", "Lyon city"]) == pytest.approx(2 / 3)
+    assert m.f1_score("", ["x"]) == 0.0
+
+
+def test_keyword_em_matches_whole_words():
+    assert m.keyword_em("It was founded in 1412 by Odile.", ["1412"]) == 1.0
+    assert m.keyword_em("14120 people", ["1412"]) == 0.0
+    assert m.keyword_em("the blue thistle", ["Blue Thistle"]) == 1.0
+
+
+def test_anls():
+    assert m.anls("hello", "hello") == 1.0
+    assert m.anls("helo", "hello") == pytest.approx(1 - 1 / 5)
+    assert m.anls("abc", "xyz") == 0.0
+
+
+@pytest.mark.parametrize(
+    "pred, gold, fmt, expected",
+    [
+        ("There were 42 stores.", "42", "Int", 1.0),
+        ("41", "42", "Int", 0.0),
+        ("about 3.14", "3.141", "Float", 1.0),
+        ("3.3", "3.141", "Float", 0.0),
+        ("1,200", "1200", "Int", 1.0),
+        ("Not answerable", "Not answerable", "None", 1.0),
+        ("42", "Not answerable", "None", 0.0),
+        ("['a', 'b']", "['b', 'a']", "List", 1.0),
+        ("a, b, c", "['a', 'b']", "List", pytest.approx(2 / 3)),
+        ("Acme Corp", "ACME Corp.", "Str", pytest.approx(1 - 1 / 10)),
+    ],
+)
+def test_mmlongbench_scoring(pred, gold, fmt, expected):
+    assert m.mmlongbench_score(pred, gold, fmt) == expected
+
+
+def test_retrieval_metrics_hand_computed():
+    retrieved = ["a", "x", "b", "y"]
+    gold = ["a", "b", "c"]
+    assert m.recall_at_k(retrieved, gold, 3) == pytest.approx(2 / 3)
+    assert m.precision_at_k(retrieved, gold, 2) == pytest.approx(1 / 2)
+    assert m.mrr_at_k(["x", "b"], gold, 5) == pytest.approx(1 / 2)
+    assert m.mrr_at_k(["x", "y"], gold, 5) == 0.0
+    dcg = 1 + 1 / math.log2(4)
+    idcg = 1 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert m.ndcg_at_k(retrieved, gold, 3) == pytest.approx(dcg / idcg)
+    assert m.set_recall_at_k(retrieved, ["a", "b"], 3) == 1.0
+    assert m.set_recall_at_k(retrieved, ["a", "b"], 2) == 0.0
+    assert m.recall_at_k(retrieved, [], 3) == 0.0
+
+
+def test_alce_citation_recall_and_precision():
+    facts = {"A": "Paris is in France", "B": "Paris has 2 million people", "C": "Bread is food"}
+
+    def judge(evidence, claim):
+        # supported when every fact the claim needs is in the evidence
+        need = {
+            "Paris is in France and has 2 million people": ["A", "B"],
+            "Paris is in France": ["A"],
+        }[claim]
+        return all(facts[k] in evidence for k in need)
+
+    pairs = [
+        ("Paris is in France and has 2 million people", [facts["A"], facts["B"]]),  # both needed
+        ("Paris is in France", [facts["A"], facts["C"]]),  # C is irrelevant
+        ("Paris is in France", [facts["C"]]),  # unsupported
+    ]
+    recall, precision = m.citation_scores(pairs, judge)
+    assert recall == pytest.approx(2 / 3)
+    assert precision == pytest.approx(3 / 5)  # A,B ok; A ok, C not; C not
+    assert m.citation_scores([], judge) == (0.0, 0.0)
+
+
+def test_sentence_split():
+    assert m.split_sentences("It is 5 [1]. Then more [2]! End") == [
+        "It is 5 [1].",
+        "Then more [2]!",
+        "End",
+    ]

@@ -1,0 +1,184 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.runner import RunError, Runner, read_predictions
+from hopgraph.memory.kb import Item, KnowledgeBase
+from scripted_server import ScriptedServer, deterministic_reply
+
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kb")
+    KnowledgeBase(path).add(
+        [
+            Item("text", f"k{i}", f"Fact number {i} about town {i}.", title=f"Town {i}")
+            for i in range(12)
+        ]
+    )
+    return path
+
+
+def questions(tmp_path, n=6, extra_lines=""):
+    path = tmp_path / "q.jsonl"
+    write_questions(
+        [Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], []) for i in range(n)], path
+    )
+    if extra_lines:
+        with open(path, "a") as f:
+            f.write(extra_lines)
+    return path
+
+
+def ctx_for(server, kb_dir):
+    return Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), max_retries=2)
+
+
+def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
+    with ScriptedServer() as server:
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(questions(tmp_path))
+    assert (summary.finished, summary.failed) == (6, 0)
+    preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    p = preds["q0"]
+    assert p["answer"].startswith("answer-") and p["llm_calls"] == 2
+    assert p["prompt_tokens"] == 20 and len(p["retrieved"]) == 5 and len(p["citations"]) == 2
+    trace = (tmp_path / "run" / "traces" / "q0.jsonl").read_text().splitlines()
+    events = [json.loads(line)["data"].get("event") for line in trace if '"custom"' in line]
+    assert events.count("llm_call") == 2 and events.count("retrieval") == 1
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["agent"] == "rag" and len(manifest["questions_sha256"]) == 64
+    assert "rag/answer" in manifest["prompts"] and manifest["context"]["model"] == "scripted"
+
+
+def test_rerun_skips_finished_questions(tmp_path, kb_dir):
+    qfile = questions(tmp_path)
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(qfile, limit=4)
+        calls = server.calls
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(qfile)
+        assert summary.skipped_done == 4 and summary.finished == 2
+        assert server.calls - calls == 4  # only the two new questions
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["id"] for x in lines) == [f"q{i}" for i in range(6)]
+
+
+def test_bad_question_lines_are_reported_and_the_rest_run(tmp_path, kb_dir):
+    qfile = questions(
+        tmp_path, 3, '{broken\n{"id": "q0", "question": "dup"}\n{"id": "e", "question": ""}\n'
+    )
+    with ScriptedServer() as server:
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(qfile)
+    assert summary.finished == 3
+    assert [p.reason.split(":")[0] for p in summary.problems] == [
+        "bad JSON line",
+        "duplicate id 'q0' (the first one is kept)",
+        "empty question",
+    ]
+
+
+def test_endpoint_dies_then_run_resumes(tmp_path, kb_dir):
+    qfile = questions(tmp_path, 4)
+    server = ScriptedServer()
+    port = server.port
+    answered = []
+
+    def reply_then_die(body):
+        answered.append(1)
+        if len(answered) == 4:  # two questions done, then the endpoint goes away
+            threading_stop()
+        return deterministic_reply(body)
+
+    def threading_stop():
+        import threading
+
+        threading.Thread(target=server.stop).start()
+
+    server.reply = reply_then_die
+    ctx = ctx_for(server, kb_dir)
+    summary = Runner("rag", tmp_path / "run", ctx).run(qfile)
+    assert summary.failed >= 1 and summary.finished + summary.failed == 4
+    preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    failed = [p for p in preds.values() if p["error"]]
+    assert all(
+        "cannot reach model endpoint" in p["error"] and str(port) in p["error"] for p in failed
+    )
+    time.sleep(0.2)
+    with ScriptedServer(port=port):  # the endpoint is back on the same address
+        again = Runner("rag", tmp_path / "run", ctx).run(qfile)
+    assert again.failed == 0 and again.finished == len(failed)
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    ids = [json.loads(x)["id"] for x in lines]
+    assert sorted(ids) == ["q0", "q1", "q2", "q3"]
+    assert all(not json.loads(x)["error"] for x in lines)
+
+
+def test_concurrency_gives_the_same_predictions(tmp_path, kb_dir):
+    qfile = questions(tmp_path, 8)
+    with ScriptedServer(delay=0.01) as server:
+        Runner("rag", tmp_path / "c1", ctx_for(server, kb_dir)).run(qfile, concurrency=1)
+        Runner("rag", tmp_path / "c4", ctx_for(server, kb_dir)).run(qfile, concurrency=4)
+
+    def answers(run):
+        preds = read_predictions(tmp_path / run / "predictions.jsonl")
+        return {k: (v["answer"], v["citations"], v["retrieved"]) for k, v in preds.items()}
+
+    assert answers("c1") == answers("c4") and len(answers("c1")) == 8
+
+
+def test_run_folder_refuses_another_agent_or_question_file(tmp_path, kb_dir):
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(questions(tmp_path, 1))
+        with pytest.raises(RunError, match="agent 'rag'"):
+            Runner("direct", tmp_path / "run", ctx_for(server, kb_dir)).run(questions(tmp_path, 1))
+        (tmp_path / "other").mkdir()
+        with pytest.raises(RunError, match="another question file"):
+            Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(
+                questions(tmp_path / "other", 2)
+            )
+
+
+KILL_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from scripted_server import ScriptedServer, deterministic_reply
+from hopgraph.config import Context
+from hopgraph.evals.runner import Runner
+with ScriptedServer(delay=float(sys.argv[1])) as server:
+    ctx = Context(base_url=server.base_url, model="scripted", kb_dir={kb!r})
+    Runner("rag", {run!r}, ctx).run({questions!r}, concurrency=2)
+"""
+
+
+def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_dir):
+    qfile = questions(tmp_path, 10)
+    run = tmp_path / "run"
+    script = tmp_path / "run_script.py"
+    script.write_text(
+        textwrap.dedent(KILL_SCRIPT).format(
+            tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script), "0.15"])
+    preds = run / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if preds.exists() and len(preds.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = len(preds.read_text().splitlines())
+    assert 3 <= before < 10
+    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    ids = [json.loads(x)["id"] for x in preds.read_text().splitlines()]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(10))  # each exactly once
