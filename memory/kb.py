@@ -129,6 +129,7 @@ class KnowledgeBase:
         chroma_url: str = "",
         embedder: str = "all-MiniLM-L6-v2",
         batch_size: int = 16,
+        must_exist: bool = False,
     ):
         import chromadb
         from chromadb.config import Settings
@@ -149,6 +150,11 @@ class KnowledgeBase:
             )
             self.location = chroma_url
         else:
+            if must_exist and not (self.path / "chroma").is_dir():
+                raise KnowledgeBaseError(
+                    f"no knowledge base at {self.path}: build one with `hopgraph index SOURCE "
+                    f"--kb {self.path}`"
+                )
             self.path.mkdir(parents=True, exist_ok=True)
             self.client = chromadb.PersistentClient(
                 path=str(self.path / "chroma"), settings=settings
@@ -160,12 +166,14 @@ class KnowledgeBase:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_context(cls, ctx) -> KnowledgeBase:  # noqa: ANN001 - hopgraph.config.Context
+    def from_context(cls, ctx, must_exist: bool = False) -> KnowledgeBase:  # noqa: ANN001
+        """The knowledge base a ``hopgraph.config.Context`` names."""
         return cls(
             ctx.kb_dir,
             chroma_url=ctx.chroma_url,
             embedder=ctx.text_embedder,
             batch_size=ctx.embed_batch_size,
+            must_exist=must_exist,
         )
 
     # -- collections ----------------------------------------------------------------------

@@ -93,3 +93,9 @@ def test_another_embedder_is_refused(kb, tmp_path):
     other = KnowledgeBase(tmp_path / "kb", embedder="some-other-model")
     with pytest.raises(KnowledgeBaseError, match="indexed with embedder 'all-MiniLM-L6-v2'"):
         other.search("x")
+
+
+def test_reading_a_missing_knowledge_base_is_an_error(tmp_path):
+    with pytest.raises(KnowledgeBaseError, match="hopgraph index"):
+        KnowledgeBase(tmp_path / "none", must_exist=True)
+    assert not (tmp_path / "none").exists()

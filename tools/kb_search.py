@@ -20,7 +20,7 @@ def knowledge_base(ctx: Context) -> KnowledgeBase:
     key = (ctx.kb_dir, ctx.chroma_url, ctx.text_embedder)
     with _lock:
         if key not in _kbs:
-            _kbs[key] = KnowledgeBase.from_context(ctx)
+            _kbs[key] = KnowledgeBase.from_context(ctx, must_exist=True)
         return _kbs[key]
 
 
