@@ -1,0 +1,1 @@
+"""GRAIL: gap-aware query steering over precomputed vectors (grail.txt). No LLM calls."""

@@ -1,0 +1,105 @@
+"""GRAIL's trainable parts in one module: the query-evidence alignment adapter over frozen
+encoders (§4.1), the gap module (§4.2, with a training-free twin) and the hybrid router Φ(q)
+(§4.3, Eq. 13). Saved as safetensors with a JSON card of how they were trained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from hopgraph.tools.grail.steering import GapSteering, Steered, additive, query_only
+from safetensors.torch import load_file, save_file
+from torch import nn
+from torch.nn import functional as F
+
+DEFAULT_FIXED_GATE = 0.3
+"""Training-free gate: the mean learned g the paper reports (0.288 overall, App. E Table 7)."""
+
+
+class GrailModel(nn.Module):
+    def __init__(
+        self,
+        dim: int,
+        *,
+        tau_base: float = 0.05,
+        fixed_gate: float = DEFAULT_FIXED_GATE,
+        align: bool = False,
+        router: bool = False,
+    ):
+        super().__init__()
+        self.dim = dim
+        self.tau_base = tau_base
+        self.gap = GapSteering(dim, tau_base)
+        self.fixed = GapSteering(dim, tau_base, fixed_gate=fixed_gate)
+        self.aligner = nn.Linear(dim, dim, bias=False) if align else None
+        if self.aligner is not None:
+            nn.init.eye_(self.aligner.weight)  # starts as the frozen encoder's own space
+        self.router = nn.Linear(dim, 2) if router else None
+        self.card: dict[str, Any] = {}
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        """Into the aligned space (identity when no adapter was trained)."""
+        return x if self.aligner is None else F.normalize(self.aligner(x), dim=-1)
+
+    def route(self, q: torch.Tensor) -> torch.Tensor:
+        """Φ(q) ∈ {0 additive, 1 gap} per row (Eq. 13); all gap when no router is trained."""
+        if self.router is None:
+            return torch.ones(q.shape[0], dtype=torch.long)
+        return self.router(q).argmax(-1)
+
+    def steer(self, mode: str, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+        if mode == "query":
+            return query_only(q, self.tau_base)
+        if mode == "additive":
+            return additive(q, ctx, mask, self.tau_base)
+        if mode == "gap":
+            return self.gap(q, ctx, mask)
+        if mode == "gap-fixed":
+            return self.fixed(q, ctx, mask)
+        if mode == "hybrid":
+            use_gap = self.route(q).bool()
+            add, gap = additive(q, ctx, mask, self.tau_base), self.gap(q, ctx, mask)
+            pick = {
+                k: torch.where(use_gap if v.dim() == 1 else use_gap[:, None], getattr(gap, k), v)
+                for k, v in vars(add).items()
+            }
+            return Steered(**pick)
+        raise ValueError(f"unknown mode {mode!r}; query, additive, gap, gap-fixed or hybrid")
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, folder: str | Path, card: dict[str, Any]) -> Path:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        save_file(
+            {k: v.contiguous() for k, v in self.state_dict().items()}, folder / "grail.safetensors"
+        )
+        meta = {
+            "dim": self.dim,
+            "tau_base": self.tau_base,
+            "fixed_gate": self.fixed.fixed_gate,
+            "align": self.aligner is not None,
+            "router": self.router is not None,
+            **card,
+        }
+        (folder / "card.json").write_text(json.dumps(meta, indent=2))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | Path) -> GrailModel:
+        folder = Path(folder)
+        card_path, weights = folder / "card.json", folder / "grail.safetensors"
+        if not card_path.is_file() or not weights.is_file():
+            raise FileNotFoundError(f"no GRAIL weights in {folder} (card.json + grail.safetensors)")
+        card = json.loads(card_path.read_text())
+        model = cls(
+            card["dim"],
+            tau_base=card["tau_base"],
+            fixed_gate=card["fixed_gate"],
+            align=card["align"],
+            router=card["router"],
+        )
+        model.load_state_dict(load_file(weights))
+        model.card = card
+        return model.eval()

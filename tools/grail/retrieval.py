@@ -1,0 +1,181 @@
+"""GRAIL retrieval: steer a query away from the evidence already held, search, and build pools
+sequentially from schedules such as ``"3+2+3+2"``, ``"8+1+1"`` or ``"2*5"`` (grail.txt §3.2).
+
+Searches run over an in-memory matrix (exact, brute force, torch) or a knowledge base's Chroma
+index; both exclude what the pool already holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import torch
+from hopgraph.tools.grail.models import GrailModel
+from hopgraph.tools.grail.steering import Steered, pad_context
+from torch.nn import functional as F
+
+_SCHEDULE = re.compile(r"^\s*\d+\s*(\*\s*\d+\s*)?(\+\s*\d+\s*(\*\s*\d+\s*)?)*$")
+
+
+def parse_schedule(text: str) -> list[int]:
+    """``"3+2+3+2"`` → [3, 2, 3, 2]; ``"2*5"`` → [2, 2, 2, 2, 2]; the first block is the
+    query-only base chunk A, the rest are steered hops."""
+    if not isinstance(text, str) or not _SCHEDULE.match(text):
+        raise ValueError(
+            f"bad schedule {text!r}: use sizes joined by '+', e.g. '3+2+3+2', '8+1+1', '2*5'"
+        )
+    sizes: list[int] = []
+    for part in text.replace(" ", "").split("+"):
+        size, _, times = part.partition("*")
+        sizes += [int(size)] * (int(times) if times else 1)
+    if any(s <= 0 for s in sizes):
+        raise ValueError(f"bad schedule {text!r}: every block needs at least one item")
+    return sizes
+
+
+class Searcher(Protocol):
+    dim: int
+
+    def vectors(self, ids: list[str]) -> torch.Tensor: ...
+
+    def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]: ...
+
+
+class MatrixSearcher:
+    """Exact cosine search over an (n, d) matrix of evidence vectors."""
+
+    def __init__(self, ids: list[str], matrix: np.ndarray | torch.Tensor):
+        self.ids = list(ids)
+        self.row = {i: n for n, i in enumerate(self.ids)}
+        if len(self.row) != len(self.ids):
+            raise ValueError("duplicate evidence ids in the matrix")
+        self.matrix = F.normalize(torch.as_tensor(np.asarray(matrix), dtype=torch.float32), dim=-1)
+        self.dim = self.matrix.shape[1]
+
+    @classmethod
+    def from_kb(cls, kb, modalities=("text", "table", "image", "page")) -> MatrixSearcher:  # noqa: ANN001
+        ids: list[str] = []
+        blocks = []
+        for modality in modalities:
+            m_ids, matrix = kb.vectors(modality)
+            ids += m_ids
+            if len(m_ids):
+                blocks.append(matrix)
+        return cls(ids, np.concatenate(blocks) if blocks else np.zeros((0, kb.embedder.dim)))
+
+    def vectors(self, ids: list[str]) -> torch.Tensor:
+        missing = [i for i in ids if i not in self.row]
+        if missing:
+            raise KeyError(f"evidence not in the index: {missing[:5]}")
+        return self.matrix[[self.row[i] for i in ids]] if ids else torch.zeros(0, self.dim)
+
+    def scores(self, vecs: torch.Tensor) -> torch.Tensor:
+        return F.normalize(vecs, dim=-1) @ self.matrix.T
+
+    def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
+        sims = self.scores(vec[None, :])[0]
+        return self.top(sims, k, exclude)
+
+    def top(self, sims: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
+        n = min(len(self.ids), k + len(exclude))
+        values, rows = torch.topk(sims, n)
+        out = [
+            (self.ids[r], float(v))
+            for v, r in zip(values.tolist(), rows.tolist(), strict=True)
+            if self.ids[r] not in exclude
+        ]
+        return out[:k]
+
+    def rank_of(self, vec: torch.Tensor, targets: list[str]) -> dict[str, int]:
+        """1-based rank of each target under ``vec`` (for Jump, Eq. 17)."""
+        sims = self.scores(vec[None, :])[0]
+        order = torch.argsort(sims, descending=True)
+        rank = torch.empty_like(order)
+        rank[order] = torch.arange(1, len(order) + 1)
+        return {t: int(rank[self.row[t]]) for t in targets if t in self.row}
+
+
+class ChromaSearcher:
+    """Search a knowledge base's Chroma index with a steered vector."""
+
+    def __init__(self, kb, modalities=("text", "table", "image", "page")):  # noqa: ANN001
+        self.kb = kb
+        self.modalities = list(modalities)
+        self.dim = kb.embedder.dim
+        self._vecs: dict[str, np.ndarray] = {}
+
+    def vectors(self, ids: list[str]) -> torch.Tensor:
+        need = [i for i in ids if i not in self._vecs]
+        for modality in self.modalities:
+            wanted = [i for i in need if i.startswith(modality + "-")]
+            if wanted:
+                res = self.kb.collection(modality).get(ids=wanted, include=["embeddings"])
+                self._vecs.update(
+                    zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True)
+                )
+        missing = [i for i in ids if i not in self._vecs]
+        if missing:
+            raise KeyError(f"evidence not in the knowledge base: {missing[:5]}")
+        return (
+            torch.as_tensor(np.stack([self._vecs[i] for i in ids]))
+            if ids
+            else torch.zeros(0, self.dim)
+        )
+
+    def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
+        hits = self.kb.search(vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities)
+        return [(h.id, h.score) for h in hits if h.id not in exclude][:k]
+
+
+@dataclass
+class PoolStep:
+    size: int
+    mode: str
+    ids: list[str]
+    diagnostics: dict[str, float] = field(default_factory=dict)
+
+
+class Grail:
+    """Steered search and sequential pool construction over one searcher."""
+
+    def __init__(self, searcher: Searcher, model: GrailModel):
+        if model.aligner is not None:
+            if not isinstance(searcher, MatrixSearcher):
+                raise ValueError("a trained alignment adapter needs the in-memory MatrixSearcher")
+            with torch.no_grad():
+                searcher = MatrixSearcher(searcher.ids, model.project(searcher.matrix))
+        self.searcher = searcher
+        self.model = model
+
+    @torch.no_grad()
+    def steer(self, q: torch.Tensor, context_ids: list[str], mode: str) -> Steered:
+        """``q`` is the raw query embedding; context vectors come from the searcher."""
+        ctx, mask = pad_context(
+            [self.searcher.vectors(list(dict.fromkeys(context_ids)))], self.searcher.dim
+        )
+        return self.model.steer(mode, self.model.project(q[None, :]), ctx, mask)
+
+    def search(
+        self, q: torch.Tensor, context_ids: list[str], k: int, mode: str = "gap"
+    ) -> tuple[list[tuple[str, float]], Steered]:
+        """Top-k evidence not in ``context_ids`` for the steered query."""
+        steered = self.steer(q, context_ids, mode)
+        return self.searcher.search(steered.h_req[0], k, set(context_ids)), steered
+
+    def build_pool(
+        self, q: torch.Tensor, schedule: str | list[int], mode: str = "gap"
+    ) -> list[PoolStep]:
+        """Base block by the raw query, then one steered hop per remaining block (Eq. 1-2)."""
+        sizes = parse_schedule(schedule) if isinstance(schedule, str) else list(schedule)
+        pool: list[str] = []
+        steps = []
+        for t, size in enumerate(sizes):
+            step_mode = "query" if t == 0 else mode
+            hits, steered = self.search(q, pool, size, step_mode)
+            ids = [i for i, _ in hits]
+            pool += ids
+            steps.append(PoolStep(size, step_mode, ids, steered.diagnostics()))
+        return steps

@@ -1,0 +1,160 @@
+"""GRAIL's query steering operators over precomputed vectors, batched in torch (grail.txt §4,
+Algorithm 1 in App. B.2). No LLM is involved anywhere.
+
+Shapes: ``q`` is (B, d); ``ctx`` is (B, m, d) with ``mask`` (B, m) marking real evidence rows
+(so a batch may mix |E_p| = 0, 1, ... m). Every operator returns ``Steered``: the request
+vector and its diagnostics (gate g, mixing weights w1/w2, temperature tau).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+MODES = ("query", "additive", "gap", "gap-fixed")
+
+
+def layer_norm(x: torch.Tensor) -> torch.Tensor:
+    """LN without learned affine: zero mean, unit variance over the last dimension."""
+    return F.layer_norm(x, x.shape[-1:])
+
+
+@dataclass
+class Steered:
+    h_req: torch.Tensor  # (B, d) request vector
+    q_gap: torch.Tensor  # (B, d) query after context-subspace removal (q where none)
+    h_ctx: torch.Tensor  # (B, d) aggregated context (zeros where E_p is empty)
+    g: torch.Tensor  # (B,) gap gate
+    w1: torch.Tensor  # (B,)
+    w2: torch.Tensor  # (B,)
+    tau: torch.Tensor  # (B,) temperature
+
+    def diagnostics(self, i: int = 0) -> dict[str, float]:
+        return {k: float(getattr(self, k)[i]) for k in ("g", "w1", "w2", "tau")}
+
+
+def attention_context(q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """h_ctx = LN(Σ α_i e_i), α = softmax_i(e_i·q / √d) over the real rows (Eq. 6-7);
+    zeros where a row has no evidence."""
+    d = q.shape[-1]
+    logits = torch.einsum("bmd,bd->bm", ctx, q) / math.sqrt(d)
+    logits = logits.masked_fill(~mask, float("-inf"))
+    has = mask.any(dim=1)
+    alpha = torch.softmax(torch.where(has[:, None], logits, torch.zeros_like(logits)), dim=1)
+    alpha = alpha * mask  # rows without evidence get all-zero weights
+    pooled = torch.einsum("bm,bmd->bd", alpha, ctx)
+    return torch.where(has[:, None], layer_norm(pooled), torch.zeros_like(pooled))
+
+
+def project_out(q: torch.Tensor, h_ctx: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """q_gap = q − g·(q·h_ctx / ‖h_ctx‖²)·h_ctx (Eq. 8); q unchanged where h_ctx = 0."""
+    norm2 = (h_ctx * h_ctx).sum(-1, keepdim=True)
+    coef = (q * h_ctx).sum(-1, keepdim=True) / norm2.clamp_min(1e-12)
+    return q - g[:, None] * coef * h_ctx
+
+
+def _no_context(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return ~mask.any(dim=1) if mask.numel() else torch.ones(q.shape[0], dtype=torch.bool)
+
+
+def query_only(q: torch.Tensor, tau_base: float = 0.05) -> Steered:
+    b = q.shape[0]
+    zeros, ones = q.new_zeros(b), q.new_ones(b)
+    return Steered(q, q, torch.zeros_like(q), zeros, ones, zeros, ones * tau_base)
+
+
+def additive(
+    q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor, tau_base: float = 0.05
+) -> Steered:
+    """The additive baseline: h_req = LN(q + LN(h_ctx)) (Alg. 1 line 10); q where E_p = ∅."""
+    h_ctx = attention_context(q, ctx, mask)
+    empty = _no_context(q, mask)
+    h_req = torch.where(empty[:, None], q, layer_norm(q + layer_norm(h_ctx)))
+    b = q.shape[0]
+    return Steered(
+        h_req, q, h_ctx, q.new_zeros(b), q.new_ones(b), q.new_zeros(b), q.new_ones(b) * tau_base
+    )
+
+
+class GapSteering(nn.Module):
+    """Gap-aware steering (Eq. 6-9, Alg. 1 lines 2-8) with learnable W_gap, W_mix and the
+    temperature MLP; ``fixed_gate`` gives the training-free variant (g constant, w1 = 1)."""
+
+    def __init__(
+        self, dim: int, tau_base: float = 0.05, fixed_gate: float | None = None, hidden: int = 64
+    ):
+        super().__init__()
+        self.dim = dim
+        self.tau_base = tau_base
+        self.fixed_gate = fixed_gate
+        self.w_gap = nn.Linear(2 * dim, 1)  # W_gap ∈ R^{1×2d}
+        self.w_mix = nn.Linear(2 * dim, 2)  # W_mix ∈ R^{2×2d}
+        self.tau_mlp = nn.Sequential(nn.Linear(2 * dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        nn.init.zeros_(self.w_gap.weight)
+        nn.init.zeros_(self.w_gap.bias)  # g starts at 0.5
+        nn.init.zeros_(self.w_mix.weight)
+        with torch.no_grad():
+            self.w_mix.bias.copy_(torch.tensor([4.0, -4.0]))  # start near w1≈1 (App. E)
+        nn.init.zeros_(self.tau_mlp[-1].weight)
+        nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at τ_base
+
+    def forward(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+        h_ctx = attention_context(q, ctx, mask)  # Eq. 6-7
+        qc = torch.cat([q, h_ctx], dim=-1)
+        empty = _no_context(q, mask)
+        if self.fixed_gate is None:
+            g = torch.sigmoid(self.w_gap(qc)).squeeze(-1)  # g = σ(W_gap[q; h_ctx])
+        else:
+            g = q.new_full((q.shape[0],), float(self.fixed_gate))
+        g = torch.where(empty, torch.zeros_like(g), g)
+        q_gap = project_out(q, h_ctx, g)  # Eq. 8
+        if self.fixed_gate is None:
+            w = torch.softmax(self.w_mix(torch.cat([q_gap, h_ctx], dim=-1)), dim=-1)
+            w1, w2 = w[:, 0], w[:, 1]
+        else:
+            w1, w2 = q.new_ones(q.shape[0]), q.new_zeros(q.shape[0])
+        w1 = torch.where(empty, torch.ones_like(w1), w1)
+        w2 = torch.where(empty, torch.zeros_like(w2), w2)
+        h_req = layer_norm(w1[:, None] * q_gap + w2[:, None] * h_ctx)  # Eq. 9
+        h_req = torch.where(empty[:, None], q, h_req)
+        if self.fixed_gate is None:  # τ_dyn = exp(log τ_base + MLP([q; h_ctx]))
+            tau = torch.exp(math.log(self.tau_base) + self.tau_mlp(qc).squeeze(-1))
+        else:
+            tau = q.new_full((q.shape[0],), self.tau_base)
+        return Steered(h_req, q_gap, h_ctx, g, w1, w2, tau)
+
+
+def steer(
+    mode: str,
+    q: torch.Tensor,
+    ctx: torch.Tensor,
+    mask: torch.Tensor,
+    gap: GapSteering | None = None,
+    tau_base: float = 0.05,
+) -> Steered:
+    """Dispatch by mode: query | additive | gap (trained module) | gap-fixed (training-free)."""
+    if mode == "query":
+        return query_only(q, tau_base)
+    if mode == "additive":
+        return additive(q, ctx, mask, tau_base)
+    if mode in ("gap", "gap-fixed"):
+        if gap is None:
+            raise ValueError(f"mode {mode!r} needs a GapSteering module")
+        return gap(q, ctx, mask)
+    raise ValueError(f"unknown steering mode {mode!r}; one of {', '.join(MODES)}")
+
+
+def pad_context(rows: list[torch.Tensor], dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stack ragged (m_i, d) context blocks into (B, m, d) with a mask."""
+    m = max((r.shape[0] for r in rows), default=0)
+    ctx = torch.zeros(len(rows), max(m, 1), dim)
+    mask = torch.zeros(len(rows), max(m, 1), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        if r.shape[0]:
+            ctx[i, : r.shape[0]] = r
+            mask[i, : r.shape[0]] = True
+    return ctx, mask
