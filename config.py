@@ -89,6 +89,11 @@ class Context:
 
     # -- GRAIL (grail.txt) ---------------------------------------------------------------
     grail_tau_base: float = 0.05
+    grail_weights: str = ""
+    """A trained GRAIL folder (``hopgraph grail train``); empty: the training-free variant."""
+    grail_mode: str = ""
+    """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
+    query | additive | gap-fixed | gap | hybrid."""
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))

@@ -36,6 +36,6 @@ def emit(event: dict[str, Any], sink: EventSink | None = None) -> None:
         from langgraph.config import get_stream_writer
 
         writer = get_stream_writer()
-    except (RuntimeError, ImportError):  # outside a graph run
+    except (RuntimeError, ImportError, KeyError):  # outside a graph run (or in a bare tool call)
         return
     writer(event)

@@ -30,6 +30,8 @@ def parse_schedule(text: str) -> list[int]:
     sizes: list[int] = []
     for part in text.replace(" ", "").split("+"):
         size, _, times = part.partition("*")
+        if times and int(times) <= 0:
+            raise ValueError(f"bad schedule {text!r}: a block cannot repeat {times} times")
         sizes += [int(size)] * (int(times) if times else 1)
     if any(s <= 0 for s in sizes):
         raise ValueError(f"bad schedule {text!r}: every block needs at least one item")

@@ -99,8 +99,8 @@ class GapSteering(nn.Module):
         nn.init.zeros_(self.w_mix.weight)
         with torch.no_grad():
             self.w_mix.bias.copy_(torch.tensor([4.0, -4.0]))  # start near w1≈1 (App. E)
-        nn.init.zeros_(self.tau_mlp[-1].weight)
-        nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at τ_base
+        nn.init.normal_(self.tau_mlp[-1].weight, std=1e-3)
+        nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at ≈ τ_base
 
     def forward(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
         h_ctx = attention_context(q, ctx, mask)  # Eq. 6-7

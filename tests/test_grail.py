@@ -1,0 +1,205 @@
+import math
+
+import pytest
+import torch
+from hopgraph.tools.grail.models import GrailModel
+from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
+from hopgraph.tools.grail.steering import (
+    GapSteering,
+    additive,
+    attention_context,
+    layer_norm,
+    pad_context,
+    project_out,
+)
+from hopgraph.tools.grail.training import Instance, gap_loss, train_gap
+from torch.nn import functional as F
+
+
+def test_attention_context_hand_computed():
+    q = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
+    e1, e2 = torch.tensor([2.0, 0.0, 0.0, 0.0]), torch.tensor([0.0, 0.0, 2.0, 0.0])
+    ctx, mask = pad_context([torch.stack([e1, e2])], 4)
+    a1 = math.exp(2 / 2) / (math.exp(2 / 2) + math.exp(0))  # softmax(e·q/√d), d = 4
+    expected = layer_norm((a1 * e1 + (1 - a1) * e2)[None])
+    assert torch.allclose(attention_context(q, ctx, mask), expected, atol=1e-6)
+
+
+def test_orthogonal_context_changes_nothing():
+    q = torch.tensor([[1.0, -1.0, 0.0, 0.0]])
+    ctx, mask = pad_context([torch.tensor([[0.0, 0.0, 1.0, -1.0]])], 4)
+    h_ctx = attention_context(q, ctx, mask)
+    assert float((q * h_ctx).sum()) == pytest.approx(0.0, abs=1e-6)
+    for g in (0.3, 1.0):
+        assert torch.allclose(project_out(q, h_ctx, torch.tensor([g])), q, atol=1e-6)
+
+
+def test_parallel_context_is_removed_as_gate_goes_to_one():
+    q = torch.tensor([[1.0, -1.0, 2.0, -2.0]])
+    ctx, mask = pad_context([q.clone()], 4)
+    h_ctx = attention_context(q, ctx, mask)
+    norms = [float(project_out(q, h_ctx, torch.tensor([g])).norm()) for g in (0.0, 0.5, 0.9, 1.0)]
+    assert norms[0] == pytest.approx(float(q.norm()), rel=1e-5)
+    assert norms[1] == pytest.approx(0.5 * norms[0], rel=1e-5)
+    assert norms == sorted(norms, reverse=True) and norms[-1] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_additive_is_ln_of_q_plus_ln_hctx():
+    q = torch.tensor([[0.5, 0.1, -0.3, 0.2]])
+    ctx, mask = pad_context([torch.tensor([[0.2, 0.4, 0.1, -0.5]])], 4)
+    out = additive(q, ctx, mask)
+    h_ctx = layer_norm(ctx[0, :1])  # one item: α = 1
+    assert torch.allclose(out.h_req, layer_norm(q + layer_norm(h_ctx)), atol=1e-5)
+
+
+def test_training_free_gate_and_diagnostics():
+    gap = GapSteering(4, fixed_gate=0.3)
+    q = torch.tensor([[1.0, -1.0, 2.0, -2.0]])
+    ctx, mask = pad_context([torch.tensor([[1.0, 0.0, -1.0, 0.0]])], 4)
+    out = gap(q, ctx, mask)
+    assert out.diagnostics() == pytest.approx({"g": 0.3, "w1": 1.0, "w2": 0.0, "tau": 0.05})
+    assert torch.allclose(out.h_req, layer_norm(out.q_gap), atol=1e-6)
+
+
+def test_empty_context_and_mixed_batch():
+    gap = GapSteering(4)
+    q = torch.randn(3, 4)
+    ctx, mask = pad_context([torch.zeros(0, 4), torch.randn(1, 4), torch.randn(3, 4)], 4)
+    out = gap(q, ctx, mask)
+    assert (
+        torch.allclose(out.h_req[0], q[0]) and float(out.g[0].detach()) == 0.0
+    )  # E_p = ∅: q itself
+    assert not torch.allclose(out.h_req[1], q[1])  # |E_p| = 1 steers
+    assert torch.isfinite(out.h_req).all()
+    add = additive(q, ctx, mask)
+    assert torch.allclose(add.h_req[0], q[0])
+
+
+def test_gradients_reach_every_trained_parameter():
+    torch.manual_seed(0)
+    model = GrailModel(8, align=True, router=True)
+    searcher = MatrixSearcher([f"e{i}" for i in range(20)], torch.randn(20, 8))
+    batch = [
+        Instance(f"q{i}", "", torch.randn(8), [f"e{i}"], f"e{i + 5}", [f"e{i + 10}"])
+        for i in range(4)
+    ]
+    gap_loss(model, batch, searcher).backward()
+    model.router(torch.randn(2, 8)).sum().backward()
+    for name, p in model.named_parameters():
+        if name.startswith("fixed."):
+            continue  # the training-free twin has nothing to learn
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_training_on_a_planted_gap_recovers_it():
+    """Targets are reachable only by removing the context direction from the query."""
+    torch.manual_seed(0)
+    d, n = 16, 64
+    basis = F.normalize(torch.randn(2 * n, d), dim=-1)
+    ctx_dirs, tgt_dirs = basis[:n], basis[n:]
+    ids = [f"c{i}" for i in range(n)] + [f"t{i}" for i in range(n)]
+    # a decoy close to each context item outranks the target under the raw query
+    decoys = F.normalize(ctx_dirs + 0.05 * torch.randn(n, d), dim=-1)
+    searcher = MatrixSearcher(
+        ids + [f"d{i}" for i in range(n)], torch.cat([ctx_dirs, tgt_dirs, decoys])
+    )
+    instances = [
+        Instance(
+            f"q{i}",
+            "",
+            F.normalize(2.0 * ctx_dirs[i] + tgt_dirs[i], dim=-1),
+            [f"c{i}"],
+            f"t{i}",
+            [f"d{i}"],
+        )
+        for i in range(n)
+    ]
+    model = GrailModel(d)
+    history = train_gap(model, instances, searcher, epochs=60, batch_size=16, lr=3e-2, seed=0)
+    assert history[-1] < 0.5 * history[0]
+    grail = Grail(searcher, model)
+    hits = [
+        grail.search(inst.q, inst.context, 1, "gap")[0][0][0] == inst.target for inst in instances
+    ]
+    query = [
+        grail.search(inst.q, inst.context, 1, "query")[0][0][0] == inst.target for inst in instances
+    ]
+    assert sum(hits) > 0.8 * n and sum(query) < 0.5 * n
+    assert (
+        float(grail.steer(instances[0].q, ["c0"], "gap").g[0]) > 0.7
+    )  # the gate learned to subtract
+
+
+@pytest.mark.parametrize(
+    "text, sizes",
+    [
+        ("3+2+3+2", [3, 2, 3, 2]),
+        ("8+1+1", [8, 1, 1]),
+        ("2*5", [2, 2, 2, 2, 2]),
+        ("4+2*3", [4, 2, 2, 2]),
+    ],
+)
+def test_schedules_parse(text, sizes):
+    assert parse_schedule(text) == sizes
+
+
+@pytest.mark.parametrize("bad", ["", "3+", "a+b", "3++2", "0+2", "2*0", "-1+3", None])
+def test_bad_schedules_are_refused(bad):
+    with pytest.raises(ValueError, match="schedule"):
+        parse_schedule(bad)
+
+
+def test_pool_never_repeats_and_fills_the_schedule():
+    torch.manual_seed(1)
+    searcher = MatrixSearcher([f"e{i}" for i in range(50)], torch.randn(50, 8))
+    grail = Grail(searcher, GrailModel(8))
+    steps = grail.build_pool(torch.randn(8), "3+2+3+2", "gap-fixed")
+    pool = [i for s in steps for i in s.ids]
+    assert [len(s.ids) for s in steps] == [3, 2, 3, 2] and len(set(pool)) == 10
+    assert steps[0].mode == "query" and steps[1].mode == "gap-fixed"
+
+
+def test_duplicate_context_ids_count_once_and_unknown_ids_are_named():
+    torch.manual_seed(2)
+    searcher = MatrixSearcher([f"e{i}" for i in range(10)], torch.randn(10, 8))
+    grail = Grail(searcher, GrailModel(8))
+    q = torch.randn(8)
+    once = grail.steer(q, ["e1"], "gap-fixed").h_req
+    twice = grail.steer(q, ["e1", "e1"], "gap-fixed").h_req
+    assert torch.allclose(once, twice)
+    with pytest.raises(KeyError, match="nope"):
+        grail.steer(q, ["nope"], "gap-fixed")
+    with pytest.raises(ValueError, match="duplicate"):
+        MatrixSearcher(["a", "a"], torch.randn(2, 8))
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model = GrailModel(8, align=True, router=True)
+    with torch.no_grad():
+        model.gap.w_gap.bias.fill_(1.5)
+    model.save(tmp_path / "w", {"epochs": 3})
+    loaded = GrailModel.load(tmp_path / "w")
+    assert loaded.card["epochs"] == 3 and loaded.aligner is not None
+    assert torch.equal(loaded.gap.w_gap.bias, model.gap.w_gap.bias)
+    with pytest.raises(FileNotFoundError, match="no GRAIL weights"):
+        GrailModel.load(tmp_path / "missing")
+
+
+def test_grail_search_tool_over_a_knowledge_base(tmp_path):
+    from hopgraph.config import Context
+    from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.tools.grail.tool import make_grail_tool
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    items = [
+        Item("text", "a", "Marrowick was founded by Odile Varn.", title="Marrowick"),
+        Item("text", "b", "Odile Varn was born in the village of Temsa.", title="Odile Varn"),
+        Item("text", "c", "Marrowick has a copper lighthouse.", title="Marrowick lighthouse"),
+    ]
+    kb.add(items)
+    tool = make_grail_tool(Context(kb_dir=str(tmp_path / "kb")))
+    question = "Where was the founder of Marrowick born?"
+    out = tool.invoke({"query": question, "context_ids": [items[0].id], "k": 2})
+    assert [h["id"] for h in out] and items[0].id not in [h["id"] for h in out]
+    assert {"id", "score", "title", "text", "modality"} <= set(out[0])
+    assert tool.name == "grail_search" and "context_ids" in tool.args

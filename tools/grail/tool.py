@@ -1,0 +1,94 @@
+"""``grail_search`` as a LangChain tool an agent can call: evidence that complements what the
+agent already holds, found by steering the query embedding (no LLM call)."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from hopgraph.config import Context
+from hopgraph.models.events import emit
+from hopgraph.tools.grail.models import GrailModel
+from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
+from hopgraph.tools.kb_search import knowledge_base
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+_cache: dict[tuple, Grail] = {}
+_lock = threading.Lock()
+
+
+def grail_for(ctx: Context) -> Grail:
+    """One Grail per (knowledge base, weights): Chroma's index, or the matrix when an adapter
+    was trained (its space differs from the index's)."""
+    key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights)
+    with _lock:
+        if key not in _cache:
+            kb = knowledge_base(ctx)
+            model = (
+                GrailModel.load(ctx.grail_weights)
+                if ctx.grail_weights
+                else GrailModel(kb.embedder.dim)
+            )
+            searcher = (
+                MatrixSearcher.from_kb(kb) if model.aligner is not None else ChromaSearcher(kb)
+            )
+            _cache[key] = Grail(searcher, model)
+        return _cache[key]
+
+
+def grail_search(query: str, context_ids: list[str], k: int, mode: str, ctx: Context) -> list[dict]:
+    """Top-k items not in ``context_ids`` for the query steered away from them; the search and
+    the gate are emitted as a ``retrieval`` event."""
+    grail = grail_for(ctx)
+    kb = knowledge_base(ctx)
+    q = torch.as_tensor(kb.embed_query(query))
+    hits, steered = grail.search(q, list(context_ids), k, mode)
+    emit(
+        {
+            "event": "retrieval",
+            "role": "grail",
+            "query": query,
+            "mode": mode,
+            "context": list(context_ids),
+            "ids": [i for i, _ in hits],
+            "scores": [round(s, 4) for _, s in hits],
+            **steered.diagnostics(),
+        }
+    )
+    stored = {h.id: h for h in kb.get([i for i, _ in hits])}
+    return [
+        {
+            "id": i,
+            "score": round(s, 4),
+            "title": stored[i].title,
+            "text": stored[i].text,
+            "modality": stored[i].modality,
+        }
+        for i, s in hits
+        if i in stored
+    ]
+
+
+class GrailArgs(BaseModel):
+    query: str = Field(description="the question or what is still missing")
+    context_ids: list[str] = Field(default_factory=list, description="ids of evidence already held")
+    k: int = Field(default=5, ge=1, le=50)
+    mode: str = Field(
+        default="gap-fixed", description="query | additive | gap-fixed | gap | hybrid"
+    )
+
+
+def make_grail_tool(ctx: Context) -> StructuredTool:
+    def run(
+        query: str, context_ids: list[str] | None = None, k: int = 5, mode: str = "gap-fixed"
+    ) -> list[dict]:
+        return grail_search(query, context_ids or [], k, mode, ctx)
+
+    return StructuredTool.from_function(
+        run,
+        name="grail_search",
+        description="Search the knowledge base for evidence that complements the evidence already "
+        "held (context_ids): the query is steered away from what those items cover.",
+        args_schema=GrailArgs,
+    )
