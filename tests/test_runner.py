@@ -182,3 +182,59 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_d
     subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
     ids = [json.loads(x)["id"] for x in preds.read_text().splitlines()]
     assert sorted(ids) == sorted(f"q{i}" for i in range(10))  # each exactly once
+
+
+def test_eval_with_citation_judge_and_compare(tmp_path, kb_dir):
+    from hopgraph.agents.judge import supports
+    from hopgraph.evals.evaluate import evaluate_run, headline
+
+    qfile = questions(tmp_path, 3)
+    with ScriptedServer() as server:
+        ctx = ctx_for(server, kb_dir)
+        Runner("rag", tmp_path / "run", ctx).run(qfile)
+        assert supports("Fact.", "Claim.", ctx)  # the scripted judge answers Yes
+
+        def judge(evidence, claim):
+            return supports(evidence, claim, ctx)
+
+        result = evaluate_run(tmp_path / "run", judge=judge, kb=KnowledgeBase(kb_dir))
+    overall = result["overall"]
+    assert overall["citation_recall"] == 1.0 and overall["citation_precision"] == 1.0
+    assert overall["em"] == 0.0 and overall["llm_calls"] == 2  # scripted answers are not gold
+    assert dict(headline(result))["citation_recall"] == 1.0
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["questions"] == 3
+
+
+def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
+    qfile = questions(tmp_path, 2)
+    with ScriptedServer() as server:
+        base = [sys.executable, "-m", "hopgraph.cli"]
+        common = ["--kb", str(kb_dir), "--base-url", server.base_url, "--model", "scripted"]
+        for name in ("a", "b"):
+            out = subprocess.run(
+                [
+                    *base,
+                    "run",
+                    "--agent",
+                    "rag",
+                    "--questions",
+                    str(qfile),
+                    "--out",
+                    str(tmp_path / name),
+                    *common,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert out.returncode == 0, out.stderr
+            assert "2 finished, 0 failed" in out.stdout
+    run = lambda *args: subprocess.run([*base, *args], capture_output=True, text=True, timeout=300)  # noqa: E731
+    out = run("eval", str(tmp_path / "a"))
+    assert out.returncode == 0 and "recall@5" not in out.stderr and "llm_calls" in out.stdout
+    out = run("trace", str(tmp_path / "a"), "q0")
+    assert "● retrieve" in out.stdout and "llm generator [rag/answer]" in out.stdout
+    assert "flowchart TD" in run("trace", str(tmp_path / "a"), "--format", "mermaid").stdout
+    assert "report.html" in run("trace", str(tmp_path / "a"), "--format", "html").stdout
+    out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert out.returncode == 0 and "+0.000" in out.stdout
