@@ -73,6 +73,15 @@ class Context:
     # -- QDRAG (qdrag.txt) --------------------------------------------------------------
     qdrag_budget: int = 5
     """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
+    qdrag_mode: str = "qdc"
+    """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
+    question without decomposition)."""
+    qdrag_entropy_budget: bool = True
+    """Off: every (sub)question keeps the same share (Table 6 without "S")."""
+    qdrag_retrieve_k: int = 10
+    """Contexts retrieved per (sub)question before reranking."""
+    qdrag_workers: int = 4
+    """Reranking requests in flight at once."""
 
     # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
     mabdqa_alpha: float = 0.8

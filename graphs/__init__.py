@@ -7,6 +7,7 @@ import importlib
 GRAPHS = {
     "direct": "hopgraph.graphs.direct",
     "rag": "hopgraph.graphs.rag",
+    "qdrag": "hopgraph.graphs.qdrag",
 }
 """Agent name -> module holding its compiled ``graph`` (grown by each method's issue)."""
 

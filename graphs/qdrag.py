@@ -1,0 +1,230 @@
+"""``qdrag``: query decomposition (QD-C or QD-R), P(Yes) reranking against every subquestion
+and the raw question, the entropy budget, and an answer with inline citations (qdrag.txt).
+
+Context switches: ``qdrag_mode`` = qdc | qdr | dense (no rerank) | sparse (rerank the raw
+question only), ``qdrag_entropy_budget`` (Table 6 "S"), ``qdrag_budget`` (N).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
+from hopgraph.agents.generator import generate_cited_answer
+from hopgraph.agents.reranker import score_all
+from hopgraph.config import Context
+from hopgraph.models.events import emit
+from hopgraph.tools.kb_search import hit_dict, search_kb
+from hopgraph.tools.qdrag_budget import (
+    PlanError,
+    SubQuestion,
+    allocate,
+    entropy,
+    equal_split,
+    keep_contexts,
+    parse_plan,
+    ready,
+)
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+MODES = ("qdc", "qdr", "dense", "sparse")
+
+
+def merge_contexts(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Union by id, first occurrence kept (contexts arrive from several retrievals)."""
+    merged = {c["id"]: c for c in old}
+    for c in new:
+        merged.setdefault(c["id"], c)
+    return list(merged.values())
+
+
+class State(TypedDict, total=False):
+    question: str
+    contexts: Annotated[list[dict[str, Any]], merge_contexts]
+    subquestions: list[dict[str, Any]]
+    solved: Annotated[list[dict[str, Any]], operator.add]
+    plan_error: str
+    scores: dict[str, dict[str, float]]
+    allocation: dict[str, int]
+    kept: list[dict[str, Any]]
+    response: str
+    answer: str
+    citations: list[str]
+    invalid_citations: list[int]
+    graph_view: dict[str, Any]
+
+
+class SolveInput(TypedDict):
+    sub: dict[str, Any]
+
+
+def _ctx(runtime: Runtime[Context]) -> Context:
+    ctx = runtime.context or Context()
+    if ctx.qdrag_mode not in MODES:
+        raise ValueError(f"qdrag_mode must be one of {MODES}, not {ctx.qdrag_mode!r}")
+    return ctx
+
+
+def retrieve(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
+    return {"contexts": [hit_dict(h) for h in search_kb(state["question"], ctx, k=k)]}
+
+
+def decompose(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    if ctx.qdrag_mode == "qdc":
+        subs = decompose_qdc(state["question"], state.get("contexts", []), ctx)
+        return {
+            "subquestions": [
+                {"id": f"Q{i}", "question": s, "depends": []} for i, s in enumerate(subs, 1)
+            ]
+        }
+    if ctx.qdrag_mode == "qdr":
+        try:
+            plan = parse_plan(plan_qdr(state["question"], ctx))
+        except PlanError as e:  # refused plans fall back to the raw question alone
+            emit({"event": "plan_refused", "error": str(e)})
+            return {"subquestions": [], "plan_error": str(e)}
+        return {
+            "subquestions": [
+                {"id": s.id, "question": s.template, "depends": s.depends} for s in plan
+            ]
+        }
+    return {}
+
+
+def dispatch(state: State, runtime: Runtime[Context]):
+    """QD-R: the next wave of subquestions whose placeholders can be filled, in parallel."""
+    ctx = _ctx(runtime)
+    if ctx.qdrag_mode == "dense":
+        return "select"
+    if ctx.qdrag_mode != "qdr":
+        return "rerank"
+    answers = {s["id"]: s["answer"] for s in state.get("solved", [])}
+    plan = [
+        SubQuestion(s["id"], s["question"], s["depends"]) for s in state.get("subquestions", [])
+    ]
+    wave = ready(plan, answers)
+    if not wave:
+        return "rerank"
+    return [Send("solve", {"sub": {"id": s.id, "question": s.resolved(answers)}}) for s in wave]
+
+
+def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
+    """Retrieve for one resolved subquestion and answer it (fills later placeholders)."""
+    ctx = _ctx(runtime)
+    sub = state["sub"]
+    hits = [hit_dict(h) for h in search_kb(sub["question"], ctx, k=ctx.qdrag_retrieve_k)]
+    answer = answer_from(sub["question"], hits[: ctx.qdrag_budget], ctx)
+    return {
+        "solved": [{**sub, "answer": answer, "context_ids": [h["id"] for h in hits]}],
+        "contexts": hits,
+    }
+
+
+def gather(state: State) -> State:
+    """Joins a wave of parallel ``solve`` tasks, so the next wave is planned once."""
+    return {}
+
+
+def candidates(state: State, mode: str) -> dict[str, list[str]]:
+    """Which contexts each (sub)question reranks: its own retrievals for QD-R, the shared
+    initial retrieval otherwise; the raw question always reranks everything."""
+    every = [c["id"] for c in state.get("contexts", [])]
+    out = {state["question"]: every}
+    if mode == "qdc":
+        out |= {s["question"]: every for s in state.get("subquestions", [])}
+    elif mode == "qdr":
+        out |= {s["question"]: s["context_ids"] for s in state.get("solved", [])}
+    return out
+
+
+def rerank(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    by_id = {c["id"]: c for c in state.get("contexts", [])}
+    plan = candidates(state, ctx.qdrag_mode)
+    pairs = [(q, cid) for q, ids in plan.items() for cid in ids]
+    values = score_all([(q, by_id[cid]) for q, cid in pairs], ctx)
+    scores: dict[str, dict[str, float]] = {q: {} for q in plan}
+    for (q, cid), s in zip(pairs, values, strict=True):
+        scores[q][cid] = round(s, 6)
+    return {"scores": scores}
+
+
+def select(state: State, runtime: Runtime[Context]) -> State:
+    """The entropy budget (or an equal split, or dense top-N) → the contexts kept."""
+    ctx = _ctx(runtime)
+    contexts = state.get("contexts", [])
+    if ctx.qdrag_mode == "dense":
+        kept, allocation = contexts[: ctx.qdrag_budget], {}
+    else:
+        scores = state.get("scores", {})
+        if ctx.qdrag_entropy_budget:
+            allocation = allocate(
+                {q: entropy(list(s.values())) for q, s in scores.items()}, ctx.qdrag_budget
+            )
+        else:
+            allocation = equal_split(list(scores), ctx.qdrag_budget)
+        by_id = {c["id"]: c for c in contexts}
+        kept = [by_id[i] for i in keep_contexts(scores, allocation)]
+    return {"kept": kept, "allocation": allocation, "graph_view": view(state, kept, allocation)}
+
+
+def generate(state: State, runtime: Runtime[Context]) -> State:
+    kept = state.get("kept", [])
+    out = generate_cited_answer(state["question"], kept, _ctx(runtime))
+    return {
+        "response": out.text,
+        "answer": out.answer,
+        "citations": [kept[i - 1]["id"] for i in out.cited],
+        "invalid_citations": out.invalid,
+    }
+
+
+def view(state: State, kept: list[dict[str, Any]], allocation: dict[str, int]) -> dict[str, Any]:
+    """The decomposition tree for ``hopgraph trace``: question → subquestions → kept contexts."""
+    nodes = [{"id": "q", "label": state["question"], "kind": "question"}]
+    edges = []
+    answers = {s["question"]: s.get("answer") for s in state.get("solved", [])}
+    subs = [s["question"] for s in state.get("solved", [])] or [
+        s["question"] for s in state.get("subquestions", [])
+    ]
+    for i, text in enumerate(subs, 1):
+        label = f"{text} → {answers[text]}" if answers.get(text) else text
+        nodes.append(
+            {"id": f"s{i}", "label": f"{label} (n={allocation.get(text, 0)})", "kind": "question"}
+        )
+        edges.append(["q", f"s{i}"])
+    scores = state.get("scores", {})
+    for j, c in enumerate(kept, 1):
+        nodes.append(
+            {"id": f"c{j}", "label": f"[{j}] {c.get('title') or c['id']}", "kind": "retrieval"}
+        )
+        owners = [f"s{i}" for i, text in enumerate(subs, 1) if c["id"] in scores.get(text, {})] or [
+            "q"
+        ]
+        edges += [[o, f"c{j}"] for o in owners[:2]]
+    return {"nodes": nodes, "edges": edges}
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node("retrieve", retrieve)
+builder.add_node("decompose", decompose)
+builder.add_node("solve", solve)
+builder.add_node("gather", gather)
+builder.add_node("rerank", rerank)
+builder.add_node("select", select)
+builder.add_node("generate", generate)
+builder.add_edge(START, "retrieve")
+builder.add_edge("retrieve", "decompose")
+builder.add_conditional_edges("decompose", dispatch, ["solve", "rerank", "select"])
+builder.add_edge("solve", "gather")
+builder.add_conditional_edges("gather", dispatch, ["solve", "rerank", "select"])
+builder.add_edge("rerank", "select")
+builder.add_edge("select", "generate")
+builder.add_edge("generate", END)
+graph = builder.compile(name="qdrag")

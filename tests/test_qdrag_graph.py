@@ -1,0 +1,120 @@
+import json
+
+import pytest
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.report import graph_view, read_trace
+from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.memory.kb import Item, KnowledgeBase
+from scripted_server import ScriptedServer
+
+PLAN = [
+    {"id": "Q1", "question": "Who founded Town 3?"},
+    {"id": "Q2", "question": "Where was <Ans_of_Q1> born?"},
+]
+
+
+def reply_for(plan):
+    def reply(body):
+        text = json.dumps(body["messages"])
+        if body.get("logprobs"):  # reranker: only passages about towns 3 and 4 are relevant
+            passage = body["messages"][0]["content"].split("Question:")[0]
+            return "Yes" if ("Town 3" in passage or "Town 4" in passage) else "No"
+        if "Reply with JSON" in text:
+            return json.dumps(
+                {
+                    "replacements": [{"reference": "the old port", "entity": "Town 3"}],
+                    "subquestions": ["Who founded Town 3?", "What is Town 4 known for?"],
+                }
+            )
+        if "Plan how to answer" in text:
+            return json.dumps({"subquestions": plan})
+        if "Answer the question from the passages" in text:
+            return "Ada Moor" if "founded" in text else "Lund"
+        if "Short answer" in text:
+            return "Lund"
+        return "Ada Moor was born in Lund [1][2]."
+
+    return reply
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kb")
+    KnowledgeBase(path).add(
+        [
+            Item("text", f"k{i}", f"Town {i} was founded by person {i}.", title=f"Town {i}")
+            for i in range(12)
+        ]
+    )
+    return path
+
+
+def run(tmp_path, kb_dir, plan=PLAN, **ctx_fields):
+    qfile = tmp_path / "q.jsonl"
+    write_questions(
+        [Question("q1", "Where was the founder of the old port born?", ["Lund"])], qfile
+    )
+    with ScriptedServer(reply_for(plan)) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), **ctx_fields)
+        runner = Runner("qdrag", tmp_path / "run", ctx)
+        runner.run(qfile)
+    final = runner.graph.get_state(runner.thread("q1")).values
+    pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]
+    assert pred["error"] is None, pred["error"]
+    records = read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+    calls = [
+        r["data"]
+        for r in records
+        if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
+    ]
+    return pred, calls, final, records
+
+
+def test_qdc_makes_one_decomposition_call_and_keeps_relevant_contexts(tmp_path, kb_dir):
+    pred, calls, final, records = run(tmp_path, kb_dir, qdrag_mode="qdc")
+    assert [c["template"] for c in calls].count("qdrag/decompose_qdc") == 1
+    subs = [s["question"] for s in final["subquestions"]]
+    assert (
+        subs[0] == "Is the old port equivalent to Town 3?" and "What is Town 4 known for?" in subs
+    )
+    # raw question + 3 subquestions, each reranking the 10 retrieved contexts
+    assert [c["template"] for c in calls].count("qdrag/rerank") == 40
+    kept_titles = {c["title"] for c in final["kept"]}
+    assert {"Town 3", "Town 4"} <= kept_titles and len(final["kept"]) <= 5
+    assert pred["answer"] == "Lund" and len(pred["citations"]) == 2
+    view = graph_view(records)
+    assert view["nodes"][0]["kind"] == "question" and any(
+        n["kind"] == "retrieval" for n in view["nodes"]
+    )
+
+
+def test_qdr_resolves_placeholders_in_order(tmp_path, kb_dir):
+    pred, calls, final, _ = run(tmp_path, kb_dir, qdrag_mode="qdr")
+    solved = {s["id"]: s for s in final["solved"]}
+    assert solved["Q1"]["answer"] == "Ada Moor"
+    assert solved["Q2"]["question"] == "Where was Ada Moor born?"  # <Ans_of_Q1> filled
+    assert len(solved["Q2"]["context_ids"]) == 10  # every resolved subquestion retrieves its own
+    assert [c["template"] for c in calls].count("qdrag/plan_qdr") == 1
+
+
+def test_qdr_refuses_a_cyclic_plan_and_still_answers(tmp_path, kb_dir):
+    cyclic = [{"id": "Q1", "question": "a <Ans_of_Q2>"}, {"id": "Q2", "question": "b <Ans_of_Q1>"}]
+    pred, _, final, records = run(tmp_path, kb_dir, plan=cyclic, qdrag_mode="qdr")
+    assert "cycle" in final["plan_error"]
+    assert any(
+        r.get("data", {}).get("event") == "plan_refused"
+        for r in records
+        if r.get("mode") == "custom"
+    )
+    assert pred["answer"] == "Lund"
+
+
+def test_baselines_dense_sparse_and_no_entropy_budget(tmp_path, kb_dir):
+    _, calls, final, _ = run(tmp_path / "dense", kb_dir, qdrag_mode="dense")
+    assert not any(c["template"] == "qdrag/rerank" for c in calls) and len(final["kept"]) == 5
+    _, calls, final, _ = run(tmp_path / "sparse", kb_dir, qdrag_mode="sparse")
+    assert [c["template"] for c in calls].count("qdrag/rerank") == 10
+    assert not any(c["template"].startswith("qdrag/decompose") for c in calls)
+    _, _, final, _ = run(tmp_path / "flat", kb_dir, qdrag_mode="qdc", qdrag_entropy_budget=False)
+    assert sorted(final["allocation"].values()) == [1, 1, 1, 2]  # N = 5 over 4 questions, equal

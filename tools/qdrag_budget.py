@@ -1,0 +1,111 @@
+"""QDRAG's LLM-free machinery: the entropy budget over reranking scores and QD-R plans with
+``<Ans_of_Qi>`` placeholders (qdrag.txt, Context Reranking / Adaptive Budget Allocator / QD-R)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+PLACEHOLDER = re.compile(r"<\s*Ans_of_(Q\d+)\s*>", re.I)
+
+
+class PlanError(ValueError):
+    """A QD-R plan that cannot be resolved: unknown placeholder, cycle, bad ids."""
+
+
+def entropy(scores: Sequence[float]) -> float:
+    """E(Q_i) = −Σ P log P with P(C|Q_i) = softmax over S(C|Q_i)."""
+    if not scores:
+        return 0.0
+    top = max(scores)
+    exps = [math.exp(s - top) for s in scores]
+    total = sum(exps)
+    return -sum((e / total) * math.log(e / total) for e in exps if e > 0)
+
+
+def allocate(entropies: Mapping[str, float], budget: int) -> dict[str, int]:
+    """n(Q_i) = N · E(Q_i) / Σ E, rounded by largest remainder, at least one each (so the total
+    is max(N, |Q|)); equal shares when every entropy is zero."""
+    keys = list(entropies)
+    if not keys:
+        return {}
+    budget = max(budget, len(keys))
+    total = sum(entropies.values())
+    raw = {k: budget * (entropies[k] / total if total > 0 else 1 / len(keys)) for k in keys}
+    alloc = {k: max(1, math.floor(v)) for k, v in raw.items()}
+    while sum(alloc.values()) < budget:  # hand out the rest by largest remainder
+        k = max(keys, key=lambda k: (raw[k] - alloc[k], -keys.index(k)))
+        alloc[k] += 1
+    while sum(alloc.values()) > budget:  # the floor of 1 may overshoot: take from the largest
+        k = max((k for k in keys if alloc[k] > 1), key=lambda k: (alloc[k] - raw[k], alloc[k]))
+        alloc[k] -= 1
+    return alloc
+
+
+def equal_split(keys: Sequence[str], budget: int) -> dict[str, int]:
+    """Without the adaptive allocator (Table 6 "S" off): the same share for every question."""
+    return allocate(dict.fromkeys(keys, 1.0), budget)
+
+
+def keep_contexts(scores: Mapping[str, Mapping[str, float]], alloc: Mapping[str, int]) -> list[str]:
+    """Top n(Q_i) contexts of each question by S(C|Q_i), duplicates merged, in first-kept order."""
+    kept: list[str] = []
+    for q, n in alloc.items():
+        ranked = sorted(scores.get(q, {}).items(), key=lambda kv: -kv[1])
+        for cid, _ in ranked[:n]:
+            if cid not in kept:
+                kept.append(cid)
+    return kept
+
+
+@dataclass
+class SubQuestion:
+    id: str
+    template: str
+    depends: list[str] = field(default_factory=list)
+    answer: str | None = None
+
+    def resolved(self, answers: Mapping[str, str]) -> str:
+        return PLACEHOLDER.sub(lambda m: answers.get(m.group(1).upper(), m.group(0)), self.template)
+
+
+def parse_plan(items: Sequence[Mapping[str, str]]) -> list[SubQuestion]:
+    """Validate a QD-R plan: unique ids, placeholders that name earlier-or-later plan ids, no
+    cycles. Returned in an order where every dependency comes first."""
+    subs: dict[str, SubQuestion] = {}
+    for n, item in enumerate(items, 1):
+        qid = str(item.get("id") or f"Q{n}").upper()
+        text = str(item.get("question", "")).strip()
+        if not text:
+            raise PlanError(f"subquestion {qid} is empty")
+        if qid in subs:
+            raise PlanError(f"subquestion id {qid} appears twice")
+        subs[qid] = SubQuestion(qid, text, [d.upper() for d in PLACEHOLDER.findall(text)])
+    for sub in subs.values():
+        unknown = [d for d in sub.depends if d not in subs]
+        if unknown:
+            raise PlanError(f"{sub.id} refers to <Ans_of_{unknown[0]}>, which is not in the plan")
+    order: list[SubQuestion] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(qid: str, path: list[str]) -> None:
+        if state.get(qid) == 2:
+            return
+        if state.get(qid) == 1:
+            raise PlanError(f"the plan has a cycle: {' -> '.join([*path, qid])}")
+        state[qid] = 1
+        for dep in subs[qid].depends:
+            visit(dep, [*path, qid])
+        state[qid] = 2
+        order.append(subs[qid])
+
+    for qid in subs:
+        visit(qid, [])
+    return order
+
+
+def ready(plan: Sequence[SubQuestion], answers: Mapping[str, str]) -> list[SubQuestion]:
+    """Unanswered subquestions whose dependencies are all answered (one parallel wave)."""
+    return [s for s in plan if s.id not in answers and all(d in answers for d in s.depends)]
