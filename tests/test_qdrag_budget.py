@@ -23,7 +23,7 @@ def test_entropy_hand_computed():
 def test_allocation_follows_entropy_shares():
     # E = 3 : 1 with N = 8 -> 6 and 2
     assert allocate({"a": 3.0, "b": 1.0}, 8) == {"a": 6, "b": 2}
-    # N = 5 split 0.5/0.3/0.2 -> 2.5, 1.5, 1.0 -> floors 2,1,1 (+1 to the largest remainder: a first)
+    # N = 5 over 0.5/0.3/0.2 -> 2.5, 1.5, 1.0 -> floors 2,1,1; the spare one goes to a (tie, first)
     assert allocate({"a": 0.5, "b": 0.3, "c": 0.2}, 5) == {"a": 3, "b": 1, "c": 1}
 
 
