@@ -118,3 +118,31 @@ def test_baselines_dense_sparse_and_no_entropy_budget(tmp_path, kb_dir):
     assert not any(c["template"].startswith("qdrag/decompose") for c in calls)
     _, _, final, _ = run(tmp_path / "flat", kb_dir, qdrag_mode="qdc", qdrag_entropy_budget=False)
     assert sorted(final["allocation"].values()) == [1, 1, 1, 2]  # N = 5 over 4 questions, equal
+
+
+def test_qdarf_pairs_prefer_the_plan_that_recalls_gold(tmp_path, kb_dir):
+    from hopgraph.evals.qdarf import preference_pairs
+    from hopgraph.memory.kb import item_id
+
+    plans = iter(
+        [
+            {"subquestions": [{"id": "Q1", "question": "Town 3 founded by person 3"}]},
+            {"subquestions": [{"id": "Q1", "question": "bread recipes"}]},
+            "not a plan",
+        ]
+    )
+
+    def reply(body):
+        nxt = next(plans)
+        return nxt if isinstance(nxt, str) else json.dumps(nxt)
+
+    gold = [item_id("text", "k3")]
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), max_retries=1)
+        pairs = preference_pairs(
+            [Question("q", "Who founded Town 3?", evidence=gold)], ctx, samples=3, k=1
+        )
+    (pair,) = pairs
+    assert "Town 3" in pair["chosen"] and "bread" in pair["rejected"]
+    assert pair["reward_chosen"] == 1.0 and pair["reward_rejected"] == 0.0
+    assert pair["prompt"].startswith("Plan how to answer")

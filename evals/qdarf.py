@@ -1,0 +1,79 @@
+"""QDARF preference data (qdrag.txt, Eq. 1): several sampled QD-R plans per training question,
+each scored by the recall of gold contexts by its subquestions; the best and the worst plan
+make one DPO pair in the ``{"prompt", "chosen", "rejected"}`` form TRL's DPOTrainer reads."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hopgraph.agents.decomposer import plan_qdr
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question
+from hopgraph.prompts import prompts_for
+from hopgraph.tools.kb_search import search_kb
+from hopgraph.tools.qdrag_budget import PLACEHOLDER
+
+
+def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: int) -> float:
+    """Recall of gold contexts by the union of each subquestion's top-k retrieval (placeholders
+    are left out of the query text: no answering is needed to score a plan)."""
+    if not gold:
+        return 0.0
+    found: set[str] = set()
+    for sub in plan:
+        query = " ".join(PLACEHOLDER.sub(" ", sub.get("question", "")).split())
+        if query:
+            found |= {h.id for h in search_kb(query, ctx, k=k, role="qdarf")}
+    return len(found & set(gold)) / len(set(gold))
+
+
+def preference_pairs(
+    questions: list[Question],
+    ctx: Context,
+    *,
+    samples: int = 4,
+    temperature: float = 0.8,
+    k: int = 5,
+    on_question: Callable[[Question, dict[str, Any]], None] | None = None,
+) -> list[dict[str, str]]:
+    """One pair per question whose best plan beats its worst; unparsable samples are dropped."""
+    pairs = []
+    prompts = prompts_for(ctx.prompts_dir)
+    for q in questions:
+        scored = []
+        for _ in range(samples):
+            try:
+                plan = plan_qdr(q.question, ctx, temperature=temperature)
+            except ValueError:  # not JSON / not a plan: this sample is dropped
+                continue
+            scored.append((plan_reward(plan, q.evidence, ctx, k), plan))
+        info: dict[str, Any] = {"samples": len(scored), "rewards": [r for r, _ in scored]}
+        if len(scored) >= 2:
+            best = max(scored, key=lambda x: x[0])
+            worst = min(scored, key=lambda x: x[0])
+            if best[0] > worst[0]:
+                pairs.append(
+                    {
+                        "prompt": prompts.render("qdrag/plan_qdr", question=q.question),
+                        "chosen": json.dumps({"subquestions": best[1]}),
+                        "rejected": json.dumps({"subquestions": worst[1]}),
+                        "id": q.id,
+                        "reward_chosen": best[0],
+                        "reward_rejected": worst[0],
+                    }
+                )
+        if on_question:
+            on_question(q, info)
+    return pairs
+
+
+def write_pairs(pairs: list[dict[str, str]], out: str | Path) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8"
+    )
+    return out
