@@ -15,7 +15,7 @@ from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
 from hopgraph.models.events import emit
-from hopgraph.tools.kb_search import hit_dict, search_kb
+from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
 from hopgraph.tools.qdrag_budget import (
     PlanError,
     SubQuestion,
@@ -111,17 +111,47 @@ def dispatch(state: State, runtime: Runtime[Context]):
     wave = ready(plan, answers)
     if not wave:
         return "rerank"
-    return [Send("solve", {"sub": {"id": s.id, "question": s.resolved(answers)}}) for s in wave]
+    held = {s["id"]: s["context_ids"][: ctx.qdrag_budget] for s in state.get("solved", [])}
+    return [
+        Send(
+            "solve",
+            {
+                "sub": {
+                    "id": s.id,
+                    "question": s.resolved(answers),
+                    "held": [c for d in s.depends for c in held.get(d, [])],
+                }
+            },
+        )
+        for s in wave
+    ]
 
 
 def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
-    """Retrieve for one resolved subquestion and answer it (fills later placeholders)."""
+    """Retrieve for one resolved subquestion and answer it (fills later placeholders). With
+    ``grail_mode`` set, a dependent subquestion's search is steered away from the evidence its
+    dependencies already brought (GRAIL, no LLM call)."""
     ctx = _ctx(runtime)
     sub = state["sub"]
-    hits = [hit_dict(h) for h in search_kb(sub["question"], ctx, k=ctx.qdrag_retrieve_k)]
+    if ctx.grail_mode and sub.get("held"):
+        from hopgraph.tools.grail.tool import grail_search
+
+        found = grail_search(
+            sub["question"], sub["held"], ctx.qdrag_retrieve_k, ctx.grail_mode, ctx
+        )
+        hits = [hit_dict(h) for h in knowledge_base(ctx).get([f["id"] for f in found])]
+    else:
+        hits = [hit_dict(h) for h in search_kb(sub["question"], ctx, k=ctx.qdrag_retrieve_k)]
     answer = answer_from(sub["question"], hits[: ctx.qdrag_budget], ctx)
     return {
-        "solved": [{**sub, "answer": answer, "context_ids": [h["id"] for h in hits]}],
+        "solved": [
+            {
+                "id": sub["id"],
+                "question": sub["question"],
+                "answer": answer,
+                "context_ids": [h["id"] for h in hits],
+            }
+        ],
         "contexts": hits,
     }
 

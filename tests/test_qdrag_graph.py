@@ -146,3 +146,14 @@ def test_qdarf_pairs_prefer_the_plan_that_recalls_gold(tmp_path, kb_dir):
     assert "Town 3" in pair["chosen"] and "bread" in pair["rejected"]
     assert pair["reward_chosen"] == 1.0 and pair["reward_rejected"] == 0.0
     assert pair["prompt"].startswith("Plan how to answer")
+
+
+def test_qdr_can_steer_dependent_searches_with_grail(tmp_path, kb_dir):
+    _, _, final, records = run(tmp_path, kb_dir, qdrag_mode="qdr", grail_mode="gap-fixed")
+    solved = {s["id"]: s for s in final["solved"]}
+    steered = [
+        r["data"] for r in records if r.get("mode") == "custom" and r["data"].get("role") == "grail"
+    ]
+    (event,) = steered  # only Q2 depends on another subquestion
+    assert event["context"] == solved["Q1"]["context_ids"][:5] and event["g"] == pytest.approx(0.3)
+    assert not set(solved["Q2"]["context_ids"]) & set(event["context"])
