@@ -177,7 +177,10 @@ def rerank(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     by_id = {c["id"]: c for c in state.get("contexts", [])}
     plan = candidates(state, ctx.qdrag_mode)
-    pairs = [(q, cid) for q, ids in plan.items() for cid in ids]
+    # context-major order: consecutive prompts share the passage prefix, which llama.cpp's
+    # server reuses from its KV cache (the rerank prompt starts with the passage)
+    order = list(dict.fromkeys(cid for ids in plan.values() for cid in ids))
+    pairs = [(q, cid) for cid in order for q, ids in plan.items() if cid in ids]
     values = score_all([(q, by_id[cid]) for q, cid in pairs], ctx)
     scores: dict[str, dict[str, float]] = {q: {} for q in plan}
     for (q, cid), s in zip(pairs, values, strict=True):
