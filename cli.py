@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from hopgraph.config import Context, parse_sets
 from rich.console import Console
 from rich.table import Table
+
+from hopgraph.config import Context, parse_sets
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
@@ -113,7 +114,6 @@ def run(
     sets: Sets = None,
 ) -> None:
     """Run an agent over a question file: checkpointed, resumable, traced."""
-    from hopgraph.evals.runner import Runner
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -121,6 +121,8 @@ def run(
         TextColumn,
         TimeRemainingColumn,
     )
+
+    from hopgraph.evals.runner import Runner
 
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
@@ -329,8 +331,9 @@ def index(
     sets: Sets = None,
 ) -> None:
     """Index a corpus into the knowledge base (re-running adds only what is new)."""
-    from hopgraph.memory.indexing import index_source
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from hopgraph.memory.indexing import index_source
 
     store = open_kb(kb, sets)
     derive = None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from hopgraph.config import Context
 from hopgraph.models import chat_model, user
 from hopgraph.prompts import prompts_for
-from pydantic import BaseModel, Field
 
 
 class Replacement(BaseModel):

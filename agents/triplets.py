@@ -3,12 +3,13 @@ facts through the LLM with few-shot examples; results cached per passage and mod
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.kb import Item
 from hopgraph.models import chat_model, user
 from hopgraph.prompts import prompts_for
-from pydantic import BaseModel, Field
 
 # Our own invented examples (the few-shot set F_tri of Eq. 1).
 EXAMPLES = [

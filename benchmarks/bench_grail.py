@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
 from hopgraph.tools.grail.steering import pad_context
-from torch.nn import functional as F
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from hopgraph.evals.datasets import convert_hotpotqa
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase

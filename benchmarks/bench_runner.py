@@ -20,12 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from scripted_server import ScriptedServer  # noqa: E402
+
 from hopgraph.config import Context  # noqa: E402
 from hopgraph.evals.datasets import Question, write_questions  # noqa: E402
 from hopgraph.evals.report import read_trace, steps  # noqa: E402
 from hopgraph.evals.runner import Runner, read_predictions, trace_file_name  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
-from scripted_server import ScriptedServer  # noqa: E402
 
 
 def overhead(run: Path) -> dict:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from hopgraph.memory.kb import item_id
 from hopgraph.memory.sources import (
     Skipped,

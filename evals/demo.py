@@ -13,9 +13,10 @@ import csv
 import json
 from pathlib import Path
 
+from PIL import Image, ImageDraw
+
 from hopgraph.memory.kb import item_id
 from hopgraph.memory.sources import image_key, passage_id, passage_key, row_sentence
-from PIL import Image, ImageDraw
 
 PASSAGES: dict[str, str] = {
     "Marrowick": "Marrowick is a river port in the northern province of Esterlund, at the mouth of "

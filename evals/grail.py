@@ -10,10 +10,11 @@ from statistics import mean
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from hopgraph.evals.datasets import Question
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
 from hopgraph.tools.grail.training import Instance, leave_one_out
-from torch.nn import functional as F
 
 
 def split_of(qid: str, test_share: float = 0.5, seed: int = 0) -> str:

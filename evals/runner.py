@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.sqlite import SqliteSaver
+
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.graphs import load_graph
 from hopgraph.memory.sources import Skipped
 from hopgraph.prompts import BUILTIN_DIR, prompts_for, sha256_file
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 PACKAGES = (
     "hopgraph",

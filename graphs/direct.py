@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from hopgraph.agents.answerer import answer_closed_book
-from hopgraph.config import Context
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+
+from hopgraph.agents.answerer import answer_closed_book
+from hopgraph.config import Context
 
 
 class State(TypedDict, total=False):

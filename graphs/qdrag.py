@@ -10,6 +10,10 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
 from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
@@ -26,9 +30,6 @@ from hopgraph.tools.qdrag_budget import (
     parse_plan,
     ready,
 )
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
-from langgraph.types import Send
 
 MODES = ("qdc", "qdr", "dense", "sparse")
 

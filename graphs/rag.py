@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
 from hopgraph.tools.kb_search import hit_dict, search_kb
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 
 class State(TypedDict, total=False):

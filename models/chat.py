@@ -20,15 +20,6 @@ from typing import Any, TypeVar
 
 import httpx
 import openai
-from hopgraph.models.errors import (
-    CapabilityError,
-    EndpointError,
-    ModelNotServedError,
-    StructuredOutputError,
-)
-from hopgraph.models.events import EventSink, LLMCall, emit
-from hopgraph.models.images import image_part
-from hopgraph.prompts import prompts_for
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 from tenacity import (
@@ -39,6 +30,16 @@ from tenacity import (
     stop_after_delay,
     wait_exponential,
 )
+
+from hopgraph.models.errors import (
+    CapabilityError,
+    EndpointError,
+    ModelNotServedError,
+    StructuredOutputError,
+)
+from hopgraph.models.events import EventSink, LLMCall, emit
+from hopgraph.models.images import image_part
+from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ class ChatModel:
         stop: list[str] | None = None,
     ) -> str:
         """Plain text reply."""
-        resp = self._create(
+        resp = self.request(
             messages,
             role=role,
             template=template,
@@ -235,7 +236,7 @@ class ChatModel:
         convo = list(messages)
         raw = ""
         for attempt in (1, 2):
-            resp = self._create(
+            resp = self.request(
                 convo,
                 role=role,
                 template=template,
@@ -264,7 +265,7 @@ class ChatModel:
 
     def p_yes(self, messages: Sequence[Message], *, role: str, template: str = "") -> float:
         """P(Yes) from the first token's top_logprobs: Σp(yes) / (Σp(yes) + Σp(no))."""
-        resp = self._create(
+        resp = self.request(
             messages,
             role=role,
             template=template,
@@ -298,7 +299,7 @@ class ChatModel:
         )
         return retrying(fn)
 
-    def _create(
+    def request(
         self,
         messages: Sequence[Message],
         *,
@@ -309,6 +310,8 @@ class ChatModel:
         extra: dict[str, Any] | None = None,
         **kwargs: Any,
     ):
+        """One chat completion with bounded retries, reported as an ``llm_call`` event; extra
+        keyword arguments go to the API as they are (logprobs, response_format...)."""
         self.check()
         if check_images and has_images(messages) and not self.dialect.images:
             raise CapabilityError(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from hopgraph.models.chat import ChatModel, p_yes_from_response, user
-from hopgraph.models.errors import HopgraphModelError
 from PIL import Image, ImageDraw
 from pydantic import BaseModel
+
+from hopgraph.models.chat import ChatModel, p_yes_from_response, user
+from hopgraph.models.errors import HopgraphModelError
 
 
 @dataclass
@@ -60,7 +61,7 @@ def diagnose(model: ChatModel) -> list[Probe]:
         return True, f"{mode}: {out.model_dump()}"
 
     def logprobs():
-        resp = model._create(
+        resp = model.request(
             [user("Is Paris the capital of France? Reply with one word, Yes or No.")],
             role="doctor", template="probe", kind="probe",
             max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20,
@@ -72,7 +73,7 @@ def diagnose(model: ChatModel) -> list[Probe]:
         )
 
     def image():
-        resp = model._create(
+        resp = model.request(
             [user("What color is the square? One word.", images=[_probe_image()])],
             role="doctor", template="probe", kind="probe", check_images=False, max_tokens=8,
         )  # fmt: skip
@@ -80,7 +81,7 @@ def diagnose(model: ChatModel) -> list[Probe]:
 
     def speed():
         began = time.perf_counter()
-        resp = model._create(
+        resp = model.request(
             [user("Write a long story about a lighthouse keeper and the sea.")],
             role="doctor", template="probe", kind="probe", max_tokens=64, temperature=0.0,
         )  # fmt: skip

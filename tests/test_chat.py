@@ -2,6 +2,9 @@ import time
 
 import httpx
 import pytest
+from pydantic import BaseModel
+from scripted import completion
+
 from hopgraph.models.chat import ChatModel, extract_json, user
 from hopgraph.models.embedded import free_port
 from hopgraph.models.errors import (
@@ -10,8 +13,6 @@ from hopgraph.models.errors import (
     ModelNotServedError,
     StructuredOutputError,
 )
-from pydantic import BaseModel
-from scripted import completion
 
 
 class Pair(BaseModel):

@@ -1,6 +1,7 @@
 import pytest
-from hopgraph.config import Context, parse_sets
 from langgraph.graph import StateGraph
+
+from hopgraph.config import Context, parse_sets
 
 
 def test_defaults_are_the_papers():

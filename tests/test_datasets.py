@@ -5,6 +5,7 @@ import threading
 
 import pytest
 from conftest import SHARED_DATA
+
 from hopgraph.evals.datasets import (
     DATASETS,
     Question,

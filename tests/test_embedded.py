@@ -1,6 +1,7 @@
 import hashlib
 
 import pytest
+
 from hopgraph.models import embedded
 from hopgraph.models.embedded import GGUFSpec, ensure_gguf
 from hopgraph.models.errors import ModelIntegrityError, ModelPackageMissing

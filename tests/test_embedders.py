@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from hopgraph.models.embedders import ClipEmbedder, text_embedder
 from hopgraph.models.errors import ModelWeightsMissing
 

@@ -2,6 +2,8 @@ import math
 
 import pytest
 import torch
+from torch.nn import functional as F
+
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
 from hopgraph.tools.grail.steering import (
@@ -13,7 +15,6 @@ from hopgraph.tools.grail.steering import (
     project_out,
 )
 from hopgraph.tools.grail.training import Instance, gap_loss, train_gap
-from torch.nn import functional as F
 
 
 def test_attention_context_hand_computed():

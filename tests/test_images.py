@@ -2,9 +2,10 @@ import base64
 import io
 
 import pytest
+from PIL import Image
+
 from hopgraph.models.errors import ImageInputError
 from hopgraph.models.images import data_url, fit_pixels, load_image
-from PIL import Image
 
 
 def decode(url: str) -> Image.Image:

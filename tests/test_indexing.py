@@ -5,12 +5,13 @@ import sys
 
 import pymupdf
 import pytest
+from PIL import Image
+
 from hopgraph.evals.datasets import convert_hotpotqa, read_questions
 from hopgraph.evals.demo import write_demo
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase, item_id
 from hopgraph.memory.sources import detect_format, page_id
-from PIL import Image
 
 
 def make_pdf(path, pages):

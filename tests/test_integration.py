@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
+
 from hopgraph.config import Context
 from hopgraph.models import EmbeddedServer, ModelNotServedError, chat_model, user
 from hopgraph.models.chat import ChatModel
-from pydantic import BaseModel
 
 pytestmark = [
     pytest.mark.integration,

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from hopgraph.memory.kb import Item, KnowledgeBase, KnowledgeBaseError, item_id
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
 

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+
 from hopgraph.evals import metrics as m
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from hopgraph.prompts import PromptError, Prompts, PromptSecurityError
 
 

@@ -1,6 +1,7 @@
 import math
 
 import pytest
+
 from hopgraph.tools.qdrag_budget import (
     PlanError,
     allocate,

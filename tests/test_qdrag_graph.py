@@ -1,12 +1,13 @@
 import json
 
 import pytest
+from scripted_server import ScriptedServer
+
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace
 from hopgraph.evals.runner import Runner, read_predictions
 from hopgraph.memory.kb import Item, KnowledgeBase
-from scripted_server import ScriptedServer
 
 PLAN = [
     {"id": "Q1", "question": "Who founded Town 3?"},

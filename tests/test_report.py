@@ -3,6 +3,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from hopgraph.agents.generator import parse_citations, strip_citations
 from hopgraph.evals import report
 

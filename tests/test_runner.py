@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted_server import ScriptedServer, deterministic_reply
+
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.runner import RunError, Runner, read_predictions
 from hopgraph.memory.kb import Item, KnowledgeBase
-from scripted_server import ScriptedServer, deterministic_reply
 
 TESTS = Path(__file__).parent
 

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from hopgraph.tools.grail.steering import GapSteering, Steered, additive, query_only
 from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.nn import functional as F
+
+from hopgraph.tools.grail.steering import GapSteering, Steered, additive, query_only
 
 DEFAULT_FIXED_GATE = 0.3
 """Training-free gate: the mean learned g the paper reports (0.288 overall, App. E Table 7)."""

@@ -13,9 +13,10 @@ from typing import Protocol
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.steering import Steered, pad_context
-from torch.nn import functional as F
 
 _SCHEDULE = re.compile(r"^\s*\d+\s*(\*\s*\d+\s*)?(\+\s*\d+\s*(\*\s*\d+\s*)?)*$")
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 
 import torch
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
 from hopgraph.config import Context
 from hopgraph.models.events import emit
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
 from hopgraph.tools.kb_search import knowledge_base
-from langchain_core.tools import StructuredTool
-from pydantic import BaseModel, Field
 
 _cache: dict[tuple, Grail] = {}
 _lock = threading.Lock()

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import MatrixSearcher
 from hopgraph.tools.grail.steering import pad_context
-from torch.nn import functional as F
 
 
 @dataclass
