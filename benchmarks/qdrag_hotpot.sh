@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# QDRAG measurement on HotpotQA (50 questions, embedded qwen2.5-coder-1.5b). Resumable.
+# QDRAG on HotpotQA with the embedded qwen2.5-coder-1.5b: every variant on the same questions,
+# first the first 20, then up to 50. Every run resumes where it stopped, so re-running this
+# script continues the measurement. Usage: benchmarks/qdrag_hotpot.sh  (from any folder)
 set -u
-cd "$(dirname "$0")/.."  # the repository root
+cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
-$H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-for variant in dense sparse qdc qdr; do
-  /usr/bin/time -f "$variant %e s" $H run --agent qdrag --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb \
-     --out runs/qdrag-$variant --limit 50 --set qdrag_mode=$variant
+[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
+for limit in 20 50; do
+  for variant in dense sparse qdc qdr qdc-nobudget; do
+    mode=${variant%-nobudget}
+    budget=true; [ "$variant" = qdc-nobudget ] && budget=false
+    /usr/bin/time -f "$variant limit=$limit %e s" $H run --agent qdrag --questions runs/hotpot-q.jsonl \
+      --kb runs/hotpot-kb --out runs/qdrag-$variant --limit $limit \
+      --set qdrag_mode=$mode --set qdrag_entropy_budget=$budget
+  done
 done
-/usr/bin/time -f "qdc-nobudget %e s" $H run --agent qdrag --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb \
-   --out runs/qdrag-qdc-nobudget --limit 50 --set qdrag_mode=qdc --set qdrag_entropy_budget=false
