@@ -304,7 +304,8 @@ class Runner:
         _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])
         todo = [q for q in questions if q.id not in done or q.id in failed_before]
         summary.skipped_done = len(questions) - len(todo)
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+        try:
             futures = [pool.submit(self.run_question, q) for q in todo]
             for future in as_completed(futures):
                 pred = future.result()
@@ -315,6 +316,10 @@ class Runner:
                     summary.finished += 1
                 if on_done is not None:
                     on_done(pred, summary)
+        except BaseException:  # Ctrl-C / SIGTERM: start nothing new; checkpoints keep the rest
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
         summary.seconds = time.perf_counter() - began
         return summary
 

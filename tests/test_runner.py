@@ -239,3 +239,31 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert "report.html" in run("trace", str(tmp_path / "a"), "--format", "html").stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert out.returncode == 0 and "+0.000" in out.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
+    qfile = questions(tmp_path, 10)
+    run = tmp_path / "run"
+    script = tmp_path / "run_script.py"
+    script.write_text(
+        "import signal\nfrom hopgraph.models.embedded import install_sigterm_handler\n"
+        "install_sigterm_handler()\n"
+        + textwrap.dedent(KILL_SCRIPT).format(
+            tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script), "0.5"], stderr=subprocess.DEVNULL)
+    preds = run / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (preds.exists() and preds.read_text().strip()):
+        time.sleep(0.05)
+    os.kill(proc.pid, sig)
+    began = time.monotonic()
+    proc.wait(timeout=60)
+    assert time.monotonic() - began < 5  # in-flight questions finish; queued ones never start
+    assert len(preds.read_text().splitlines()) < 10
+    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    assert sorted(json.loads(x)["id"] for x in preds.read_text().splitlines()) == sorted(
+        f"q{i}" for i in range(10)
+    )
