@@ -28,6 +28,11 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
             out["mmlb_acc"] = m.mmlongbench_score(answer, golds[0], pred["type"])
     evidence = pred.get("evidence") or []
     retrieved = pred.get("retrieved") or []
+    if evidence and "contexts_ids" in pred:  # gold recall of the contexts given to the generator
+        out["kept_recall"] = m.recall_at_k(
+            pred["contexts_ids"], evidence, len(pred["contexts_ids"])
+        )
+        out["kept_contexts"] = len(pred["contexts_ids"])
     if evidence:
         for name, fn in m.RETRIEVAL.items():
             for k in KS:
@@ -91,6 +96,8 @@ HEADLINE = (
     "em",
     "f1",
     "keyword_em",
+    "kept_recall",
+    "kept_contexts",
     "mmlb_acc",
     "recall@5",
     "set_recall@5",

@@ -273,7 +273,8 @@ class Runner:
             "answer": values.get("answer", ""),
             "response": values.get("response", ""),
             "citations": values.get("citations", []),
-            "contexts_ids": [c.get("id") for c in values.get("contexts", [])],
+            # the numbered contexts the answer cites: what a method kept, else what it retrieved
+            "contexts_ids": [c.get("id") for c in values.get("kept", values.get("contexts", []))],
             **stats,
             "seconds": round(seconds, 3),
             "error": error,
