@@ -89,3 +89,21 @@ def test_sentence_split():
         "Then more [2]!",
         "End",
     ]
+
+
+def test_score_prediction_kept_recall_and_mmlongbench_format():
+    from hopgraph.evals.evaluate import score_prediction
+
+    pred = {
+        "answer": "42",
+        "gold": ["42"],
+        "type": "Int",
+        "evidence": ["a", "b"],
+        "retrieved": ["a", "x", "y", "b"],
+        "contexts_ids": ["a", "x"],
+        "llm_calls": 3,
+    }
+    s = score_prediction(pred)
+    assert s["kept_recall"] == 0.5 and s["kept_contexts"] == 2
+    assert s["recall@3"] == 0.5 and s["recall@5"] == 1.0 and s["mmlb_acc"] == 1.0 and s["em"] == 1.0
+    assert s["llm_calls"] == 3
