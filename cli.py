@@ -286,13 +286,22 @@ def evaluate(
 
 
 @app.command()
-def compare(run_a: str, run_b: str) -> None:
+def compare(
+    run_a: str,
+    run_b: str,
+    common: Annotated[
+        bool, typer.Option("--common", help="only the questions both runs finished")
+    ] = False,
+) -> None:
     """Two runs' headline metrics side by side."""
-    from hopgraph.evals.evaluate import headline, load_metrics
+    from hopgraph.evals.evaluate import headline, load_metrics, restrict
 
     a, b = load_metrics(run_a), load_metrics(run_b)
+    if common:
+        shared = set(a["per_question"]) & set(b["per_question"])
+        a, b = restrict(a, shared), restrict(b, shared)
     ha, hb = dict(headline(a)), dict(headline(b))
-    table = Table(title="compare")
+    table = Table(title=f"compare ({len(a['per_question'])} vs {len(b['per_question'])} questions)")
     for col in ("metric", run_a, run_b, "delta"):
         table.add_column(col)
     for k in [k for k in ha | hb]:

@@ -117,6 +117,16 @@ def headline(result: dict[str, Any]) -> list[tuple[str, float]]:
     return [(k, overall[k]) for k in HEADLINE if k in overall]
 
 
+def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
+    """The same metrics recomputed over a subset of questions (to compare runs fairly)."""
+    per_question = {q: s for q, s in result["per_question"].items() if q in ids}
+    return {
+        **result,
+        "per_question": per_question,
+        "overall": aggregate(list(per_question.values())),
+    }
+
+
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / "metrics.json"
     return json.loads(path.read_text()) if path.exists() else evaluate_run(run_dir)

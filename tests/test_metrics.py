@@ -107,3 +107,10 @@ def test_score_prediction_kept_recall_and_mmlongbench_format():
     assert s["kept_recall"] == 0.5 and s["kept_contexts"] == 2
     assert s["recall@3"] == 0.5 and s["recall@5"] == 1.0 and s["mmlb_acc"] == 1.0 and s["em"] == 1.0
     assert s["llm_calls"] == 3
+
+
+def test_restrict_recomputes_over_shared_questions():
+    from hopgraph.evals.evaluate import restrict
+
+    result = {"per_question": {"a": {"em": 1.0}, "b": {"em": 0.0}}, "overall": {"em": 0.5}}
+    assert restrict(result, {"a"})["overall"] == {"em": 1.0}

@@ -239,6 +239,8 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert "report.html" in run("trace", str(tmp_path / "a"), "--format", "html").stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert out.returncode == 0 and "+0.000" in out.stdout
+    out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--common")
+    assert out.returncode == 0 and "2 vs 2 questions" in out.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
