@@ -69,6 +69,21 @@ class Context:
     # -- MMAPG (mmapg.txt, Alg. 1) ------------------------------------------------------
     mmapg_max_iterations: int = 10
     """The planner loop's cap k (Alg. 1, line 3)."""
+    mmapg_single_path: bool = False
+    """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
+    mmapg_triplets: bool = True
+    """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
+    passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
+    mmapg_retrieval: str = "module"
+    """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
+    instruction's embedding, no query building, no examination."""
+    mmapg_text_radius: float = 0.6
+    """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
+    mmapg_image_radius: float = 0.7
+    """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
+    mmapg_max_candidates: int = 6
+    """Candidates examined per retrieval node, best first: each costs one model call, and the
+    radius search alone has no upper bound."""
 
     # -- QDRAG (qdrag.txt) --------------------------------------------------------------
     qdrag_budget: int = 5

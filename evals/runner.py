@@ -26,7 +26,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, read_questions
-from hopgraph.graphs import load_graph
+from hopgraph.graphs import load_graph, recursion_limit
 from hopgraph.memory.sources import Skipped
 from hopgraph.prompts import BUILTIN_DIR, prompts_for, sha256_file
 
@@ -40,9 +40,6 @@ PACKAGES = (
     "torch",
     "llama-cpp-python",
 )
-RECURSION_LIMIT = 200
-
-
 class RunError(RuntimeError):
     """A run folder cannot be used for this command (another agent or question file)."""
 
@@ -200,7 +197,7 @@ class Runner:
     def thread(self, qid: str) -> dict[str, Any]:
         return {
             "configurable": {"thread_id": f"{self.run_name}:{qid}"},
-            "recursion_limit": RECURSION_LIMIT,
+            "recursion_limit": recursion_limit(self.agent, self.ctx),
         }
 
     def check_manifest(self, questions_file: Path) -> None:

@@ -276,9 +276,11 @@ class KnowledgeBase:
         sources: Sequence[str] | None = None,
         radius: float | None = None,
         max_hits: int = 100,
+        derived: bool | None = None,
     ) -> list[Hit]:
         """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
-        distance (MMAPG's query_radius; at most ``max_hits``), best first."""
+        distance (MMAPG's query_radius; at most ``max_hits``), best first. ``derived`` False
+        keeps only original items, True only derived ones (triplets); None both."""
         collections = [
             (col, size)
             for modality in modalities or MODALITIES
@@ -288,11 +290,14 @@ class KnowledgeBase:
         if not collections:
             return []
         vec = self.embed_query(query) if isinstance(query, str) else np.asarray(query, np.float32)
-        where = None
+        clauses = []
         if sources:
-            where = (
+            clauses.append(
                 {"source": sources[0]} if len(sources) == 1 else {"source": {"$in": list(sources)}}
             )
+        if derived is not None:
+            clauses.append({"parent": {"$ne": ""}} if derived else {"parent": ""})
+        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         n = max_hits if radius is not None else k
         hits: list[Hit] = []
         for col, size in collections:

@@ -1,0 +1,149 @@
+"""MMAPG's retrieval-module roles (Sec. 3.4): split the instruction into text and image parts
+(Eq. 5), build the search queries (Eq. 6-9), examine each candidate (Eq. 12-13) and extract the
+node's content from the findings (Eq. 14)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from hopgraph.config import Context
+from hopgraph.models import chat_model, user, vlm_model
+from hopgraph.models.events import emit
+from hopgraph.prompts import prompts_for
+
+NONE = "NONE"
+
+
+class Split(BaseModel):
+    """Eq. 5: I_instr^text, I_instr^img, and which kind of image retrieval the latter needs."""
+
+    text_part: str = ""
+    image_part: str = ""
+    image_kind: Literal["targeted", "descriptive", "none"] = "none"
+
+
+class Phrases(BaseModel):
+    phrases: list[str] = Field(default_factory=list)
+
+
+class TargetedImage(BaseModel):
+    """Eq. 7: Q'_text (the picture's names, searched by title) and I_tgt^img."""
+
+    question: str = ""
+    names: list[str] = Field(default_factory=list)
+
+
+class DescribedImage(BaseModel):
+    """Eq. 9: Q_img (descriptive phrases) and I_descr^img."""
+
+    question: str = ""
+    phrases: list[str] = Field(default_factory=list)
+
+
+def _render(ctx: Context, name: str, **kw: Any) -> str:
+    return prompts_for(ctx.prompts_dir).render(f"mmapg/{name}", **kw)
+
+
+def split_instruction(instruction: str, parents: list[str], ctx: Context) -> Split:
+    prompt = _render(ctx, "decompose", instruction=instruction, parents=parents)
+    return chat_model(ctx).structured(
+        [user(prompt)], Split, role="retriever", template="mmapg/decompose", max_tokens=200
+    )
+
+
+def key_phrases(instruction: str, ctx: Context) -> list[str]:
+    """Eq. 6, with the few-shot examples F_text in the template."""
+    out = chat_model(ctx).structured(
+        [user(_render(ctx, "keyphrases", instruction=instruction))],
+        Phrases,
+        role="retriever",
+        template="mmapg/keyphrases",
+        max_tokens=120,
+    )
+    return _clean(out.phrases)
+
+
+def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str], str]:
+    """Eq. 7 (targeted: names to search the picture by) or Eq. 9 (descriptive: phrases), with
+    the question the examiner asks of each picture found."""
+    if kind == "targeted":
+        out = chat_model(ctx).structured(
+            [user(_render(ctx, "image_target", instruction=instruction))],
+            TargetedImage,
+            role="retriever",
+            template="mmapg/image_target",
+            max_tokens=120,
+        )
+        return _clean(out.names), out.question.strip() or instruction
+    out = chat_model(ctx).structured(
+        [user(_render(ctx, "image_describe", instruction=instruction))],
+        DescribedImage,
+        role="retriever",
+        template="mmapg/image_describe",
+        max_tokens=120,
+    )
+    return _clean(out.phrases), out.question.strip() or instruction
+
+
+def examine(candidate: dict[str, Any], instruction: str, question: str, ctx: Context) -> str:
+    """Eq. 12 (a text candidate, by the LLM) or Eq. 13 (an image, by the VLM). With no VLM
+    configured an image is examined through its own text (title, caption), noted in the trace.
+    Returns the finding, or "" when the candidate does not help."""
+    if candidate.get("modality") != "image":
+        text = chat_model(ctx).complete(
+            [user(_render(ctx, "examine_text", instruction=instruction, **_fields(candidate)))],
+            role="examiner",
+            template="mmapg/examine_text",
+            max_tokens=96,
+        )
+        return _finding(text)
+    vlm = vlm_model(ctx)
+    if vlm is not None and candidate.get("path"):
+        prompt = _render(
+            ctx, "examine_image", question=question, described=False, **_fields(candidate)
+        )
+        text = vlm.complete(
+            [user(prompt, [candidate["path"]], ctx.max_image_pixels)],
+            role="examiner",
+            template="mmapg/examine_image",
+            max_tokens=96,
+        )
+        return _finding(text)
+    emit(
+        {
+            "event": "image_fallback",
+            "id": candidate.get("id"),
+            "reason": "no VLM configured" if vlm is None else "no image file indexed",
+            "note": "the image was examined through its title and caption only",
+        }
+    )
+    prompt = _render(ctx, "examine_image", question=question, described=True, **_fields(candidate))
+    text = chat_model(ctx).complete(
+        [user(prompt)], role="examiner", template="mmapg/examine_image", max_tokens=96
+    )
+    return _finding(text)
+
+
+def extract(instruction: str, findings: list[dict[str, Any]], ctx: Context) -> str:
+    """Eq. 14: R = M(P_retr ⊕ I_instr ⊕ O), the content of the retrieval node."""
+    prompt = _render(ctx, "extract", instruction=instruction, findings=findings)
+    return (
+        chat_model(ctx)
+        .complete([user(prompt)], role="retriever", template="mmapg/extract", max_tokens=120)
+        .strip()
+    )
+
+
+def _fields(candidate: dict[str, Any]) -> dict[str, str]:
+    return {"title": candidate.get("title", ""), "text": candidate.get("text", "")}
+
+
+def _finding(text: str) -> str:
+    text = text.strip()
+    return "" if not text or text.upper().rstrip(".").startswith(NONE) else text
+
+
+def _clean(phrases: list[str]) -> list[str]:
+    return list(dict.fromkeys(p.strip() for p in phrases if p and p.strip()))

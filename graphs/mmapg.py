@@ -1,0 +1,386 @@
+"""``mmapg``: the Adaptive Planning Graph (mmapg.txt, Sec. 3, Alg. 1).
+
+A planner loop grows a graph of question (Q), retrieval (R) and answer (A) nodes; each new node
+may hang off ANY existing node. The retrieval module is a subgraph that splits the instruction
+into text and image parts, builds queries, searches within a radius, examines every candidate
+in parallel (``Send``) and extracts the node's content. The loop ends on Stop or after
+``mmapg_max_iterations`` steps; if the last node is not an answer, the reasoning module answers
+from the whole graph (Alg. 1, lines 23-27).
+
+Context switches (Table 3 ablations): ``mmapg_single_path``, ``mmapg_triplets``,
+``mmapg_retrieval`` = module | similarity; ``grail_mode`` steers the text search.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from hopgraph.agents import examiner
+from hopgraph.agents.planner import overall_plan, plan_step
+from hopgraph.agents.reasoner import reason
+from hopgraph.config import Context
+from hopgraph.models.errors import StructuredOutputError
+from hopgraph.models.events import emit, tally_calls
+from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, top_k
+
+RETRIEVAL_MODES = ("module", "similarity")
+NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
+
+
+# -- the retrieval module (Sec. 3.4) as a subgraph -------------------------------------------
+class RetrievalState(TypedDict, total=False):
+    instruction: str
+    parents: list[str]
+    held: list[str]
+    """Ids of evidence already in the planning graph (GRAIL steers away from them)."""
+    text_part: str
+    image_part: str
+    image_kind: str
+    image_question: str
+    candidates: list[dict[str, Any]]
+    findings: Annotated[list[dict[str, Any]], operator.add]
+    content: str
+
+
+class ExamineInput(TypedDict):
+    candidate: dict[str, Any]
+    instruction: str
+    question: str
+
+
+def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+    """Eq. 5: the instruction's text-related and image-related parts."""
+    out = examiner.split_instruction(state["instruction"], state.get("parents", []), _ctx(runtime))
+    text_part = out.text_part.strip()
+    image_part = out.image_part.strip() if out.image_kind != "none" else ""
+    if not text_part and not image_part:  # an empty split searches with the whole instruction
+        text_part = state["instruction"]
+    return {"text_part": text_part, "image_part": image_part, "image_kind": out.image_kind}
+
+
+def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+    """Eq. 6-11: key phrases (text), names or descriptive phrases (image), radius search."""
+    ctx = _ctx(runtime)
+    held = state.get("held", [])
+    found: list[dict[str, Any]] = []
+    question = ""
+    if state.get("text_part"):
+        phrases = examiner.key_phrases(state["text_part"], ctx) or [state["text_part"]]
+        found += find_candidates(phrases, TEXT_SIDE, ctx, held=held)
+    if state.get("image_part"):
+        phrases, question = examiner.image_queries(state["image_part"], state["image_kind"], ctx)
+        phrases = phrases or [state["image_part"]]
+        found += find_candidates(phrases, IMAGE_SIDE, ctx)
+        if state["image_kind"] == "targeted":  # Eq. 8: the names also search the text side
+            found += find_candidates(phrases, TEXT_SIDE, ctx, held=held)
+    unique = list({c["id"]: c for c in sorted(found, key=lambda c: -c["score"])}.values())
+    return {"candidates": unique[: ctx.mmapg_max_candidates], "image_question": question}
+
+
+def fan_out(state: RetrievalState):
+    """One ``examine`` task per candidate, in parallel; none found goes straight to extract."""
+    return [
+        Send(
+            "examine",
+            {
+                "candidate": c,
+                "instruction": state.get("text_part") or state["instruction"],
+                "question": state.get("image_question") or state["instruction"],
+            },
+        )
+        for c in state.get("candidates", [])
+    ] or "extract"
+
+
+def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
+    """Eq. 12-13: what one candidate tells about the instruction (nothing: no finding)."""
+    c = state["candidate"]
+    text = examiner.examine(c, state["instruction"], state["question"], _ctx(runtime))
+    if not text:
+        return {"findings": []}
+    return {"findings": [{"id": c["id"], "title": c.get("title", ""), "text": text}]}
+
+
+def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+    """Eq. 14: the node's content from all findings, or a node saying nothing was found."""
+    findings = state.get("findings", [])
+    if not findings:
+        return {"content": NOTHING_FOUND.format(instruction=state["instruction"])}
+    return {"content": examiner.extract(state["instruction"], findings, _ctx(runtime))}
+
+
+retrieval_builder = StateGraph(RetrievalState, context_schema=Context)
+retrieval_builder.add_node("split", split)
+retrieval_builder.add_node("search", search)
+retrieval_builder.add_node("examine", examine)
+retrieval_builder.add_node("extract", extract)
+retrieval_builder.add_edge(START, "split")
+retrieval_builder.add_edge("split", "search")
+retrieval_builder.add_conditional_edges("search", fan_out, ["examine", "extract"])
+retrieval_builder.add_edge("examine", "extract")
+retrieval_builder.add_edge("extract", END)
+retrieval = retrieval_builder.compile(name="mmapg_retrieval")
+
+
+# -- the planner loop (Alg. 1) -------------------------------------------------------------
+class State(TypedDict, total=False):
+    question: str
+    plan: str
+    nodes: Annotated[list[dict[str, Any]], operator.add]
+    """The planning graph: {id, type, instruction, content, parents, calls, tokens, ...}."""
+    step: dict[str, Any]
+    """The planner's latest decision, checked (type, parents, instruction, calls)."""
+    repairs: Annotated[list[dict[str, Any]], operator.add]
+    stopped: str
+    """Why the loop ended: stop | max_iterations."""
+    answer: str
+    response: str
+    contexts: list[dict[str, Any]]
+    graph_view: dict[str, Any]
+
+
+def _ctx(runtime: Runtime[Context]) -> Context:
+    ctx = runtime.context or Context()
+    if ctx.mmapg_retrieval not in RETRIEVAL_MODES:
+        raise ValueError(
+            f"mmapg_retrieval must be one of {RETRIEVAL_MODES}, not {ctx.mmapg_retrieval!r}"
+        )
+    if ctx.mmapg_max_iterations < 1:
+        raise ValueError(f"mmapg_max_iterations must be >= 1, not {ctx.mmapg_max_iterations}")
+    return ctx
+
+
+def recursion_limit(ctx: Context) -> int:
+    """Supersteps a question may take: plan, then planner + action per iteration, then finish."""
+    return 2 * ctx.mmapg_max_iterations + 6
+
+
+def begin(state: State, runtime: Runtime[Context]) -> State:
+    """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
+    with tally_calls() as tally:
+        plan = overall_plan(state["question"], _ctx(runtime))
+    q0 = {
+        "id": "Q0",
+        "type": "question",
+        "instruction": "",
+        "content": state["question"],
+        "parents": [],
+        **tally,
+    }
+    return {"plan": plan, "nodes": [q0]}
+
+
+def planner(state: State, runtime: Runtime[Context]) -> State:
+    """Eq. 4: the next node's type, parents and instruction, checked against the graph."""
+    ctx = _ctx(runtime)
+    nodes = state["nodes"]
+    with tally_calls() as tally:
+        try:
+            raw = plan_step(
+                state["question"],
+                state.get("plan", ""),
+                nodes,
+                ctx,
+                single_path=ctx.mmapg_single_path,
+            ).model_dump()
+            problems: list[dict[str, Any]] = []
+        except StructuredOutputError as e:
+            raw = fallback_step(nodes, state["question"])
+            problems = [
+                {"kind": "malformed", "error": str(e), "raw": e.raw[:500], "fallback": raw["type"]}
+            ]
+    step, repairs = check_step(raw, nodes, state["question"], ctx.mmapg_single_path)
+    repairs = [*problems, *repairs]
+    for r in repairs:
+        r["iteration"] = len(nodes)
+        emit({"event": "planner_repair", **r})
+    return {"step": {**step, **tally}, "repairs": repairs}
+
+
+def fallback_step(nodes: list[dict[str, Any]], question: str) -> dict[str, Any]:
+    """What a malformed planner reply becomes: search for the question itself if nothing was
+    retrieved yet, else stop (and answer from the graph)."""
+    if any(n["type"] == "retrieval" for n in nodes):
+        return {"type": "stop", "parents": [], "instruction": ""}
+    return {"type": "retrieval", "parents": ["Q0"], "instruction": question}
+
+
+def check_step(
+    raw: dict[str, Any], nodes: list[dict[str, Any]], question: str, single_path: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
+    ones are dropped, and a step left without a parent hangs off the latest node. Single-path
+    planning always builds on the latest node. Each change is returned as a repair."""
+    known = {n["id"].upper(): n["id"] for n in nodes}
+    latest = nodes[-1]["id"]
+    step = {
+        "type": raw["type"],
+        "analysis": raw.get("analysis", ""),
+        "instruction": (raw.get("instruction") or "").strip(),
+    }
+    repairs: list[dict[str, Any]] = []
+    if step["type"] == "stop":
+        return {**step, "parents": []}, repairs
+    if single_path:
+        parents = [latest]
+    else:
+        named = [str(p) for p in raw.get("parents", [])]
+        parents = list(
+            dict.fromkeys(
+                known[key] for p in named if (key := re.sub(r"[\[\]\s]", "", p).upper()) in known
+            )
+        )
+        if len(parents) < len(named):
+            repairs.append({"kind": "unknown_parent", "named": named, "used": parents or [latest]})
+        elif not named:
+            repairs.append({"kind": "no_parent", "named": [], "used": [latest]})
+        parents = parents or [latest]
+    if not step["instruction"]:
+        step["instruction"] = question
+        repairs.append({"kind": "empty_instruction", "used": question})
+    return {**step, "parents": parents}, repairs
+
+
+def act(state: State) -> str:
+    """Which module the planner's decision invokes (Alg. 1 lines 7-17)."""
+    return {"question": "ask", "retrieval": "retrieve", "answer": "answer"}.get(
+        state["step"]["type"], "finish"
+    )
+
+
+def _new_node(state: State, kind: str, content: str, tally: dict[str, int], **extra: Any):
+    step = state["step"]
+    node = {
+        "id": f"{kind[0].upper()}{len(state['nodes'])}",
+        "type": kind,
+        "instruction": step["instruction"],
+        "content": content,
+        "parents": step["parents"],
+        "calls": step.get("calls", 0) + tally["calls"],
+        "tokens": step.get("tokens", 0) + tally["tokens"],
+        **extra,
+    }
+    nodes = [*state["nodes"], node]
+    return {"nodes": [node], "graph_view": view(state["question"], nodes)}
+
+
+def ask(state: State) -> State:
+    """A question node: the instruction is the question, no module is called."""
+    return _new_node(state, "question", state["step"]["instruction"], {"calls": 0, "tokens": 0})
+
+
+def answer(state: State, runtime: Runtime[Context]) -> State:
+    """The reasoning module answers the instruction from the parent nodes."""
+    by_id = {n["id"]: n for n in state["nodes"]}
+    with tally_calls() as tally:
+        out = reason(
+            state["step"]["instruction"],
+            [by_id[p] for p in state["step"]["parents"]],
+            _ctx(runtime),
+        )
+    content = f"{out.answer} ({out.rationale})" if out.rationale else out.answer
+    return _new_node(state, "answer", content, tally, answer=out.answer)
+
+
+def retrieve(state: State, runtime: Runtime[Context]) -> State:
+    """The retrieval module (the subgraph), or Table 3's plain similarity retrieval."""
+    ctx = _ctx(runtime)
+    by_id = {n["id"]: n for n in state["nodes"]}
+    instruction = state["step"]["instruction"]
+    with tally_calls() as tally:
+        if ctx.mmapg_retrieval == "similarity":
+            hits = top_k(instruction, ctx)
+            content = "\n".join(
+                f"{h['title']}: {h['text']}" if h["title"] else h["text"] for h in hits
+            ) or NOTHING_FOUND.format(instruction=instruction)
+            sources = [h["id"] for h in hits]
+        else:
+            held = [i for n in state["nodes"] for i in n.get("sources", [])]
+            out = retrieval.invoke(
+                {
+                    "instruction": instruction,
+                    "parents": [by_id[p]["content"] for p in state["step"]["parents"]],
+                    "held": held,
+                },
+                context=ctx,
+            )
+            content = out["content"]
+            sources = [f["id"] for f in out.get("findings", [])]
+            hits = [c for c in out.get("candidates", []) if c["id"] in sources]
+    return _new_node(state, "retrieval", content, tally, sources=sources, hits=hits)
+
+
+def loop(state: State, runtime: Runtime[Context]) -> str:
+    """Back to the planner until k planner steps have been taken (Alg. 1 line 3)."""
+    return "finish" if len(state["nodes"]) - 1 >= _ctx(runtime).mmapg_max_iterations else "planner"
+
+
+def finish(state: State, runtime: Runtime[Context]) -> State:
+    """The last answer node's content if the graph ends in one, else the reasoning module
+    answers the question from the whole graph (Alg. 1 lines 23-27)."""
+    nodes = state["nodes"]
+    stopped = "stop" if state.get("step", {}).get("type") == "stop" else "max_iterations"
+    last = nodes[-1]
+    if last["type"] == "answer":
+        final, response = last["answer"], last["content"]
+    else:
+        out = reason(state["question"], nodes, _ctx(runtime))
+        final, response = out.answer, out.rationale
+    contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
+    emit(
+        {
+            "event": "mmapg_done",
+            "iterations": len(nodes) - 1,
+            "stopped": stopped,
+            "repairs": len(state.get("repairs", [])),
+            "answered_from_graph": last["type"] != "answer",
+        }
+    )
+    return {
+        "answer": final,
+        "response": response,
+        "stopped": stopped,
+        "contexts": contexts,
+        "graph_view": view(state["question"], nodes),
+    }
+
+
+def view(question: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The planning graph for ``hopgraph trace``: typed nodes, edges from their parents, each
+    node's instruction, content and LLM calls."""
+    out = []
+    for n in nodes:
+        text = n["content"] if n["id"] != "Q0" else question
+        if n.get("instruction"):
+            text = f"{n['instruction']} → {text}"
+        out.append(
+            {
+                "id": n["id"],
+                "kind": n["type"],
+                "label": f"{n['id']} [{n.get('calls', 0)} LLM] {text}",
+            }
+        )
+    edges = [[p, n["id"]] for n in nodes for p in n.get("parents", [])]
+    return {"nodes": out, "edges": edges}
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node("begin", begin)
+builder.add_node("planner", planner)
+builder.add_node("ask", ask)
+builder.add_node("retrieve", retrieve)
+builder.add_node("answer", answer)
+builder.add_node("finish", finish)
+builder.add_edge(START, "begin")
+builder.add_edge("begin", "planner")
+builder.add_conditional_edges("planner", act, ["ask", "retrieve", "answer", "finish"])
+for action in ("ask", "retrieve", "answer"):
+    builder.add_conditional_edges(action, loop, ["planner", "finish"])
+builder.add_edge("finish", END)
+graph = builder.compile(name="mmapg")
