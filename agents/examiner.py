@@ -9,11 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user, vlm_model
+from hopgraph.models import ChatModel, chat_model, user, vlm_model
 from hopgraph.models.events import emit
 from hopgraph.prompts import prompts_for
-
-NONE = "NONE"
 
 
 class Split(BaseModel):
@@ -22,6 +20,13 @@ class Split(BaseModel):
     text_part: str = ""
     image_part: str = ""
     image_kind: Literal["targeted", "descriptive", "none"] = "none"
+
+
+class Examination(BaseModel):
+    """O_i of Eq. 12-13: what the candidate says about the instruction, and whether it helps."""
+
+    facts: str = ""
+    helps: bool = False
 
 
 class Phrases(BaseModel):
@@ -90,27 +95,17 @@ def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str],
 def examine(candidate: dict[str, Any], instruction: str, question: str, ctx: Context) -> str:
     """Eq. 12 (a text candidate, by the LLM) or Eq. 13 (an image, by the VLM). With no VLM
     configured an image is examined through its own text (title, caption), noted in the trace.
-    Returns the finding, or "" when the candidate does not help."""
+    Returns the facts found, or "" when the candidate does not help."""
     if candidate.get("modality") != "image":
-        text = chat_model(ctx).complete(
-            [user(_render(ctx, "examine_text", instruction=instruction, **_fields(candidate)))],
-            role="examiner",
-            template="mmapg/examine_text",
-            max_tokens=96,
-        )
-        return _finding(text)
+        prompt = _render(ctx, "examine_text", instruction=instruction, **_fields(candidate))
+        return _finding(chat_model(ctx), [user(prompt)], "mmapg/examine_text")
     vlm = vlm_model(ctx)
     if vlm is not None and candidate.get("path"):
         prompt = _render(
             ctx, "examine_image", question=question, described=False, **_fields(candidate)
         )
-        text = vlm.complete(
-            [user(prompt, [candidate["path"]], ctx.max_image_pixels)],
-            role="examiner",
-            template="mmapg/examine_image",
-            max_tokens=96,
-        )
-        return _finding(text)
+        messages = [user(prompt, [candidate["path"]], ctx.max_image_pixels)]
+        return _finding(vlm, messages, "mmapg/examine_image")
     emit(
         {
             "event": "image_fallback",
@@ -120,10 +115,7 @@ def examine(candidate: dict[str, Any], instruction: str, question: str, ctx: Con
         }
     )
     prompt = _render(ctx, "examine_image", question=question, described=True, **_fields(candidate))
-    text = chat_model(ctx).complete(
-        [user(prompt)], role="examiner", template="mmapg/examine_image", max_tokens=96
-    )
-    return _finding(text)
+    return _finding(chat_model(ctx), [user(prompt)], "mmapg/examine_image")
 
 
 def extract(instruction: str, findings: list[dict[str, Any]], ctx: Context) -> str:
@@ -140,9 +132,12 @@ def _fields(candidate: dict[str, Any]) -> dict[str, str]:
     return {"title": candidate.get("title", ""), "text": candidate.get("text", "")}
 
 
-def _finding(text: str) -> str:
-    text = text.strip()
-    return "" if not text or text.upper().rstrip(".").startswith(NONE) else text
+def _finding(model: ChatModel, messages: list[dict[str, Any]], template: str) -> str:
+    """The facts first, then the verdict: a small model judging first says "no" to everything."""
+    out = model.structured(
+        messages, Examination, role="examiner", template=template, max_tokens=120
+    )
+    return out.facts.strip() if out.helps and out.facts.strip() else ""
 
 
 def _clean(phrases: list[str]) -> list[str]:

@@ -31,6 +31,8 @@ from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, 
 
 RETRIEVAL_MODES = ("module", "similarity")
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
+EMPTY = {"", "none", "n/a", "na", "null", "nothing", "no image part"}
+"""What small models write in a field they were told to leave empty."""
 
 
 # -- the retrieval module (Sec. 3.4) as a subgraph -------------------------------------------
@@ -58,10 +60,13 @@ def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     """Eq. 5: the instruction's text-related and image-related parts."""
     out = examiner.split_instruction(state["instruction"], state.get("parents", []), _ctx(runtime))
     text_part = out.text_part.strip()
-    image_part = out.image_part.strip() if out.image_kind != "none" else ""
+    image_part = out.image_part.strip()
+    if image_part.lower().strip(".") in EMPTY:
+        image_part = ""
+    kind = out.image_kind if out.image_kind != "none" else "descriptive"
     if not text_part and not image_part:  # an empty split searches with the whole instruction
         text_part = state["instruction"]
-    return {"text_part": text_part, "image_part": image_part, "image_kind": out.image_kind}
+    return {"text_part": text_part, "image_part": image_part, "image_kind": kind}
 
 
 def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:

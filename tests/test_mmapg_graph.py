@@ -45,10 +45,11 @@ def scripted(planner_steps, *, split=None, prompts_seen=None):
             return json.dumps({"phrases": ["founder of Town 3"]})
         if "found by the name" in text:
             return json.dumps({"question": "What is on the crest?", "names": ["crest of Town 3"]})
-        if "Read the source" in text:
-            return "Ada Moor founded Town 3." if "Town 3" in text else "NONE"
-        if "known only by its text" in text:
-            return "The crest shows a heron."
+        if "No one can look at this picture" in text:
+            return json.dumps({"facts": "The crest shows a heron.", "helps": True})
+        if "Copy out the facts" in text:
+            source = text.split("Source", 1)[1]
+            return json.dumps({"facts": "Ada Moor founded Town 3.", "helps": "Town 3" in source})
         if "A search was run" in text:
             return "Ada Moor founded Town 3; she was born in Lund."
         if "Work out an answer" in text:
@@ -198,7 +199,7 @@ def test_retrieval_that_finds_nothing_makes_a_node_saying_so(tmp_path, kb_dir):
     )
     node = final["nodes"][1]
     assert node["content"].startswith("Nothing relevant was found") and node["sources"] == []
-    assert not any("Read the source" in p for p in seen)  # nothing examined, no extraction
+    assert not any("Copy out the facts" in p for p in seen)  # nothing examined, no extraction
     assert not any("A search was run" in p for p in seen)
 
 
@@ -215,7 +216,7 @@ def test_an_image_candidate_without_a_vlm_is_examined_through_its_text(tmp_path,
     )
     fallback = events(records, "image_fallback")
     assert fallback and fallback[0]["reason"] == "no VLM configured"
-    assert any("known only by its text" in p and "Crest of Town 3" in p for p in seen)
+    assert any("No one can look at this picture" in p and "Crest of Town 3" in p for p in seen)
     assert any(h["modality"] == "image" for h in final["nodes"][1]["hits"])
 
 

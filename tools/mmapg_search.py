@@ -10,8 +10,11 @@ from hopgraph.config import Context
 from hopgraph.memory.kb import Hit
 from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
 
-TEXT_SIDE = ("text", "table", "page")
+TEXT_SIDE = ("text", "table", "page", "image")
+"""The text knowledge space: passages, table rows, page text, and images by their titles and
+captions (Sec. 3.2 keeps those in KB_text)."""
 IMAGE_SIDE = ("image",)
+"""KB_img: image embeddings (CLIP where weights exist; on CPU the image's own text)."""
 
 
 def find_candidates(
