@@ -40,6 +40,8 @@ PACKAGES = (
     "torch",
     "llama-cpp-python",
 )
+
+
 class RunError(RuntimeError):
     """A run folder cannot be used for this command (another agent or question file)."""
 

@@ -221,7 +221,8 @@ def check_step(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
     ones are dropped, and a step left without a parent hangs off the latest node. Single-path
-    planning always builds on the latest node. Each change is returned as a repair."""
+    planning always builds on the latest node. A search that already ran becomes an answer to
+    the question from the searches that found something. Each change is returned as a repair."""
     known = {n["id"].upper(): n["id"] for n in nodes}
     latest = nodes[-1]["id"]
     step = {
@@ -249,7 +250,22 @@ def check_step(
     if not step["instruction"]:
         step["instruction"] = question
         repairs.append({"kind": "empty_instruction", "used": question})
+    same = _norm(step["instruction"])
+    repeat = [
+        n["id"] for n in nodes if n["type"] == "retrieval" and _norm(n["instruction"]) == same
+    ]
+    if step["type"] == "retrieval" and repeat:
+        # the same search again finds the same things: answer the question from what the
+        # searches found instead (a small planner otherwise loops here until the cap)
+        found = [n["id"] for n in nodes if n["type"] == "retrieval" and n.get("sources")]
+        parents = found or [latest]
+        step |= {"type": "answer", "instruction": question}
+        repairs.append({"kind": "repeated_retrieval", "of": repeat[0], "used": parents})
     return {**step, "parents": parents}, repairs
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def act(state: State) -> str:

@@ -273,7 +273,10 @@ def test_a_user_prompts_folder_swaps_the_planner_prompt(tmp_path, kb_dir):
 
 
 def test_check_step_matches_ids_loosely_and_refuses_unknown_ones():
-    nodes = [{"id": "Q0"}, {"id": "R1"}, {"id": "A2"}]
+    nodes = [
+        {"id": i, "type": t, "instruction": "x"}
+        for i, t in (("Q0", "question"), ("R1", "retrieval"), ("A2", "answer"))
+    ]
     ok, repairs = check_step(
         {"type": "answer", "parents": ["[r1]", "Q0", "X7"], "instruction": "a"}, nodes, "q", False
     )
@@ -283,3 +286,16 @@ def test_check_step_matches_ids_loosely_and_refuses_unknown_ones():
     )
     assert ok["parents"] == ["A2"] and ok["instruction"] == "q"
     assert {r["kind"] for r in repairs} == {"no_parent", "empty_instruction"}
+
+
+def test_a_repeated_search_becomes_an_answer_from_what_was_found():
+    nodes = [
+        {"id": "Q0", "type": "question", "instruction": ""},
+        {"id": "R1", "type": "retrieval", "instruction": "Find X.", "sources": ["a"]},
+        {"id": "R2", "type": "retrieval", "instruction": "Find Y", "sources": []},
+    ]
+    ok, repairs = check_step(
+        {"type": "retrieval", "parents": ["R2"], "instruction": "find x"}, nodes, "q?", False
+    )
+    assert ok["type"] == "answer" and ok["parents"] == ["R1"] and ok["instruction"] == "q?"
+    assert repairs == [{"kind": "repeated_retrieval", "of": "R1", "used": ["R1"]}]
