@@ -287,29 +287,38 @@ def evaluate(
 
 @app.command()
 def compare(
-    run_a: str,
-    run_b: str,
+    runs: Annotated[
+        list[str], typer.Argument(help="two or more run folders; the first is the base")
+    ],
     common: Annotated[
-        bool, typer.Option("--common", help="only the questions both runs finished")
+        bool, typer.Option("--common", help="only the questions every run finished")
     ] = False,
 ) -> None:
-    """Two runs' headline metrics side by side."""
+    """Runs' headline metrics side by side (with the change from the first run)."""
     from hopgraph.evals.evaluate import headline, load_metrics, restrict
 
-    a, b = load_metrics(run_a), load_metrics(run_b)
+    if len(runs) < 2:
+        err.print("[red]error:[/red] compare needs at least two run folders")
+        raise typer.Exit(2)
+    results = [load_metrics(r) for r in runs]
     if common:
-        shared = set(a["per_question"]) & set(b["per_question"])
-        a, b = restrict(a, shared), restrict(b, shared)
-    ha, hb = dict(headline(a)), dict(headline(b))
-    table = Table(title=f"compare ({len(a['per_question'])} vs {len(b['per_question'])} questions)")
-    for col in ("metric", run_a, run_b, "delta"):
+        shared = set.intersection(*(set(r["per_question"]) for r in results))
+        results = [restrict(r, shared) for r in results]
+    heads = [dict(headline(r)) for r in results]
+    sizes = " vs ".join(str(len(r["per_question"])) for r in results)
+    table = Table(title=f"compare ({sizes} questions)")
+    for col in ("metric", *runs):
         table.add_column(col)
-    for k in [k for k in ha | hb]:
-        va, vb = ha.get(k), hb.get(k)
-        delta = f"{vb - va:+.3f}" if va is not None and vb is not None else ""
-        table.add_row(
-            k, "" if va is None else f"{va:.3f}", "" if vb is None else f"{vb:.3f}", delta
-        )
+    base = heads[0]
+    for k in dict.fromkeys(k for h in heads for k in h):
+        cells = []
+        for i, h in enumerate(heads):
+            v = h.get(k)
+            cell = "" if v is None else f"{v:.3f}"
+            if i and v is not None and base.get(k) is not None:
+                cell += f" ({v - base[k]:+.3f})"
+            cells.append(cell)
+        table.add_row(k, *cells)
     console.print(table)
 
 

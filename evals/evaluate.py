@@ -41,6 +41,8 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["prompt_tokens"] = pred.get("prompt_tokens", 0)
     out["completion_tokens"] = pred.get("completion_tokens", 0)
     out["seconds"] = pred.get("seconds", 0.0)
+    summary = pred.get("summary") or {}
+    out |= {k: float(v) for k, v in summary.items() if isinstance(v, int | float)}
     return out
 
 
@@ -109,6 +111,10 @@ HEADLINE = (
     "prompt_tokens",
     "completion_tokens",
     "seconds",
+    "iterations",
+    "hit_cap",
+    "planner_repairs",
+    "answered_from_graph",
 )
 
 

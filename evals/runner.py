@@ -152,9 +152,11 @@ class PredictionLog:
 
 # -- traces --------------------------------------------------------------------------------------
 def trace_stats(trace: Path) -> dict[str, Any]:
-    """LLM calls, tokens and retrieved ids, read back from a question's whole trace."""
+    """LLM calls, tokens, retrieved ids and the method's ``run_summary`` event, read back from
+    a question's whole trace."""
     calls = prompt = completion = 0
     retrieved: list[str] = []
+    summary: dict[str, Any] = {}
     if trace.exists():
         for line in trace.read_text(encoding="utf-8").splitlines():
             try:
@@ -170,11 +172,14 @@ def trace_stats(trace: Path) -> dict[str, Any]:
                 completion += data.get("completion_tokens", 0)
             elif data.get("event") == "retrieval":
                 retrieved += [i for i in data.get("ids", []) if i not in retrieved]
+            elif data.get("event") == "run_summary":  # a method's own counts (MMAPG's loop)
+                summary = {k: v for k, v in data.items() if k != "event"}
     return {
         "llm_calls": calls,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "retrieved": retrieved,
+        **({"summary": summary} if summary else {}),
     }
 
 

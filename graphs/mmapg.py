@@ -356,11 +356,11 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
     emit(
         {
-            "event": "mmapg_done",
+            "event": "run_summary",
             "iterations": len(nodes) - 1,
-            "stopped": stopped,
-            "repairs": len(state.get("repairs", [])),
-            "answered_from_graph": last["type"] != "answer",
+            "hit_cap": int(stopped == "max_iterations"),
+            "planner_repairs": len(state.get("repairs", [])),
+            "answered_from_graph": int(last["type"] != "answer"),
         }
     )
     return {

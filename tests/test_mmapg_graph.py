@@ -174,8 +174,9 @@ def test_a_planner_that_never_stops_is_capped_and_still_answers(tmp_path, kb_dir
         mmapg_max_iterations=3,
     )
     assert len(final["nodes"]) == 4 and final["stopped"] == "max_iterations"
-    done = events(records, "mmapg_done")[0]
-    assert done["iterations"] == 3 and done["answered_from_graph"] is True
+    done = events(records, "run_summary")[0]
+    assert done == {"event": "run_summary", "iterations": 3, "hit_cap": 1,
+                    "planner_repairs": 0, "answered_from_graph": 1}
     assert pred["answer"] == "Lund"
 
 

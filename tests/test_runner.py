@@ -241,6 +241,9 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert out.returncode == 0 and "+0.000" in out.stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--common")
     assert out.returncode == 0 and "2 vs 2 questions" in out.stdout
+    out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "a"))
+    assert out.returncode == 0 and "2 vs 2 vs 2 questions" in out.stdout
+    assert run("compare", str(tmp_path / "a")).returncode == 2
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

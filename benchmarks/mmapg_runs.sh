@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# MMAPG and its Table 3 ablations with the embedded qwen2.5-coder-1.5b, every variant on the
+# same questions; each run resumes where it stopped, so re-running continues the measurement.
+# Usage: benchmarks/mmapg_runs.sh demo|hotpot LIMIT [K]   (K = mmapg_max_iterations, default 5)
+set -u
+cd "$(dirname "$0")/.."
+H=.venv/bin/hopgraph
+set_name=${1:-demo}; limit=${2:-6}; k=${3:-5}
+if [ "$set_name" = demo ]; then
+  [ -f demo/questions.jsonl ] || $H data demo demo
+  [ -d runs/demo-kb-tri ] || $H index demo/corpus --kb runs/demo-kb-tri --triplets
+  questions=demo/questions.jsonl; kb=runs/demo-kb-tri
+else
+  [ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
+  [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
+  questions=runs/hotpot-q.jsonl; kb=runs/hotpot-kb
+fi
+for variant in full similarity single-path no-triplets; do
+  case $variant in
+    full) extra=() ;;
+    similarity) extra=(--set mmapg_retrieval=similarity) ;;
+    single-path) extra=(--set mmapg_single_path=true) ;;
+    no-triplets) extra=(--set mmapg_triplets=false) ;;
+  esac
+  /usr/bin/time -f "$variant limit=$limit %e s" $H run --agent mmapg --questions $questions \
+    --kb $kb --out runs/mmapg-$set_name-$variant --limit $limit \
+    --set mmapg_max_iterations=$k "${extra[@]}"
+  $H eval runs/mmapg-$set_name-$variant > /dev/null
+done
+$H compare runs/mmapg-$set_name-{full,similarity,single-path,no-triplets} --common
