@@ -197,6 +197,25 @@ code{background:#f3f4f6;padding:0 .2rem}
 """
 
 
+def _drawing(view: dict[str, Any]) -> str:
+    """The SVG, then, where the graph's nodes carry ``detail`` (MMAPG: instruction, content,
+    parents, calls), a table of them: the drawing's boxes are too small to read those in."""
+    rows = [
+        f"<tr><td>{html.escape(n['id'])}</td><td>{html.escape(n.get('kind', ''))}</td>"
+        + "".join(f"<td>{html.escape(str(n['detail'].get(k, '')))}</td>" for k in DETAIL)
+        + "</tr>"
+        for n in view["nodes"]
+        if isinstance(n.get("detail"), dict)
+    ]
+    if not rows:
+        return to_svg(view)
+    head = "".join(f"<th>{c}</th>" for c in ("node", "type", *DETAIL))
+    return f"{to_svg(view)}<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+DETAIL = ("parents", "instruction", "content", "calls", "tokens")
+
+
 def _calls_table(records: list[dict[str, Any]]) -> str:
     rows = []
     for step in steps(records):
@@ -268,7 +287,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
                 if pred.get("error")
                 else ""
             )
-            + f"</p>{to_svg(graph_view(records))}{_calls_table(records)}</details>"
+            + f"</p>{_drawing(graph_view(records))}{_calls_table(records)}</details>"
         )
     parts.append("</body></html>")
     out = run_dir / "report.html"

@@ -373,20 +373,21 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
 
 
 def view(question: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The planning graph for ``hopgraph trace``: typed nodes, edges from their parents, each
-    node's instruction, content and LLM calls."""
+    """The planning graph for ``hopgraph trace``: typed nodes, edges from their parents, and
+    each node's instruction, content and LLM calls (``detail``, tabled in the HTML report)."""
     out = []
     for n in nodes:
-        text = n["content"] if n["id"] != "Q0" else question
-        if n.get("instruction"):
-            text = f"{n['instruction']} → {text}"
-        out.append(
-            {
-                "id": n["id"],
-                "kind": n["type"],
-                "label": f"{n['id']} [{n.get('calls', 0)} LLM] {text}",
-            }
-        )
+        content = n["content"] if n["id"] != "Q0" else question
+        text = f"{n['instruction']} → {content}" if n.get("instruction") else content
+        detail = {
+            "parents": ", ".join(n.get("parents", [])),
+            "instruction": n.get("instruction", ""),
+            "content": content,
+            "calls": n.get("calls", 0),
+            "tokens": n.get("tokens", 0),
+        }
+        label = f"{n['id']} [{n.get('calls', 0)} LLM] {text}"
+        out.append({"id": n["id"], "kind": n["type"], "label": label, "detail": detail})
     edges = [[p, n["id"]] for n in nodes for p in n.get("parents", [])]
     return {"nodes": out, "edges": edges}
 

@@ -8,7 +8,7 @@ from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.report import graph_view, read_trace
+from hopgraph.evals.report import graph_view, read_trace, render_html
 from hopgraph.evals.runner import Runner, read_predictions
 from hopgraph.graphs.mmapg import check_step
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -151,6 +151,10 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     view = graph_view(records)
     assert ["Q0", "R2"] in view["edges"] and ["R1", "A3"] in view["edges"]
     assert {n["kind"] for n in view["nodes"]} == {"question", "retrieval", "answer"}
+    # the HTML report tables every node's parents, instruction, content and calls
+    page = render_html(tmp_path / "run").read_text()
+    assert "<th>instruction</th>" in page and "Find the founder of Town 3 another way" in page
+    assert "<td>R1, R2</td>" in page
     # the examinations ran as parallel Send tasks inside the retrieval subgraph
     assert any(r.get("ns") and "examine" in json.dumps(r.get("data", {})) for r in records)
 
@@ -175,8 +179,13 @@ def test_a_planner_that_never_stops_is_capped_and_still_answers(tmp_path, kb_dir
     )
     assert len(final["nodes"]) == 4 and final["stopped"] == "max_iterations"
     done = events(records, "run_summary")[0]
-    assert done == {"event": "run_summary", "iterations": 3, "hit_cap": 1,
-                    "planner_repairs": 0, "answered_from_graph": 1}
+    assert done == {
+        "event": "run_summary",
+        "iterations": 3,
+        "hit_cap": 1,
+        "planner_repairs": 0,
+        "answered_from_graph": 1,
+    }
     assert pred["answer"] == "Lund"
 
 
