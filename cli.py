@@ -376,7 +376,7 @@ def index(
                 description=(
                     f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
                     f"there), {len(r.skipped)} skipped, "
-                    f"{r.items / max(r.seconds, 1e-9):.0f} items/s"
+                    f"{r.items / max(r.seconds, 1e-9):.3g} items/s"
                 ),
             )
 
@@ -394,7 +394,7 @@ def index(
         f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
         f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "
         + (f"{report.derived} triplets added, " if triplets else "")
-        + f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.0f} items/s; "
+        + f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.3g} items/s; "
         f"embedding {report.embed_seconds:.1f}s)"
     )
     console.print(
