@@ -39,12 +39,24 @@ class TargetedImage(BaseModel):
     question: str = ""
     names: list[str] = Field(default_factory=list)
 
+    def queries(self) -> list[str]:
+        return self.names
+
 
 class DescribedImage(BaseModel):
     """Eq. 9: Q_img (descriptive phrases) and I_descr^img."""
 
     question: str = ""
     phrases: list[str] = Field(default_factory=list)
+
+    def queries(self) -> list[str]:
+        return self.phrases
+
+
+IMAGE_QUERIES = {
+    "targeted": ("image_target", TargetedImage),
+    "descriptive": ("image_describe", DescribedImage),
+}
 
 
 def _render(ctx: Context, name: str, **kw: Any) -> str:
@@ -73,23 +85,15 @@ def key_phrases(instruction: str, ctx: Context) -> list[str]:
 def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str], str]:
     """Eq. 7 (targeted: names to search the picture by) or Eq. 9 (descriptive: phrases), with
     the question the examiner asks of each picture found."""
-    if kind == "targeted":
-        out = chat_model(ctx).structured(
-            [user(_render(ctx, "image_target", instruction=instruction))],
-            TargetedImage,
-            role="retriever",
-            template="mmapg/image_target",
-            max_tokens=120,
-        )
-        return _clean(out.names), out.question.strip() or instruction
+    name, schema = IMAGE_QUERIES[kind]
     out = chat_model(ctx).structured(
-        [user(_render(ctx, "image_describe", instruction=instruction))],
-        DescribedImage,
+        [user(_render(ctx, name, instruction=instruction))],
+        schema,
         role="retriever",
-        template="mmapg/image_describe",
+        template=f"mmapg/{name}",
         max_tokens=120,
     )
-    return _clean(out.phrases), out.question.strip() or instruction
+    return _clean(out.queries()), out.question.strip() or instruction
 
 
 def examine(candidate: dict[str, Any], instruction: str, question: str, ctx: Context) -> str:
