@@ -309,3 +309,22 @@ def test_a_repeated_search_becomes_an_answer_from_what_was_found():
     )
     assert ok["type"] == "answer" and ok["parents"] == ["R1"] and ok["instruction"] == "q?"
     assert repairs == [{"kind": "repeated_retrieval", "of": "R1", "used": ["R1"]}]
+
+
+def test_grail_steers_a_later_search_away_from_evidence_already_held(tmp_path, kb_dir):
+    _, final, records, _ = run(
+        tmp_path,
+        kb_dir,
+        [
+            step("retrieval", ["Q0"], "Find who founded Town 3"),
+            step("retrieval", ["R1"], "Find where the founder of Town 3 was born"),
+            step("stop"),
+        ],
+        grail_mode="gap-fixed",
+    )
+    searches = events(records, "retrieval")
+    steered = [e for e in searches if e["role"] == "grail"]
+    held = final["nodes"][1]["sources"]
+    assert held and steered  # the first search found evidence, the second was steered
+    assert all(e["context"] == held for e in steered)
+    assert not any(i in held for e in steered for i in e["ids"])
