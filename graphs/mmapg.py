@@ -222,7 +222,8 @@ def check_step(
     """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
     ones are dropped, and a step left without a parent hangs off the latest node. Single-path
     planning always builds on the latest node. A search that already ran becomes an answer to
-    the question from the searches that found something. Each change is returned as a repair."""
+    the question from the searches that found something; an answer already given from the same
+    parents becomes Stop. Each change is returned as a repair."""
     known = {n["id"].upper(): n["id"] for n in nodes}
     latest = nodes[-1]["id"]
     step = {
@@ -251,16 +252,18 @@ def check_step(
         step["instruction"] = question
         repairs.append({"kind": "empty_instruction", "used": question})
     same = _norm(step["instruction"])
-    repeat = [
-        n["id"] for n in nodes if n["type"] == "retrieval" and _norm(n["instruction"]) == same
-    ]
+    repeat = [n for n in nodes if n["type"] == step["type"] and _norm(n["instruction"]) == same]
+    if step["type"] == "answer" and any(set(n["parents"]) == set(parents) for n in repeat):
+        # the same answer from the same nodes again: the graph has nothing more to give
+        repairs.append({"kind": "repeated_answer", "of": repeat[0]["id"], "used": "stop"})
+        return {**step, "type": "stop", "parents": []}, repairs
     if step["type"] == "retrieval" and repeat:
         # the same search again finds the same things: answer the question from what the
         # searches found instead (a small planner otherwise loops here until the cap)
         found = [n["id"] for n in nodes if n["type"] == "retrieval" and n.get("sources")]
         parents = found or [latest]
         step |= {"type": "answer", "instruction": question}
-        repairs.append({"kind": "repeated_retrieval", "of": repeat[0], "used": parents})
+        repairs.append({"kind": "repeated_retrieval", "of": repeat[0]["id"], "used": parents})
     return {**step, "parents": parents}, repairs
 
 

@@ -328,3 +328,19 @@ def test_grail_steers_a_later_search_away_from_evidence_already_held(tmp_path, k
     assert held and steered  # the first search found evidence, the second was steered
     assert all(e["context"] == held for e in steered)
     assert not any(i in held for e in steered for i in e["ids"])
+
+
+def test_the_same_answer_from_the_same_parents_again_stops():
+    nodes = [
+        {"id": "Q0", "type": "question", "instruction": "", "parents": []},
+        {"id": "R1", "type": "retrieval", "instruction": "Find X", "parents": ["Q0"]},
+        {"id": "A2", "type": "answer", "instruction": "q?", "parents": ["R1"]},
+    ]
+    ok, repairs = check_step(
+        {"type": "answer", "parents": ["R1"], "instruction": "Q?"}, nodes, "q?", False
+    )
+    assert ok["type"] == "stop" and repairs[-1]["kind"] == "repeated_answer"
+    ok, _ = check_step(
+        {"type": "answer", "parents": ["Q0"], "instruction": "q?"}, nodes, "q?", False
+    )
+    assert ok["type"] == "answer"  # other parents: a new answer
