@@ -251,20 +251,28 @@ def check_step(
     if not step["instruction"]:
         step["instruction"] = question
         repairs.append({"kind": "empty_instruction", "used": question})
-    same = _norm(step["instruction"])
-    repeat = [n for n in nodes if n["type"] == step["type"] and _norm(n["instruction"]) == same]
-    if step["type"] == "answer" and any(set(n["parents"]) == set(parents) for n in repeat):
-        # the same answer from the same nodes again: the graph has nothing more to give
-        repairs.append({"kind": "repeated_answer", "of": repeat[0]["id"], "used": "stop"})
-        return {**step, "type": "stop", "parents": []}, repairs
-    if step["type"] == "retrieval" and repeat:
+    if step["type"] == "retrieval" and _asked(nodes, "retrieval", step["instruction"]):
         # the same search again finds the same things: answer the question from what the
         # searches found instead (a small planner otherwise loops here until the cap)
         found = [n["id"] for n in nodes if n["type"] == "retrieval" and n.get("sources")]
+        of = _asked(nodes, "retrieval", step["instruction"])[0]["id"]
         parents = found or [latest]
         step |= {"type": "answer", "instruction": question}
-        repairs.append({"kind": "repeated_retrieval", "of": repeat[0]["id"], "used": parents})
+        repairs.append({"kind": "repeated_retrieval", "of": of, "used": parents})
+    given = [
+        n for n in _asked(nodes, "answer", step["instruction"]) if set(n["parents"]) == set(parents)
+    ]
+    if step["type"] == "answer" and given:
+        # the same answer from the same nodes again: the graph has nothing more to give
+        repairs.append({"kind": "repeated_answer", "of": given[0]["id"], "used": "stop"})
+        return {**step, "type": "stop", "parents": []}, repairs
     return {**step, "parents": parents}, repairs
+
+
+def _asked(nodes: list[dict[str, Any]], kind: str, instruction: str) -> list[dict[str, Any]]:
+    """Earlier nodes of ``kind`` with the same instruction (case and punctuation aside)."""
+    same = _norm(instruction)
+    return [n for n in nodes if n["type"] == kind and _norm(n["instruction"]) == same]
 
 
 def _norm(text: str) -> str:

@@ -344,3 +344,17 @@ def test_the_same_answer_from_the_same_parents_again_stops():
         {"type": "answer", "parents": ["Q0"], "instruction": "q?"}, nodes, "q?", False
     )
     assert ok["type"] == "answer"  # other parents: a new answer
+
+
+def test_a_repeated_search_whose_answer_was_given_stops():
+    nodes = [
+        {"id": "Q0", "type": "question", "instruction": "", "parents": []},
+        {"id": "R1", "type": "retrieval", "instruction": "Find X", "parents": ["Q0"],
+         "sources": ["a"]},
+        {"id": "A2", "type": "answer", "instruction": "q?", "parents": ["R1"]},
+    ]  # fmt: skip
+    ok, repairs = check_step(
+        {"type": "retrieval", "parents": ["R1"], "instruction": "Find X"}, nodes, "q?", False
+    )
+    assert ok["type"] == "stop"
+    assert [r["kind"] for r in repairs] == ["repeated_retrieval", "repeated_answer"]
