@@ -307,8 +307,9 @@ def compare(
     heads = [dict(headline(r)) for r in results]
     sizes = " vs ".join(str(len(r["per_question"])) for r in results)
     table = Table(title=f"compare ({sizes} questions)")
-    for col in ("metric", *runs):
-        table.add_column(col)
+    table.add_column("metric", no_wrap=True)
+    for col in run_labels(runs):
+        table.add_column(col, overflow="fold")
     base = heads[0]
     for k in dict.fromkeys(k for h in heads for k in h):
         cells = []
@@ -320,6 +321,12 @@ def compare(
             cells.append(cell)
         table.add_row(k, *cells)
     console.print(table)
+
+
+def run_labels(runs: list[str]) -> list[str]:
+    """Column headers for runs: folder names, or the paths where two names collide."""
+    names = [Path(r).name or r for r in runs]
+    return names if len(set(names)) == len(names) else list(runs)
 
 
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]

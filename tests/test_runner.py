@@ -272,3 +272,10 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
     assert sorted(json.loads(x)["id"] for x in preds.read_text().splitlines()) == sorted(
         f"q{i}" for i in range(10)
     )
+
+
+def test_compare_labels_runs_by_folder_name_unless_names_collide():
+    from hopgraph.cli import run_labels
+
+    assert run_labels(["runs/x/full", "other/similarity"]) == ["full", "similarity"]
+    assert run_labels(["a/full", "b/full"]) == ["a/full", "b/full"]
