@@ -1,0 +1,554 @@
+"""PolarMem's polarized graph memory (polarmem.txt Sec. 3.3): image, text and concept nodes in
+SQLite (WAL, one transaction per write); HAS, NOT_HAS, UNCERTAIN, MENTIONS and SIMILAR_TO
+edges with scores and provenance; z_sem vectors in Chroma. Recall is Algorithm 1
+(logic first, similarity second) or vanilla similarity (Eq. 2) on the same memory.
+
+SQLite is the source of truth. Chroma's local files are not safe for two processes at once
+(concurrent writers corrupt the HNSW index, and an open client does not see another process's
+writes), so every Chroma operation runs under one inter-process file lock and the client is
+reopened whenever the memory's version shows another process wrote since it was opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+NODE_KINDS = ("image", "text", "concept")
+POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
+EDGE_KINDS = (*POLAR, "MENTIONS", "SIMILAR_TO")
+POSITIVE = ("HAS", "MENTIONS")
+"""Edges that put a concept in C+(v): verified presence, and a text's deterministic mention
+(Sec. 3.2.2). NOT_HAS alone makes C-(v); UNCERTAIN constrains nothing (Eq. 6)."""
+COLLECTION = "polarmem-sem"
+SIMILAR_MIN = 0.9
+"""Cosine similarity of z_sem at which two memories of the same kind get a SIMILAR_TO edge."""
+SIMILAR_PER_NODE = 3
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS nodes (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('image', 'text', 'concept')),
+    content TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    path TEXT NOT NULL DEFAULT '',
+    added REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS edges (
+    src TEXT NOT NULL REFERENCES nodes(id),
+    dst TEXT NOT NULL REFERENCES nodes(id),
+    kind TEXT NOT NULL
+        CHECK (kind IN ('HAS', 'NOT_HAS', 'UNCERTAIN', 'MENTIONS', 'SIMILAR_TO')),
+    score REAL,
+    provenance TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (src, dst, kind)
+);
+-- one polarity per (memory, concept): a new verification replaces the old one
+CREATE UNIQUE INDEX IF NOT EXISTS one_polarity ON edges (src, dst)
+    WHERE kind IN ('HAS', 'NOT_HAS', 'UNCERTAIN');
+CREATE INDEX IF NOT EXISTS edges_by_concept ON edges (dst, kind);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class PolarMemoryError(ValueError):
+    """An observation or query the memory cannot take, or a memory it cannot open."""
+
+
+def normalize_concept(name: str) -> str:
+    """One spelling per concept: lower case, no article or edge punctuation, last word
+    singular ("The traffic lights." -> "traffic light")."""
+    words = re.sub(r"[^\w\s'-]", " ", str(name).lower()).split()
+    while words and words[0] in ("a", "an", "the", "some", "no"):
+        words = words[1:]
+    if not words:
+        return ""
+    return " ".join([*words[:-1], _singular(words[-1])])
+
+
+PLURALS = (("ives", "ife"), ("lves", "lf"), ("ies", "y"), ("oes", "o"), ("ches", "ch"),
+           ("shes", "sh"), ("sses", "ss"), ("xes", "x"))  # fmt: skip
+
+
+def _singular(word: str) -> str:
+    """English plural endings, enough that "knives" meets "knife" and "boxes" meets "box"."""
+    if len(word) <= 3:
+        return word
+    for ending, singular in PLURALS:
+        if word.endswith(ending):
+            return word[: -len(ending)] + singular
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def concept_id(name: str) -> str:
+    return "concept:" + normalize_concept(name)
+
+
+@dataclass
+class Observation:
+    """One memory to store: a text chunk or an image, with its concepts by verified state
+    (concept -> score: s_c of Eq. 4 for an image, 1.0 for an asserted fact) and, for text,
+    the entities it mentions (Eq. 7)."""
+
+    kind: str
+    content: str
+    source: str = ""
+    path: str = ""
+    has: dict[str, float] = field(default_factory=dict)
+    not_has: dict[str, float] = field(default_factory=dict)
+    uncertain: dict[str, float] = field(default_factory=dict)
+    mentions: list[str] = field(default_factory=list)
+    provenance: str = ""
+    key: str = ""
+    """What the id derives from (an image file's hash); default: kind, source and content."""
+
+    @property
+    def id(self) -> str:
+        key = self.key or f"{self.source}\n{self.content}"
+        return f"{self.kind}:{hashlib.sha1(key.encode('utf-8')).hexdigest()[:20]}"
+
+    def states(self) -> dict[str, tuple[str, float]]:
+        """Normalized concept -> (polarity, score), refusing a concept both present and absent."""
+        out: dict[str, tuple[str, float]] = {}
+        for state, group in (("HAS", self.has), ("NOT_HAS", self.not_has)):
+            for name, score in group.items():
+                c = normalize_concept(name)
+                if not c:
+                    continue
+                if c in out and out[c][0] != state:
+                    raise PolarMemoryError(
+                        f"concept {name!r} is given as both present and absent in one "
+                        f"observation ({self.source or self.content[:40]!r}); nothing was stored"
+                    )
+                out[c] = (state, float(score))
+        for name, score in self.uncertain.items():
+            c = normalize_concept(name)
+            if c and c not in out:
+                out[c] = ("UNCERTAIN", float(score))
+        return out
+
+    def serialized(self) -> str:
+        """T_serialize of Eq. 10: the polarity state as one line of text."""
+        groups = {s: [] for s in POLAR}
+        for c, (state, _) in self.states().items():
+            groups[state].append(c)
+        parts = [
+            f"{label}: {', '.join(groups[state])}."
+            for state, label in (
+                ("HAS", "Present"),
+                ("NOT_HAS", "Absent"),
+                ("UNCERTAIN", "Possibly present"),
+            )
+            if groups[state]
+        ]
+        return " ".join(parts)
+
+    def sem_text(self) -> str:
+        """What z_sem encodes: an image's serialized state (Eq. 10), a chunk's own text."""
+        if self.kind == "image":
+            return self.serialized() or self.content
+        return self.content
+
+
+@dataclass
+class Recalled:
+    """One recalled memory with its ranking tuple (s_log, s_sem) from Algorithm 1."""
+
+    id: str
+    kind: str
+    content: str
+    s_log: int
+    s_sem: float
+    source: str = ""
+    path: str = ""
+    matched: list[str] = field(default_factory=list)
+    """Q+ concepts the memory verifiably holds (s_log = 1)."""
+    violated: list[str] = field(default_factory=list)
+    """Constraints it breaks (s_log = -1): a wanted concept verified absent, an unwanted one
+    present."""
+
+    @property
+    def status(self) -> str:
+        if self.s_log > 0:
+            return f"VERIFIED ({', '.join(self.matched)})"
+        if self.s_log < 0:
+            return f"CONFLICT ({', '.join(self.violated)})"
+        return "UNVERIFIED"
+
+    def evidence(self, max_chars: int = 600) -> str:
+        """The paper's evidence template: ``[Fact Check: {Status}] {Content}`` (App. B)."""
+        text = " ".join(self.content.split())
+        if len(text) > max_chars:
+            text = text[: max_chars - 1].rstrip() + "…"
+        return f"[Fact Check: {self.status}] {text}"
+
+
+@dataclass
+class AddReport:
+    added: int = 0
+    updated: int = 0
+    concepts: int = 0
+    edges: int = 0
+    seconds: float = 0.0
+
+
+class PolarMemory:
+    """A polarized graph memory in a folder: ``graph.sqlite`` and ``chroma/``."""
+
+    def __init__(self, path: str | Path, *, embedder: str = "all-MiniLM-L6-v2", batch_size=16):
+        from filelock import FileLock
+
+        self.path = Path(path).expanduser()
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.embedder_name = embedder
+        self.batch_size = batch_size
+        self._embedder = None
+        self._local = threading.local()
+        self._flock = FileLock(str(self.path / "write.lock"), timeout=120)
+        self._client = None
+        self._client_version = -1
+        self._vectors: tuple[int, list[str], np.ndarray] | None = None
+        with self._db() as db:
+            db.executescript(SCHEMA)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('version', '0')")
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (embedder,))
+        made_with = self._meta("embedder")
+        if made_with != embedder:
+            raise PolarMemoryError(
+                f"memory {self.path} holds vectors from embedder {made_with!r}, but "
+                f"{embedder!r} is configured; their vectors are not comparable"
+            )
+
+    @classmethod
+    def from_context(cls, ctx) -> PolarMemory:  # noqa: ANN001
+        return cls(ctx.polar_dir, embedder=ctx.text_embedder, batch_size=ctx.embed_batch_size)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path / "graph.sqlite", timeout=60)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._local.conn = conn
+        return conn
+
+    def _meta(self, key: str) -> str:
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else ""
+
+    def version(self) -> int:
+        """Bumped by every write, in any process: what cached state is checked against."""
+        return int(self._meta("version") or 0)
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from hopgraph.models.embedders import text_embedder
+
+            self._embedder = text_embedder(self.embedder_name, self.batch_size)
+        return self._embedder
+
+    @contextmanager
+    def _chroma(self):
+        """The z_sem collection, used under the inter-process lock by a client that has seen
+        every write so far (reopened when another process wrote since)."""
+        import chromadb
+        from chromadb.config import Settings
+
+        with self._flock:
+            version = self.version()
+            if self._client is not None and version != self._client_version:
+                self._close_client()
+            if self._client is None:
+                self._client = chromadb.PersistentClient(
+                    path=str(self.path / "chroma"), settings=Settings(anonymized_telemetry=False)
+                )
+                self._client_version = version
+            yield self._client.get_or_create_collection(
+                COLLECTION,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedder": self.embedder_name},
+            )
+
+    def _close_client(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def close(self) -> None:
+        with self._flock:
+            self._close_client()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- writing ----------------------------------------------------------------------------
+    def add(self, observations: Iterable[Observation], *, similar: bool = True) -> AddReport:
+        """Store observations in one transaction with their z_sem vectors: all of them or,
+        on any error, none. Re-adding a memory replaces its concepts (a new verification
+        wins); SIMILAR_TO links each to its closest memories of the same kind."""
+        began = time.perf_counter()
+        obs = list({o.id: o for o in observations}.values())
+        states = [self._checked(o) for o in obs]
+        report = AddReport()
+        if not obs:
+            return report
+        vecs = self.embedder.encode([o.sem_text() for o in obs])
+        now = time.time()
+        with self._chroma() as col:
+            db = self._db()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                ids = [o.id for o in obs]
+                present = _existing(db, ids)
+                report.updated = len(present)
+                report.added = len(obs) - len(present)
+                concepts = {c for st in states for c in st} | {
+                    normalize_concept(m) for o in obs for m in o.mentions
+                }
+                concepts.discard("")
+                before = db.total_changes
+                db.executemany(
+                    "INSERT OR IGNORE INTO nodes VALUES (?, 'concept', ?, '', '', ?)",
+                    [("concept:" + c, c, now) for c in sorted(concepts)],
+                )
+                report.concepts = db.total_changes - before
+                db.executemany(
+                    "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                    "content = excluded.content, source = excluded.source, path = excluded.path",
+                    [(o.id, o.kind, o.content, o.source, o.path, now) for o in obs],
+                )
+                db.executemany(
+                    "DELETE FROM edges WHERE src = ? AND kind != 'SIMILAR_TO'",
+                    [(i,) for i in present],
+                )
+                edges = [
+                    (o.id, "concept:" + c, state, score, o.provenance)
+                    for o, st in zip(obs, states, strict=True)
+                    for c, (state, score) in st.items()
+                ] + [
+                    (o.id, concept_id(m), "MENTIONS", 1.0, o.provenance)
+                    for o in obs
+                    for m in dict.fromkeys(o.mentions)
+                    if normalize_concept(m)
+                ]
+                for i in range(0, len(obs), 4096):
+                    chunk = obs[i : i + 4096]
+                    col.upsert(
+                        ids=[o.id for o in chunk],
+                        embeddings=vecs[i : i + 4096],
+                        metadatas=[{"kind": o.kind} for o in chunk],
+                    )
+                if similar:
+                    edges += self._similar(db, col, ids, vecs, {o.id: o.kind for o in obs})
+                db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?)", edges)
+                report.edges = len(edges)
+                version = self.version() + 1
+                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
+                db.execute("COMMIT")
+                self._client_version = version
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        report.seconds = time.perf_counter() - began
+        return report
+
+    def _checked(self, o: Observation) -> dict[str, tuple[str, float]]:
+        if o.kind not in ("image", "text"):
+            raise PolarMemoryError(f"observation kind must be image or text, not {o.kind!r}")
+        if not o.content.strip():
+            raise PolarMemoryError(f"an empty {o.kind} observation ({o.source!r}) cannot be stored")
+        states = o.states()
+        bad = [c for c, (_, s) in states.items() if not 0.0 <= s <= 1.0]
+        if bad:
+            raise PolarMemoryError(f"concept scores must lie in [0, 1]; out of range: {bad[:5]}")
+        return states
+
+    def _similar(self, db, col, ids: list[str], vecs: np.ndarray, kinds: dict[str, str]):
+        """SIMILAR_TO edges from each new memory to the closest others of its kind (z_sem
+        cosine >= SIMILAR_MIN), the batch itself included."""
+        res = col.query(
+            query_embeddings=vecs,
+            n_results=min(SIMILAR_PER_NODE + 1, col.count()),
+            include=["distances", "metadatas"],
+        )
+        out = []
+        for src, hits, dists, mds in zip(
+            ids, res["ids"], res["distances"], res["metadatas"], strict=True
+        ):
+            for dst, d, md in zip(hits, dists, mds, strict=True):
+                if dst != src and 1 - d >= SIMILAR_MIN and (md or {}).get("kind") == kinds[src]:
+                    out.append((src, dst, "SIMILAR_TO", round(1 - d, 4), "z_sem cosine"))
+        known = _existing(db, list({e[1] for e in out}))  # not vectors of a failed write
+        return [e for e in out if e[1] in known]
+
+    # -- reading ----------------------------------------------------------------------------
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every memory's id and z_sem (n, d), cached until the memory's version changes."""
+        version = self.version()
+        if self._vectors is not None and self._vectors[0] == version:
+            return self._vectors[1], self._vectors[2]
+        ids: list[str] = []
+        chunks = []
+        with self._chroma() as col:
+            version = self._client_version
+            size = col.count()
+            for offset in range(0, size, 10_000):
+                res = col.get(include=["embeddings"], limit=10_000, offset=offset)
+                ids += res["ids"]
+                chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
+        matrix = np.concatenate(chunks) if chunks else np.zeros((0, self.embedder.dim), np.float32)
+        self._vectors = (version, ids, matrix)
+        return ids, matrix
+
+    def recall(
+        self,
+        query: str,
+        positive: Sequence[str] = (),
+        negative: Sequence[str] = (),
+        *,
+        k: int = 5,
+        mode: str = "logic",
+    ) -> list[Recalled]:
+        """``logic``: Algorithm 1, sort by (s_log, s_sem) descending over every memory, with
+        conflicts (s_log = -1) suppressed outright; ``vanilla``: top-k by s_sem (Eq. 2), each
+        still labelled with its logical state."""
+        if mode not in ("logic", "vanilla"):
+            raise PolarMemoryError(f"recall mode must be logic or vanilla, not {mode!r}")
+        if k < 1:
+            raise PolarMemoryError(f"k must be >= 1, not {k}")
+        q = self.embedder.encode_one(query)
+        pos = {normalize_concept(c) for c in positive} - {""}
+        neg = {normalize_concept(c) for c in negative} - {""}
+        if mode == "vanilla":
+            with self._chroma() as col:
+                n = col.count()
+                if not n:
+                    return []
+                res = col.query(query_embeddings=q[None, :], n_results=min(k, n))
+            sims = (1 - np.asarray(res["distances"][0])).tolist()
+            return self._labelled(list(zip(res["ids"][0], sims, strict=True)), pos, neg)
+        ids, z = self.vectors()
+        if not ids:
+            return []
+        s_sem = z @ q  # Eq. Alg. 1 line 5 (unit vectors: cosine)
+        entail, conflict = self._logic(pos, neg)
+        index = {i: n for n, i in enumerate(ids)}
+        s_log = np.zeros(len(ids), dtype=np.int8)
+        s_log[[index[i] for i in entail if i in index]] = 1  # lines 10-11
+        s_log[[index[i] for i in conflict if i in index]] = -1  # lines 8-9
+        # lines 17-19: lexicographic (s_log, s_sem), descending. |s_sem| <= 1, so s_log * 4
+        # + s_sem orders exactly like the tuple; conflicts are dropped, not just sunk.
+        key = np.where(s_log < 0, -np.inf, s_log * 4.0 + s_sem)
+        allowed = int((s_log >= 0).sum())
+        take = min(k, allowed)
+        if take == 0:
+            return []
+        top = np.argpartition(-key, take - 1)[:take]
+        top = top[np.argsort(-key[top], kind="stable")]
+        return self._labelled([(ids[t], float(s_sem[t])) for t in top], pos, neg)
+
+    def _logic(self, pos: set[str], neg: set[str]) -> tuple[set[str], set[str]]:
+        """Memories entailing a wanted concept, and memories breaking a constraint:
+        Q+ ∩ C-(v) or Q- ∩ C+(v) (Alg. 1 line 8)."""
+        db = self._db()
+        entail = _sources(db, pos, POSITIVE)
+        conflict = _sources(db, pos, ("NOT_HAS",)) | _sources(db, neg, POSITIVE)
+        return entail - conflict, conflict
+
+    def _labelled(self, hits: list[tuple[str, float]], pos: set[str], neg: set[str]):
+        """Recalled items for ``hits`` (id, s_sem) with their logical state from the graph;
+        ids Chroma holds but the graph does not (an interrupted write) are left out."""
+        if not hits:
+            return []
+        db = self._db()
+        ids = [h[0] for h in hits]
+        marks = ",".join("?" * len(ids))
+        rows = {
+            r[0]: r
+            for r in db.execute(
+                f"SELECT id, kind, content, source, path FROM nodes WHERE id IN ({marks})", ids
+            )
+        }
+        concepts: dict[str, dict[str, str]] = {i: {} for i in ids}
+        for src, dst, kind in db.execute(
+            f"SELECT src, dst, kind FROM edges WHERE src IN ({marks}) AND kind != 'SIMILAR_TO'",
+            ids,
+        ):
+            concepts[src][dst.removeprefix("concept:")] = kind
+        out = []
+        for id_, s_sem in hits:
+            if id_ not in rows:
+                continue
+            held = concepts[id_]
+            present = {c for c, kind in held.items() if kind in POSITIVE}
+            absent = {c for c, kind in held.items() if kind == "NOT_HAS"}
+            violated = sorted(pos & absent) + sorted(neg & present)
+            matched = sorted(pos & present)
+            s_log = -1 if violated else (1 if matched else 0)
+            _, kind, content, source, path = rows[id_]
+            out.append(
+                Recalled(
+                    id_, kind, content, s_log, round(s_sem, 6), source, path, matched, violated
+                )  # fmt: skip
+            )
+        return out
+
+    def concepts_of(self, node: str) -> dict[str, str]:
+        """A memory's concepts and the kind of edge to each."""
+        rows = self._db().execute(
+            "SELECT dst, kind FROM edges WHERE src = ? AND dst LIKE 'concept:%'", (node,)
+        )
+        return {dst.removeprefix("concept:"): kind for dst, kind in rows}
+
+    def stats(self) -> dict[str, Any]:
+        db = self._db()
+        nodes = dict(db.execute("SELECT kind, COUNT(*) FROM nodes GROUP BY kind").fetchall())
+        edges = dict(db.execute("SELECT kind, COUNT(*) FROM edges GROUP BY kind").fetchall())
+        with self._chroma() as col:
+            vectors = col.count()
+        return {
+            "path": str(self.path),
+            "nodes": {k: nodes.get(k, 0) for k in NODE_KINDS},
+            "edges": {k: edges.get(k, 0) for k in EDGE_KINDS},
+            "vectors": vectors,
+            "version": self.version(),
+            "embedder": self.embedder_name,
+        }
+
+
+def _existing(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+    out: set[str] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        out |= {r[0] for r in db.execute(f"SELECT id FROM nodes WHERE id IN ({marks})", chunk)}
+    return out
+
+
+def _sources(db: sqlite3.Connection, concepts: set[str], kinds: tuple[str, ...]) -> set[str]:
+    """Memories with an edge of one of ``kinds`` to one of ``concepts``."""
+    if not concepts:
+        return set()
+    ids = ["concept:" + c for c in concepts]
+    sql = (
+        f"SELECT DISTINCT src FROM edges WHERE dst IN ({','.join('?' * len(ids))}) "
+        f"AND kind IN ({','.join('?' * len(kinds))})"
+    )
+    return {r[0] for r in db.execute(sql, [*ids, *kinds])}
