@@ -602,6 +602,112 @@ def qdrag_preferences(
     console.print(f"{len(pairs)} preference pairs from {len(qs)} questions -> {out}")
 
 
+memory_app = typer.Typer(help="The PolarMem memory: ingest, recall, stats.", no_args_is_help=True)
+app.add_typer(memory_app, name="memory")
+MemoryDir = Annotated[str, typer.Option("--memory", help="memory folder (polar_dir)")]
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+
+
+def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -> Context:
+    ctx = build_context(base_url, model, prompts, sets)
+    return ctx.replace(polar_dir=memory) if memory else ctx
+
+
+@memory_app.command("ingest")
+def memory_ingest(
+    sources: Annotated[
+        list[str], typer.Argument(help="image files (visual pathway) or any source `index` reads")
+    ],
+    memory: MemoryDir = "",
+    present: Annotated[list[str] | None, typer.Option(help="asserted present (text)")] = None,
+    absent: Annotated[list[str] | None, typer.Option(help="asserted absent (text)")] = None,
+    caption: Annotated[str, typer.Option(help="caption for an image")] = "",
+    limit: Annotated[int, typer.Option(help="at most this many texts (0: all)")] = 0,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    sets: Sets = None,
+) -> None:
+    """Store images (concepts verified by the VLM) and texts (entities by the LLM). A source
+    that fails is reported and the rest go on."""
+    from hopgraph.memory.sources import Skipped, read_source, read_text_file
+    from hopgraph.models.errors import HopgraphModelError
+    from hopgraph.tools.memory import ingest_image, ingest_text
+
+    ctx = memory_context(memory, base_url, model, prompts, sets)
+    stored = failed = 0
+    for src in sources:
+        path = Path(src)
+        try:
+            if path.suffix.lower() in IMAGE_SUFFIXES:
+                done = ingest_image(path, ctx, caption=caption)
+                p = done.partition
+                console.print(
+                    f"{path.name}: has {p.has}, not_has {p.not_has}, uncertain {p.uncertain} "
+                    f"(tau {p.tau:.3f}, delta {p.delta:.3f})"
+                )
+                stored += 1
+                continue
+            texts = 0
+            records = read_text_file(path) if path.suffix.lower() in (".txt", ".md") else (
+                read_source(path)
+            )  # fmt: skip
+            for rec in records:
+                if isinstance(rec, Skipped) or rec.modality == "image":
+                    err.print(f"skipped {rec.where if isinstance(rec, Skipped) else rec.source}")
+                    continue
+                report = ingest_text(rec.text, ctx, source=rec.title or rec.source,
+                                     present=present or [], absent=absent or [])  # fmt: skip
+                stored += report.added + report.updated
+                texts += 1
+                if limit and texts >= limit:
+                    break
+            console.print(f"{src}: {texts} text(s) stored")
+        except (HopgraphModelError, ValueError, OSError) as e:
+            failed += 1
+            err.print(f"[red]failed[/red] {src}: {e}")
+    console.print(f"{stored} memories stored, {failed} source(s) failed -> {ctx.polar_dir}")
+    if failed:
+        raise typer.Exit(1)
+
+
+@memory_app.command("recall")
+def memory_recall(
+    query: str,
+    memory: MemoryDir = "",
+    k: Annotated[int, typer.Option("-k")] = 5,
+    mode: Annotated[str, typer.Option(help="logic (Algorithm 1) | vanilla")] = "logic",
+    positive: Annotated[list[str] | None, typer.Option(help="Q+ (skips parsing)")] = None,
+    negative: Annotated[list[str] | None, typer.Option(help="Q- (skips parsing)")] = None,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    sets: Sets = None,
+) -> None:
+    """Recall memories: logic first, similarity second (or similarity only)."""
+    from hopgraph.tools.memory import recall
+
+    ctx = memory_context(memory, base_url, model, prompts, sets)
+    given = positive is not None or negative is not None
+    out = recall(query, ctx, k=k, mode=mode, positive=positive if given else None,
+                 negative=(negative or []) if given else None)  # fmt: skip
+    console.print(f"Q+ {out.positive}  Q- {out.negative}  ({out.mode})")
+    if out.note:
+        err.print(f"note: {out.note}")
+    for r in out.items:
+        console.print(f"{r.s_log:+d} {r.s_sem:.3f} {r.id}  {r.evidence(300)}")
+
+
+@memory_app.command("stats")
+def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
+    """Counts of memories, concepts, edges and vectors."""
+    import json
+
+    from hopgraph.tools.memory import polar_memory
+
+    console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))
+
+
 def main() -> None:
     from hopgraph.memory.kb import KnowledgeBaseError
     from hopgraph.models.errors import HopgraphModelError

@@ -108,8 +108,24 @@ class Context:
     mabdqa_seed: int = 42
 
     # -- PolarMem (polarmem.txt) -------------------------------------------------------
+    polar_dir: str = "polarmem"
+    """The memory's folder (graph.sqlite + chroma/)."""
     polar_templates: int = 3
     """Verification templates averaged per concept (Eq. 4: at least 3)."""
+    polar_kappa: float = 0.5
+    """delta = kappa * sigma_w, the uncertainty margin around tau* (Eq. 6); the paper gives
+    no value (the authors' code used a fixed 0.05)."""
+    polar_max_concepts: int = 40
+    """Concepts kept from one image's proposal (App. B: at most 40)."""
+    polar_workers: int = 8
+    """Verification requests in flight at once (concepts x templates per image)."""
+    polar_memory: bool = False
+    """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
+    join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""
+    polar_recall: str = "logic"
+    """logic (Algorithm 1) | vanilla (similarity only, Eq. 2)."""
+    polar_top_k: int = 3
+    """Memories recalled per query."""
 
     # -- GRAIL (grail.txt) ---------------------------------------------------------------
     grail_tau_base: float = 0.05

@@ -1,13 +1,15 @@
 """A scripted OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
 
-It answers ``/v1/models`` and ``/v1/chat/completions`` with ``reply(body) -> str``, optionally
-after a delay, so graphs, the runner and subprocesses use the real client path end to end.
+It answers ``/v1/models`` and ``/v1/chat/completions`` with ``reply(body) -> str`` (or a
+float: P(Yes) for a logprobs request), optionally after a delay, so graphs, the runner and
+subprocesses use the real client path end to end.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -70,6 +72,13 @@ class ScriptedServer:
                 content = server.reply(body)
                 top = None
                 if body.get("logprobs"):
+                    # a float reply is P(Yes): Yes and No both among the top tokens
+                    if isinstance(content, float):
+                        p = min(max(content, 1e-6), 1 - 1e-6)
+                        tokens = [("Yes", math.log(p)), ("No", math.log(1 - p))]
+                        content = "Yes" if p >= 0.5 else "No"
+                    else:
+                        tokens = [(content, -0.1)]
                     top = {
                         "content": [
                             {
@@ -77,7 +86,7 @@ class ScriptedServer:
                                 "logprob": -0.1,
                                 "bytes": None,
                                 "top_logprobs": [
-                                    {"token": content, "logprob": -0.1, "bytes": None}
+                                    {"token": t, "logprob": lp, "bytes": None} for t, lp in tokens
                                 ],
                             }
                         ]

@@ -1,0 +1,121 @@
+"""PolarMem's model roles (polarmem.txt Sec. 3.2, App. B): the VLM proposes an image's
+concepts and verifies each over several wordings (Eq. 4); the LLM extracts a text chunk's
+entities (Sec. 3.2.2) and parses a query into wanted and unwanted concepts (Alg. 1 line 1)."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from hopgraph.config import Context
+from hopgraph.models import CapabilityError, chat_model, user, vlm_model
+from hopgraph.prompts import prompts_for
+
+log = logging.getLogger(__name__)
+MIN_TEMPLATES = 3
+
+
+class Entities(BaseModel):
+    entities: list[str] = Field(default_factory=list)
+
+
+class QueryConcepts(BaseModel):
+    """Q+ and Q- of Algorithm 1."""
+
+    positive: list[str] = Field(default_factory=list)
+    negative: list[str] = Field(default_factory=list)
+
+
+def _render(ctx: Context, name: str, **kw) -> str:
+    return prompts_for(ctx.prompts_dir).render(f"polarmem/{name}", **kw)
+
+
+def need_vlm(ctx: Context):
+    """The configured VLM, or a clear error: the visual pathway has no text fallback, since a
+    verified HAS / NOT_HAS must come from looking at the image."""
+    vlm = vlm_model(ctx)
+    if vlm is None:
+        raise CapabilityError(
+            "ingesting an image into PolarMem needs a vision-language model: set vlm_model "
+            "(and vlm_base_url) to a VLM endpoint such as vLLM serving Qwen2.5-VL; none is "
+            "configured, so the image was not stored"
+        )
+    return vlm
+
+
+def propose_concepts(image: str | Path, ctx: Context, caption: str = "") -> list[str]:
+    """C_prop: the VLM's open-set concept proposal (App. B, offline concept extraction)."""
+    prompt = _render(ctx, "propose", max_concepts=ctx.polar_max_concepts, caption=caption)
+    reply = need_vlm(ctx).complete(
+        [user(prompt, [image], ctx.max_image_pixels)],
+        role="concept_proposer",
+        template="polarmem/propose",
+        max_tokens=200,
+    )
+    seen: dict[str, None] = {}
+    for part in reply.replace("\n", ",").split(","):
+        phrase = part.strip().strip("-*•.").strip()
+        if phrase and len(phrase.split()) <= 4:
+            seen.setdefault(phrase, None)
+    return list(seen)[: ctx.polar_max_concepts]
+
+
+def verification_prompts(concept: str, ctx: Context) -> list[str]:
+    """T_ens(c): the first ``polar_templates`` wordings of ``polarmem/verify``."""
+    if ctx.polar_templates < MIN_TEMPLATES:
+        raise ValueError(
+            f"polar_templates must be at least {MIN_TEMPLATES} (Eq. 4 averages over an "
+            f"ensemble), not {ctx.polar_templates}"
+        )
+    out = [_render(ctx, "verify", concept=concept, variant=i) for i in range(ctx.polar_templates)]
+    if any(not p.strip() for p in out):
+        raise ValueError(
+            f"polar_templates={ctx.polar_templates}, but polarmem/verify.j2 has fewer wordings"
+        )
+    return out
+
+
+def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dict[str, float]:
+    """s_c = mean over templates of P(Yes | image, T(c)) (Eq. 4), requests in parallel."""
+    vlm = need_vlm(ctx)
+    jobs = [(c, p) for c in concepts for p in verification_prompts(c, ctx)]
+
+    def score(job: tuple[str, str]) -> float:
+        return vlm.p_yes(
+            [user(job[1], [image], ctx.max_image_pixels)],
+            role="concept_verifier",
+            template="polarmem/verify",
+        )
+
+    with ThreadPoolExecutor(max_workers=max(1, ctx.polar_workers)) as pool:
+        values = list(pool.map(score, jobs))
+    sums: dict[str, list[float]] = {}
+    for (c, _), v in zip(jobs, values, strict=True):
+        sums.setdefault(c, []).append(v)
+    return {c: sum(v) / len(v) for c, v in sums.items()}
+
+
+def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[str]:
+    """Phi_ext of Sec. 3.2.2: a chunk's key entities."""
+    out = chat_model(ctx).structured(
+        [user(_render(ctx, "entities", text=text, max_entities=max_entities))],
+        Entities,
+        role="entity_extractor",
+        template="polarmem/entities",
+        max_tokens=160,
+    )
+    return list(dict.fromkeys(e.strip() for e in out.entities if e and e.strip()))[:max_entities]
+
+
+def parse_query(query: str, ctx: Context) -> QueryConcepts:
+    """Q+ / Q- from the query (App. B, online query parsing), as JSON."""
+    return chat_model(ctx).structured(
+        [user(_render(ctx, "parse_query", query=query))],
+        QueryConcepts,
+        role="query_parser",
+        template="polarmem/parse_query",
+        max_tokens=120,
+    )

@@ -1,0 +1,245 @@
+"""PolarMem as tools: the visual and knowledge pathways that fill the memory, recall with
+query parsing, and the LangChain tools ``memory_ingest_text``, ``memory_ingest_image``,
+``memory_recall`` and ``memory_stats`` that any agent (or graph) can call."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hopgraph.agents import polarmem as roles
+from hopgraph.config import Context
+from hopgraph.memory.polar import (
+    AddReport,
+    Observation,
+    PolarMemory,
+    Recalled,
+    normalize_concept,
+)
+from hopgraph.memory.sources import chunk_paragraphs
+from hopgraph.models import StructuredOutputError
+from hopgraph.models.events import emit
+from hopgraph.tools.polarity import Partition, partition
+
+log = logging.getLogger(__name__)
+_memories: dict[tuple, PolarMemory] = {}
+_lock = threading.Lock()
+
+
+def polar_memory(ctx: Context) -> PolarMemory:
+    """The process-wide memory at ``ctx.polar_dir``."""
+    key = (str(Path(ctx.polar_dir).expanduser().resolve()), ctx.text_embedder)
+    with _lock:
+        if key not in _memories:
+            _memories[key] = PolarMemory.from_context(ctx)
+        return _memories[key]
+
+
+# -- pathways --------------------------------------------------------------------------------
+def ingest_text(
+    text: str,
+    ctx: Context,
+    *,
+    source: str = "",
+    present: list[str] = (),  # type: ignore[assignment]
+    absent: list[str] = (),  # type: ignore[assignment]
+) -> AddReport:
+    """The knowledge pathway (Sec. 3.2.2): chunks, each chunk's entities by the LLM as
+    MENTIONS edges (Eq. 7). ``present`` / ``absent`` are facts the caller asserts about the
+    text as a whole (stored as HAS / NOT_HAS with score 1)."""
+    chunks = chunk_paragraphs(text)
+    if not chunks:
+        raise ValueError(f"no text to store (source {source!r} is empty)")
+    observations = [
+        Observation(
+            kind="text",
+            content=chunk,
+            source=source,
+            mentions=roles.extract_entities(chunk, ctx),
+            has=dict.fromkeys(present, 1.0),
+            not_has=dict.fromkeys(absent, 1.0),
+            provenance=f"entities by {ctx.model}"
+            + ("; asserted by caller" if present or absent else ""),  # fmt: skip
+        )
+        for chunk in chunks
+    ]
+    return polar_memory(ctx).add(observations)
+
+
+@dataclass
+class ImageIngest:
+    report: AddReport
+    partition: Partition
+    proposed: list[str] = field(default_factory=list)
+
+
+def ingest_image(path: str | Path, ctx: Context, *, caption: str = "") -> ImageIngest:
+    """The visual pathway (Sec. 3.2.1): the VLM proposes concepts, verifies each over an
+    ensemble of wordings (Eq. 4), and the Otsu split with anchors and margin (Eq. 5-6) sorts
+    them into HAS / NOT_HAS / uncertain."""
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"no image at {file}")
+    roles.need_vlm(ctx)
+    proposed = roles.propose_concepts(file, ctx, caption)
+    scores = roles.verify_concepts(file, proposed, ctx) if proposed else {}
+    split = partition(scores, ctx.polar_kappa)
+    emit(
+        {
+            "event": "concept_partition",
+            "image": str(file),
+            "tau": round(split.tau, 4),
+            "delta": round(split.delta, 4),
+            "scores": {c: round(s, 4) for c, s in scores.items()},
+            "has": split.has,
+            "not_has": split.not_has,
+            "uncertain": split.uncertain,
+        }
+    )
+    obs = Observation(
+        kind="image",
+        content=caption or f"image {file.name}",
+        source=file.name,
+        path=str(file),
+        key=hashlib.sha1(file.read_bytes()).hexdigest(),
+        has={c: split.scores[c] for c in split.has},
+        not_has={c: split.scores[c] for c in split.not_has},
+        uncertain={c: split.scores[c] for c in split.uncertain},
+        provenance=(
+            f"verified by {ctx.vlm_model} over {ctx.polar_templates} wordings; "
+            f"tau={split.tau:.3f} delta={split.delta:.3f}"
+        ),
+    )
+    return ImageIngest(polar_memory(ctx).add([obs]), split, proposed)
+
+
+# -- recall ----------------------------------------------------------------------------------
+@dataclass
+class Recall:
+    items: list[Recalled]
+    positive: list[str]
+    negative: list[str]
+    mode: str
+    note: str = ""
+    """Why the recall is not what was asked (a fallback), else empty."""
+
+    def evidence(self) -> str:
+        return "\n".join(r.evidence() for r in self.items) or "(nothing recalled)"
+
+
+def recall(
+    query: str,
+    ctx: Context,
+    *,
+    k: int | None = None,
+    mode: str | None = None,
+    positive: list[str] | None = None,
+    negative: list[str] | None = None,
+) -> Recall:
+    """Algorithm 1 with the query parsed by the LLM (unless Q+ / Q- are given), or vanilla
+    similarity. A query with no parsable concept falls back to similarity, logged; a concept
+    both wanted and excluded constrains nothing (it is dropped from both, logged)."""
+    mode = mode or ctx.polar_recall
+    k = k or ctx.polar_top_k
+    note = ""
+    pos, neg = list(positive or []), list(negative or [])
+    if mode == "logic" and positive is None and negative is None:
+        try:
+            parsed = roles.parse_query(query, ctx)
+            pos, neg = parsed.positive, parsed.negative
+        except StructuredOutputError as e:
+            note = f"query parsing failed ({e}); similarity recall"
+    both = _overlap(pos, neg)
+    if both:
+        pos = [c for c in pos if normalize_concept(c) not in both]
+        neg = [c for c in neg if normalize_concept(c) not in both]
+        note = f"concepts both wanted and excluded were dropped: {', '.join(sorted(both))}"
+        log.warning("memory recall %r: %s", query, note)
+    if mode == "logic" and not (pos or neg):
+        mode = "vanilla"
+        note = note or "no concept could be parsed from the query; similarity recall"
+        log.warning("memory recall %r: %s", query, note)
+    items = polar_memory(ctx).recall(query, pos, neg, k=k, mode=mode)
+    emit(
+        {
+            "event": "memory_recall",
+            "query": query,
+            "mode": mode,
+            "positive": pos,
+            "negative": neg,
+            "note": note,
+            "ids": [r.id for r in items],
+            "s_log": [r.s_log for r in items],
+            "s_sem": [round(r.s_sem, 4) for r in items],
+        }
+    )
+    return Recall(items, pos, neg, mode, note)
+
+
+def _overlap(pos: list[str], neg: list[str]) -> set[str]:
+    return ({normalize_concept(c) for c in pos} & {normalize_concept(c) for c in neg}) - {""}
+
+
+def memory_candidates(query: str, ctx: Context) -> list[dict[str, Any]]:
+    """Recalled memories shaped like knowledge-base hits, their text the Fact Check line, for
+    graphs that take them as extra evidence (``polar_memory`` in the Context)."""
+    return [
+        {
+            "id": f"memory:{r.id}",
+            "score": r.s_sem,
+            "modality": "text",
+            "text": r.evidence(),
+            "title": "",
+            "source": r.source,
+            "page": None,
+            "path": r.path,
+            "parent": "",
+            "meta": {"s_log": r.s_log},
+        }
+        for r in recall(query, ctx).items
+    ]
+
+
+# -- LangChain tools -------------------------------------------------------------------------
+def memory_tools(ctx: Context) -> list:
+    """The four memory tools bound to ``ctx``; each returns text an agent can read."""
+    from langchain_core.tools import StructuredTool
+
+    def memory_ingest_text(
+        text: str, source: str = "", present: list[str] | None = None,
+        absent: list[str] | None = None,
+    ) -> str:  # fmt: skip
+        """Store a text in the memory. Optionally list things the text asserts are present
+        or absent."""
+        report = ingest_text(text, ctx, source=source, present=present or [],
+                             absent=absent or [])  # fmt: skip
+        return json.dumps(asdict(report))
+
+    def memory_ingest_image(path: str, caption: str = "") -> str:
+        """Store an image: its concepts are proposed and verified by the VLM and kept as
+        present, absent or uncertain."""
+        done = ingest_image(path, ctx, caption=caption)
+        p = done.partition
+        return json.dumps(
+            {"has": p.has, "not_has": p.not_has, "uncertain": p.uncertain,
+             "tau": round(p.tau, 4), "delta": round(p.delta, 4), **asdict(done.report)}
+        )  # fmt: skip
+
+    def memory_recall(query: str, k: int = 0) -> str:
+        """Recall memories for a query; state exclusions in words ("... but no cars").
+        Returns one [Fact Check: STATUS] line per memory."""
+        return recall(query, ctx, k=k or None).evidence()
+
+    def memory_stats() -> str:
+        """Counts of memories, concepts and edges."""
+        return json.dumps(polar_memory(ctx).stats())
+
+    return [
+        StructuredTool.from_function(fn)
+        for fn in (memory_ingest_text, memory_ingest_image, memory_recall, memory_stats)
+    ]
