@@ -27,6 +27,7 @@ from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import emit, tally_calls
+from hopgraph.tools.memory import memory_candidates
 from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, top_k
 
 RETRIEVAL_MODES = ("module", "similarity")
@@ -85,7 +86,8 @@ def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
         if state["image_kind"] == "targeted":  # Eq. 8: the names also search the text side
             found += find_candidates(phrases, TEXT_SIDE, ctx, held=held)
     unique = list({c["id"]: c for c in sorted(found, key=lambda c: -c["score"])}.values())
-    return {"candidates": unique[: ctx.mmapg_max_candidates], "image_question": question}
+    memories = memory_candidates(state["instruction"], ctx) if ctx.polar_memory else []
+    return {"candidates": unique[: ctx.mmapg_max_candidates] + memories, "image_question": question}
 
 
 def fan_out(state: RetrievalState):

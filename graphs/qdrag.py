@@ -20,6 +20,7 @@ from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
 from hopgraph.models.events import emit
 from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
+from hopgraph.tools.memory import memory_candidates
 from hopgraph.tools.qdrag_budget import (
     PlanError,
     SubQuestion,
@@ -209,8 +210,13 @@ def select(state: State, runtime: Runtime[Context]) -> State:
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
+    """The cited answer from the kept contexts (and, with ``polar_memory``, the memories
+    recalled for the question, as Fact Check lines that can be cited too)."""
+    ctx = _ctx(runtime)
     kept = state.get("kept", [])
-    out = generate_cited_answer(state["question"], kept, _ctx(runtime))
+    if ctx.polar_memory:
+        kept = [*kept, *memory_candidates(state["question"], ctx)]
+    out = generate_cited_answer(state["question"], kept, ctx)
     return {
         "response": out.text,
         "answer": out.answer,

@@ -21,6 +21,8 @@ def reply_for(plan):
         if body.get("logprobs"):  # reranker: only passages about towns 3 and 4 are relevant
             passage = body["messages"][0]["content"].split("Question:")[0]
             return "Yes" if ("Town 3" in passage or "Town 4" in passage) else "No"
+        if "Turn a search request" in text:  # PolarMem's query parse
+            return json.dumps({"positive": ["Lund"], "negative": []})
         if "Reply with JSON" in text:
             return json.dumps(
                 {
@@ -158,3 +160,40 @@ def test_qdr_can_steer_dependent_searches_with_grail(tmp_path, kb_dir):
     (event,) = steered  # only Q2 depends on another subquestion
     assert event["context"] == solved["Q1"]["context_ids"][:5] and event["g"] == pytest.approx(0.3)
     assert not set(solved["Q2"]["context_ids"]) & set(event["context"])
+
+
+def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
+    from hopgraph.memory.polar import Observation
+    from hopgraph.tools.memory import polar_memory
+
+    mem_dir = tmp_path / "mem"
+    polar_memory(Context(polar_dir=str(mem_dir))).add(
+        [
+            Observation("text", "Lund's parish keeps Ada Moor's birth record.", has={"lund": 1}),
+            Observation("text", "A harbour without any parish.", not_has={"lund": 1}),
+        ]
+    )
+    prompts = []
+    base = reply_for(PLAN)
+
+    def reply(body):
+        prompts.append(json.dumps(body["messages"]))
+        return base(body)
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("q1", "Where was Ada Moor born?", ["Lund"])], qfile)
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
+                      polar_memory=True, polar_dir=str(mem_dir))  # fmt: skip
+        Runner("qdrag", tmp_path / "run", ctx).run(qfile)
+    assert read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]["error"] is None
+    records = read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+    (recalled,) = [
+        r["data"] for r in records
+        if r.get("mode") == "custom" and r["data"].get("event") == "memory_recall"
+    ]  # fmt: skip
+    assert recalled["positive"] == ["Lund"]
+    (answer_prompt,) = [p for p in prompts if "Fact Check" in p]  # the cited answer's
+    assert "Town 3 was founded" in answer_prompt  # beside the knowledge base's passages
+    assert "[Fact Check: VERIFIED (lund)] Lund's parish" in answer_prompt
+    assert "A harbour without any parish" not in answer_prompt  # verified absent: not recalled
