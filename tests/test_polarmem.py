@@ -174,7 +174,7 @@ def model_reply(body):
         )
     if "name the things a person could check" in text:
         return "cup, table, knife, dog"
-    if "List what this passage is about" in text:
+    if "List what the passage below is about" in text:
         return json.dumps({"entities": ["cup", "Aunt Mira"]})
     if "Turn a search request" in text:
         request = text.rsplit("Request:", 1)[1]
