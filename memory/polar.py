@@ -207,7 +207,7 @@ class AddReport:
 class PolarMemory:
     """A polarized graph memory in a folder: ``graph.sqlite`` and ``chroma/``."""
 
-    def __init__(self, path: str | Path, *, embedder: str = "all-MiniLM-L6-v2", batch_size=16):
+    def __init__(self, path: str | Path, *, embedder: str = "all-MiniLM-L6-v2", batch_size=64):
         from filelock import FileLock
 
         self.path = Path(path).expanduser()
@@ -219,7 +219,7 @@ class PolarMemory:
         self._flock = FileLock(str(self.path / "write.lock"), timeout=120)
         self._client = None
         self._client_version = -1
-        self._vectors: tuple[int, list[str], np.ndarray] | None = None
+        self._vectors: tuple[int, list[str], np.ndarray, dict[str, int]] | None = None
         with self._db() as db:
             db.executescript(SCHEMA)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('version', '0')")
@@ -401,9 +401,13 @@ class PolarMemory:
     # -- reading ----------------------------------------------------------------------------
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every memory's id and z_sem (n, d), cached until the memory's version changes."""
+        return self._cached_vectors()[:2]
+
+    def _cached_vectors(self) -> tuple[list[str], np.ndarray, dict[str, int]]:
+        """``vectors()`` and each id's row."""
         version = self.version()
         if self._vectors is not None and self._vectors[0] == version:
-            return self._vectors[1], self._vectors[2]
+            return self._vectors[1:]
         ids: list[str] = []
         chunks = []
         with self._chroma() as col:
@@ -414,8 +418,8 @@ class PolarMemory:
                 ids += res["ids"]
                 chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, self.embedder.dim), np.float32)
-        self._vectors = (version, ids, matrix)
-        return ids, matrix
+        self._vectors = (version, ids, matrix, {i: n for n, i in enumerate(ids)})
+        return self._vectors[1:]
 
     def recall(
         self,
@@ -444,12 +448,11 @@ class PolarMemory:
                 res = col.query(query_embeddings=q[None, :], n_results=min(k, n))
             sims = (1 - np.asarray(res["distances"][0])).tolist()
             return self._labelled(list(zip(res["ids"][0], sims, strict=True)), pos, neg)
-        ids, z = self.vectors()
+        ids, z, index = self._cached_vectors()
         if not ids:
             return []
         s_sem = z @ q  # Eq. Alg. 1 line 5 (unit vectors: cosine)
         entail, conflict = self._logic(pos, neg)
-        index = {i: n for n, i in enumerate(ids)}
         s_log = np.zeros(len(ids), dtype=np.int8)
         s_log[[index[i] for i in entail if i in index]] = 1  # lines 10-11
         s_log[[index[i] for i in conflict if i in index]] = -1  # lines 8-9
