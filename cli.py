@@ -629,13 +629,16 @@ def memory_ingest(
     sets: Sets = None,
 ) -> None:
     """Store images (concepts verified by the VLM) and texts (entities by the LLM). A source
-    that fails is reported and the rest go on."""
+    or text that fails is reported and the rest go on; texts already stored are skipped, so a
+    re-run resumes."""
+    from hopgraph.memory.polar import PolarMemoryError
     from hopgraph.memory.sources import Skipped, read_source, read_text_file
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.tools.memory import ingest_image, ingest_text
 
     ctx = memory_context(memory, base_url, model, prompts, sets)
-    stored = failed = 0
+    stored = skipped = failed = 0
+    bad = (HopgraphModelError, PolarMemoryError, ValueError, OSError)
     for src in sources:
         path = Path(src)
         try:
@@ -656,17 +659,25 @@ def memory_ingest(
                 if isinstance(rec, Skipped) or rec.modality == "image":
                     err.print(f"skipped {rec.where if isinstance(rec, Skipped) else rec.source}")
                     continue
-                report = ingest_text(rec.text, ctx, source=rec.title or rec.source,
-                                     present=present or [], absent=absent or [])  # fmt: skip
-                stored += report.added + report.updated
                 texts += 1
+                try:
+                    report = ingest_text(rec.text, ctx, source=rec.title or rec.source,
+                                         present=present or [], absent=absent or [],
+                                         skip_stored=True)  # fmt: skip
+                    stored += report.added + report.updated
+                    skipped += report.skipped
+                except bad as e:
+                    failed += 1
+                    err.print(f"[red]failed[/red] {src} ({rec.title or rec.source}): {e}")
                 if limit and texts >= limit:
                     break
-            console.print(f"{src}: {texts} text(s) stored")
-        except (HopgraphModelError, ValueError, OSError) as e:
+            console.print(f"{src}: {texts} text(s) read")
+        except bad as e:
             failed += 1
             err.print(f"[red]failed[/red] {src}: {e}")
-    console.print(f"{stored} memories stored, {failed} source(s) failed -> {ctx.polar_dir}")
+    console.print(
+        f"{stored} memories stored, {skipped} already there, {failed} failed -> {ctx.polar_dir}"
+    )
     if failed:
         raise typer.Exit(1)
 

@@ -105,7 +105,7 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[st
         Entities,
         role="entity_extractor",
         template="polarmem/entities",
-        max_tokens=160,
+        max_tokens=256,
     )
     return list(dict.fromkeys(e.strip() for e in out.entities if e and e.strip()))[:max_entities]
 

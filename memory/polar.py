@@ -201,6 +201,8 @@ class AddReport:
     updated: int = 0
     concepts: int = 0
     edges: int = 0
+    skipped: int = 0
+    """Already stored and left alone (``ingest_text(..., skip_stored=True)``)."""
     seconds: float = 0.0
 
 
@@ -368,6 +370,10 @@ class PolarMemory:
                 raise
         report.seconds = time.perf_counter() - began
         return report
+
+    def stored(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the memory holds."""
+        return _existing(self._db(), list(ids))
 
     def _checked(self, o: Observation) -> dict[str, tuple[str, float]]:
         if o.kind not in ("image", "text"):

@@ -313,7 +313,7 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
         out = cli("memory", "ingest", str(photo), str(text), "--memory", mem, "--absent", "ladder",
                   "--base-url", server.base_url, "--model", "scripted")  # fmt: skip
     assert out.returncode == 1, out.stderr
-    assert "needs a vision-language model" in out.stderr and "1 source(s) failed" in out.stdout
+    assert "needs a vision-language model" in out.stderr and "1 failed" in out.stdout
     # the text is verified to have no ladder: wanting one suppresses it
     out = cli("memory", "recall", "a shed with a ladder", "--memory", mem, "--positive", "ladder")
     assert out.returncode == 0 and "Q+ ['ladder']" in out.stdout and "rake" not in out.stdout
@@ -321,6 +321,45 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
     assert "VERIFIED (rake)" in out.stdout
     stats = json.loads(cli("memory", "stats", "--memory", mem).stdout)
     assert stats["nodes"]["text"] == 1 and stats["edges"]["NOT_HAS"] == 1
+
+
+def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"title": f"P{i}", "text": f"Passage {i} names Ada {i}."}
+                                  for i in range(3)]))  # fmt: skip
+    mem = str(tmp_path / "mem")
+    asked = []
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        asked.append(text)
+        if "Passage 1" in text and broken:
+            return '{"entities": ["Ada 1'  # cut off, as a model that runs out of tokens
+        return json.dumps({"entities": [text.rsplit("names ", 1)[1].rstrip(".\n ")]})
+
+    def ingest():
+        return subprocess.run(
+            [sys.executable, "-m", "hopgraph.cli", "memory", "ingest", str(corpus), "--memory",
+             mem, "--base-url", server.base_url, "--model", "scripted"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+
+    with ScriptedServer(reply) as server:
+        broken = True
+        out = ingest()
+        assert out.returncode == 1 and "failed" in out.stderr and "(P1)" in out.stderr
+        assert "2 memories stored" in out.stdout
+        asked.clear()
+        broken = False
+        out = ingest()
+    assert out.returncode == 0, out.stderr
+    assert "1 memories stored, 2 already there, 0 failed" in out.stdout
+    assert len(asked) == 1 and "Passage 1" in asked[0]  # only the missing text was extracted
+    stats = json.loads(
+        subprocess.run([sys.executable, "-m", "hopgraph.cli", "memory", "stats", "--memory", mem],
+                       capture_output=True, text=True).stdout
+    )  # fmt: skip
+    assert stats["nodes"]["text"] == 3 and stats["edges"]["MENTIONS"] == 3
 
 
 # -- two processes at once -------------------------------------------------------------------

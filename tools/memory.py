@@ -48,27 +48,35 @@ def ingest_text(
     source: str = "",
     present: list[str] = (),  # type: ignore[assignment]
     absent: list[str] = (),  # type: ignore[assignment]
+    skip_stored: bool = False,
 ) -> AddReport:
     """The knowledge pathway (Sec. 3.2.2): chunks, each chunk's entities by the LLM as
     MENTIONS edges (Eq. 7). ``present`` / ``absent`` are facts the caller asserts about the
-    text as a whole (stored as HAS / NOT_HAS with score 1)."""
+    text as a whole (stored as HAS / NOT_HAS with score 1). ``skip_stored`` leaves chunks the
+    memory already holds alone, before any LLM call (a re-run resumes)."""
     chunks = chunk_paragraphs(text)
     if not chunks:
         raise ValueError(f"no text to store (source {source!r} is empty)")
+    memory = polar_memory(ctx)
+    provenance = f"entities by {ctx.model}" + ("; asserted by caller" if present or absent else "")
     observations = [
         Observation(
             kind="text",
             content=chunk,
             source=source,
-            mentions=roles.extract_entities(chunk, ctx),
             has=dict.fromkeys(present, 1.0),
             not_has=dict.fromkeys(absent, 1.0),
-            provenance=f"entities by {ctx.model}"
-            + ("; asserted by caller" if present or absent else ""),  # fmt: skip
+            provenance=provenance,
         )
         for chunk in chunks
     ]
-    return polar_memory(ctx).add(observations)
+    held = memory.stored([o.id for o in observations]) if skip_stored else set()
+    todo = [o for o in observations if o.id not in held]
+    for o in todo:
+        o.mentions = roles.extract_entities(o.content, ctx)
+    report = memory.add(todo)
+    report.skipped = len(held)
+    return report
 
 
 @dataclass
