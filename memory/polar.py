@@ -206,6 +206,17 @@ class AddReport:
     seconds: float = 0.0
 
 
+@dataclass
+class _Snapshot:
+    """One version of the memory as recall reads it: ids, z_sem rows, concept rows."""
+
+    version: int
+    ids: list[str]
+    matrix: np.ndarray
+    index: dict[str, int]
+    rows: dict[tuple[str, tuple[str, ...]], np.ndarray] = field(default_factory=dict)
+
+
 class PolarMemory:
     """A polarized graph memory in a folder: ``graph.sqlite`` and ``chroma/``."""
 
@@ -221,7 +232,7 @@ class PolarMemory:
         self._flock = FileLock(str(self.path / "write.lock"), timeout=120)
         self._client = None
         self._client_version = -1
-        self._vectors: tuple[int, list[str], np.ndarray, dict[str, int]] | None = None
+        self._snapshot: _Snapshot | None = None
         with self._db() as db:
             db.executescript(SCHEMA)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('version', '0')")
@@ -407,13 +418,15 @@ class PolarMemory:
     # -- reading ----------------------------------------------------------------------------
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every memory's id and z_sem (n, d), cached until the memory's version changes."""
-        return self._cached_vectors()[:2]
+        snap = self._current()
+        return snap.ids, snap.matrix
 
-    def _cached_vectors(self) -> tuple[list[str], np.ndarray, dict[str, int]]:
-        """``vectors()`` and each id's row."""
+    def _current(self) -> _Snapshot:
+        """The vectors and concept rows of the memory's current version (reloaded after any
+        write, by this process or another)."""
         version = self.version()
-        if self._vectors is not None and self._vectors[0] == version:
-            return self._vectors[1:]
+        if self._snapshot is not None and self._snapshot.version == version:
+            return self._snapshot
         ids: list[str] = []
         chunks = []
         with self._chroma() as col:
@@ -424,8 +437,22 @@ class PolarMemory:
                 ids += res["ids"]
                 chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, self.embedder.dim), np.float32)
-        self._vectors = (version, ids, matrix, {i: n for n, i in enumerate(ids)})
-        return self._vectors[1:]
+        self._snapshot = _Snapshot(version, ids, matrix, {i: n for n, i in enumerate(ids)})
+        return self._snapshot
+
+    def _rows(self, snap: _Snapshot, concepts: set[str], kinds: tuple[str, ...]) -> np.ndarray:
+        """Vector rows of the memories with a ``kinds`` edge to any of ``concepts``; each
+        concept's rows are read from the graph once per version."""
+        parts = []
+        for c in concepts:
+            key = (c, kinds)
+            if key not in snap.rows:
+                found = _sources(self._db(), {c}, kinds)
+                snap.rows[key] = np.array(
+                    sorted(snap.index[i] for i in found if i in snap.index), dtype=np.int64
+                )
+            parts.append(snap.rows[key])
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def recall(
         self,
@@ -454,14 +481,19 @@ class PolarMemory:
                 res = col.query(query_embeddings=q[None, :], n_results=min(k, n))
             sims = (1 - np.asarray(res["distances"][0])).tolist()
             return self._labelled(list(zip(res["ids"][0], sims, strict=True)), pos, neg)
-        ids, z, index = self._cached_vectors()
+        import torch  # loaded already: the embedder runs on it
+
+        snap = self._current()
+        ids = snap.ids
         if not ids:
             return []
-        s_sem = z @ q  # Eq. Alg. 1 line 5 (unit vectors: cosine)
-        entail, conflict = self._logic(pos, neg)
+        # Alg. 1 line 5 (unit vectors: cosine), in torch: numpy's OpenBLAS threads keep
+        # spinning after a product and slowed the next query embedding fourfold
+        s_sem = (torch.from_numpy(snap.matrix) @ torch.from_numpy(q)).numpy()
         s_log = np.zeros(len(ids), dtype=np.int8)
-        s_log[[index[i] for i in entail if i in index]] = 1  # lines 10-11
-        s_log[[index[i] for i in conflict if i in index]] = -1  # lines 8-9
+        s_log[self._rows(snap, pos, POSITIVE)] = 1  # lines 10-11: Q+ ∩ C+(v)
+        s_log[self._rows(snap, pos, ("NOT_HAS",))] = -1  # lines 8-9: Q+ ∩ C-(v)
+        s_log[self._rows(snap, neg, POSITIVE)] = -1  # lines 8-9: Q- ∩ C+(v)
         # lines 17-19: lexicographic (s_log, s_sem), descending. |s_sem| <= 1, so s_log * 4
         # + s_sem orders exactly like the tuple; conflicts are dropped, not just sunk.
         key = np.where(s_log < 0, -np.inf, s_log * 4.0 + s_sem)
@@ -472,14 +504,6 @@ class PolarMemory:
         top = np.argpartition(-key, take - 1)[:take]
         top = top[np.argsort(-key[top], kind="stable")]
         return self._labelled([(ids[t], float(s_sem[t])) for t in top], pos, neg)
-
-    def _logic(self, pos: set[str], neg: set[str]) -> tuple[set[str], set[str]]:
-        """Memories entailing a wanted concept, and memories breaking a constraint:
-        Q+ ∩ C-(v) or Q- ∩ C+(v) (Alg. 1 line 8)."""
-        db = self._db()
-        entail = _sources(db, pos, POSITIVE)
-        conflict = _sources(db, pos, ("NOT_HAS",)) | _sources(db, neg, POSITIVE)
-        return entail - conflict, conflict
 
     def _labelled(self, hits: list[tuple[str, float]], pos: set[str], neg: set[str]):
         """Recalled items for ``hits`` (id, s_sem) with their logical state from the graph;
