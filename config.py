@@ -99,13 +99,39 @@ class Context:
     """Reranking requests in flight at once."""
 
     # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
+    # Paper defaults; the authors' public code uses beta=0.01, lambda=1.
     mabdqa_alpha: float = 0.8
+    """Weight of the page judgement against late interaction (Eq. 8)."""
     mabdqa_beta: float = 0.1
+    """Weight of the hypergraph term (Eq. 8)."""
     mabdqa_lambda: float = 0.75
+    """Arm confidence against page degree inside the hypergraph term (Eq. 8)."""
     mabdqa_theta_g: float = 0.8
+    """Page-graph edge threshold (Eq. 2)."""
     mabdqa_theta_h: int = 10
+    """Pages per hyperedge (Algorithm 1)."""
     mabdqa_m: int = 20
+    """Pages judged by the bandit walk (Algorithm 2's iterations)."""
     mabdqa_seed: int = 42
+    mabdqa_top_pages: int = 4
+    """Pages the answer reads (the paper's Top-4)."""
+    mabdqa_retriever: str = "bandit"
+    """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
+    mabdqa_page_graph: bool = True
+    """Off: no query-agnostic page graph (Table 6 ablation)."""
+    mabdqa_atoms_only: bool = False
+    """On: arms are the atomic subqueries only, no global query (Table 6 ablation)."""
+    mabdqa_question_reflection: bool = True
+    mabdqa_answer_reflection: bool = True
+    """Off: the initial answer is final and the hypergraph is never re-entered."""
+    mabdqa_reentries: int = 1
+    """Times HRRA may re-enter the hypergraph for more pages when the answer falls short."""
+    mabdqa_reentry_m: int = 8
+    """Pages judged per re-entry."""
+    mabdqa_max_aspects: int = 5
+    mabdqa_page_chars: int = 1500
+    """Page text the LLM reads per page when no VLM sees the page image."""
+    mabdqa_judge_tokens: int = 160
 
     # -- PolarMem (polarmem.txt) -------------------------------------------------------
     polar_dir: str = "polarmem"

@@ -238,6 +238,8 @@ class Runner:
             payload, streaming = {"question": q.question}, True
             if q.images and "images" in self.graph.channels:
                 payload["images"] = q.images
+            if q.doc and "doc" in self.graph.channels:
+                payload["doc"] = q.doc
         began = time.perf_counter()
         error = None
         with open(trace_path, "a", encoding="utf-8") as trace:

@@ -9,6 +9,7 @@ GRAPHS = {
     "rag": "hopgraph.graphs.rag",
     "qdrag": "hopgraph.graphs.qdrag",
     "mmapg": "hopgraph.graphs.mmapg",
+    "mabdqa": "hopgraph.graphs.mabdqa",
 }
 """Agent name -> module holding its compiled ``graph`` (grown by each method's issue)."""
 

@@ -348,6 +348,16 @@ class KnowledgeBase:
         self._vectors[modality] = (ids, matrix, size)
         return ids, matrix
 
+    def pages_of(self, source: str) -> list[Hit]:
+        """One document's page items (by file name) in page order; empty if none."""
+        col = self.collection("page", create=False)
+        if col is None:
+            return []
+        res = col.get(where={"source": source}, include=["documents", "metadatas"])
+        hits = [_hit(i, d, m, 1.0) for i, d, m in zip(res["ids"], res["documents"],
+                                                      res["metadatas"], strict=True)]  # fmt: skip
+        return sorted(hits, key=lambda h: h.page or 0)
+
     def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Hit]:
         col = self.collection(modality, create=False)
         size = col.count() if col is not None else 0

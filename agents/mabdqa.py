@@ -1,0 +1,112 @@
+"""MAB-DQA's model roles (mab-dqa.txt Sec. 3.2-3.4, App. C): aspect subqueries, the page
+judge whose score is the bandit's reward, and the reflective answerer (HRRA).
+
+Pages go to the VLM as images where one is configured; otherwise the LLM reads the page's text
+layer, and every call says so in the trace (``described``)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from hopgraph.config import Context
+from hopgraph.memory.kb import Hit
+from hopgraph.models import chat_model, user, vlm_model
+from hopgraph.models.events import emit
+from hopgraph.prompts import prompts_for
+
+log = logging.getLogger(__name__)
+UNPARSED_SCORE = 3  # the authors' code reads an unparsable judgement as 3 ("moderately")
+NOT_ANSWERABLE = "Not answerable"
+_SCORE = re.compile(r"\b([1-5])\b")
+
+
+def _render(ctx: Context, name: str, **kw: Any) -> str:
+    return prompts_for(ctx.prompts_dir).render(f"mabdqa/{name}", **kw)
+
+
+def _page_view(page: Hit, ctx: Context) -> dict[str, Any]:
+    text = " ".join(page.text.split())
+    if len(text) > ctx.mabdqa_page_chars:
+        text = text[: ctx.mabdqa_page_chars].rsplit(" ", 1)[0] + " …"
+    return {"page": page.page, "text": text or "(no text on this page)"}
+
+
+def _pages_message(prompt_name: str, pages: list[Hit], ctx: Context, **kw: Any):
+    """(model, message) for a prompt over pages: their images to the VLM, else their text."""
+    vlm = vlm_model(ctx)
+    images = [p.path for p in pages if p.path]
+    if vlm is not None and len(images) == len(pages) and pages:
+        prompt = _render(
+            ctx, prompt_name, described=False, pages=[_page_view(p, ctx) for p in pages], **kw
+        )
+        return vlm, user(prompt, images, ctx.max_image_pixels)
+    prompt = _render(
+        ctx, prompt_name, described=True, pages=[_page_view(p, ctx) for p in pages], **kw
+    )
+    return chat_model(ctx), user(prompt)
+
+
+def aspects(question: str, ctx: Context) -> list[str]:
+    """The aspect subqueries q_1..q_M (App. C.1): key phrases, comma separated."""
+    reply = chat_model(ctx).complete(
+        [user(_render(ctx, "aspects", question=question, max_aspects=ctx.mabdqa_max_aspects))],
+        role="decomposer",
+        template="mabdqa/aspects",
+        max_tokens=80,
+    )
+    phrases = [p.strip().strip("\"'.-*").strip() for p in reply.replace("\n", ",").split(",")]
+    out = list(dict.fromkeys(p for p in phrases if p and len(p) <= 120))
+    return out[: ctx.mabdqa_max_aspects]
+
+
+def parse_score(reply: str) -> int | None:
+    """The judgement 1-5: the last such number on the reply's last non-empty lines."""
+    for line in reversed([ln for ln in reply.strip().splitlines() if ln.strip()][-3:]):
+        found = _SCORE.findall(line)
+        if found:
+            return int(found[-1])
+    return None
+
+
+def judge_page(question: str, page: Hit, ctx: Context) -> float:
+    """s_vlm: the page's relevance 1-5 mapped to (s - 1) / 4 (App. C.2); unparsable -> 3."""
+    text = _page_view(page, ctx)["text"]
+    model, message = _pages_message(
+        "judge_page", [page], ctx, question=question, page=page.page, text=text
+    )
+    reply = model.complete([message], role="page_judge", template="mabdqa/judge_page",
+                           max_tokens=ctx.mabdqa_judge_tokens)  # fmt: skip
+    score = parse_score(reply)
+    if score is None:
+        log.warning("page judgement without a 1-5 score (read as %d): %r", UNPARSED_SCORE, reply)
+        emit({"event": "judge_unparsed", "page": page.page, "reply": reply[-200:]})
+        score = UNPARSED_SCORE
+    return (score - 1) / 4
+
+
+def answer(question: str, pages: list[Hit], ctx: Context) -> str:
+    """An answer from the pages only, or "Not answerable" (App. C.4)."""
+    model, message = _pages_message("answer", pages, ctx, question=question)
+    reply = model.complete([message], role="answerer", template="mabdqa/answer", max_tokens=64)
+    text = reply.strip().splitlines()[0].strip() if reply.strip() else ""
+    if not text or "not answerable" in text.lower():
+        return NOT_ANSWERABLE
+    return text
+
+
+def reflect_question(question: str, pages: list[Hit], ctx: Context) -> str:
+    """The question made specific with what the pages show (App. C.5)."""
+    model, message = _pages_message("reflect_question", pages, ctx, question=question)
+    reply = model.complete([message], role="question_reflector",
+                           template="mabdqa/reflect_question", max_tokens=80)  # fmt: skip
+    lines = [ln.strip().strip('"') for ln in reply.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else question
+
+
+def answer_responds(question: str, answer_text: str, ctx: Context) -> float:
+    """P(Yes) that the answer responds to the question (App. C.6)."""
+    prompt = _render(ctx, "reflect_answer", question=question, answer=answer_text)
+    return chat_model(ctx).p_yes([user(prompt)], role="answer_reflector",
+                                 template="mabdqa/reflect_answer")  # fmt: skip

@@ -1,0 +1,223 @@
+"""``mabdqa``: long-document QA over one PDF's pages (mab-dqa.txt): aspect subqueries, the
+query-aware page hypergraph (Algorithm 1), Thompson-sampling bandit retrieval (Algorithm 2) and
+the hypergraph-based reflective reasoning agent (HRRA, Sec. 3.4).
+
+Each question names its document (``doc``, the PDF's file name as indexed). Context switches:
+``mabdqa_retriever`` = bandit | li (plain late-interaction top-k, the M3DocRAG-style baseline);
+the Table 6 ablations ``mabdqa_page_graph``, ``mabdqa_atoms_only``,
+``mabdqa_question_reflection``, ``mabdqa_answer_reflection``.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Annotated, Any, TypedDict
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from hopgraph.agents import mabdqa as roles
+from hopgraph.config import Context
+from hopgraph.models.events import emit
+from hopgraph.tools.bandit import Arms, bandit_retrieve
+from hopgraph.tools.kb_search import hit_dict, knowledge_base
+from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
+from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
+
+RETRIEVERS = ("bandit", "li")
+
+
+class State(TypedDict, total=False):
+    question: str
+    doc: str
+    subqueries: list[str]
+    walk: dict[str, Any]
+    """The bandit's state, kept so HRRA can re-enter: judged pages, arms, last page."""
+    ranking: list[str]
+    """Page ids, best first."""
+    asked: str
+    """The question as the question reflection rewrote it."""
+    attempts: Annotated[list[dict[str, Any]], operator.add]
+    """Each answer HRRA produced: the question it answered, from which pages, and whether
+    the answer reflection found that it responds."""
+    kept: list[dict[str, Any]]
+    """The pages the last answer read (the runner scores them as the kept contexts)."""
+    responds: float
+    """P(Yes) of the answer reflection for the last answer."""
+    answer: str
+    response: str
+
+
+def _ctx(runtime: Runtime[Context]) -> Context:
+    ctx = runtime.context or Context()
+    if ctx.mabdqa_retriever not in RETRIEVERS:
+        raise ValueError(
+            f"mabdqa_retriever must be one of {RETRIEVERS}, not {ctx.mabdqa_retriever!r}"
+        )
+    return ctx
+
+
+def _document(state: State, ctx: Context) -> DocumentPages:
+    doc = state.get("doc", "")
+    if not doc:
+        raise ValueError("mabdqa answers over one document: the question names none (field doc)")
+    return document_pages(knowledge_base(ctx), doc)
+
+
+def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
+    """H for the state's subqueries (rebuilt when needed, never stored: it derives from them)."""
+    kb = knowledge_base(ctx)
+    subqueries = state.get("subqueries") or [state["question"]]
+    return build_hypergraph(
+        subqueries,
+        [query_vectors(kb, q) for q in subqueries],
+        pages.vectors,
+        theta_g=ctx.mabdqa_theta_g,
+        theta_h=ctx.mabdqa_theta_h,
+        atoms_only=ctx.mabdqa_atoms_only,
+        with_page_graph=ctx.mabdqa_page_graph,
+    )
+
+
+def _emit_ranking(query: str, ids: list[str], scores: list[float], began: float, role: str):
+    emit(
+        {
+            "event": "retrieval",
+            "role": role,
+            "query": query,
+            "ids": ids,
+            "scores": [round(s, 4) for s in scores],
+            "latency_s": round(time.perf_counter() - began, 5),
+        }
+    )
+
+
+def decompose(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    if ctx.mabdqa_retriever == "li":
+        return {"subqueries": []}
+    return {"subqueries": roles.aspects(state["question"], ctx)}
+
+
+def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -> State:
+    """Run (or continue) the bandit walk with ``m`` judgements; the new ranking and state."""
+    began = time.perf_counter()
+    pages = _document(state, ctx)
+    h = _hypergraph(state, pages, ctx)
+    prior = state.get("walk") or {}
+    arms = Arms(np.array(prior["a"]), np.array(prior["b"])) if prior else None
+    judged = {int(p): s for p, s in prior.get("judged", {}).items()}
+
+    def judge(p: int) -> float:
+        return roles.judge_page(question, pages.pages[p], ctx)
+
+    def on_step(step: dict[str, Any]) -> None:
+        emit({"event": "bandit_step", "page_id": pages.pages[step["page"]].id, **step})
+
+    walk = bandit_retrieve(
+        h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta, lam=ctx.mabdqa_lambda,
+        seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
+        start=prior.get("current"), on_step=on_step,
+    )  # fmt: skip
+    ids = [pages.pages[p].id for p in walk.ranking]
+    if not prior:
+        emit({"event": "hypergraph", "subqueries": h.subqueries,
+              "hyperedges": [[pages.pages[p].page for p in e] for e in h.edges],
+              "page_graph_edges": sum(len(a) for a in h.graph) // 2})  # fmt: skip
+        _emit_ranking(state["question"], ids, walk.scores, began, "mabdqa_bandit")
+    last = walk.steps[-1]["page"] if walk.steps else prior.get("current")
+    return {
+        "ranking": ids,
+        "walk": {
+            "a": walk.arms.a.tolist(),
+            "b": walk.arms.b.tolist(),
+            "judged": {str(p): s for p, s in walk.judged.items()},
+            "current": last,
+        },
+    }
+
+
+def retrieve(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    if ctx.mabdqa_retriever == "bandit":
+        return _walk(state, ctx, state["question"], ctx.mabdqa_m, 0)
+    began = time.perf_counter()  # the baseline: LI(q, p) of the raw question, top-k
+    pages = _document(state, ctx)
+    scores = late_interaction(query_vectors(knowledge_base(ctx), state["question"]), pages.vectors)
+    order = np.argsort(-scores, kind="stable")
+    ids = [pages.pages[p].id for p in order]
+    _emit_ranking(state["question"], ids, [float(scores[p]) for p in order], began, "mabdqa_li")
+    return {"ranking": ids}
+
+
+def answer(state: State, runtime: Runtime[Context]) -> State:
+    ctx = _ctx(runtime)
+    question = state.get("asked") or state["question"]
+    top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
+    text = roles.answer(question, top, ctx)
+    attempt = {"question": question, "pages": [h.page for h in top], "answer": text}
+    kept = [hit_dict(h) for h in top]
+    return {"answer": text, "response": text, "attempts": [attempt], "kept": kept}
+
+
+def reflect(state: State, runtime: Runtime[Context]) -> State:
+    """Question reflection (App. C.5), then answer reflection (App. C.6) of the last answer."""
+    ctx = _ctx(runtime)
+    out: State = {}
+    if ctx.mabdqa_question_reflection and not state.get("asked"):
+        top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
+        out["asked"] = roles.reflect_question(state["question"], top, ctx)
+    if ctx.mabdqa_answer_reflection:
+        last = state["attempts"][-1]
+        p = roles.answer_responds(out.get("asked") or last["question"], last["answer"], ctx)
+        out["responds"] = p
+    return out
+
+
+def after_reflect(state: State, runtime: Runtime[Context]) -> str:
+    """Re-enter the hypergraph while the answer falls short and re-entries remain."""
+    ctx = _ctx(runtime)
+    if not ctx.mabdqa_answer_reflection or state.get("responds", 1.0) >= 0.5:
+        return "finish"
+    if ctx.mabdqa_retriever != "bandit" or len(state["attempts"]) > ctx.mabdqa_reentries:
+        return "finish"
+    return "reenter"
+
+
+def reenter(state: State, runtime: Runtime[Context]) -> State:
+    """More pages from the hypergraph, judged against the reflected question."""
+    ctx = _ctx(runtime)
+    question = state.get("asked") or state["question"]
+    return _walk(state, ctx, question, ctx.mabdqa_reentry_m, len(state["attempts"]))
+
+
+def finish(state: State, runtime: Runtime[Context]) -> State:
+    walk = state.get("walk") or {}
+    emit(
+        {
+            "event": "run_summary",
+            "pages_judged": len(walk.get("judged", {})),
+            "reentries": len(state.get("attempts", [])) - 1,
+            "not_answerable": state.get("answer") == roles.NOT_ANSWERABLE,
+        }
+    )
+    return {}
+
+
+builder = StateGraph(State, context_schema=Context)
+builder.add_node("decompose", decompose)
+builder.add_node("retrieve", retrieve)
+builder.add_node("answer", answer)
+builder.add_node("reflect", reflect)
+builder.add_node("reenter", reenter)
+builder.add_node("finish", finish)
+builder.add_edge(START, "decompose")
+builder.add_edge("decompose", "retrieve")
+builder.add_edge("retrieve", "answer")
+builder.add_edge("answer", "reflect")
+builder.add_conditional_edges("reflect", after_reflect, ["reenter", "finish"])
+builder.add_edge("reenter", "answer")
+builder.add_edge("finish", END)
+graph = builder.compile(name="mabdqa")

@@ -1,0 +1,177 @@
+"""The mabdqa graph end to end: scripted model over HTTP, real knowledge base, runner, traces."""
+
+import json
+
+import pytest
+from scripted_server import ScriptedServer
+
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.evaluate import score_prediction
+from hopgraph.evals.report import read_trace
+from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.memory.sources import page_id, page_key
+
+DOC = "annual-report.pdf"
+TOPICS = ["staff canteen menu", "parking rules for visitors", "history of the harbour office",
+          "the board of directors", "fire drill schedule", "library opening hours",
+          "IT helpdesk contacts", "the budget for 2021 was 4.2 million crowns",
+          "budget planning rules and the 2021 budget review", "cleaning contracts",
+          "holiday calendar", "printer locations"]  # fmt: skip
+
+
+def page_text(n, topic):
+    return f"Annual report, page {n}.\nThis page describes {topic} in some detail.\n"
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kb")
+    KnowledgeBase(path).add(
+        [
+            Item(
+                "page",
+                page_key(DOC, n),
+                page_text(n, t),
+                title=f"annual-report p.{n}",
+                source=DOC,
+                page=n,
+            )
+            for n, t in enumerate(TOPICS, 1)
+        ]  # fmt: skip
+        + [
+            Item(
+                "page",
+                page_key("other.pdf", 1),
+                page_text(1, "the budget of another firm"),
+                source="other.pdf",
+                page=1,
+            )
+        ]  # fmt: skip
+    )
+    return path
+
+
+def reply_for(calls, first_answer="Not answerable"):
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        text = text if isinstance(text, str) else " ".join(p.get("text", "") for p in text)
+        if body.get("logprobs"):  # answer reflection: does the answer respond?
+            calls.append("reflect_answer")
+            return 0.1 if "Answer: Not answerable" in text else 0.9
+        if "You prepare searches in a long document" in text:
+            calls.append("aspects")
+            return "2021 budget, budget amount"
+        if "You check whether one page" in text:
+            calls.append("judge")
+            if "harbour office" in text:
+                return "I cannot tell."  # unparsable: read as 3
+            return (
+                "The page states the figure.\n5"
+                if "2021 budget" in text or "budget for 2021" in text
+                else "Nothing here.\n1"
+            )  # noqa: E501
+        if "Rewrite the question" in text:
+            calls.append("reflect_question")
+            return "What was the budget for 2021 in crowns?"
+        if "Answer the question from these pages only" in text:
+            calls.append("answer")
+            answered = sum(c == "answer" for c in calls)
+            return first_answer if answered == 1 else "4.2 million crowns"
+        raise AssertionError(f"unscripted prompt: {text[:100]}")
+
+    return reply
+
+
+def run(tmp_path, kb_dir, calls, questions=None, **fields):
+    qfile = tmp_path / "q.jsonl"
+    write_questions(
+        questions
+        or [Question("q1", "How large was the 2021 budget?", ["4.2 million"], doc=DOC,
+                     evidence=[page_id(DOC, 8), page_id(DOC, 9)]
+                     )],
+        qfile,
+    )  # fmt: skip
+    with ScriptedServer(reply_for(calls, fields.pop("first_answer", "Not answerable"))) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
+                      mabdqa_m=6, mabdqa_reentry_m=3, mabdqa_theta_h=4, **fields)  # fmt: skip
+        Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
+    preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    events = [
+        r["data"] for r in read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+        if r.get("mode") == "custom"
+    ]  # fmt: skip
+    return preds, events
+
+
+def test_bandit_finds_the_budget_pages_and_hrra_reenters_after_not_answerable(tmp_path, kb_dir):
+    calls = []
+    preds, events = run(tmp_path, kb_dir, calls)
+    pred = preds["q1"]
+    assert pred["error"] is None, pred["error"]
+    steps = [e for e in events if e.get("event") == "bandit_step"]
+    assert len(steps) == 6 + 3  # m judgements, then m' more on re-entry
+    assert calls.count("judge") == 9 and calls.count("aspects") == 1
+    assert len({s["page"] for s in steps}) == 9  # never the same page twice
+    assert {page_id(DOC, 8), page_id(DOC, 9)} == set(pred["retrieved"][:2])
+    assert all(i.startswith("page-") and i != page_id("other.pdf", 1) for i in pred["retrieved"])
+    assert len(pred["retrieved"]) == len(TOPICS)
+    # HRRA: "Not answerable" did not respond, so the hypergraph was re-entered once
+    assert calls.count("answer") == 2 and calls.count("reflect_question") == 1
+    assert pred["answer"] == "4.2 million crowns"
+    (summary,) = [e for e in events if e.get("event") == "run_summary"]
+    assert summary["reentries"] == 1 and summary["pages_judged"] == 9
+    scores = score_prediction(pred)
+    assert scores["recall@1"] == 0.5 and scores["recall@3"] == 1.0 and scores["mrr@5"] == 1.0
+    assert scores["kept_recall"] == 1.0 and scores["kept_contexts"] == 4
+    (hyper,) = [e for e in events if e.get("event") == "hypergraph"]
+    assert hyper["subqueries"][-1] == "2021 budget budget amount"  # the global query E_q
+
+
+def test_an_answer_that_responds_ends_without_reentering(tmp_path, kb_dir):
+    calls = []
+    preds, _ = run(tmp_path, kb_dir, calls, first_answer="4.2 million")
+    assert preds["q1"]["answer"] == "4.2 million" and calls.count("answer") == 1
+    assert calls.count("judge") == 6
+
+
+def test_li_baseline_and_ablations(tmp_path, kb_dir):
+    calls = []
+    baseline = {"mabdqa_retriever": "li", "mabdqa_question_reflection": False,
+                "mabdqa_answer_reflection": False}  # fmt: skip
+    preds, events = run(tmp_path / "li", kb_dir, calls, **baseline)
+    assert calls == ["answer"]  # no aspects, no judgements, no reflection
+    assert not [e for e in events if e.get("event") == "bandit_step"]
+    assert len(preds["q1"]["retrieved"]) == len(TOPICS)
+    calls = []
+    preds, events = run(tmp_path / "abl", kb_dir, calls, mabdqa_page_graph=False,
+                        mabdqa_atoms_only=True, mabdqa_question_reflection=False)  # fmt: skip
+    (hyper,) = [e for e in events if e.get("event") == "hypergraph"]
+    assert hyper["page_graph_edges"] == 0 and "2021 budget budget amount" not in hyper["subqueries"]
+    assert "reflect_question" not in calls and preds["q1"]["error"] is None
+
+
+def test_bad_questions_fail_alone(tmp_path, kb_dir):
+    calls = []
+    questions = [
+        Question("q1", "How large was the 2021 budget?", ["4.2 million"], doc=DOC),
+        Question("q2", "Which document?", ["x"]),  # no doc
+        Question("q3", "Which pages?", ["x"], doc="missing.pdf"),
+    ]
+    preds, _ = run(tmp_path, kb_dir, calls, questions=questions, first_answer="4.2 million")
+    assert preds["q1"]["error"] is None
+    assert "names none (field doc)" in preds["q2"]["error"]
+    assert "holds no pages of 'missing.pdf'" in preds["q3"]["error"]
+
+
+def test_page_vectors_are_cached_per_document(tmp_path, kb_dir):
+    from hopgraph.tools.page_vectors import document_pages
+
+    kb = KnowledgeBase(kb_dir)
+    first = document_pages(kb, DOC)
+    cached = list((kb_dir / "page_vectors").glob("annual-report.pdf-*.npz"))
+    assert len(cached) == 1 and [p.page for p in first.pages] == list(range(1, 13))
+    again = document_pages(kb, DOC)
+    assert all((a == b).all() for a, b in zip(first.vectors, again.vectors, strict=True))
+    assert json.dumps([len(v) for v in first.vectors]) == json.dumps([2] * 12)

@@ -1,0 +1,99 @@
+"""Multi-vector page and query embeddings for late interaction (mab-dqa.txt Sec. 3.1).
+
+Where ColPali weights exist, its patch vectors are the page's; on CPU there are none, so a page
+is its own text split into lines (short lines merged, long ones split into sentences), each
+line one text-encoder vector: LI(q, p) of Eq. 1 keeps its shape. The vectors of one document
+are cached beside the knowledge base, keyed by the page texts and the encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.memory.kb import Hit, KnowledgeBase
+
+MIN_WORDS = 4  # a shorter line joins the next (headers, numbers, table cells)
+MAX_WORDS = 60  # a longer line is split into sentences
+MAX_UNITS = 96  # per page, so one dense page cannot dominate the cost
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+_CLAUSE = re.compile(r"\s*(?:[,;:?]|\band\b|\bor\b)\s*")
+
+
+def page_units(text: str) -> list[str]:
+    """A page's text as units of MIN_WORDS..MAX_WORDS words, in reading order."""
+    units: list[str] = []
+    carry = ""
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line:
+            continue
+        line = f"{carry} {line}".strip() if carry else line
+        if len(line.split()) < MIN_WORDS:
+            carry = line
+            continue
+        carry = ""
+        if len(line.split()) > MAX_WORDS:
+            units += [s for s in _SENTENCE.split(line) if s]
+        else:
+            units.append(line)
+    if carry:
+        units.append(carry)
+    return units[:MAX_UNITS]
+
+
+def query_units(query: str) -> list[str]:
+    """The query split the same way, down to clauses: one vector per aspect it names (the
+    closest a sentence encoder comes to ColPali's one vector per query token)."""
+    parts = [p.strip() for p in _CLAUSE.split(" ".join(query.split())) if p and p.strip()]
+    parts = [p for p in parts if len(p.split()) >= 2] or [query.strip()]
+    return list(dict.fromkeys(parts))
+
+
+@dataclass
+class DocumentPages:
+    """One document's pages in page order, with each page's unit vectors."""
+
+    doc: str
+    pages: list[Hit]
+    vectors: list[np.ndarray]
+
+
+def document_pages(kb: KnowledgeBase, doc: str) -> DocumentPages:
+    """The pages the knowledge base holds for ``doc`` (a PDF's file name) and their vectors."""
+    hits = kb.pages_of(doc)
+    if not hits:
+        raise LookupError(
+            f"the knowledge base at {kb.path} holds no pages of {doc!r}; index the PDF first "
+            f"(hopgraph index <folder of PDFs> --kb ...)"
+        )
+    units = [page_units(h.text) for h in hits]
+    key = hashlib.sha1(
+        "\x00".join([kb.embedder.name, *("\x01".join(u) for u in units)]).encode()
+    ).hexdigest()[:16]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
+    cache = Path(kb.path) / "page_vectors" / f"{name}-{key}.npz"
+    if cache.is_file():
+        with np.load(cache) as z:
+            flat, offsets = z["flat"], z["offsets"]
+    else:
+        flat = kb.embedder.encode([u for page in units for u in page])
+        offsets = np.cumsum([0, *(len(u) for u in units)])
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp.npz")
+        np.savez(tmp, flat=flat, offsets=offsets)
+        tmp.replace(cache)
+    dim = kb.embedder.dim
+    vectors = [
+        flat[offsets[i] : offsets[i + 1]] if offsets[i + 1] > offsets[i] else np.zeros((0, dim))
+        for i in range(len(hits))
+    ]
+    return DocumentPages(doc, hits, vectors)
+
+
+def query_vectors(kb: KnowledgeBase, query: str) -> np.ndarray:
+    return kb.embedder.encode(query_units(query))
