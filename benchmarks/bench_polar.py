@@ -1,0 +1,268 @@
+"""PolarMem benchmark (figures, not a test).
+
+    .venv/bin/python benchmarks/bench_polar.py scenes --sizes 10000 100000 [--parse 30]
+    .venv/bin/python benchmarks/bench_polar.py text runs/polar-hotpot
+
+scenes: memories of concept sets with planted negations (a theme's plausible objects, some
+verified present, one to three verified absent), built straight into the store (no VLM exists
+here), then queries "a <theme> with a <a> but no <b>" with their constraints Q+ = {a},
+Q- = {b} given. For logic-first (Algorithm 1) and vanilla similarity recall (Eq. 2) on the same
+memory: the share of recalled items that violate a constraint, the share that satisfy both
+(wanted), and recall latency (median, p95) at each size. ``--parse N`` also parses N queries
+with the embedded LLM (App. B prompt 3) and reports how often Q+ / Q- come out exactly.
+
+text: a memory built by ``hopgraph memory ingest`` from HotpotQA passages (entities by the
+LLM); queries "<X> but not <Y>" for concepts X, Y mentioned together in some passage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from hopgraph.memory.polar import Observation, PolarMemory, normalize_concept
+
+THEMES = {
+    "kitchen": "cup plate knife fork spoon kettle toaster sink stove bowl bottle table chair "
+    "microwave refrigerator pan",
+    "street": "car bus bicycle traffic light stop sign bench pedestrian truck motorcycle "
+    "lamp post fire hydrant dog tree",
+    "office": "laptop keyboard monitor mouse chair table phone printer lamp book bottle "
+    "plant clock backpack",
+    "beach": "umbrella surfboard towel boat dog bird kite chair bottle bucket sandcastle "
+    "ball sunglasses",
+    "park": "bench tree dog bicycle kite ball frisbee bird fountain lamp post person "
+    "stroller picnic basket",
+    "living room": "sofa television lamp clock book plant cat dog remote control rug "
+    "cushion vase chair",
+    "farm": "cow horse sheep tractor barn fence dog chicken truck hay bale bucket tree",
+    "airport": "airplane suitcase truck bus person backpack clock bench monitor trolley",
+    "bathroom": "sink toilet mirror towel toothbrush bathtub bottle shower curtain soap cup plant",
+    "classroom": "desk chair book laptop clock blackboard backpack lamp poster globe pencil bottle",
+}
+MULTI = ("traffic light", "stop sign", "lamp post", "fire hydrant", "remote control",
+         "picnic basket", "hay bale", "shower curtain")  # fmt: skip
+
+
+def vocab(theme: str) -> list[str]:
+    words = THEMES[theme]
+    for phrase in MULTI:
+        words = words.replace(phrase, phrase.replace(" ", "_"))
+    return [w.replace("_", " ") for w in words.split()]
+
+
+def scenes(n: int, seed: int = 0) -> list[Observation]:
+    """n scenes: 4-8 of the theme's objects present, 1-3 others of the theme verified absent."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        theme = rng.choice(list(THEMES))
+        objects = vocab(theme)
+        rng.shuffle(objects)
+        has = objects[: rng.randint(4, 8)]
+        rest = objects[len(has) :]
+        not_has = rest[: rng.randint(1, 3)]
+        out.append(
+            Observation(
+                "image",
+                f"A {theme} with {', '.join(has[:3])}.",
+                source=f"scene-{i:06d}",
+                key=f"scene-{seed}-{i}",
+                has={c: round(rng.uniform(0.7, 0.99), 3) for c in has},
+                not_has={c: round(rng.uniform(0.01, 0.3), 3) for c in not_has},
+                provenance="synthetic scene with planted negations",
+            )
+        )
+    return out
+
+
+def scene_queries(n: int, seed: int = 1) -> list[tuple[str, str, str]]:
+    """(query, wanted concept, excluded concept): both plausible for the theme."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        theme = rng.choice(list(THEMES))
+        a, b = rng.sample(vocab(theme), 2)
+        out.append((f"a {theme} with a {a} but no {b}", a, b))
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def evaluate(mem: PolarMemory, queries, concepts_of, k: int) -> dict:
+    """Both recall modes on ``queries`` (query, a, b): violation and wanted rates, latency.
+    ``concepts_of(id) -> (present set, absent set)`` is the ground truth."""
+    out = {}
+    for mode in ("logic", "vanilla"):
+        mem.recall(queries[0][0], [queries[0][1]], [queries[0][2]], k=k, mode=mode)  # warm
+        lat, items, violating, wanted, verified, hit_queries, bad_queries = [], 0, 0, 0, 0, 0, 0
+        for query, a, b in queries:
+            t = time.perf_counter()
+            got = mem.recall(query, [a], [b], k=k, mode=mode)
+            lat.append(1000 * (time.perf_counter() - t))
+            a, b = normalize_concept(a), normalize_concept(b)
+            bad = good = 0
+            for r in got:
+                present, absent = concepts_of(r.id)
+                if b in present or a in absent:
+                    bad += 1
+                elif a in present:
+                    good += 1
+                    verified += b in absent
+            items += len(got)
+            violating += bad
+            wanted += good
+            bad_queries += bad > 0
+            hit_queries += good > 0
+        out[mode] = {
+            "items": items,
+            "violation_rate": round(violating / max(items, 1), 4),
+            "queries_with_a_violation": round(bad_queries / len(queries), 4),
+            "wanted_rate": round(wanted / max(items, 1), 4),
+            "wanted_with_verified_absence": round(verified / max(items, 1), 4),
+            "queries_with_a_wanted_item": round(hit_queries / len(queries), 4),
+            "median_ms": round(statistics.median(lat), 2),
+            "p95_ms": round(percentile(lat, 0.95), 2),
+        }
+    return out
+
+
+def run_scenes(args) -> dict:
+    report = {}
+    queries = scene_queries(args.queries)
+    for size in args.sizes:
+        folder = Path(tempfile.mkdtemp(prefix=f"polar-{size}-"))
+        try:
+            mem = PolarMemory(folder)
+            obs = scenes(size)
+            truth = {
+                o.id: (
+                    {normalize_concept(c) for c in o.has},
+                    {normalize_concept(c) for c in o.not_has},
+                )
+                for o in obs
+            }
+            t = time.perf_counter()
+            for i in range(0, size, 5000):
+                mem.add(obs[i : i + 5000], similar=False)
+            build = time.perf_counter() - t
+            stats = mem.stats()
+            t = time.perf_counter()
+            mem.vectors()
+            load = time.perf_counter() - t
+            row = {
+                "build_s": round(build, 1),
+                "vector_load_s": round(load, 2),
+                "nodes": stats["nodes"],
+                "edges": {k: v for k, v in stats["edges"].items() if v},
+                "disk_mb": round(
+                    sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1
+                ),  # fmt: skip
+                "k": args.k,
+                "queries": len(queries),
+                **evaluate(mem, queries, truth.__getitem__, args.k),
+            }
+            if args.parse and size == args.sizes[0]:
+                row["parse"] = parse_accuracy(folder, queries[: args.parse], args.k)
+            report[str(size)] = row
+            print(json.dumps({size: row}), flush=True)
+            mem.close()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return report
+
+
+def parse_accuracy(folder: Path, queries, k: int) -> dict:
+    """The product's recall with the embedded LLM's parse (App. B prompt 3)."""
+    from hopgraph.config import Context
+    from hopgraph.tools.memory import recall
+
+    ctx = Context(polar_dir=str(folder), polar_top_k=k)
+    exact = both = flipped = 0
+    times = []
+    for query, a, b in queries:
+        t = time.perf_counter()
+        out = recall(query, ctx)
+        times.append(time.perf_counter() - t)
+        pos = {normalize_concept(c) for c in out.positive}
+        neg = {normalize_concept(c) for c in out.negative}
+        a, b = normalize_concept(a), normalize_concept(b)
+        exact += (pos, neg) == ({a}, {b})
+        both += a in pos and b in neg
+        flipped += b in pos
+    return {
+        "queries": len(queries),
+        "exact_q_plus_q_minus": round(exact / len(queries), 3),
+        "wanted_in_q_plus_and_excluded_in_q_minus": round(both / len(queries), 3),
+        "excluded_concept_parsed_as_wanted": round(flipped / len(queries), 3),
+        "median_s_with_parse": round(statistics.median(times), 2),
+    }
+
+
+def run_text(args) -> dict:
+    mem = PolarMemory(args.memory)
+    db = mem._db()
+    mentions: dict[str, set[str]] = {}
+    for src, dst in db.execute("SELECT src, dst FROM edges WHERE kind = 'MENTIONS'"):
+        mentions.setdefault(src, set()).add(dst.removeprefix("concept:"))
+    by_concept: dict[str, set[str]] = {}
+    for src, cs in mentions.items():
+        for c in cs:
+            by_concept.setdefault(c, set()).add(src)
+    rng = random.Random(3)
+    pairs = set()
+    for x, texts in sorted(by_concept.items()):
+        if len(texts) < 2:
+            continue
+        co = sorted({y for t in texts for y in mentions[t]} - {x})
+        for y in co:
+            if texts - by_concept[y]:  # some text has x without y: the query can be met
+                pairs.add((x, y))
+    pairs = sorted(pairs)
+    rng.shuffle(pairs)
+    queries = [(f"{x} but not {y}", x, y) for x, y in pairs[: args.queries]]
+    stats = mem.stats()
+    return {
+        "memory": str(args.memory),
+        "texts": stats["nodes"]["text"],
+        "concepts": stats["nodes"]["concept"],
+        "mentions_per_text": round(stats["edges"]["MENTIONS"] / max(stats["nodes"]["text"], 1), 2),
+        "candidate_pairs": len(pairs),
+        "k": args.k,
+        "queries": len(queries),
+        **evaluate(mem, queries, lambda i: (mentions.get(i, set()), set()), args.k),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("scenes")
+    s.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    s.add_argument("--queries", type=int, default=500)
+    s.add_argument("--parse", type=int, default=0)
+    s.add_argument("-k", type=int, default=5)
+    t = sub.add_parser("text")
+    t.add_argument("memory", type=Path)
+    t.add_argument("--queries", type=int, default=200)
+    t.add_argument("-k", type=int, default=5)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    report = run_scenes(args) if args.what == "scenes" else run_text(args)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
