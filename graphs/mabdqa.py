@@ -20,9 +20,10 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
+from hopgraph.memory.kb import Hit
 from hopgraph.models.events import emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
-from hopgraph.tools.kb_search import hit_dict, knowledge_base
+from hopgraph.tools.kb_search import emit_retrieval, hit_dict, knowledge_base
 from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
 from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
 
@@ -81,19 +82,6 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
     )
 
 
-def _emit_ranking(query: str, ids: list[str], scores: list[float], began: float, role: str):
-    emit(
-        {
-            "event": "retrieval",
-            "role": role,
-            "query": query,
-            "ids": ids,
-            "scores": [round(s, 4) for s in scores],
-            "latency_s": round(time.perf_counter() - began, 5),
-        }
-    )
-
-
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     if ctx.mabdqa_retriever == "li":
@@ -126,7 +114,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         emit({"event": "hypergraph", "subqueries": h.subqueries,
               "hyperedges": [[pages.pages[p].page for p in e] for e in h.edges],
               "page_graph_edges": sum(len(a) for a in h.graph) // 2})  # fmt: skip
-        _emit_ranking(state["question"], ids, walk.scores, began, "mabdqa_bandit")
+        emit_retrieval(state["question"], ids, walk.scores, began, "mabdqa_bandit")
     last = walk.steps[-1]["page"] if walk.steps else prior.get("current")
     return {
         "ranking": ids,
@@ -148,7 +136,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     scores = late_interaction(query_vectors(knowledge_base(ctx), state["question"]), pages.vectors)
     order = np.argsort(-scores, kind="stable")
     ids = [pages.pages[p].id for p in order]
-    _emit_ranking(state["question"], ids, [float(scores[p]) for p in order], began, "mabdqa_li")
+    emit_retrieval(state["question"], ids, [float(scores[p]) for p in order], began, "mabdqa_li")
     return {"ranking": ids}
 
 
@@ -167,7 +155,7 @@ def reflect(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     out: State = {}
     if ctx.mabdqa_question_reflection and not state.get("asked"):
-        top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
+        top = [Hit(**h) for h in state["kept"]]  # the pages the answer just read
         out["asked"] = roles.reflect_question(state["question"], top, ctx)
     if ctx.mabdqa_answer_reflection:
         last = state["attempts"][-1]

@@ -35,17 +35,22 @@ def search_kb(
     """Top-k (or radius) search, emitted as ``{"event": "retrieval", ...}``."""
     began = time.perf_counter()
     hits = knowledge_base(ctx).search(query, k=k or ctx.top_k, **filters)
+    emit_retrieval(query, [h.id for h in hits], [h.score for h in hits], began, role)
+    return hits
+
+
+def emit_retrieval(query: str, ids: list[str], scores: list[float], began: float, role: str):
+    """The ``retrieval`` trace event the runner reads ranked ids from."""
     emit(
         {
             "event": "retrieval",
             "role": role,
             "query": query,
-            "ids": [h.id for h in hits],
-            "scores": [round(h.score, 4) for h in hits],
+            "ids": ids,
+            "scores": [round(s, 4) for s in scores],
             "latency_s": round(time.perf_counter() - began, 5),
         }
     )
-    return hits
 
 
 def hit_dict(hit: Hit) -> dict[str, Any]:
