@@ -293,8 +293,15 @@ def compare(
     common: Annotated[
         bool, typer.Option("--common", help="only the questions every run finished")
     ] = False,
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
+        ),
+    ] = None,
 ) -> None:
-    """Runs' headline metrics side by side (with the change from the first run)."""
+    """Runs' metrics side by side (with the change from the first run)."""
     from hopgraph.evals.evaluate import headline, load_metrics, restrict
 
     if len(runs) < 2:
@@ -305,6 +312,11 @@ def compare(
         shared = set.intersection(*(set(r["per_question"]) for r in results))
         results = [restrict(r, shared) for r in results]
     heads = [dict(headline(r)) for r in results]
+    if metrics:
+        heads = [{k: r["overall"][k] for k in metrics if k in r["overall"]} for r in results]
+        unknown = [k for k in metrics if not any(k in h for h in heads)]
+        if unknown:
+            err.print(f"[yellow]no run has: {', '.join(unknown)}[/yellow]")
     sizes = " vs ".join(str(len(r["per_question"])) for r in results)
     table = Table(title=f"compare ({sizes} questions)")
     table.add_column("metric", no_wrap=True)

@@ -243,6 +243,10 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert out.returncode == 0 and "2 vs 2 questions" in out.stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "a"))
     assert out.returncode == 0 and "2 vs 2 vs 2 questions" in out.stdout
+    out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "f1",
+              "--metric", "prompt_tokens", "--metric", "bogus")  # fmt: skip
+    assert out.returncode == 0 and "f1" in out.stdout and "prompt_tokens" in out.stdout
+    assert "llm_calls" not in out.stdout and "no run has: bogus" in out.stderr
     assert run("compare", str(tmp_path / "a")).returncode == 2
 
 
