@@ -38,9 +38,12 @@ def test_ties_one_question_and_all_zero():
     assert equal_split(["x", "y"], 4) == {"x": 2, "y": 2}
 
 
-def test_kept_contexts_merge_duplicates():
+def test_kept_contexts_merge_duplicates_and_refill_the_freed_slot():
     scores = {"q1": {"c1": 0.9, "c2": 0.8, "c3": 0.1}, "q2": {"c2": 0.95, "c4": 0.7}}
-    assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4"]
+    assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4"]  # q2 has no third
+    scores["q2"]["c5"] = 0.6
+    assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4", "c5"]
+    assert keep_contexts(scores, {"q1": 1, "q2": 1}) == ["c1", "c2"]
 
 
 def test_plan_with_nested_dependencies_is_ordered_and_resolved():

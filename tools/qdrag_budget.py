@@ -50,13 +50,13 @@ def equal_split(keys: Sequence[str], budget: int) -> dict[str, int]:
 
 
 def keep_contexts(scores: Mapping[str, Mapping[str, float]], alloc: Mapping[str, int]) -> list[str]:
-    """Top n(Q_i) contexts of each question by S(C|Q_i), duplicates merged, in first-kept order."""
+    """The N reserved contexts: each Q_i in turn keeps its top n(Q_i) by S(C|Q_i) among those no
+    earlier question kept, so a context two questions share is kept once and the slot it frees
+    goes to the next-best context of the later question (the budget is N distinct contexts)."""
     kept: list[str] = []
     for q, n in alloc.items():
         ranked = sorted(scores.get(q, {}).items(), key=lambda kv: -kv[1])
-        for cid, _ in ranked[:n]:
-            if cid not in kept:
-                kept.append(cid)
+        kept += [cid for cid, _ in ranked if cid not in kept][:n]
     return kept
 
 
