@@ -132,6 +132,8 @@ class Context:
     mabdqa_page_chars: int = 1500
     """Page text the LLM reads per page when no VLM sees the page image."""
     mabdqa_judge_tokens: int = 160
+    mabdqa_judge: str = "scale"
+    """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
     # -- PolarMem (polarmem.txt) -------------------------------------------------------
     polar_dir: str = "polarmem"

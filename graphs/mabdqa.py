@@ -4,6 +4,7 @@ the hypergraph-based reflective reasoning agent (HRRA, Sec. 3.4).
 
 Each question names its document (``doc``, the PDF's file name as indexed). Context switches:
 ``mabdqa_retriever`` = bandit | li (plain late-interaction top-k, the M3DocRAG-style baseline);
+``mabdqa_judge`` = scale (1-5, App. C.2) | p_yes;
 the Table 6 ablations ``mabdqa_page_graph``, ``mabdqa_atoms_only``,
 ``mabdqa_question_reflection``, ``mabdqa_answer_reflection``.
 """
@@ -28,6 +29,7 @@ from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_in
 from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
 
 RETRIEVERS = ("bandit", "li")
+JUDGES = ("scale", "p_yes")
 
 
 class State(TypedDict, total=False):
@@ -57,6 +59,8 @@ def _ctx(runtime: Runtime[Context]) -> Context:
         raise ValueError(
             f"mabdqa_retriever must be one of {RETRIEVERS}, not {ctx.mabdqa_retriever!r}"
         )
+    if ctx.mabdqa_judge not in JUDGES:
+        raise ValueError(f"mabdqa_judge must be one of {JUDGES}, not {ctx.mabdqa_judge!r}")
     return ctx
 
 

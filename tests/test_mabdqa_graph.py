@@ -57,6 +57,9 @@ def reply_for(calls, first_answer="Not answerable"):
     def reply(body):
         text = body["messages"][-1]["content"]
         text = text if isinstance(text, str) else " ".join(p.get("text", "") for p in text)
+        if body.get("logprobs") and "Does this page show" in text:  # the p_yes page judge
+            calls.append("judge")
+            return 0.95 if "2021 budget" in text or "budget for 2021" in text else 0.05
         if body.get("logprobs"):  # answer reflection: does the answer respond?
             calls.append("reflect_answer")
             return 0.1 if "Answer: Not answerable" in text else 0.9
@@ -127,6 +130,17 @@ def test_bandit_finds_the_budget_pages_and_hrra_reenters_after_not_answerable(tm
     assert scores["kept_recall"] == 1.0 and scores["kept_contexts"] == 4
     (hyper,) = [e for e in events if e.get("event") == "hypergraph"]
     assert hyper["subqueries"][-1] == "2021 budget budget amount"  # the global query E_q
+
+
+def test_p_yes_judge_rewards_the_budget_pages(tmp_path, kb_dir):
+    calls = []
+    preds, events = run(tmp_path, kb_dir, calls, mabdqa_judge="p_yes", first_answer="4.2 million")
+    steps = [e for e in events if e.get("event") == "bandit_step"]
+    assert len(steps) == 6 and calls.count("judge") == 6
+    assert {round(s["s_vlm"], 2) for s in steps} <= {0.95, 0.05}
+    assert {page_id(DOC, 8), page_id(DOC, 9)} == set(preds["q1"]["retrieved"][:2])
+    preds, _ = run(tmp_path / "bad", kb_dir, [], mabdqa_judge="stars")
+    assert "mabdqa_judge must be one of" in preds["q1"]["error"]
 
 
 def test_an_answer_that_responds_ends_without_reentering(tmp_path, kb_dir):
