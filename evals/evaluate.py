@@ -134,5 +134,10 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
 
 
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:
+    """``metrics.json``, re-scored when the run has finished questions since it was written (a
+    resumed run); LLM-judged citation scores then need ``hopgraph eval --citations`` again."""
     path = Path(run_dir) / "metrics.json"
-    return json.loads(path.read_text()) if path.exists() else evaluate_run(run_dir)
+    preds = Path(run_dir) / "predictions.jsonl"
+    if path.exists() and not (preds.exists() and preds.stat().st_mtime > path.stat().st_mtime):
+        return json.loads(path.read_text())
+    return evaluate_run(run_dir)

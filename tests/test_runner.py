@@ -278,6 +278,23 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
     )
 
 
+def test_compare_rescores_a_run_that_went_on_after_eval(tmp_path):
+    import os
+
+    from hopgraph.evals.evaluate import evaluate_run, load_metrics
+
+    preds = tmp_path / "predictions.jsonl"
+    line = '{{"id": "q{}", "answer": "Lund", "gold": ["Lund"], "error": null}}\n'
+    preds.write_text(line.format(0))
+    assert evaluate_run(tmp_path)["questions"] == 1
+    assert load_metrics(tmp_path)["questions"] == 1  # fresh: read back as written
+    with preds.open("a") as f:
+        f.write(line.format(1))
+    later = (tmp_path / "metrics.json").stat().st_mtime + 5
+    os.utime(preds, (later, later))
+    assert load_metrics(tmp_path)["questions"] == 2
+
+
 def test_compare_labels_runs_by_folder_name_unless_names_collide():
     from hopgraph.cli import run_labels
 
