@@ -311,12 +311,13 @@ def compare(
     if common:
         shared = set.intersection(*(set(r["per_question"]) for r in results))
         results = [restrict(r, shared) for r in results]
-    heads = [dict(headline(r)) for r in results]
     if metrics:
         heads = [{k: r["overall"][k] for k in metrics if k in r["overall"]} for r in results]
         unknown = [k for k in metrics if not any(k in h for h in heads)]
         if unknown:
             err.print(f"[yellow]no run has: {', '.join(unknown)}[/yellow]")
+    else:
+        heads = [dict(headline(r)) for r in results]
     sizes = " vs ".join(str(len(r["per_question"])) for r in results)
     table = Table(title=f"compare ({sizes} questions)")
     table.add_column("metric", no_wrap=True)

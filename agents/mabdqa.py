@@ -74,16 +74,12 @@ def judge_page(question: str, page: Hit, ctx: Context) -> float:
     """s_vlm in [0, 1]: the page's relevance 1-5 mapped to (s - 1) / 4 (App. C.2; unparsable ->
     3), or with ``mabdqa_judge="p_yes"`` P(Yes) that the page shows the facts asked for (a
     graded reward from one forward pass, for small models whose 1-5 replies barely vary)."""
+    name = "judge_page_p_yes" if ctx.mabdqa_judge == "p_yes" else "judge_page"
     text = _page_view(page, ctx)["text"]
-    if ctx.mabdqa_judge == "p_yes":
-        model, message = _pages_message(
-            "judge_page_p_yes", [page], ctx, question=question, page=page.page, text=text
-        )
-        return model.p_yes([message], role="page_judge", template="mabdqa/judge_page_p_yes")
-    model, message = _pages_message(
-        "judge_page", [page], ctx, question=question, page=page.page, text=text
-    )
-    reply = model.complete([message], role="page_judge", template="mabdqa/judge_page",
+    model, message = _pages_message(name, [page], ctx, question=question, page=page.page, text=text)
+    if name == "judge_page_p_yes":
+        return model.p_yes([message], role="page_judge", template=f"mabdqa/{name}")
+    reply = model.complete([message], role="page_judge", template=f"mabdqa/{name}",
                            max_tokens=ctx.mabdqa_judge_tokens)  # fmt: skip
     score = parse_score(reply)
     if score is None:
