@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # QDRAG on HotpotQA with the embedded qwen2.5-coder-1.5b: every variant on the same questions,
-# first the first 20, then up to 50. Every run resumes where it stopped, so re-running this
+# first the first 20, then up to 50, then scores them (ALCE citations by the LLM judge) and
+# prints them side by side. Every run resumes where it stopped, so re-running this
 # script continues the measurement. Usage: benchmarks/qdrag_hotpot.sh  (from any folder)
 set -u
 cd "$(dirname "$0")/.."
@@ -16,3 +17,10 @@ for limit in 20 50; do
       --set qdrag_mode=$mode --set qdrag_entropy_budget=$budget
   done
 done
+for variant in dense sparse qdc qdr qdc-nobudget; do
+  $H eval runs/qdrag-$variant --citations > /dev/null
+done
+$H compare runs/qdrag-{dense,sparse,qdc,qdr,qdc-nobudget} --common \
+  --metric em --metric f1 --metric citation_recall --metric citation_precision \
+  --metric kept_recall --metric kept_contexts --metric llm_calls --metric prompt_tokens \
+  --metric completion_tokens --metric seconds
