@@ -3,12 +3,14 @@ retrieved contexts) and QD-R (a zero-shot plan with <Ans_of_Qi> placeholders).""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
 from hopgraph.models import chat_model, user
+from hopgraph.models.events import emit
 from hopgraph.prompts import prompts_for
 
 
@@ -32,21 +34,41 @@ class QDRPlan(BaseModel):
 
 
 def decompose_qdc(question: str, contexts: list[dict[str, Any]], ctx: Context) -> list[str]:
-    """Exactly one model call. Each replacement yields "Is <reference> equivalent to <entity>?";
-    the open decomposition's subquestions follow (duplicates and the raw question dropped)."""
+    """Exactly one model call; its output becomes subquestions by ``qdc_subquestions``."""
     prompt = prompts_for(ctx.prompts_dir).render(
         "qdrag/decompose_qdc", question=question, contexts=contexts
     )
     out = chat_model(ctx).structured(
         [user(prompt)], QDCOutput, role="decomposer", template="qdrag/decompose_qdc"
     )
-    subs = [
-        f"Is {r.reference.strip()} equivalent to {r.entity.strip()}?"
-        for r in out.replacements
-        if r.reference.strip() and r.entity.strip()
-    ]
-    subs += [s.strip() for s in out.subquestions if s.strip()]
-    return [s for s in dict.fromkeys(subs) if s != question.strip()]
+    subs, dropped = qdc_subquestions(out, question)
+    if dropped:
+        emit({"event": "subquestions_dropped", "role": "decomposer", "dropped": dropped})
+    return subs
+
+
+def qdc_subquestions(out: QDCOutput, question: str) -> tuple[list[str], list[str]]:
+    """(subquestions, dropped): each replacement yields "Is <reference> equivalent to
+    <entity>?", the open decomposition's subquestions follow; duplicates merged. Dropped: a
+    replacement of a phrase by itself, any part with no word in it (a copied "..." from the
+    reply format) and the raw question. Such a subquestion carries nothing to rerank with, yet
+    its flat scores have the highest entropy, so the budget would give it the most contexts."""
+    subs, dropped = [], []
+    for r in out.replacements:
+        ref, ent = r.reference.strip(), r.entity.strip()
+        if _has_word(ref) and _has_word(ent) and ref.casefold() != ent.casefold():
+            subs.append(f"Is {ref} equivalent to {ent}?")
+        else:
+            dropped.append(f"Is {ref} equivalent to {ent}?")
+    for s in (s.strip() for s in out.subquestions):
+        (subs if _has_word(s) else dropped).append(s)
+    raw = question.strip()
+    dropped += [s for s in subs if s == raw]
+    return [s for s in dict.fromkeys(subs) if s != raw], dropped
+
+
+def _has_word(text: str) -> bool:
+    return re.search(r"[^\W_]", text) is not None
 
 
 def plan_qdr(

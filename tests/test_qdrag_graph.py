@@ -3,6 +3,7 @@ import json
 import pytest
 from scripted_server import ScriptedServer
 
+from hopgraph.agents.decomposer import QDCOutput, qdc_subquestions
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace
@@ -90,6 +91,27 @@ def test_qdc_makes_one_decomposition_call_and_keeps_relevant_contexts(tmp_path, 
     assert view["nodes"][0]["kind"] == "question" and any(
         n["kind"] == "retrieval" for n in view["nodes"]
     )
+
+
+def test_qdc_drops_empty_and_self_replacements():
+    out = QDCOutput.model_validate(
+        {
+            "replacements": [
+                {"reference": "...", "entity": "..."},  # the reply format, copied
+                {"reference": "Sid Haig", "entity": "sid haig"},  # a name replaced by itself
+                {"reference": "the old port", "entity": "Town 3"},
+            ],
+            "subquestions": ["...", " Who founded Town 3? ", "Who founded Town 3?", "Q?"],
+        }
+    )
+    subs, dropped = qdc_subquestions(out, "Q?")
+    assert subs == ["Is the old port equivalent to Town 3?", "Who founded Town 3?"]
+    assert dropped == [
+        "Is ... equivalent to ...?",
+        "Is Sid Haig equivalent to sid haig?",
+        "...",
+        "Q?",
+    ]
 
 
 def test_qdr_resolves_placeholders_in_order(tmp_path, kb_dir):
