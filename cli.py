@@ -108,6 +108,10 @@ def run(
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
     limit: Annotated[int | None, typer.Option()] = None,
     concurrency: Annotated[int, typer.Option()] = 1,
+    redo: Annotated[
+        list[str] | None,
+        typer.Option(help="a finished question's id to answer afresh (repeatable)"),
+    ] = None,
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
@@ -151,7 +155,9 @@ def run(
                 failed=summary.failed,
             )
 
-        summary = runner.run(questions, limit=limit, concurrency=concurrency, on_done=advance)
+        summary = runner.run(
+            questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
+        )
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"

@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -297,15 +297,25 @@ class Runner:
         limit: int | None = None,
         concurrency: int = 1,
         on_done: Callable[[dict[str, Any], RunSummary], None] | None = None,
+        redo: Collection[str] = (),
     ) -> RunSummary:
+        """Answers the questions not finished yet; ``redo`` names finished ones to answer
+        afresh (their prediction, trace and checkpoint are dropped first)."""
         began = time.perf_counter()
         questions_file = Path(questions_file)
         questions, problems = read_questions(questions_file)
         if limit is not None:
             questions = questions[:limit]
+        unknown = sorted(set(redo) - {q.id for q in questions})
+        if unknown:
+            raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
         self.check_manifest(questions_file)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         done = read_predictions(self.predictions.path)
+        for qid in redo:
+            done.pop(qid, None)
+            self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
+            (self.run_dir / "traces" / f"{trace_file_name(qid)}.jsonl").unlink(missing_ok=True)
         failed_before = {qid for qid, p in done.items() if p.get("error")}
         # keep finished successes; failed questions are retried (from their checkpoint)
         _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])

@@ -73,6 +73,25 @@ def test_rerun_skips_finished_questions(tmp_path, kb_dir):
     assert sorted(json.loads(x)["id"] for x in lines) == [f"q{i}" for i in range(6)]
 
 
+def test_redo_answers_named_questions_afresh_and_refuses_unknown_ids(tmp_path, kb_dir):
+    qfile = questions(tmp_path, n=3)
+    run_dir = tmp_path / "run"
+    with ScriptedServer() as server:
+        Runner("rag", run_dir, ctx_for(server, kb_dir)).run(qfile)
+        before = read_predictions(run_dir / "predictions.jsonl")
+        calls = server.calls
+        summary = Runner("rag", run_dir, ctx_for(server, kb_dir)).run(qfile, redo=["q1"])
+        assert (summary.skipped_done, summary.finished) == (2, 1)
+        assert server.calls - calls == 2  # q1's retrieval-answer pair again, nothing else
+        with pytest.raises(RunError, match="q7"):
+            Runner("rag", run_dir, ctx_for(server, kb_dir)).run(qfile, redo=["q7"])
+    after = read_predictions(run_dir / "predictions.jsonl")
+    assert sorted(after) == ["q0", "q1", "q2"] and after["q0"] == before["q0"]
+    assert (run_dir / "predictions.jsonl").read_text().count('"q1"') == 1
+    trace = (run_dir / "traces" / "q1.jsonl").read_text()
+    assert trace.count('"mode": "start"') == 1 and '"resume": false' in trace
+
+
 def test_bad_question_lines_are_reported_and_the_rest_run(tmp_path, kb_dir):
     qfile = questions(
         tmp_path, 3, '{broken\n{"id": "q0", "question": "dup"}\n{"id": "e", "question": ""}\n'
