@@ -182,7 +182,7 @@ def ask(
     import tempfile
 
     from hopgraph.evals.datasets import Question, write_questions
-    from hopgraph.evals.runner import Runner, trace_file_name
+    from hopgraph.evals.runner import Runner, trace_path
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
@@ -212,7 +212,7 @@ def ask(
     console.print(
         f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
         f"{time.perf_counter() - began:.1f}s; "
-        f"trace {run_dir / 'traces' / trace_file_name(qid)}.jsonl[/dim]"
+        f"trace {trace_path(run_dir, qid)}[/dim]"
     )
 
 
@@ -234,9 +234,9 @@ def trace(
         return
     traces = sorted((folder / "traces").glob("*.jsonl"))
     if qid is not None:
-        from hopgraph.evals.runner import trace_file_name
+        from hopgraph.evals.runner import trace_path
 
-        traces = [folder / "traces" / f"{trace_file_name(qid)}.jsonl"]
+        traces = [trace_path(folder, qid)]
         if not traces[0].exists():
             raise ValueError(f"no trace for question {qid!r} in {folder}")
     for path in traces:

@@ -25,14 +25,14 @@ from scripted_server import ScriptedServer  # noqa: E402
 from hopgraph.config import Context  # noqa: E402
 from hopgraph.evals.datasets import Question, write_questions  # noqa: E402
 from hopgraph.evals.report import read_trace, steps  # noqa: E402
-from hopgraph.evals.runner import Runner, read_predictions, trace_file_name  # noqa: E402
+from hopgraph.evals.runner import Runner, read_predictions, trace_path  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
 
 
 def overhead(run: Path) -> dict:
     per_q, per_step = [], []
     for qid, pred in read_predictions(run / "predictions.jsonl").items():
-        records = read_trace(run / "traces" / f"{trace_file_name(qid)}.jsonl")
+        records = read_trace(trace_path(run, qid))
         done = steps(records)
         inside = sum(
             e.get("latency_s", 0)

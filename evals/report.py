@@ -242,7 +242,7 @@ SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.evals.runner import read_predictions, trace_file_name
+    from hopgraph.evals.runner import read_predictions, trace_path
 
     run_dir = Path(run_dir)
     preds = read_predictions(run_dir / "predictions.jsonl")
@@ -269,7 +269,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         parts.append(f"<h2>Metrics</h2><table>{cells}</table>")
     parts.append("<h2>Questions</h2>")
     for n, (qid, pred) in enumerate(preds.items()):
-        trace = run_dir / "traces" / f"{trace_file_name(qid)}.jsonl"
+        trace = trace_path(run_dir, qid)
         records = read_trace(trace) if trace.exists() else []
         score = per_q.get(qid, {})
         shown = {k: round(v, 3) for k, v in score.items() if k in SHOWN_SCORES}

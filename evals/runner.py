@@ -228,7 +228,7 @@ class Runner:
     def run_question(self, q: Question) -> dict[str, Any]:
         """Stream the graph for one question into its trace; returns the prediction line."""
         config = self.thread(q.id)
-        trace_path = self.run_dir / "traces" / f"{trace_file_name(q.id)}.jsonl"
+        trace_file = trace_path(self.run_dir, q.id)
         state = self.graph.get_state(config)
         if state.next:  # interrupted: continue from the last checkpoint
             payload, streaming = None, True
@@ -242,7 +242,7 @@ class Runner:
                 payload["doc"] = q.doc
         began = time.perf_counter()
         error = None
-        with open(trace_path, "a", encoding="utf-8") as trace:
+        with open(trace_file, "a", encoding="utf-8") as trace:
             trace.write(_line({"mode": "start", "data": {"id": q.id, "resume": payload is None}}))
             try:
                 for ns, mode, chunk in (
@@ -272,7 +272,7 @@ class Runner:
                 trace.write(_line({"mode": "error", "data": {"error": error}}))
         values = self.graph.get_state(config).values if error is None else {}
         seconds = time.perf_counter() - began
-        stats = trace_stats(trace_path)
+        stats = trace_stats(trace_file)
         return {
             "id": q.id,
             "question": q.question,
@@ -315,7 +315,7 @@ class Runner:
         for qid in redo:
             done.pop(qid, None)
             self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
-            (self.run_dir / "traces" / f"{trace_file_name(qid)}.jsonl").unlink(missing_ok=True)
+            trace_path(self.run_dir, qid).unlink(missing_ok=True)
         failed_before = {qid for qid, p in done.items() if p.get("error")}
         # keep finished successes; failed questions are retried (from their checkpoint)
         _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])
@@ -353,5 +353,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def trace_file_name(qid: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
+def trace_path(run_dir: str | Path, qid: str) -> Path:
+    """Where a question's trace lives in a run folder (the id made safe as a file name)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
+    return Path(run_dir) / "traces" / f"{name}.jsonl"
