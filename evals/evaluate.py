@@ -33,6 +33,11 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
             pred["contexts_ids"], evidence, len(pred["contexts_ids"])
         )
         out["kept_contexts"] = len(pred["contexts_ids"])
+    if pred.get("response") and "contexts_ids" in pred:  # cited numbers with no context behind them
+        from hopgraph.agents.generator import parse_citations
+
+        _, invalid = parse_citations(pred["response"], len(pred["contexts_ids"]))
+        out["invalid_citations"] = len(invalid)
     if evidence:
         for name, fn in m.RETRIEVAL.items():
             for k in KS:
@@ -107,6 +112,7 @@ HEADLINE = (
     "mrr@5",
     "citation_recall",
     "citation_precision",
+    "invalid_citations",
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",

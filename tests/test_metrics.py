@@ -107,6 +107,10 @@ def test_score_prediction_kept_recall_and_mmlongbench_format():
     assert s["kept_recall"] == 0.5 and s["kept_contexts"] == 2
     assert s["recall@3"] == 0.5 and s["recall@5"] == 1.0 and s["mmlb_acc"] == 1.0 and s["em"] == 1.0
     assert s["llm_calls"] == 3
+    assert "invalid_citations" not in s  # no cited response, nothing to count
+
+    s = score_prediction(pred | {"response": "It is 42 [1][3]. Also [2, 7] and [12]."})
+    assert s["invalid_citations"] == 3  # 3, 7 and 12 point past the two contexts
 
 
 def test_restrict_recomputes_over_shared_questions():
