@@ -22,5 +22,5 @@ for variant in dense sparse qdc qdr qdc-nobudget; do
 done
 $H compare runs/qdrag-{dense,sparse,qdc,qdr,qdc-nobudget} --common \
   --metric em --metric f1 --metric citation_recall --metric citation_precision \
-  --metric kept_recall --metric kept_contexts --metric llm_calls --metric prompt_tokens \
-  --metric completion_tokens --metric seconds
+  --metric invalid_citations --metric kept_recall --metric kept_contexts --metric recall@10 \
+  --metric llm_calls --metric prompt_tokens --metric completion_tokens --metric seconds
