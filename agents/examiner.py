@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
-from hopgraph.models import ChatModel, chat_model, user, vlm_model
+from hopgraph.models import ChatModel, StructuredOutputError, chat_model, user, vlm_model
 from hopgraph.models.events import emit
 from hopgraph.prompts import prompts_for
 
@@ -137,10 +137,16 @@ def _fields(candidate: dict[str, Any]) -> dict[str, str]:
 
 
 def _finding(model: ChatModel, messages: list[dict[str, Any]], template: str) -> str:
-    """The facts first, then the verdict: a small model judging first says "no" to everything."""
-    out = model.structured(
-        messages, Examination, role="examiner", template=template, max_tokens=120
-    )
+    """The facts first, then the verdict: a small model judging first says "no" to everything.
+    A reply still malformed after its repair (e.g. cut off at max_tokens) counts as no finding,
+    recorded in the trace, so one candidate cannot fail the whole question."""
+    try:
+        out = model.structured(
+            messages, Examination, role="examiner", template=template, max_tokens=120
+        )
+    except StructuredOutputError as e:
+        emit({"event": "examination_failed", "template": template, "error": str(e)[:300]})
+        return ""
     return out.facts.strip() if out.helps and out.facts.strip() else ""
 
 

@@ -22,7 +22,7 @@ def step(kind, parents=(), instruction=""):
     )
 
 
-def scripted(planner_steps, *, split=None, prompts_seen=None):
+def scripted(planner_steps, *, split=None, prompts_seen=None, cut_off=None):
     """Replies by prompt: the planner's steps in order, the rest from fixed rules."""
     steps = iter(planner_steps)
 
@@ -31,6 +31,9 @@ def scripted(planner_steps, *, split=None, prompts_seen=None):
         text = text if isinstance(text, str) else json.dumps(text)
         if prompts_seen is not None:
             prompts_seen.append(text)
+        first = body["messages"][0]["content"]
+        if cut_off and "Copy out the facts" in first and cut_off in first.split("Source", 1)[1]:
+            return '{"facts": "This town was founded by a'  # cut off at max_tokens, repair too
         if any(
             k in text for k in ("building a reasoning graph", "MY PLANNER", "could not be used")
         ):
@@ -99,8 +102,9 @@ def run(tmp_path, kb_dir, planner_steps, **fields):
     qfile = tmp_path / "q.jsonl"
     write_questions([Question("q1", QUESTION, ["Lund"])], qfile)
     seen: list[str] = []
-    split = fields.pop("split", None)
-    with ScriptedServer(scripted(planner_steps, split=split, prompts_seen=seen)) as server:
+    split, cut_off = fields.pop("split", None), fields.pop("cut_off", None)
+    reply = scripted(planner_steps, split=split, prompts_seen=seen, cut_off=cut_off)
+    with ScriptedServer(reply) as server:
         ctx = Context(
             base_url=server.base_url,
             model="scripted",
@@ -211,6 +215,19 @@ def test_retrieval_that_finds_nothing_makes_a_node_saying_so(tmp_path, kb_dir):
     assert node["content"].startswith("Nothing relevant was found") and node["sources"] == []
     assert not any("Copy out the facts" in p for p in seen)  # nothing examined, no extraction
     assert not any("A search was run" in p for p in seen)
+
+
+def test_a_candidate_whose_examination_stays_malformed_is_skipped_and_recorded(tmp_path, kb_dir):
+    pred, final, records, seen = run(
+        tmp_path,
+        kb_dir,
+        [step("retrieval", ["Q0"], "Find the founder of Town 3"), step("stop")],
+        cut_off="Town 3",
+    )
+    failed = events(records, "examination_failed")
+    assert failed and all(f["template"] == "mmapg/examine_text" for f in failed)
+    assert "Invalid JSON" in failed[0]["error"] or "EOF" in failed[0]["error"]
+    assert pred["answer"] == "Lund"  # the question still ends with an answer
 
 
 def test_an_image_candidate_without_a_vlm_is_examined_through_its_text(tmp_path, kb_dir):
