@@ -196,7 +196,7 @@ def run_train(
         yt = torch.tensor([route_label(q.type) for q in rq_test])
         train_router(model, xs, ys, seed=seed)
         with torch.no_grad():
-            acc = float((model.router(xt).argmax(-1) == yt).float().mean())
+            acc = float((model.route(model.project(xt)) == yt).float().mean())  # as routed
         card["router"] = {
             "train": len(rq_train),
             "heldout": len(rq_test),
@@ -233,8 +233,9 @@ def run_eval(
     qvecs = _embed(kb, qs)
     results: dict = {"split": split, "questions": len(qs), "completion": {}, "pools": {}}
     for mode in modes:
-        if mode in ("gap", "hybrid") and not weights:
-            raise ValueError(f"mode {mode!r} needs trained --weights (gap-fixed is training-free)")
+        runs, why = model.mode_for(mode)
+        if runs != mode:
+            raise ValueError(f"mode {mode!r} cannot run: {why}; pass --weights from grail train")
         grail = Grail(raw, model)
         instances = instances_for(qs, qvecs, grail.searcher if model.aligner is None else raw)
         results["completion"][mode] = completion(grail, instances, mode)

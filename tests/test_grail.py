@@ -45,12 +45,52 @@ def test_parallel_context_is_removed_as_gate_goes_to_one():
     assert norms == sorted(norms, reverse=True) and norms[-1] == pytest.approx(0.0, abs=1e-5)
 
 
-def test_additive_is_ln_of_q_plus_ln_hctx():
+def test_additive_is_ln_of_lifted_q_plus_ln_hctx():
     q = torch.tensor([[0.5, 0.1, -0.3, 0.2]])
     ctx, mask = pad_context([torch.tensor([[0.2, 0.4, 0.1, -0.5]])], 4)
     out = additive(q, ctx, mask)
-    h_ctx = layer_norm(ctx[0, :1])  # one item: α = 1
-    assert torch.allclose(out.h_req, layer_norm(q + layer_norm(h_ctx)), atol=1e-5)
+    h_ctx = layer_norm(layer_norm(ctx[0, :1]))  # one item: α = 1
+    assert torch.allclose(out.h_req, layer_norm(layer_norm(q) + h_ctx), atol=1e-5)
+
+
+def _unit(*shape: int) -> torch.Tensor:
+    return F.normalize(torch.randn(*shape), dim=-1)
+
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float(F.cosine_similarity(a.reshape(1, -1), b.reshape(1, -1)))
+
+
+def test_additive_weighs_query_and_context_alike_at_encoder_scale():
+    """Unit vectors as the encoder gives them (d = 384): the additive request must follow the
+    query as much as the context (before the fix it was the context to cos 0.999)."""
+    torch.manual_seed(3)
+    d = 384
+    q, other_q = _unit(1, d), _unit(1, d)
+    ctx, mask = pad_context([_unit(3, d)], d)
+    out = additive(q, ctx, mask)
+    assert 0.55 < _cos(out.h_req, q) < 0.85
+    assert 0.55 < _cos(out.h_req, out.h_ctx) < 0.85
+    moved = additive(other_q, ctx, mask).h_req
+    assert _cos(moved, out.h_req) < 0.8  # a new query moves the request
+
+
+def test_eq9_mixing_weights_decide_the_mix_not_the_norms():
+    torch.manual_seed(4)
+    d = 384
+    gap = GapSteering(d)
+    with torch.no_grad():
+        gap.w_gap.bias.fill_(20.0)  # g ≈ 1: q_gap ⟂ h_ctx
+        gap.w_mix.bias.zero_()  # w1 = w2 = 0.5
+    q = _unit(1, d)
+    ctx, mask = pad_context([_unit(2, d)], d)
+    out = gap(q, ctx, mask)
+    assert float(out.w1[0]) == pytest.approx(0.5, abs=1e-4)
+    a, b = _cos(out.h_req, out.q_gap), _cos(out.h_req, out.h_ctx)
+    assert abs(a - b) < 0.1 and a > 0.5  # an even mix reads as an even mix
+    with torch.no_grad():
+        gap.w_mix.bias.copy_(torch.tensor([4.0, -4.0]))  # w1 ≈ 1
+    assert _cos(gap(q, ctx, mask).h_req, out.q_gap) > 0.99
 
 
 def test_training_free_gate_and_diagnostics():
@@ -204,3 +244,64 @@ def test_grail_search_tool_over_a_knowledge_base(tmp_path):
     assert [h["id"] for h in out] and items[0].id not in [h["id"] for h in out]
     assert {"id", "score", "title", "text", "modality"} <= set(out[0])
     assert tool.name == "grail_search" and "context_ids" in tool.args
+
+
+def test_router_learns_the_space_it_routes_in():
+    """The hybrid router sees the adapter-projected query at inference; trained on raw
+    embeddings under a rotating adapter it routes at chance."""
+    from hopgraph.tools.grail.training import train_router
+
+    torch.manual_seed(5)
+    d, n = 32, 400
+    model = GrailModel(d, align=True, router=True)
+    with torch.no_grad():
+        model.aligner.weight.copy_(torch.linalg.qr(torch.randn(d, d))[0])  # a rotation
+    q = _unit(n, d)
+    labels = (q[:, 0] > 0).long()  # a rule in the raw space, linear in any rotation of it
+    train_router(model, q[:300], labels[:300], epochs=300, lr=5e-2)
+    with torch.no_grad():
+        routed = model.route(model.project(q[300:]))
+    assert float((routed == labels[300:]).float().mean()) > 0.9
+
+
+def test_untrained_weights_never_run_gap_or_hybrid_silently(tmp_path, monkeypatch):
+    from hopgraph.config import Context
+    from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.tools.grail import tool as grail_tool
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", f"t{i}", f"Passage number {i} about topic {i % 3}.") for i in range(6)])
+    events = []
+    monkeypatch.setattr(grail_tool, "emit", events.append)
+    ctx = Context(kb_dir=str(tmp_path / "kb"), grail_tau_base=0.07)
+    held = [next(kb.iter_items("text")).id]
+    for mode in ("gap", "hybrid"):
+        grail_tool.grail_search("topic 1", held, 2, mode, ctx)
+        assert events[-1]["mode"] == "gap-fixed" and events[-1]["requested"] == mode
+        assert "trained" in events[-1]["fallback"]
+    grail_tool.grail_search("topic 1", held, 2, "additive", ctx)
+    assert "fallback" not in events[-1] and events[-1]["tau"] == pytest.approx(0.07)
+    assert grail_tool.grail_for(ctx).model.tau_base == pytest.approx(0.07)
+
+
+def test_hybrid_without_a_router_is_named_not_run_as_gap():
+    model = GrailModel(8)
+    model.trained = True
+    assert model.mode_for("hybrid") == ("gap", pytest.approx(model.mode_for("hybrid")[1]))
+    assert "router" in model.mode_for("hybrid")[1]
+    with pytest.raises(ValueError, match="router"):
+        model.route(torch.randn(2, 8))
+
+
+def test_a_target_shared_in_the_batch_is_a_positive_not_a_negative():
+    """Two samples wanting the same evidence, each steered exactly onto it: the loss must go
+    to 0, not sit at log 2 because each one's target is the other's "negative"."""
+    d = 16
+    vecs = torch.eye(d)
+    searcher = MatrixSearcher([f"e{i}" for i in range(d)], vecs)
+    model = GrailModel(d, tau_base=0.01)
+    batch = [Instance(f"q{i}", "", vecs[3], [], "e3", [f"e{5 + i}"]) for i in range(2)]
+    loss = float(gap_loss(model, batch, searcher, mode="query"))
+    assert loss < 1e-3
+    distinct = [Instance("a", "", vecs[3], [], "e3", []), Instance("b", "", vecs[4], [], "e4", [])]
+    assert float(gap_loss(model, distinct, searcher, mode="query")) < 1e-3

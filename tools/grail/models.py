@@ -39,16 +39,28 @@ class GrailModel(nn.Module):
             nn.init.eye_(self.aligner.weight)  # starts as the frozen encoder's own space
         self.router = nn.Linear(dim, 2) if router else None
         self.card: dict[str, Any] = {}
+        self.trained = False
+        """True once the gap module was trained here or loaded from weights."""
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         """Into the aligned space (identity when no adapter was trained)."""
         return x if self.aligner is None else F.normalize(self.aligner(x), dim=-1)
 
     def route(self, q: torch.Tensor) -> torch.Tensor:
-        """Φ(q) ∈ {0 additive, 1 gap} per row (Eq. 13); all gap when no router is trained."""
+        """Φ(q) ∈ {0 additive, 1 gap} per row (Eq. 13) for ``q`` in the aligned space."""
         if self.router is None:
-            return torch.ones(q.shape[0], dtype=torch.long)
+            raise ValueError("hybrid mode needs a trained router (hopgraph grail train --router)")
         return self.router(q).argmax(-1)
+
+    def mode_for(self, mode: str) -> tuple[str, str]:
+        """The mode these weights can run for ``mode``, and why it differs ('' when not):
+        without trained weights, gap and hybrid become gap-fixed (the training-free variant;
+        App. E's learned w1 ≈ 1 is why it is a fair stand-in); hybrid without a router, gap."""
+        if mode in ("gap", "hybrid") and not self.trained:
+            return "gap-fixed", f"{mode} needs trained GRAIL weights (grail_weights); gap-fixed ran"
+        if mode == "hybrid" and self.router is None:
+            return "gap", "hybrid needs a trained router; these weights have none, gap ran"
+        return mode, ""
 
     def steer(self, mode: str, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
         if mode == "query":
@@ -88,7 +100,8 @@ class GrailModel(nn.Module):
         return folder
 
     @classmethod
-    def load(cls, folder: str | Path) -> GrailModel:
+    def load(cls, folder: str | Path, tau_base: float | None = None) -> GrailModel:
+        """Weights saved by ``save``; ``tau_base`` overrides the trained base temperature."""
         folder = Path(folder)
         card_path, weights = folder / "card.json", folder / "grail.safetensors"
         if not card_path.is_file() or not weights.is_file():
@@ -96,11 +109,12 @@ class GrailModel(nn.Module):
         card = json.loads(card_path.read_text())
         model = cls(
             card["dim"],
-            tau_base=card["tau_base"],
+            tau_base=card["tau_base"] if tau_base is None else tau_base,
             fixed_gate=card["fixed_gate"],
             align=card["align"],
             router=card["router"],
         )
         model.load_state_dict(load_file(weights))
         model.card = card
+        model.trained = True
         return model.eval()

@@ -4,6 +4,13 @@ Algorithm 1 in App. B.2). No LLM is involved anywhere.
 Shapes: ``q`` is (B, d); ``ctx`` is (B, m, d) with ``mask`` (B, m) marking real evidence rows
 (so a batch may mix |E_p| = 0, 1, ... m). Every operator returns ``Steered``: the request
 vector and its diagnostics (gate g, mixing weights w1/w2, temperature tau).
+
+Scale (the paper does not state it): our encoders emit unit vectors, while LN(h_ctx) has norm
+√d. Added as they come, a unit q is swamped (at d = 384 the "additive" vector is h_ctx to
+cos 0.999) and Eq. 9's weights would mix norms, not meanings. We read the paper's LNs and its
+√d-scaled attention (Eq. 7) as vectors at LN scale: every operator first lifts q and each e_i
+with ``layer_norm`` (norm √d), so the additive baseline is LN(LN(q) + LN(h_ctx)) and w1 / w2
+alone decide Eq. 9's mix. Retrieval is by cosine, so the lift changes no ranking by itself.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ class Steered:
 
 def attention_context(q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """h_ctx = LN(Σ α_i e_i), α = softmax_i(e_i·q / √d) over the real rows (Eq. 6-7);
-    zeros where a row has no evidence."""
+    zeros where a row has no evidence. ``q`` and ``ctx`` at LN scale (see the module note)."""
     d = q.shape[-1]
     logits = torch.einsum("bmd,bd->bm", ctx, q) / math.sqrt(d)
     logits = logits.masked_fill(~mask, float("-inf"))
@@ -67,13 +74,20 @@ def query_only(q: torch.Tensor, tau_base: float = 0.05) -> Steered:
     return Steered(q, q, torch.zeros_like(q), zeros, ones, zeros, ones * tau_base)
 
 
+def lift(q: torch.Tensor, ctx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and every evidence row at LN scale (norm √d), the scale Eq. 6-9 assume."""
+    return layer_norm(q), layer_norm(ctx)
+
+
 def additive(
     q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor, tau_base: float = 0.05
 ) -> Steered:
-    """The additive baseline: h_req = LN(q + LN(h_ctx)) (Alg. 1 line 10); q where E_p = ∅."""
-    h_ctx = attention_context(q, ctx, mask)
+    """The additive baseline: h_req = LN(q + LN(h_ctx)) (Alg. 1 line 10) with q at LN scale,
+    so query and context weigh alike; q where E_p = ∅."""
+    lq, lctx = lift(q, ctx)
+    h_ctx = attention_context(lq, lctx, mask)
     empty = _no_context(q, mask)
-    h_req = torch.where(empty[:, None], q, layer_norm(q + layer_norm(h_ctx)))
+    h_req = torch.where(empty[:, None], q, layer_norm(lq + layer_norm(h_ctx)))
     b = q.shape[0]
     return Steered(
         h_req, q, h_ctx, q.new_zeros(b), q.new_ones(b), q.new_zeros(b), q.new_ones(b) * tau_base
@@ -103,6 +117,8 @@ class GapSteering(nn.Module):
         nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at ≈ τ_base
 
     def forward(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+        raw = q
+        q, ctx = lift(q, ctx)  # one scale for q, e_i and h_ctx (module note)
         h_ctx = attention_context(q, ctx, mask)  # Eq. 6-7
         qc = torch.cat([q, h_ctx], dim=-1)
         empty = _no_context(q, mask)
@@ -120,7 +136,8 @@ class GapSteering(nn.Module):
         w1 = torch.where(empty, torch.ones_like(w1), w1)
         w2 = torch.where(empty, torch.zeros_like(w2), w2)
         h_req = layer_norm(w1[:, None] * q_gap + w2[:, None] * h_ctx)  # Eq. 9
-        h_req = torch.where(empty[:, None], q, h_req)
+        h_req = torch.where(empty[:, None], raw, h_req)
+        q_gap = torch.where(empty[:, None], raw, q_gap)
         if self.fixed_gate is None:  # τ_dyn = exp(log τ_base + MLP([q; h_ctx]))
             tau = torch.exp(math.log(self.tau_base) + self.tau_mlp(qc).squeeze(-1))
         else:

@@ -20,16 +20,16 @@ _lock = threading.Lock()
 
 
 def grail_for(ctx: Context) -> Grail:
-    """One Grail per (knowledge base, weights): Chroma's index, or the matrix when an adapter
-    was trained (its space differs from the index's)."""
-    key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights)
+    """One Grail per (knowledge base, weights, τ_base): Chroma's index, or the matrix when an
+    adapter was trained (its space differs from the index's)."""
+    key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
     with _lock:
         if key not in _cache:
             kb = knowledge_base(ctx)
             model = (
-                GrailModel.load(ctx.grail_weights)
+                GrailModel.load(ctx.grail_weights, tau_base=ctx.grail_tau_base)
                 if ctx.grail_weights
-                else GrailModel(kb.embedder.dim)
+                else GrailModel(kb.embedder.dim, tau_base=ctx.grail_tau_base)
             )
             searcher = (
                 MatrixSearcher.from_kb(kb) if model.aligner is not None else ChromaSearcher(kb)
@@ -40,17 +40,20 @@ def grail_for(ctx: Context) -> Grail:
 
 def grail_search(query: str, context_ids: list[str], k: int, mode: str, ctx: Context) -> list[dict]:
     """Top-k items not in ``context_ids`` for the query steered away from them; the search and
-    the gate are emitted as a ``retrieval`` event."""
+    the gate are emitted as a ``retrieval`` event. A mode the weights cannot run (gap or hybrid
+    untrained) runs its stand-in, and the event says so (``requested``, ``fallback``)."""
     grail = grail_for(ctx)
     kb = knowledge_base(ctx)
     q = torch.as_tensor(kb.embed_query(query))
-    hits, steered = grail.search(q, list(context_ids), k, mode)
+    runs, why = grail.model.mode_for(mode)
+    hits, steered = grail.search(q, list(context_ids), k, runs)
     emit(
         {
             "event": "retrieval",
             "role": "grail",
             "query": query,
-            "mode": mode,
+            "mode": runs,
+            **({"requested": mode, "fallback": why} if why else {}),
             "context": list(context_ids),
             "ids": [i for i, _ in hits],
             "scores": [round(s, 4) for _, s in hits],

@@ -79,7 +79,13 @@ def gap_loss(
     z, zmask = pad_context(hard, searcher.dim)
     hard_logits = torch.einsum("bd,bmd->bm", h, z).masked_fill(~zmask, float("-inf"))
     all_logits = torch.cat([logits, hard_logits], dim=1) / out.tau[:, None]  # Eq. 11-12
-    return F.cross_entropy(all_logits, torch.arange(len(batch)))
+    # a target that recurs in the batch is a positive for every sample that wants it, never
+    # an in-batch negative: -log(Σ_pos P / (Σ_pos P + N))
+    names = [b.target for b in batch]
+    same = torch.tensor([[a == b for b in names] for a in names])
+    positive = torch.cat([same, torch.zeros_like(zmask)], dim=1)
+    pos_logits = all_logits.masked_fill(~positive, float("-inf"))
+    return (torch.logsumexp(all_logits, dim=1) - torch.logsumexp(pos_logits, dim=1)).mean()
 
 
 def alignment_loss(
@@ -142,6 +148,7 @@ def train_gap(
             total += float(loss)
         history.append(total / max(len(batches), 1))
     model.eval()
+    model.trained = True
     return history
 
 
@@ -183,14 +190,17 @@ def train_router(
     lr: float = 1e-2,
     seed: int = 0,
 ) -> list[float]:
-    """Cross-entropy on query embeddings → {0 additive, 1 gap} (Eq. 13), full-batch AdamW."""
+    """Cross-entropy → {0 additive, 1 gap} (Eq. 13), full-batch AdamW, on the query as the
+    router sees it at inference: raw embeddings ``q`` projected into the aligned space."""
     if model.router is None:
         raise ValueError("this GrailModel has no router (router=True)")
     seed_everything(seed)
+    with torch.no_grad():
+        x = model.project(q)
     opt = torch.optim.AdamW(model.router.parameters(), lr=lr, weight_decay=1e-3)
     history = []
     for _ in range(epochs):
-        loss = F.cross_entropy(model.router(q), labels)
+        loss = F.cross_entropy(model.router(x), labels)
         opt.zero_grad()
         loss.backward()
         opt.step()
