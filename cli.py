@@ -372,6 +372,14 @@ def index(
     triplets: Annotated[
         bool, typer.Option("--triplets", help="also store LLM-extracted triplets (MMAPG)")
     ] = False,
+    cache: Annotated[
+        str,
+        typer.Option(
+            "--cache",
+            help="JSON-lines file of the triplet extractions (default <kb>/llm-cache.jsonl); "
+            "a committed one rebuilds the KB without LLM calls",
+        ),
+    ] = "",
     sets: Sets = None,
 ) -> None:
     """Index a corpus into the knowledge base (re-running adds only what is new)."""
@@ -386,10 +394,10 @@ def index(
         from hopgraph.memory.cache import JsonCache
 
         ctx = build_context(sets=sets)
-        cache = JsonCache(store.path / "llm-cache.sqlite")
+        llm_cache = JsonCache(cache or store.path / "llm-cache.jsonl")
 
         def derive(item):
-            return triplet_items(item, extract_triplets(item, ctx, cache))
+            return triplet_items(item, extract_triplets(item, ctx, llm_cache))
 
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
