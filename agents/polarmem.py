@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from hopgraph.config import Context
 from hopgraph.models import CapabilityError, chat_model, user, vlm_model
@@ -18,8 +19,25 @@ log = logging.getLogger(__name__)
 MIN_TEMPLATES = 3
 
 
+POLARITIES = ("present", "absent", "mentioned")
+
+
+class Entity(BaseModel):
+    """One entity of a text chunk with the polarity the text states (Eq. 7 with polarity):
+    asserted present, asserted absent (negated), or merely mentioned."""
+
+    name: str
+    polarity: Literal["present", "absent", "mentioned"] = "mentioned"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value):  # noqa: ANN001
+        """A bare string (a model that skips the polarity) is a mention: it asserts nothing."""
+        return {"name": value} if isinstance(value, str) else value
+
+
 class Entities(BaseModel):
-    entities: list[str] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
 
 
 class QueryConcepts(BaseModel):
@@ -98,16 +116,27 @@ def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dic
     return {c: sum(v) / len(v) for c, v in sums.items()}
 
 
-def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[str]:
-    """Phi_ext of Sec. 3.2.2: a chunk's key entities."""
+def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[Entity]:
+    """Phi_ext of Sec. 3.2.2 with each entity's polarity, in one call. A name given two
+    polarities in one chunk asserts neither: it is kept as a mention."""
     out = chat_model(ctx).structured(
         [user(_render(ctx, "entities", text=text, max_entities=max_entities))],
         Entities,
         role="entity_extractor",
         template="polarmem/entities",
-        max_tokens=256,
+        max_tokens=400,
     )
-    return list(dict.fromkeys(e.strip() for e in out.entities if e and e.strip()))[:max_entities]
+    seen: dict[str, Entity] = {}
+    for e in out.entities:
+        name = e.name.strip()
+        if not name:
+            continue
+        key = name.lower()
+        if key in seen and seen[key].polarity != e.polarity:
+            seen[key] = Entity(name=seen[key].name, polarity="mentioned")
+        else:
+            seen.setdefault(key, Entity(name=name, polarity=e.polarity))
+    return list(seen.values())[:max_entities]
 
 
 def parse_query(query: str, ctx: Context) -> QueryConcepts:

@@ -27,9 +27,10 @@ import numpy as np
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
 EDGE_KINDS = (*POLAR, "MENTIONS", "SIMILAR_TO")
-POSITIVE = ("HAS", "MENTIONS")
-"""Edges that put a concept in C+(v): verified presence, and a text's deterministic mention
-(Sec. 3.2.2). NOT_HAS alone makes C-(v); UNCERTAIN constrains nothing (Eq. 6)."""
+POSITIVE = ("HAS",)
+"""Edges that put a concept in C+(v): presence verified in an image or asserted by a text.
+NOT_HAS alone makes C-(v). UNCERTAIN (Eq. 6) and a text's bare MENTIONS constrain nothing:
+"no knife was found" names a knife without showing one, so it only ranks by similarity."""
 COLLECTION = "polarmem-sem"
 SIMILAR_MIN = 0.9
 """Cosine similarity of z_sem at which two memories of the same kind get a SIMILAR_TO edge."""
@@ -100,7 +101,8 @@ def concept_id(name: str) -> str:
 class Observation:
     """One memory to store: a text chunk or an image, with its concepts by verified state
     (concept -> score: s_c of Eq. 4 for an image, 1.0 for an asserted fact) and, for text,
-    the entities it mentions (Eq. 7)."""
+    the entities it only mentions (Eq. 7). ``provenance`` is written on every edge unless
+    ``edge_provenance`` has a line for that concept (how a text's polarity was decided)."""
 
     kind: str
     content: str
@@ -111,6 +113,7 @@ class Observation:
     uncertain: dict[str, float] = field(default_factory=dict)
     mentions: list[str] = field(default_factory=list)
     provenance: str = ""
+    edge_provenance: dict[str, str] = field(default_factory=dict)
     key: str = ""
     """What the id derives from (an image file's hash); default: kind, source and content."""
 
@@ -138,6 +141,10 @@ class Observation:
             if c and c not in out:
                 out[c] = ("UNCERTAIN", float(score))
         return out
+
+    def note_for(self, concept: str) -> str:
+        """The provenance of the edge to a normalized ``concept``."""
+        return self.edge_provenance.get(concept, self.provenance)
 
     def serialized(self) -> str:
         """T_serialize of Eq. 10: the polarity state as one line of text."""
@@ -352,14 +359,14 @@ class PolarMemory:
                     [(i,) for i in present],
                 )
                 edges = [
-                    (o.id, "concept:" + c, state, score, o.provenance)
+                    (o.id, "concept:" + c, state, score, o.note_for(c))
                     for o, st in zip(obs, states, strict=True)
                     for c, (state, score) in st.items()
                 ] + [
-                    (o.id, concept_id(m), "MENTIONS", 1.0, o.provenance)
+                    (o.id, "concept:" + c, "MENTIONS", 1.0, o.note_for(c))
                     for o in obs
-                    for m in dict.fromkeys(o.mentions)
-                    if normalize_concept(m)
+                    for c in dict.fromkeys(map(normalize_concept, o.mentions))
+                    if c
                 ]
                 for i in range(0, len(obs), 4096):
                     chunk = obs[i : i + 4096]

@@ -174,8 +174,10 @@ def model_reply(body):
         )
     if "name the things a person could check" in text:
         return "cup, table, knife, dog"
-    if "List what the passage below is about" in text:
-        return json.dumps({"entities": ["cup", "Aunt Mira"]})
+    if "Read the passage and list what it is about" in text:
+        return json.dumps(
+            {"entities": [{"name": "cup", "polarity": "present"}, "Aunt Mira"]}  # bare: mention
+        )
     if "Turn a search request" in text:
         request = text.rsplit("Request:", 1)[1]
         if "nothing in particular" in request:
@@ -231,7 +233,7 @@ def test_visual_pathway_negates_a_proposed_concept_and_text_aligns_to_it(served,
     }  # fmt: skip
     ingest_text("Aunt Mira keeps her blue cup on the shelf.", ctx, source="note")
     stats = mem.stats()
-    assert stats["edges"]["MENTIONS"] == 2
+    assert stats["edges"]["MENTIONS"] == 1 and stats["edges"]["HAS"] == 3
     assert stats["nodes"]["concept"] == 5  # the text's "cup" is the image's concept node
 
 
@@ -309,7 +311,8 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
         )
 
     # no model endpoint needed for the asserted facts; the image fails (no VLM), the text goes on
-    with ScriptedServer(lambda body: json.dumps({"entities": ["shed", "rake"]})) as server:
+    entities = [{"name": n, "polarity": "present"} for n in ("shed", "rake")]
+    with ScriptedServer(lambda body: json.dumps({"entities": entities})) as server:
         out = cli("memory", "ingest", str(photo), str(text), "--memory", mem, "--absent", "ladder",
                   "--base-url", server.base_url, "--model", "scripted")  # fmt: skip
     assert out.returncode == 1, out.stderr
@@ -407,3 +410,92 @@ def test_two_processes_writing_one_memory_lose_and_corrupt_nothing(tmp_path):
     for tag in ("A", "B"):  # the HNSW index answers for both writers' items
         hit = m.recall(f"note {tag} 17: item {17 * 7 % 11} in room {tag}", k=1, mode="vanilla")
         assert hit[0].content.startswith(f"note {tag} 17:")
+
+
+# -- the knowledge pathway's polarity (Eq. 7): a negated mention is absence, not presence ------
+NEGATIONS = {
+    "No knife was found in the kitchen.": [("kitchen", "present"), ("knife", "absent")],
+    "The soup was served without salt.": [("soup", "present"), ("salt", "absent")],
+    "A spoon was not found in the drawer.": [("drawer", "present"), ("spoon", "absent")],
+    "The bowl is not made of glass.": [("bowl", "present"), ("glass", "absent")],
+    "The drawer held forks but no knives.": [("forks", "present"), ("knives", "absent")],
+    "The cookbook explains how to sharpen a knife.": [("cookbook", "present"), ("knife", "x")],
+}
+
+
+@pytest.fixture
+def negations(tmp_path):
+    """A memory of the texts above, their entities and polarities as a model would give them
+    (``x``: the model gave no polarity, a bare name)."""
+    from hopgraph.tools.memory import ingest_text, polar_memory
+
+    def reply(body):
+        passage = msg_text(body).rsplit("Passage:", 1)[1].strip()
+        return json.dumps(
+            {
+                "entities": [
+                    name if pol == "x" else {"name": name, "polarity": pol}
+                    for name, pol in NEGATIONS[passage]
+                ]
+            }
+        )
+
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", polar_dir=str(tmp_path / "m"))
+        for text in NEGATIONS:
+            ingest_text(text, ctx, source=text[:12])
+        yield ctx, polar_memory(ctx)
+
+
+def test_negated_text_entities_are_absent_and_bare_mentions_constrain_nothing(negations):
+    _, mem = negations
+    by_text = {r.content: r.id for r in mem.recall("kitchen drawer soup", k=6, mode="vanilla")}
+    assert mem.concepts_of(by_text["No knife was found in the kitchen."]) == {
+        "kitchen": "HAS", "knife": "NOT_HAS"
+    }  # fmt: skip
+    assert mem.concepts_of(by_text["The soup was served without salt."])["salt"] == "NOT_HAS"
+    assert mem.concepts_of(by_text["A spoon was not found in the drawer."])["spoon"] == "NOT_HAS"
+    assert mem.concepts_of(by_text["The bowl is not made of glass."])["glass"] == "NOT_HAS"
+    assert mem.concepts_of(by_text["The cookbook explains how to sharpen a knife."]) == {
+        "cookbook": "HAS", "knife": "MENTIONS"
+    }  # fmt: skip
+    rows = mem._db().execute("SELECT kind, provenance FROM edges WHERE kind != 'SIMILAR_TO'")
+    notes = {kind: note for kind, note in rows}
+    assert notes["NOT_HAS"] == "asserted absent in the text (scripted)"
+    assert notes["HAS"] == "asserted present in the text (scripted)"
+    assert notes["MENTIONS"] == "mentioned in the text (scripted)"
+
+
+def test_recall_over_asserted_and_negated_concepts(negations):
+    _, mem = negations
+    # wanting a knife: the two texts that negate one are conflicts, never returned; the
+    # cookbook only names one, so it is returned unverified, not as proof of a knife
+    got = mem.recall("a knife", ["knife"], [], k=6)
+    texts = [r.content for r in got]
+    assert "No knife was found in the kitchen." not in texts
+    assert "The drawer held forks but no knives." not in texts
+    cookbook = next(r for r in got if r.content.startswith("The cookbook"))
+    assert cookbook.s_log == 0 and cookbook.status == "UNVERIFIED"
+    # "... but no knife": the texts that negate the knife are the verified answers
+    got = mem.recall("forks but no knife", ["fork"], ["knife"], k=6)
+    assert got[0].content == "The drawer held forks but no knives."
+    assert got[0].status == "VERIFIED (fork)"
+    got = mem.recall("the kitchen but no knife", ["kitchen"], ["knife"], k=6)
+    assert got[0].content == "No knife was found in the kitchen."
+    assert got[0].s_log == 1
+    # a bare mention is no presence: excluding the knife keeps the cookbook
+    assert "The cookbook explains how to sharpen a knife." in [
+        r.content for r in mem.recall("cookbook without a knife", [], ["knife"], k=6)
+    ]
+
+
+def test_the_callers_assertion_wins_over_the_models_reading(tmp_path):
+    from hopgraph.tools.memory import ingest_text, polar_memory
+
+    reply = json.dumps({"entities": [{"name": "rake", "polarity": "present"}]})
+    with ScriptedServer(lambda body: reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", polar_dir=str(tmp_path / "m"))
+        ingest_text("The shed's rake went missing.", ctx, absent=["rake"])
+    mem = polar_memory(ctx)
+    (only,) = mem.recall("shed", k=1, mode="vanilla")
+    assert mem.concepts_of(only.id) == {"rake": "NOT_HAS"}

@@ -50,33 +50,50 @@ def ingest_text(
     absent: list[str] = (),  # type: ignore[assignment]
     skip_stored: bool = False,
 ) -> AddReport:
-    """The knowledge pathway (Sec. 3.2.2): chunks, each chunk's entities by the LLM as
-    MENTIONS edges (Eq. 7). ``present`` / ``absent`` are facts the caller asserts about the
-    text as a whole (stored as HAS / NOT_HAS with score 1). ``skip_stored`` leaves chunks the
-    memory already holds alone, before any LLM call (a re-run resumes)."""
+    """The knowledge pathway (Sec. 3.2.2, Eq. 7): chunks, and each chunk's entities by the LLM
+    with the polarity the text states: asserted present (HAS), asserted absent (NOT_HAS) or
+    merely mentioned (MENTIONS, which constrains no recall). ``present`` / ``absent`` are facts
+    the caller asserts about the text as a whole; they win over the LLM's reading. Every edge
+    records where its polarity came from. ``skip_stored`` leaves chunks the memory already
+    holds alone, before any LLM call (a re-run resumes)."""
     chunks = chunk_paragraphs(text)
     if not chunks:
         raise ValueError(f"no text to store (source {source!r} is empty)")
     memory = polar_memory(ctx)
-    provenance = f"entities by {ctx.model}" + ("; asserted by caller" if present or absent else "")
-    observations = [
-        Observation(
-            kind="text",
-            content=chunk,
-            source=source,
-            has=dict.fromkeys(present, 1.0),
-            not_has=dict.fromkeys(absent, 1.0),
-            provenance=provenance,
-        )
-        for chunk in chunks
-    ]
+    observations = [Observation(kind="text", content=chunk, source=source) for chunk in chunks]
     held = memory.stored([o.id for o in observations]) if skip_stored else set()
     todo = [o for o in observations if o.id not in held]
     for o in todo:
-        o.mentions = roles.extract_entities(o.content, ctx)
+        _set_polarities(o, roles.extract_entities(o.content, ctx), ctx.model)
+        for names, polarity in ((present, "HAS"), (absent, "NOT_HAS")):
+            for name in names:
+                _assert(o, name, polarity, "asserted by the caller")
     report = memory.add(todo)
     report.skipped = len(held)
     return report
+
+
+def _set_polarities(o: Observation, entities: list[roles.Entity], model: str) -> None:
+    for e in entities:
+        if e.polarity == "mentioned":
+            o.mentions.append(e.name)
+            o.edge_provenance[normalize_concept(e.name)] = f"mentioned in the text ({model})"
+        else:
+            state = "HAS" if e.polarity == "present" else "NOT_HAS"
+            _assert(o, e.name, state, f"asserted {e.polarity} in the text ({model})")
+
+
+def _assert(o: Observation, name: str, state: str, why: str) -> None:
+    """``name`` as HAS or NOT_HAS (score 1), replacing any other polarity the chunk gave it."""
+    c = normalize_concept(name)
+    if not c:
+        return
+    for group in (o.has, o.not_has):
+        for other in [n for n in group if normalize_concept(n) == c]:
+            del group[other]
+    o.mentions = [m for m in o.mentions if normalize_concept(m) != c]
+    (o.has if state == "HAS" else o.not_has)[name] = 1.0
+    o.edge_provenance[c] = why
 
 
 @dataclass
