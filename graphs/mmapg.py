@@ -71,23 +71,31 @@ def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
 
 
 def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
-    """Eq. 6-11: key phrases (text), names or descriptive phrases (image), radius search."""
+    """Eq. 6-11: key phrases (text), names or descriptive phrases (image), radius search.
+    Each knowledge base keeps its own cap: raw cosines of KB_text and KB_img are not on one
+    scale, so a merged top-N would undo the per-modality radii (App. A.1)."""
     ctx = _ctx(runtime)
     held = state.get("held", [])
-    found: list[dict[str, Any]] = []
+    text_phrases: list[str] = []
+    image_phrases: list[str] = []
     question = ""
     if state.get("text_part"):
-        phrases = examiner.key_phrases(state["text_part"], ctx) or [state["text_part"]]
-        found += find_candidates(phrases, TEXT_SIDE, ctx, held=held)
+        text_phrases = examiner.key_phrases(state["text_part"], ctx) or [state["text_part"]]
     if state.get("image_part"):
         phrases, question = examiner.image_queries(state["image_part"], state["image_kind"], ctx)
         phrases = phrases or [state["image_part"]]
-        found += find_candidates(phrases, IMAGE_SIDE, ctx)
-        if state["image_kind"] == "targeted":  # Eq. 8: the names also search the text side
-            found += find_candidates(phrases, TEXT_SIDE, ctx, held=held)
-    unique = list({c["id"]: c for c in sorted(found, key=lambda c: -c["score"])}.values())
+        if state["image_kind"] == "targeted":  # Eq. 7-8: names join the KB_text query
+            text_phrases += phrases
+        else:  # Eq. 9: descriptive phrases search KB_img
+            image_phrases = phrases
+    found: dict[str, dict[str, Any]] = {}
+    if text_phrases:
+        found |= {c["id"]: c for c in find_candidates(text_phrases, TEXT_SIDE, ctx, held=held)}
+    if image_phrases:
+        for c in find_candidates(image_phrases, IMAGE_SIDE, ctx):
+            found.setdefault(c["id"], c)
     memories = memory_candidates(state["instruction"], ctx) if ctx.polar_memory else []
-    return {"candidates": unique[: ctx.mmapg_max_candidates] + memories, "image_question": question}
+    return {"candidates": list(found.values()) + memories, "image_question": question}
 
 
 def fan_out(state: RetrievalState):

@@ -375,3 +375,35 @@ def test_a_repeated_search_whose_answer_was_given_stops():
     )
     assert ok["type"] == "stop"
     assert [r["kind"] for r in repairs] == ["repeated_retrieval", "repeated_answer"]
+
+
+def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
+    """Images whose captions sit closer to their phrase than any passage to its own must not
+    crowd the text candidates out (a merged top-N by raw cosine did); targeted names search
+    KB_text only, descriptive parts KB_img."""
+    from langgraph.runtime import Runtime
+
+    from hopgraph.agents import examiner
+    from hopgraph.graphs import mmapg
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add(
+        [Item("text", f"p{i}", f"Harbour records, ledger {i}: ships and tolls.") for i in range(8)]
+        + [
+            Item("image", f"i{i}", f"red lighthouse photo {i}", title=f"red lighthouse {i}")
+            for i in range(8)
+        ]  # fmt: skip
+    )
+    ctx = Context(kb_dir=str(tmp_path / "kb"), mmapg_max_candidates=4,
+                  mmapg_text_radius=2.0, mmapg_image_radius=2.0)  # fmt: skip
+    monkeypatch.setattr(examiner, "key_phrases", lambda text, ctx: ["harbour toll ledger"])
+    monkeypatch.setattr(
+        examiner, "image_queries", lambda part, kind, ctx: (["red lighthouse photo"], "Colour?")
+    )
+    state = {"instruction": "x", "text_part": "tolls", "image_part": "the red lighthouse"}
+    got = mmapg.search({**state, "image_kind": "descriptive"}, Runtime(context=ctx))
+    kinds = [c["modality"] for c in got["candidates"]]
+    assert kinds.count("text") == 4 and kinds.count("image") == 4
+    # targeted: the names go to KB_text with the key phrases, one cap over that search
+    got = mmapg.search({**state, "image_kind": "targeted"}, Runtime(context=ctx))
+    assert len(got["candidates"]) == 4
