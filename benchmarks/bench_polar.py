@@ -13,6 +13,13 @@ with the embedded LLM (App. B prompt 3) and reports how often Q+ / Q- come out e
 
 text: a memory built by ``hopgraph memory ingest`` from HotpotQA passages (entities by the
 LLM); queries "<X> but not <Y>" for concepts X, Y mentioned together in some passage.
+
+negations: short texts of our own with planted negations ("... a cup and a plate, but no
+knife"), stored through the real knowledge pathway (entities and polarity by the embedded
+LLM), then "<theme> with <a> but no <b>" queries scored against the planted truth: how often
+a negated object came out absent, and recall's violation and wanted rates.
+
+    .venv/bin/python benchmarks/bench_polar.py negations --texts 60 --out neg.json
 """
 
 from __future__ import annotations
@@ -91,6 +98,80 @@ def scene_queries(n: int, seed: int = 1) -> list[tuple[str, str, str]]:
         a, b = rng.sample(vocab(theme), 2)
         out.append((f"a {theme} with a {a} but no {b}", a, b))
     return out
+
+
+NEGATION_FORMS = (
+    "but no {x}",
+    "but there was no {x}",
+    "and without a {x}",
+    "though a {x} was not found",
+    "but not a single {x}",
+)
+
+
+def negation_texts(n: int, seed: int = 5) -> list[tuple[str, str, list[str], list[str]]]:
+    """(text, theme, present, absent): two or three objects present, one negated."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        theme = rng.choice(list(THEMES))
+        objects = vocab(theme)
+        rng.shuffle(objects)
+        present, absent = objects[: rng.randint(2, 3)], objects[3:4]
+        listed = ", ".join(f"a {o}" for o in present[:-1]) + f" and a {present[-1]}"
+        negation = rng.choice(NEGATION_FORMS).format(x=absent[0])
+        out.append((f"In the {theme} we saw {listed}, {negation}.", theme, present, absent))
+    return out
+
+
+def run_negations(args) -> dict:
+    """The knowledge pathway on planted negations, with the code this checkout has."""
+    from hopgraph.config import Context
+    from hopgraph.tools.memory import ingest_text, polar_memory
+
+    texts = negation_texts(args.texts)
+    folder = Path(tempfile.mkdtemp(prefix="polar-neg-"))
+    try:
+        ctx = Context(polar_dir=str(folder))
+        t = time.perf_counter()
+        for i, (text, *_) in enumerate(texts):
+            ingest_text(text, ctx, source=f"neg-{i:03d}")
+        build = time.perf_counter() - t
+        mem = polar_memory(ctx)
+        truth = {
+            Observation("text", text, source=f"neg-{i:03d}").id: (
+                {normalize_concept(c) for c in present},
+                {normalize_concept(c) for c in absent},
+            )
+            for i, (text, _, present, absent) in enumerate(texts)
+        }
+        positive = ("HAS", "MENTIONS") if args.mentions_positive else ("HAS",)
+        read = {"absent_as_not_has": 0, "absent_as_positive": 0, "present_as_has": 0}
+        for i, (present, absent) in truth.items():
+            edges = mem.concepts_of(i)
+            read["absent_as_not_has"] += sum(edges.get(c) == "NOT_HAS" for c in absent)
+            read["absent_as_positive"] += sum(edges.get(c) in positive for c in absent)
+            read["present_as_has"] += sum(edges.get(c) == "HAS" for c in present)
+        n_abs = sum(len(t[3]) for t in texts)
+        n_pre = sum(len(t[2]) for t in texts)
+        rng = random.Random(7)
+        queries = []
+        for _, theme, present, absent in texts:
+            a = rng.choice(present)
+            queries.append((f"a {theme} with a {a} but no {absent[0]}", a, absent[0]))
+        return {
+            "texts": len(texts),
+            "model": ctx.model,
+            "build_s_per_text": round(build / len(texts), 2),
+            "negated_read_as_absent": round(read["absent_as_not_has"] / n_abs, 3),
+            "negated_read_as_present": round(read["absent_as_positive"] / n_abs, 3),
+            "present_read_as_present": round(read["present_as_has"] / n_pre, 3),
+            "k": args.k,
+            "queries": len(queries),
+            **evaluate(mem, queries, truth.__getitem__, args.k),
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -255,9 +336,18 @@ def main() -> None:
     t.add_argument("memory", type=Path)
     t.add_argument("--queries", type=int, default=200)
     t.add_argument("-k", type=int, default=5)
+    n = sub.add_parser("negations")
+    n.add_argument("--texts", type=int, default=60)
+    n.add_argument("-k", type=int, default=5)
+    n.add_argument(
+        "--mentions-positive",
+        action="store_true",
+        help="count MENTIONS edges as presence when reading the graph (the old semantics)",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    report = run_scenes(args) if args.what == "scenes" else run_text(args)
+    run = {"scenes": run_scenes, "text": run_text, "negations": run_negations}[args.what]
+    report = run(args)
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
