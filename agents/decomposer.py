@@ -17,6 +17,9 @@ from hopgraph.prompts import prompts_for
 class Replacement(BaseModel):
     reference: str
     entity: str
+    substituted: str = ""
+    """The question with ``entity`` put in place of ``reference`` (the paper's second
+    subquestion per replacement)."""
 
 
 class QDCOutput(BaseModel):
@@ -34,37 +37,59 @@ class QDRPlan(BaseModel):
 
 
 def decompose_qdc(question: str, contexts: list[dict[str, Any]], ctx: Context) -> list[str]:
-    """Exactly one model call; its output becomes subquestions by ``qdc_subquestions``."""
+    """Exactly one model call; its output becomes subquestions by ``qdc_subquestions``.
+    Fallback: no subquestion, so the raw question alone reranks (recorded)."""
     prompt = prompts_for(ctx.prompts_dir).render(
         "qdrag/decompose_qdc", question=question, contexts=contexts
     )
     out = chat_model(ctx).structured(
-        [user(prompt)], QDCOutput, role="decomposer", template="qdrag/decompose_qdc"
+        [user(prompt)],
+        QDCOutput,
+        role="decomposer",
+        template="qdrag/decompose_qdc",
+        fallback=QDCOutput(),
     )
-    subs, dropped = qdc_subquestions(out, question)
+    subs, dropped, rebuilt = qdc_subquestions(out, question)
     if dropped:
         emit({"event": "subquestions_dropped", "role": "decomposer", "dropped": dropped})
+    for r in rebuilt:
+        emit({"event": "substitution_rebuilt", "role": "decomposer", **r})
     return subs
 
 
-def qdc_subquestions(out: QDCOutput, question: str) -> tuple[list[str], list[str]]:
-    """(subquestions, dropped): each replacement yields "Is <reference> equivalent to
-    <entity>?", the open decomposition's subquestions follow; duplicates merged. Dropped: a
-    replacement of a phrase by itself, any part with no word in it (a copied "..." from the
-    reply format) and the raw question. Such a subquestion carries nothing to rerank with, yet
-    its flat scores have the highest entropy, so the budget would give it the most contexts."""
-    subs, dropped = [], []
+def qdc_subquestions(out: QDCOutput, question: str) -> tuple[list[str], list[str], list[dict]]:
+    """(subquestions, dropped, rebuilt). Each replacement yields "Is <reference> equivalent to
+    <entity>?" and the question after substitution (Sec. 3.2); the open decomposition's
+    subquestions follow; duplicates merged. A substituted question the model left out, or
+    that lacks the entity, is rebuilt by putting the entity in place of the reference in the
+    question (listed in ``rebuilt``), or dropped where the reference is not in the question.
+    Dropped: a replacement of a phrase by itself, any part with no word in it (a copied
+    "..." from the reply format) and the raw question. Such a subquestion carries nothing to
+    rerank with, yet its flat scores have the highest entropy, so the budget would give it
+    the most contexts."""
+    subs, dropped, rebuilt = [], [], []
     for r in out.replacements:
         ref, ent = r.reference.strip(), r.entity.strip()
-        if _has_word(ref) and _has_word(ent) and ref.casefold() != ent.casefold():
-            subs.append(f"Is {ref} equivalent to {ent}?")
-        else:
+        if not (_has_word(ref) and _has_word(ent) and ref.casefold() != ent.casefold()):
             dropped.append(f"Is {ref} equivalent to {ent}?")
+            continue
+        subs.append(f"Is {ref} equivalent to {ent}?")
+        given = r.substituted.strip()
+        if _has_word(given) and ent.casefold() in given.casefold():
+            subs.append(given)
+            continue
+        at = question.casefold().find(ref.casefold())
+        if at < 0:
+            dropped.append(given or f"<{ref} -> {ent} substituted>")
+            continue
+        made = question[:at] + ent + question[at + len(ref) :]
+        rebuilt.append({"given": given, "rebuilt": made})
+        subs.append(made.strip())
     for s in (s.strip() for s in out.subquestions):
         (subs if _has_word(s) else dropped).append(s)
     raw = question.strip()
     dropped += [s for s in subs if s == raw]
-    return [s for s in dict.fromkeys(subs) if s != raw], dropped
+    return [s for s in dict.fromkeys(subs) if s != raw], dropped, rebuilt
 
 
 def _has_word(text: str) -> bool:
@@ -90,7 +115,13 @@ def plan_qdr(
         return [
             s.model_dump() for s in QDRPlan.model_validate_json(extract_json(text)).subquestions
         ]
-    out = model.structured([user(prompt)], QDRPlan, role="decomposer", template="qdrag/plan_qdr")
+    out = model.structured(
+        [user(prompt)],
+        QDRPlan,
+        role="decomposer",
+        template="qdrag/plan_qdr",
+        fallback=QDRPlan(subquestions=[]),  # no plan: the raw question alone reranks
+    )
     return [s.model_dump() for s in out.subquestions]
 
 

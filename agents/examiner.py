@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
-from hopgraph.models import ChatModel, StructuredOutputError, chat_model, user, vlm_model
+from hopgraph.models import ChatModel, chat_model, user, vlm_model
 from hopgraph.models.events import emit
 from hopgraph.prompts import prompts_for
 
@@ -64,27 +64,36 @@ def _render(ctx: Context, name: str, **kw: Any) -> str:
 
 
 def split_instruction(instruction: str, parents: list[str], ctx: Context) -> Split:
+    """Eq. 5. Fallback: the whole instruction as the text part (no image part)."""
     prompt = _render(ctx, "decompose", instruction=instruction, parents=parents)
     return chat_model(ctx).structured(
-        [user(prompt)], Split, role="retriever", template="mmapg/decompose", max_tokens=200
+        [user(prompt)],
+        Split,
+        role="retriever",
+        template="mmapg/decompose",
+        max_tokens=200,
+        fallback=Split(text_part=instruction),
     )
 
 
 def key_phrases(instruction: str, ctx: Context) -> list[str]:
-    """Eq. 6, with the few-shot examples F_text in the template."""
+    """Eq. 6, with the few-shot examples F_text in the template. Fallback: no phrase (the
+    caller then searches with the text part itself)."""
     out = chat_model(ctx).structured(
         [user(_render(ctx, "keyphrases", instruction=instruction))],
         Phrases,
         role="retriever",
         template="mmapg/keyphrases",
         max_tokens=120,
+        fallback=Phrases(),
     )
     return _clean(out.phrases)
 
 
 def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str], str]:
     """Eq. 7 (targeted: names to search the picture by) or Eq. 9 (descriptive: phrases), with
-    the question the examiner asks of each picture found."""
+    the question the examiner asks of each picture found. Fallback: none (the caller then
+    searches with the image part itself and asks the instruction)."""
     name, schema = IMAGE_QUERIES[kind]
     out = chat_model(ctx).structured(
         [user(_render(ctx, name, instruction=instruction))],
@@ -92,6 +101,7 @@ def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str],
         role="retriever",
         template=f"mmapg/{name}",
         max_tokens=120,
+        fallback=schema(),
     )
     return _clean(out.queries()), out.question.strip() or instruction
 
@@ -138,15 +148,16 @@ def _fields(candidate: dict[str, Any]) -> dict[str, str]:
 
 def _finding(model: ChatModel, messages: list[dict[str, Any]], template: str) -> str:
     """The facts first, then the verdict: a small model judging first says "no" to everything.
-    A reply still malformed after its repair (e.g. cut off at max_tokens) counts as no finding,
-    recorded in the trace, so one candidate cannot fail the whole question."""
-    try:
-        out = model.structured(
-            messages, Examination, role="examiner", template=template, max_tokens=120
-        )
-    except StructuredOutputError as e:
-        emit({"event": "examination_failed", "template": template, "error": str(e)[:300]})
-        return ""
+    Fallback: a reply still malformed after its repair (e.g. cut off at max_tokens) is no
+    finding, so one candidate cannot fail the whole question."""
+    out = model.structured(
+        messages,
+        Examination,
+        role="examiner",
+        template=template,
+        max_tokens=120,
+        fallback=Examination(),
+    )
     return out.facts.strip() if out.helps and out.facts.strip() else ""
 
 

@@ -17,11 +17,20 @@ class Reasoned(BaseModel):
     answer: str
 
 
+NO_ANSWER = "unknown"
+"""The reasoner's fallback answer: a reply that stays malformed answers nothing, and says so."""
+
+
 def reason(instruction: str, nodes: list[dict[str, Any]], ctx: Context) -> Reasoned:
     prompt = prompts_for(ctx.prompts_dir).render(
         "mmapg/reason", instruction=instruction, nodes=nodes
     )
     out = chat_model(ctx).structured(
-        [user(prompt)], Reasoned, role="reasoner", template="mmapg/reason", max_tokens=160
+        [user(prompt)],
+        Reasoned,
+        role="reasoner",
+        template="mmapg/reason",
+        max_tokens=160,
+        fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
     )
     return Reasoned(rationale=out.rationale.strip(), answer=out.answer.strip().rstrip("."))

@@ -45,6 +45,7 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["llm_calls"] = pred.get("llm_calls", 0)
     out["prompt_tokens"] = pred.get("prompt_tokens", 0)
     out["completion_tokens"] = pred.get("completion_tokens", 0)
+    out["fallbacks"] = pred.get("fallbacks", 0)
     out["seconds"] = pred.get("seconds", 0.0)
     summary = pred.get("summary") or {}
     out |= {k: float(v) for k, v in summary.items() if isinstance(v, int | float)}
@@ -116,6 +117,7 @@ HEADLINE = (
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "fallbacks",
     "seconds",
     "iterations",
     "hit_cap",

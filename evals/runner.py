@@ -154,7 +154,7 @@ class PredictionLog:
 def trace_stats(trace: Path) -> dict[str, Any]:
     """LLM calls, tokens, retrieved ids and the method's ``run_summary`` event, read back from
     a question's whole trace."""
-    calls = prompt = completion = 0
+    calls = prompt = completion = fallbacks = 0
     retrieved: list[str] = []
     summary: dict[str, Any] = {}
     if trace.exists():
@@ -170,6 +170,8 @@ def trace_stats(trace: Path) -> dict[str, Any]:
                 calls += 1
                 prompt += data.get("prompt_tokens", 0)
                 completion += data.get("completion_tokens", 0)
+            elif data.get("event") == "fallback":  # a role's malformed reply, replaced
+                fallbacks += 1
             elif data.get("event") == "retrieval":
                 retrieved += [i for i in data.get("ids", []) if i not in retrieved]
             elif data.get("event") == "run_summary":  # a method's own counts (MMAPG's loop)
@@ -178,6 +180,7 @@ def trace_stats(trace: Path) -> dict[str, Any]:
         "llm_calls": calls,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
+        "fallbacks": fallbacks,
         "retrieved": retrieved,
         **({"summary": summary} if summary else {}),
     }

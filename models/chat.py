@@ -223,8 +223,11 @@ class ChatModel:
         role: str,
         template: str = "",
         max_tokens: int | None = None,
+        fallback: T | None = None,
     ) -> T:
-        """A reply validated by ``schema``; one repair attempt, then ``StructuredOutputError``."""
+        """A reply validated by ``schema``; one repair attempt, then the role's declared
+        ``fallback`` (recorded as a ``fallback`` event, so no malformed reply fails a
+        question), or ``StructuredOutputError`` where the role declares none."""
         json_schema = schema.model_json_schema()
         if self.dialect.json_schema:
             fmt = {
@@ -257,11 +260,25 @@ class ChatModel:
                     "common/repair_json", error=error, schema=json.dumps(json_schema)
                 )
                 convo = [*convo, {"role": "assistant", "content": raw}, user(repair)]
-        raise StructuredOutputError(
+        failure = StructuredOutputError(
             f"{role}: reply from {self.model} does not match {schema.__name__} after one "
             f"repair: {error}",
             raw=raw,
         )
+        if fallback is None:
+            raise failure
+        emit(
+            {
+                "event": "fallback",
+                "role": role,
+                "template": template,
+                "error": str(failure)[:300],
+                "raw": raw[:300],
+                "used": fallback.model_dump(),
+            },
+            self.on_event,
+        )
+        return fallback
 
     def p_yes(self, messages: Sequence[Message], *, role: str, template: str = "") -> float:
         """P(Yes) from the first token's top_logprobs: Σp(yes) / (Σp(yes) + Σp(no))."""

@@ -224,10 +224,12 @@ def test_a_candidate_whose_examination_stays_malformed_is_skipped_and_recorded(t
         [step("retrieval", ["Q0"], "Find the founder of Town 3"), step("stop")],
         cut_off="Town 3",
     )
-    failed = events(records, "examination_failed")
+    failed = events(records, "fallback")
     assert failed and all(f["template"] == "mmapg/examine_text" for f in failed)
     assert "Invalid JSON" in failed[0]["error"] or "EOF" in failed[0]["error"]
+    assert failed[0]["used"] == {"facts": "", "helps": False}  # no finding
     assert pred["answer"] == "Lund"  # the question still ends with an answer
+    assert pred["fallbacks"] == len(failed)  # counted for eval
 
 
 def test_an_image_candidate_without_a_vlm_is_examined_through_its_text(tmp_path, kb_dir):

@@ -79,11 +79,13 @@ def test_qdc_makes_one_decomposition_call_and_keeps_relevant_contexts(tmp_path, 
     pred, calls, final, records = run(tmp_path, kb_dir, qdrag_mode="qdc")
     assert [c["template"] for c in calls].count("qdrag/decompose_qdc") == 1
     subs = [s["question"] for s in final["subquestions"]]
-    assert (
-        subs[0] == "Is the old port equivalent to Town 3?" and "What is Town 4 known for?" in subs
-    )
-    # raw question + 3 subquestions, each reranking the 10 retrieved contexts
-    assert [c["template"] for c in calls].count("qdrag/rerank") == 40
+    assert subs[:2] == [
+        "Is the old port equivalent to Town 3?",
+        "Where was the founder of Town 3 born?",  # the substitution, rebuilt: the reply left it out
+    ]
+    assert "What is Town 4 known for?" in subs
+    # raw question + 4 subquestions, each reranking the 10 retrieved contexts
+    assert [c["template"] for c in calls].count("qdrag/rerank") == 50
     kept_titles = {c["title"] for c in final["kept"]}
     assert {"Town 3", "Town 4"} <= kept_titles and len(final["kept"]) <= 5
     assert pred["answer"] == "Lund" and len(pred["citations"]) == 2
@@ -104,14 +106,42 @@ def test_qdc_drops_empty_and_self_replacements():
             "subquestions": ["...", " Who founded Town 3? ", "Who founded Town 3?", "Q?"],
         }
     )
-    subs, dropped = qdc_subquestions(out, "Q?")
+    subs, dropped, _ = qdc_subquestions(out, "Q?")
     assert subs == ["Is the old port equivalent to Town 3?", "Who founded Town 3?"]
     assert dropped == [
         "Is ... equivalent to ...?",
         "Is Sid Haig equivalent to sid haig?",
+        "<the old port -> Town 3 substituted>",  # the phrase is not in "Q?": nothing to rebuild
         "...",
         "Q?",
     ]
+
+
+def test_qdc_keeps_each_replacements_substituted_question_or_rebuilds_it():
+    question = "Where was the founder of the old port born?"
+    out = QDCOutput.model_validate(
+        {
+            "replacements": [
+                {
+                    "reference": "the founder of the old port",
+                    "entity": "Ada Moor",
+                    "substituted": "Where was Ada Moor born?",
+                },
+                {"reference": "The old port", "entity": "Town 3"},  # substitution left out
+                {"reference": "the ferry", "entity": "Skarv", "substituted": "..."},
+            ],
+        }
+    )
+    subs, dropped, rebuilt = qdc_subquestions(out, question)
+    assert subs == [
+        "Is the founder of the old port equivalent to Ada Moor?",
+        "Where was Ada Moor born?",
+        "Is The old port equivalent to Town 3?",
+        "Where was the founder of Town 3 born?",  # rebuilt: the entity in place of the phrase
+        "Is the ferry equivalent to Skarv?",
+    ]
+    assert rebuilt == [{"given": "", "rebuilt": "Where was the founder of Town 3 born?"}]
+    assert dropped == ["..."]  # "the ferry" is not in the question: nothing to rebuild
 
 
 def test_qdr_resolves_placeholders_in_order(tmp_path, kb_dir):
@@ -142,7 +172,7 @@ def test_baselines_dense_sparse_and_no_entropy_budget(tmp_path, kb_dir):
     assert [c["template"] for c in calls].count("qdrag/rerank") == 10
     assert not any(c["template"].startswith("qdrag/decompose") for c in calls)
     _, _, final, _ = run(tmp_path / "flat", kb_dir, qdrag_mode="qdc", qdrag_entropy_budget=False)
-    assert sorted(final["allocation"].values()) == [1, 1, 1, 2]  # N = 5 over 4 questions, equal
+    assert sorted(final["allocation"].values()) == [1, 1, 1, 1, 1]  # N = 5 over 5, equal
 
 
 def test_qdarf_pairs_prefer_the_plan_that_recalls_gold(tmp_path, kb_dir):
