@@ -40,7 +40,8 @@ def test_ties_one_question_and_all_zero():
 
 def test_kept_contexts_merge_duplicates_and_refill_the_freed_slot():
     scores = {"q1": {"c1": 0.9, "c2": 0.8, "c3": 0.1}, "q2": {"c2": 0.95, "c4": 0.7}}
-    assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4"]  # q2 has no third
+    # q2 has no third of its own: the slot goes to the best context left (c3, via q1)
+    assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4", "c3"]
     scores["q2"]["c5"] = 0.6
     assert keep_contexts(scores, {"q1": 2, "q2": 2}) == ["c1", "c2", "c4", "c5"]
     assert keep_contexts(scores, {"q1": 1, "q2": 1}) == ["c1", "c2"]
@@ -86,3 +87,21 @@ def test_unknown_placeholder_and_duplicates_are_refused():
         parse_plan([{"id": "Q1", "question": "a"}, {"id": "q1", "question": "b"}])
     with pytest.raises(PlanError, match="empty"):
         parse_plan([{"id": "Q1", "question": " "}])
+
+
+def test_the_budget_keeps_n_distinct_contexts_whenever_candidates_remain():
+    """QD-C's shape: the raw question and its subquestions rerank the same 10 retrieved
+    contexts; a later question whose favourites were all kept must not lose its slots."""
+    contexts = [f"c{i}" for i in range(10)]
+    scores = {
+        "raw": {c: 1 - i / 10 for i, c in enumerate(contexts)},
+        "Q1": {c: 1 - i / 10 for i, c in enumerate(contexts[:4])},  # only what raw kept
+        "Q2": {c: 1 - i / 10 for i, c in enumerate(contexts[:3])},
+        "Q3": {"c9": 0.9},
+    }
+    alloc = {"raw": 2, "Q1": 3, "Q2": 3, "Q3": 2}
+    kept = keep_contexts(scores, alloc)
+    assert len(kept) == len(set(kept)) == 10
+    # raw: c0 c1; Q1: c2 c3 (c0 kept); Q2: none left; Q3: c9; 5 free slots by best score
+    assert kept == ["c0", "c1", "c2", "c3", "c9", "c4", "c5", "c6", "c7", "c8"]
+    assert len(keep_contexts(scores, {"raw": 20})) == 10  # never more than there are

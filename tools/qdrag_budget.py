@@ -52,12 +52,19 @@ def equal_split(keys: Sequence[str], budget: int) -> dict[str, int]:
 def keep_contexts(scores: Mapping[str, Mapping[str, float]], alloc: Mapping[str, int]) -> list[str]:
     """The N reserved contexts: each Q_i in turn keeps its top n(Q_i) by S(C|Q_i) among those no
     earlier question kept, so a context two questions share is kept once and the slot it frees
-    goes to the next-best context of the later question (the budget is N distinct contexts)."""
+    goes to the next-best context of the later question. Slots a question cannot fill (its
+    candidates were all kept already) go to the best remaining contexts by their highest
+    S(C|Q_i): the budget is N distinct contexts whenever N candidates exist."""
     kept: list[str] = []
     for q, n in alloc.items():
         ranked = sorted(scores.get(q, {}).items(), key=lambda kv: -kv[1])
         kept += [cid for cid, _ in ranked if cid not in kept][:n]
-    return kept
+    best: dict[str, float] = {}
+    for per_q in scores.values():
+        for cid, s in per_q.items():
+            best[cid] = max(s, best.get(cid, float("-inf")))
+    rest = sorted((c for c in best if c not in kept), key=lambda c: -best[c])
+    return kept + rest[: max(0, sum(alloc.values()) - len(kept))]
 
 
 @dataclass
