@@ -24,6 +24,8 @@ def reply_for(plan):
             return "Yes" if ("Town 3" in passage or "Town 4" in passage) else "No"
         if "Turn a search request" in text:  # PolarMem's query parse
             return json.dumps({"positive": ["Lund"], "negative": []})
+        if "Plan how to answer" in text:
+            return json.dumps({"subquestions": plan})
         if "Reply with JSON" in text:
             return json.dumps(
                 {
@@ -31,8 +33,6 @@ def reply_for(plan):
                     "subquestions": ["Who founded Town 3?", "What is Town 4 known for?"],
                 }
             )
-        if "Plan how to answer" in text:
-            return json.dumps({"subquestions": plan})
         if "Answer the question from the passages" in text:
             return "Ada Moor" if "founded" in text else "Lund"
         if "Short answer" in text:
