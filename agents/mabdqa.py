@@ -113,3 +113,30 @@ def answer_responds(question: str, answer_text: str, ctx: Context) -> float:
     prompt = _render(ctx, "reflect_answer", question=question, answer=answer_text)
     return chat_model(ctx).p_yes([user(prompt)], role="answer_reflector",
                                  template="mabdqa/reflect_answer")  # fmt: skip
+
+
+def summarize(question: str, aspects: list[str], ctx: Context) -> str:
+    """What an answer must contain, from the question and the hypergraph's aspects (App. C.7)."""
+    prompt = _render(ctx, "summarize", question=question, aspects=aspects)
+    reply = chat_model(ctx).complete(
+        [user(prompt)], role="summarizer", template="mabdqa/summarize", max_tokens=120
+    )
+    return reply.strip()
+
+
+def refine_answer(question: str, first: str, summary: str, pages: list[Hit], ctx: Context) -> str:
+    """A better answer from the pages, the first answer and the summary (App. C.8); its last
+    ``Answer:`` line, or "Not answerable"."""
+    model, message = _pages_message(
+        "refine_answer", pages, ctx, question=question, first_answer=first, summary=summary
+    )
+    reply = model.complete([message], role="answer_refiner", template="mabdqa/refine_answer",
+                           max_tokens=200)  # fmt: skip
+    marked = [ln.split(":", 1)[1].strip() for ln in reply.splitlines()
+              if ln.strip().lower().startswith("answer:")]  # fmt: skip
+    if not marked:  # no answer line: the refinement cannot be read, the first answer stands
+        emit({"event": "refine_unparsed", "reply": reply[-200:]})
+        return first
+    if not marked[-1] or "not answerable" in marked[-1].lower():
+        return NOT_ANSWERABLE
+    return marked[-1]

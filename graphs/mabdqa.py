@@ -41,7 +41,7 @@ class State(TypedDict, total=False):
     ranking: list[str]
     """Page ids, best first."""
     asked: str
-    """The question as the question reflection rewrote it."""
+    """The question HRRA answers: as the question reflection rewrote it, else the raw one."""
     attempts: Annotated[list[dict[str, Any]], operator.add]
     """Each answer HRRA produced: the question it answered, from which pages, and whether
     the answer reflection found that it responds."""
@@ -144,7 +144,19 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     return {"ranking": ids}
 
 
+def reflect_question(state: State, runtime: Runtime[Context]) -> State:
+    """Question reflection (App. C.5): the question made specific with what the retrieved
+    pages show. The rewritten question is the one answered, judged, re-entered with and
+    refined; with ``mabdqa_question_reflection`` off the raw question is."""
+    ctx = _ctx(runtime)
+    if not ctx.mabdqa_question_reflection:
+        return {"asked": state["question"]}
+    top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
+    return {"asked": roles.reflect_question(state["question"], top, ctx)}
+
+
 def answer(state: State, runtime: Runtime[Context]) -> State:
+    """The answer from the top pages (App. C.4)."""
     ctx = _ctx(runtime)
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
@@ -154,35 +166,43 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
     return {"answer": text, "response": text, "attempts": [attempt], "kept": kept}
 
 
-def reflect(state: State, runtime: Runtime[Context]) -> State:
-    """Question reflection (App. C.5), then answer reflection (App. C.6) of the last answer."""
+def reflect_answer(state: State, runtime: Runtime[Context]) -> State:
+    """Answer reflection (App. C.6): does the last answer respond to the asked question?"""
     ctx = _ctx(runtime)
-    out: State = {}
-    if ctx.mabdqa_question_reflection and not state.get("asked"):
-        top = [Hit(**h) for h in state["kept"]]  # the pages the answer just read
-        out["asked"] = roles.reflect_question(state["question"], top, ctx)
-    if ctx.mabdqa_answer_reflection:
-        last = state["attempts"][-1]
-        p = roles.answer_responds(out.get("asked") or last["question"], last["answer"], ctx)
-        out["responds"] = p
-    return out
+    if not ctx.mabdqa_answer_reflection:
+        return {}
+    last = state["attempts"][-1]
+    return {"responds": roles.answer_responds(last["question"], last["answer"], ctx)}
 
 
 def after_reflect(state: State, runtime: Runtime[Context]) -> str:
-    """Re-enter the hypergraph while the answer falls short and re-entries remain."""
+    """An answer that responds (or no answer reflection) ends HRRA; one that falls short
+    re-enters the hypergraph while re-entries remain, then is refined (App. C.7-C.8)."""
     ctx = _ctx(runtime)
     if not ctx.mabdqa_answer_reflection or state.get("responds", 1.0) >= 0.5:
         return "finish"
-    if ctx.mabdqa_retriever != "bandit" or len(state["attempts"]) > ctx.mabdqa_reentries:
-        return "finish"
-    return "reenter"
+    if ctx.mabdqa_retriever == "bandit" and len(state["attempts"]) <= ctx.mabdqa_reentries:
+        return "reenter"
+    return "refine"
 
 
 def reenter(state: State, runtime: Runtime[Context]) -> State:
-    """More pages from the hypergraph, judged against the reflected question."""
+    """More pages from the hypergraph, judged against the asked question."""
     ctx = _ctx(runtime)
     question = state.get("asked") or state["question"]
     return _walk(state, ctx, question, ctx.mabdqa_reentry_m, len(state["attempts"]))
+
+
+def refine(state: State, runtime: Runtime[Context]) -> State:
+    """Summary of what the answer needs (App. C.7, with the hypergraph's aspects), then the
+    refined answer from the pages, the first answer and that summary (App. C.8)."""
+    ctx = _ctx(runtime)
+    last = state["attempts"][-1]
+    summary = roles.summarize(last["question"], state.get("subqueries", []), ctx)
+    top = [Hit(**h) for h in state["kept"]]
+    text = roles.refine_answer(last["question"], last["answer"], summary, top, ctx)
+    refined = {**last, "answer": text, "refined_from": last["answer"], "summary": summary}
+    return {"answer": text, "response": text, "attempts": [refined]}
 
 
 def finish(state: State, runtime: Runtime[Context]) -> State:
@@ -191,7 +211,8 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
         {
             "event": "run_summary",
             "pages_judged": len(walk.get("judged", {})),
-            "reentries": len(state.get("attempts", [])) - 1,
+            "reentries": sum(1 for a in state.get("attempts", [])[1:] if "refined_from" not in a),
+            "refined": any("refined_from" in a for a in state.get("attempts", [])),
             "not_answerable": state.get("answer") == roles.NOT_ANSWERABLE,
         }
     )
@@ -201,15 +222,19 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
 builder = StateGraph(State, context_schema=Context)
 builder.add_node("decompose", decompose)
 builder.add_node("retrieve", retrieve)
+builder.add_node("reflect_question", reflect_question)
 builder.add_node("answer", answer)
-builder.add_node("reflect", reflect)
+builder.add_node("reflect_answer", reflect_answer)
 builder.add_node("reenter", reenter)
+builder.add_node("refine", refine)
 builder.add_node("finish", finish)
 builder.add_edge(START, "decompose")
 builder.add_edge("decompose", "retrieve")
-builder.add_edge("retrieve", "answer")
-builder.add_edge("answer", "reflect")
-builder.add_conditional_edges("reflect", after_reflect, ["reenter", "finish"])
+builder.add_edge("retrieve", "reflect_question")
+builder.add_edge("reflect_question", "answer")
+builder.add_edge("answer", "reflect_answer")
+builder.add_conditional_edges("reflect_answer", after_reflect, ["reenter", "refine", "finish"])
 builder.add_edge("reenter", "answer")
+builder.add_edge("refine", "finish")
 builder.add_edge("finish", END)
 graph = builder.compile(name="mabdqa")

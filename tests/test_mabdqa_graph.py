@@ -53,7 +53,9 @@ def kb_dir(tmp_path_factory):
     return path
 
 
-def reply_for(calls, first_answer="Not answerable"):
+def reply_for(calls, first_answer="Not answerable", asked=None):
+    asked = [] if asked is None else asked
+
     def reply(body):
         text = body["messages"][-1]["content"]
         text = text if isinstance(text, str) else " ".join(p.get("text", "") for p in text)
@@ -80,8 +82,16 @@ def reply_for(calls, first_answer="Not answerable"):
             return "What was the budget for 2021 in crowns?"
         if "Answer the question from these pages only" in text:
             calls.append("answer")
+            asked.append(text.rsplit("Question:", 1)[1].split("\n")[0].strip())
             answered = sum(c == "answer" for c in calls)
             return first_answer if answered == 1 else "4.2 million crowns"
+        if "Work out what a good answer to this question has to contain" in text:
+            calls.append("summarize")
+            return "One part: the budget of 2021, a sum in crowns."
+        if "A first answer to the question below fell short" in text:
+            calls.append("refine")
+            assert "What the answer needs: One part: the budget of 2021" in text
+            return "Page 8 gives the figure.\nAnswer: 4.2 million crowns"
         raise AssertionError(f"unscripted prompt: {text[:100]}")
 
     return reply
@@ -96,7 +106,8 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
                      )],
         qfile,
     )  # fmt: skip
-    with ScriptedServer(reply_for(calls, fields.pop("first_answer", "Not answerable"))) as server:
+    first = fields.pop("first_answer", "Not answerable")
+    with ScriptedServer(reply_for(calls, first, fields.pop("asked", None))) as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
                       mabdqa_m=6, mabdqa_reentry_m=3, mabdqa_theta_h=4, **fields)  # fmt: skip
         Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
@@ -189,3 +200,27 @@ def test_page_vectors_are_cached_per_document(tmp_path, kb_dir):
     again = document_pages(kb, DOC)
     assert all((a == b).all() for a, b in zip(first.vectors, again.vectors, strict=True))
     assert json.dumps([len(v) for v in first.vectors]) == json.dumps([2] * 12)
+
+
+def test_each_hrra_switch_changes_what_runs(tmp_path, kb_dir):
+    """Table 6's reflection ablations: the rewritten question is the one answered; without
+    re-entries left, an answer that falls short is summarised (C.7) and refined (C.8)."""
+    calls, asked = [], []
+    preds, events = run(tmp_path / "full", kb_dir, calls, asked=asked, mabdqa_reentries=0)
+    assert calls.count("reflect_question") == 1
+    assert asked == ["What was the budget for 2021 in crowns?"]  # C.5's question, answered
+    assert calls[-3:] == ["reflect_answer", "summarize", "refine"]
+    assert preds["q1"]["answer"] == "4.2 million crowns"
+    (summary,) = [e for e in events if e.get("event") == "run_summary"]
+    assert summary["refined"] is True and summary["reentries"] == 0
+
+    calls, asked = [], []
+    run(tmp_path / "noq", kb_dir, calls, asked=asked, mabdqa_reentries=0,
+        mabdqa_question_reflection=False)  # fmt: skip
+    assert "reflect_question" not in calls and asked == ["How large was the 2021 budget?"]
+    assert calls[-2:] == ["summarize", "refine"]
+
+    calls = []
+    preds, _ = run(tmp_path / "noa", kb_dir, calls, mabdqa_answer_reflection=False)
+    assert not {"reflect_answer", "summarize", "refine"} & set(calls)
+    assert calls.count("answer") == 1 and preds["q1"]["answer"] == "Not answerable"
