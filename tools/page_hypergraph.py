@@ -1,7 +1,7 @@
 """MAB-DQA's query-aware page hypergraph (mab-dqa.txt Sec. 3.1-3.2, Algorithm 1), LLM-free.
 
-Pages and queries are multi-vector: ColPali patches where its weights exist, otherwise one
-text-encoder vector per line or sentence, so late interaction keeps its shape.
+Pages and queries are multi-vector (the paper: ColPali patches; here, without a ColPali path
+yet, one text-encoder vector per line or sentence), so late interaction keeps its shape.
 """
 
 from __future__ import annotations

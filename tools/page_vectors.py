@@ -1,9 +1,10 @@
 """Multi-vector page and query embeddings for late interaction (mab-dqa.txt Sec. 3.1).
 
-Where ColPali weights exist, its patch vectors are the page's; on CPU there are none, so a page
-is its own text split into lines (short lines merged, long ones split into sentences), each
-line one text-encoder vector: LI(q, p) of Eq. 1 keeps its shape. The vectors of one document
-are cached beside the knowledge base, keyed by the page texts and the encoder.
+The paper embeds page images with ColPali. hopgraph has no ColPali path yet (no weights reach
+these machines; the multimodal issue tracks it): a page is its own text split into lines
+(short lines merged, long ones split into sentences), each line one text-encoder vector, so
+LI(q, p) of Eq. 1 keeps its multi-vector shape. The vectors of one document are cached beside
+the knowledge base, keyed by the page texts and the encoder.
 """
 
 from __future__ import annotations
