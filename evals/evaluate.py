@@ -9,7 +9,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
-from hopgraph.evals.runner import read_predictions
+from hopgraph.evals.runner import scored_predictions
 
 KS = (1, 3, 5, 10)
 MMLB_FORMATS = {"int", "float", "str", "list", "none"}
@@ -74,7 +74,7 @@ def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
 def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) -> dict[str, Any]:  # noqa: ANN001
     """Score every prediction; write ``metrics.json``; return it."""
     run_dir = Path(run_dir)
-    preds = list(read_predictions(run_dir / "predictions.jsonl").values())
+    preds = list(scored_predictions(run_dir).values())
     ok = [p for p in preds if not p.get("error")]
     per_question = {}
     by_type: dict[str, list[dict[str, float]]] = defaultdict(list)

@@ -242,10 +242,10 @@ SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.evals.runner import read_predictions, trace_path
+    from hopgraph.evals.runner import scored_predictions, trace_path
 
     run_dir = Path(run_dir)
-    preds = read_predictions(run_dir / "predictions.jsonl")
+    preds = scored_predictions(run_dir)
     manifest = (
         json.loads((run_dir / "manifest.json").read_text())
         if (run_dir / "manifest.json").exists()

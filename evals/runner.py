@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -28,7 +29,7 @@ from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.graphs import load_graph, recursion_limit
 from hopgraph.memory.sources import Skipped
-from hopgraph.prompts import BUILTIN_DIR, prompts_for, sha256_file
+from hopgraph.prompts import prompts_for, sha256_file
 
 PACKAGES = (
     "hopgraph",
@@ -91,6 +92,38 @@ def prompt_hashes(ctx: Context) -> dict[str, str]:
     return {name: sha256_file(prompts.source_path(name)) for name in prompts.names()}
 
 
+def machine() -> dict[str, Any]:
+    """What ran a sitting: cores, CPU model, GPU (none unless nvidia-smi names one)."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)  # fmt: skip
+        gpu = out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "gpu": gpu or "none"}
+
+
+def _gguf_sha256(ctx: Context) -> str:
+    """The pinned sha256 of the embedded model's GGUF, when the run uses it."""
+    if ctx.base_url:
+        return ""
+    from hopgraph.models.embedded import spec_for
+
+    try:
+        return spec_for(ctx.model).sha256
+    except (KeyError, ValueError):
+        return ""
+
+
 def manifest(agent: str, questions_file: Path, ctx: Context, endpoint: str) -> dict[str, Any]:
     return {
         "agent": agent,
@@ -99,10 +132,12 @@ def manifest(agent: str, questions_file: Path, ctx: Context, endpoint: str) -> d
         "context": ctx.as_dict(),
         "endpoint": endpoint,
         "model": ctx.model,
+        "gguf_sha256": _gguf_sha256(ctx),
         "prompts": prompt_hashes(ctx),
-        "prompts_builtin": str(BUILTIN_DIR),
         "git_revision": _git_revision(),
         "versions": _versions(),
+        "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",
+        "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -120,6 +155,34 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
             continue
         out.setdefault(obj["id"], obj)
     return out
+
+
+def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """A run's predictions with each question's text and gold answers joined back from the
+    question file its manifest names (prediction lines hold no dataset text, so a run folder
+    can be committed as a result record). Lines written before that carry their own gold."""
+    run_dir = Path(run_dir)
+    preds = read_predictions(run_dir / "predictions.jsonl")
+    if all("gold" in p for p in preds.values()):
+        return preds
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise RunError(f"{run_dir} has predictions but no manifest.json naming its questions")
+    man = json.loads(manifest_path.read_text())
+    qfile = Path(man.get("questions", ""))
+    if not qfile.is_file() or _sha256(qfile) != man.get("questions_sha256"):
+        raise RunError(
+            f"scoring {run_dir} needs its question file {qfile} (sha256 "
+            f"{str(man.get('questions_sha256'))[:12]}…), "
+            + ("which has other content" if qfile.is_file() else "which is not here")
+            + f"; re-create it as the record's command did: {man.get('command', '?')}"
+        )
+    questions = {q.id: q for q in read_questions(qfile)[0]}
+    for qid, p in preds.items():
+        q = questions.get(qid)
+        if q is not None and "gold" not in p:
+            p |= {"question": q.question, "gold": q.answers}
+    return preds
 
 
 def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
@@ -226,7 +289,12 @@ class Runner:
                 )
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
-        path.write_text(json.dumps(fresh, indent=2))
+            fresh["sittings"] = old.get("sittings", [])
+        fresh.setdefault("sittings", []).append(
+            {k: fresh[k] for k in ("git_revision", "machine", "command")}
+            | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        )
+        path.write_text(json.dumps(fresh, indent=2) + "\n")
 
     def run_question(self, q: Question) -> dict[str, Any]:
         """Stream the graph for one question into its trace; returns the prediction line."""
@@ -276,9 +344,10 @@ class Runner:
         values = self.graph.get_state(config).values if error is None else {}
         seconds = time.perf_counter() - began
         stats = trace_stats(trace_file)
+        # ids, outputs and counts only: no question or gold text from the dataset, so a run
+        # folder can be committed as a result record (eval reads gold from the question file)
         return {
             "id": q.id,
-            "question": q.question,
             "answer": values.get("answer", ""),
             "response": values.get("response", ""),
             "citations": values.get("citations", []),
@@ -287,7 +356,6 @@ class Runner:
             **stats,
             "seconds": round(seconds, 3),
             "error": error,
-            "gold": q.answers,
             "evidence": q.evidence,
             "type": q.type,
             "doc": q.doc,

@@ -319,3 +319,43 @@ def test_compare_labels_runs_by_folder_name_unless_names_collide():
 
     assert run_labels(["runs/x/full", "other/similarity"]) == ["full", "similarity"]
     assert run_labels(["a/full", "b/full"]) == ["a/full", "b/full"]
+
+
+def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_path, kb_dir):
+    """Prediction lines hold ids, outputs and counts, never the question or gold text; git
+    ignores the traces and checkpoints of a record; eval joins gold back from the question
+    file; a clone holding only manifest + predictions resumes the rest."""
+    from hopgraph.evals.evaluate import evaluate_run
+    from hopgraph.evals.runner import scored_predictions
+
+    record = TESTS.parent / "benchmarks" / "results" / "test-dataset" / f"rag-{os.getpid()}"
+    qfile = questions(tmp_path)
+    try:
+        with ScriptedServer() as server:
+            Runner("rag", record, ctx_for(server, kb_dir)).run(qfile, limit=4)
+        lines = (record / "predictions.jsonl").read_text()
+        assert "What about town" not in lines and '"gold"' not in lines
+        man = json.loads((record / "manifest.json").read_text())
+        assert man["machine"]["cores"] and man["command"] and len(man["sittings"]) == 1
+        tracked = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", str(record)],
+            cwd=TESTS.parent, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        names = sorted(Path(line[3:]).name for line in tracked.splitlines())
+        assert names == ["manifest.json", "predictions.jsonl"], tracked
+        assert "em" in evaluate_run(record)["overall"]  # scored: gold joined from the file
+        assert scored_predictions(record)["q2"]["gold"] == ["answer-2"]
+        # a fresh clone: only what git keeps; the run resumes the two questions left
+        for p in [record / "checkpoints.sqlite", *(record / "traces").iterdir()]:
+            p.unlink()
+        with ScriptedServer() as server:
+            summary = Runner("rag", record, ctx_for(server, kb_dir)).run(qfile)
+        assert (summary.skipped_done, summary.finished) == (4, 2)
+        assert len(json.loads((record / "manifest.json").read_text())["sittings"]) == 2
+        qfile.write_text(qfile.read_text().replace("answer-1", "other"))
+        with pytest.raises(RunError, match="needs its question file .* other content"):
+            evaluate_run(record)
+    finally:
+        import shutil
+
+        shutil.rmtree(record.parent, ignore_errors=True)
