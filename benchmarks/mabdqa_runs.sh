@@ -2,7 +2,8 @@
 # MAB-DQA (bandit + HRRA) against the plain-LI baseline on MMLongBench-Doc with the embedded
 # qwen2.5-coder-1.5b, on the same questions: PER_DOC questions with evidence pages from each of
 # the 24 PDFs (the first ones in the file, round-robin over documents). Each run resumes where it
-# stopped, so re-running continues the measurement.
+# stopped, so re-running continues the measurement. Runs are result records under
+# benchmarks/results/mmlongbench/ (commit them as they grow).
 # Usage: benchmarks/mabdqa_runs.sh [PER_DOC] [M] [JUDGE]
 #   defaults 1, 10 (the paper's m is 20) and p_yes (mabdqa_judge; the paper's is scale)
 set -u
@@ -25,13 +26,14 @@ for line in open("runs/mmlb-q.jsonl"):
 rows = [by_doc[d][k] for k in range(per_doc) for d in sorted(by_doc) if len(by_doc[d]) > k]
 open(out, "w").writelines(json.dumps(q) + "\n" for q in rows)
 PY
+R=benchmarks/results/mmlongbench
 /usr/bin/time -f "li %e s" $H run --agent mabdqa --questions $questions --kb runs/mmlb-kb \
-  --out runs/mabdqa-li --set mabdqa_retriever=li \
+  --out $R/mabdqa-li --set mabdqa_retriever=li \
   --set mabdqa_question_reflection=false --set mabdqa_answer_reflection=false
 /usr/bin/time -f "bandit m=$m judge=$judge %e s" $H run --agent mabdqa --questions $questions \
-  --kb runs/mmlb-kb --out runs/mabdqa-bandit --set mabdqa_m=$m --set mabdqa_judge=$judge
-for run in li bandit; do $H eval runs/mabdqa-$run > /dev/null; done
-$H compare runs/mabdqa-li runs/mabdqa-bandit --common \
+  --kb runs/mmlb-kb --out $R/mabdqa-bandit --set mabdqa_m=$m --set mabdqa_judge=$judge
+for run in li bandit; do $H eval $R/mabdqa-$run > /dev/null; done
+$H compare $R/mabdqa-li $R/mabdqa-bandit --common \
   $(for k in 1 3 5; do for s in recall precision ndcg mrr; do echo --metric $s@$k; done; done) \
   --metric mmlb_acc --metric llm_calls --metric prompt_tokens --metric seconds \
-  --metric pages_judged --metric reentries --metric not_answerable
+  --metric pages_judged --metric reentries --metric refined --metric not_answerable
