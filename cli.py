@@ -348,6 +348,25 @@ def run_labels(runs: list[str]) -> list[str]:
     return names if len(set(names)) == len(names) else list(runs)
 
 
+@app.command()
+def results(
+    check: Annotated[
+        bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
+    ] = False,
+) -> None:
+    """Write docs/RESULTS.md from the committed result records in benchmarks/results/."""
+    from hopgraph.evals.results import PAGE, render, write
+
+    if check:
+        current = PAGE.read_text() if PAGE.exists() else ""
+        if current != render():
+            err.print(f"{PAGE} is stale: run `hopgraph results` and commit it")
+            raise typer.Exit(1)
+        console.print(f"{PAGE} is current")
+        return
+    console.print(f"wrote {write()}")
+
+
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
 
 

@@ -1,0 +1,284 @@
+"""``docs/RESULTS.md``, generated from the committed result records in ``benchmarks/results/``.
+
+A record is a run folder (``manifest.json``, ``predictions.jsonl``, ``metrics.json``) or a
+benchmark's JSON report. Each method gets one table: the paper's finding in a line, our
+variants side by side on the same questions, whether the finding holds here (a paired sign
+test on the questions both variants finished), n, model, cost, and the command that
+reproduces it. Nothing here runs a model: the page is a pure function of the records, so CI
+can check that the committed page is current.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "RESULTS.md"
+
+
+def sign_test(a: list[float], b: list[float]) -> tuple[int, int, float]:
+    """(wins of a, wins of b, two-sided exact p) over paired values; ties are left out."""
+    wins = sum(x > y for x, y in zip(a, b, strict=True))
+    losses = sum(x < y for x, y in zip(a, b, strict=True))
+    n = wins + losses
+    if n == 0:
+        return 0, 0, 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return wins, losses, min(1.0, 2 * tail)
+
+
+@dataclass
+class Claim:
+    """ "``better`` beats ``worse`` on ``metric``" (higher is better unless ``lower``)."""
+
+    better: str
+    worse: str
+    metric: str
+    lower: bool = False
+
+
+@dataclass
+class RunTable:
+    """Run records side by side on the questions all of them finished."""
+
+    method: str
+    title: str
+    finding: str
+    rows: dict[str, str]
+    """Column label -> record folder, relative to ``benchmarks/results``."""
+    metrics: list[str]
+    claims: list[Claim] = field(default_factory=list)
+    command: str = ""
+    target: int = 0
+    """Questions the issue asks for; fewer are reported as partial."""
+
+
+@dataclass
+class BenchTable:
+    """A benchmark's JSON report(s), rendered by ``render``."""
+
+    method: str
+    title: str
+    finding: str
+    files: list[str]
+    render: Callable[[list[dict[str, Any] | None]], list[str]]
+    command: str = ""
+
+
+def _load(rel: str) -> dict[str, Any] | None:
+    path = RESULTS_DIR / rel
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
+    return "" if v is None else str(v)
+
+
+def run_table(t: RunTable) -> list[str]:
+    metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
+    have = {k: v for k, v in metrics.items() if v and v.get("per_question")}
+    out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    missing = [k for k in t.rows if k not in have]
+    if not have:
+        out += ["Not measured yet.", ""]
+    else:
+        common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
+        model = _manifest_model(next(iter(t.rows.values())))
+        n = len(common)
+        part = f" (of {t.target} planned)" if t.target and n < t.target else ""
+        out += [f"{n} questions{part}, every column on the same ones; model {model}.", ""]
+        out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
+        for metric in t.metrics:
+            cells = []
+            for m in have.values():
+                vals = [m["per_question"][q].get(metric) for q in common]
+                vals = [v for v in vals if v is not None]
+                cells.append(_fmt(mean(vals)) if vals else "")
+            out.append(f"| {metric} | " + " | ".join(cells) + " |")
+        out.append("")
+        for c in t.claims:
+            out.append("- " + _claim_line(c, have, common))
+        if t.claims:
+            out.append("")
+    if missing and have:
+        out += [f"Not measured yet: {', '.join(missing)}.", ""]
+    if t.command:
+        out += ["Reproduce (resumes the committed records):", "", f"    {t.command}", ""]
+    return out
+
+
+def _claim_line(c: Claim, have: dict[str, dict], common: list[str]) -> str:
+    if c.better not in have or c.worse not in have:
+        return f"{c.better} vs {c.worse} on {c.metric}: not measured yet."
+    a = [have[c.better]["per_question"][q].get(c.metric) for q in common]
+    b = [have[c.worse]["per_question"][q].get(c.metric) for q in common]
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if not pairs:
+        return f"{c.better} vs {c.worse} on {c.metric}: no question has both."
+    xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
+    if c.lower:
+        xs, ys = [-x for x in xs], [-y for y in ys]
+    wins, losses, p = sign_test(xs, ys)
+    ma, mb = mean(x for x, _ in pairs), mean(y for _, y in pairs)
+    verdict = (
+        "holds" if p < 0.05 and wins > losses else "reversed" if p < 0.05 else "not significant"
+    )
+    return (
+        f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(ma)} vs {_fmt(mb)}; "
+        f"better on {wins}, worse on {losses} of {len(pairs)} questions; sign test p = {p:.3g})."
+    )
+
+
+def _manifest_model(rel: str) -> str:
+    man = _load(f"{rel}/manifest.json") or {}
+    return str(man.get("model", "?"))
+
+
+def bench_table(t: BenchTable) -> list[str]:
+    out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    out += t.render([_load(f) for f in t.files])
+    if t.command:
+        out += ["", "Reproduce:", "", f"    {t.command}", ""]
+    return out
+
+
+# -- the tables ------------------------------------------------------------------------------
+def _polar(reports: list[dict[str, Any] | None]) -> list[str]:
+    before, after = reports
+    if not (before and after):
+        return ["Not measured yet.", ""]
+    rows = [
+        ("negated object read as absent (NOT_HAS)", "negated_read_as_absent"),
+        ("negated object read as present (C+)", "negated_read_as_present"),
+        ("stated object read as present (HAS)", "present_read_as_present"),
+    ]
+    out = [
+        f"{after['texts']} texts of our own with one planted negation each, entities and "
+        f'polarity by {after["model"]}; {after["queries"]} queries "<theme> with <a> but no '
+        f'<b>" with Q+ / Q- given, top {after["k"]}.',
+        "",
+        "| | before (mentions count as presence) | after (polarity) |",
+        "|---|---|---|",
+    ]
+    out += [f"| {label} | {_fmt(before[k])} | {_fmt(after[k])} |" for label, k in rows]
+    for mode in ("logic", "vanilla"):
+        for label, k in (("violation rate", "violation_rate"), ("wanted rate", "wanted_rate")):
+            out.append(
+                f"| {mode} recall: {label} | {_fmt(before[mode][k])} | {_fmt(after[mode][k])} |"
+            )
+    return out
+
+
+def _grail(reports: list[dict[str, Any] | None]) -> list[str]:
+    out: list[str] = []
+    for name, rep in zip(("HotpotQA", "MultimodalQA dev (image titles)"), reports, strict=True):
+        if not rep:
+            out += [f"{name}: not measured yet.", ""]
+            continue
+        comp = rep["completion"]
+        out += [f"**{name}**, {rep['questions']} questions ({rep['split']} split).", ""]
+        out += ["| mode | n | R@1 | R@5 | R@10 | Δesc |", "|---|---|---|---|---|---|"]
+        for mode, per in comp.items():
+            o = per.get("overall", {})
+            out.append(
+                f"| {mode} | {o.get('n', '')} | "
+                + " | ".join(_fmt(o.get(k)) for k in ("R@1", "R@5", "R@10", "d_esc"))
+                + " |"
+            )
+        for schedule, per_mode in rep["pools"].items():
+            out += ["", f"Pool {schedule}:", "",
+                    "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
+                    "|---|---|---|---|---|---|"]  # fmt: skip
+            for mode, per in per_mode.items():
+                o = per.get("overall", {})
+                rec = next((v for k, v in o.items() if k.startswith("set_rec@")), None)
+                out.append(
+                    f"| {mode} | {_fmt(rec)} | {_fmt(o.get('delta_vs_query_pp'))} | "
+                    f"{_fmt(o.get('jump_mean'))} | {_fmt(o.get('nrm_pp'))} | "
+                    f"{o.get('n_noisy', '')} |"
+                )
+        out.append("")
+    return out
+
+
+TABLES: list[RunTable | BenchTable] = [
+    RunTable(
+        "Baseline",
+        "rag on HotpotQA (what every method is set against)",
+        "Each method claims gains over plain retrieval-augmented generation.",
+        {"rag": "hotpotqa/rag"},
+        ["em", "f1", "recall@5", "llm_calls", "prompt_tokens", "seconds"],
+        command="benchmarks/hotpot_rag.sh 30",
+        target=30,
+    ),
+    RunTable(
+        "MAB-DQA",
+        "bandit + HRRA against plain late interaction on MMLongBench-Doc",
+        "Bandit retrieval over the page hypergraph finds evidence pages better than "
+        "ColPali top-k (page Recall@3 69.5 vs 64.7 with Qwen2.5-VL-7B).",
+        {"LI": "mmlongbench/mabdqa-li", "bandit+HRRA": "mmlongbench/mabdqa-bandit"},
+        [
+            "recall@1",
+            "recall@3",
+            "recall@5",
+            "mrr@5",
+            "mmlb_acc",
+            "llm_calls",
+            "pages_judged",
+            "reentries",
+            "refined",
+            "seconds",
+        ],  # fmt: skip
+        [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
+        command="benchmarks/mabdqa_runs.sh 1 10 p_yes",
+        target=24,
+    ),
+    BenchTable(
+        "PolarMem",
+        "the knowledge pathway on planted negations",
+        "Negative knowledge kept as NOT_HAS edges means a memory that lacks a thing is "
+        "never returned as having it.",
+        ["polarmem/negations-before.json", "polarmem/negations-after.json"],
+        _polar,
+        command="python benchmarks/bench_polar.py --out benchmarks/results/polarmem/"
+        "negations-after.json negations --texts 60",
+    ),
+    BenchTable(
+        "GRAIL",
+        "query steering with a fair additive baseline",
+        "Additive steering has negative Δesc and GRAIL positive; GRAIL beats additive on "
+        "compositional questions.",
+        ["hotpotqa/grail.json", "multimodalqa/grail.json"],
+        _grail,
+        command="hopgraph grail eval --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb "
+        "--modes query,additive,gap-fixed --split all --out benchmarks/results/hotpotqa/grail.json",
+    ),
+]
+
+
+def render(tables: list[RunTable | BenchTable] = TABLES) -> str:
+    lines = [
+        "# Results",
+        "",
+        "Generated by `hopgraph results` from the records in `benchmarks/results/`; do not edit.",
+        "Every figure comes from a committed record; CI checks that this page is current.",
+        "A claim's verdict is a two-sided sign test on the questions both variants finished.",
+        "",
+    ]
+    for t in tables:
+        lines += run_table(t) if isinstance(t, RunTable) else bench_table(t)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(path: Path = PAGE) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render())
+    return path

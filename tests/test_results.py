@@ -1,0 +1,48 @@
+"""docs/RESULTS.md is generated from the committed records and must be current; the paired
+sign test behind every verdict, by hand."""
+
+import math
+
+import pytest
+
+from hopgraph.evals import results
+
+
+def test_the_committed_results_page_is_what_the_records_give():
+    assert results.PAGE.read_text() == results.render(), (
+        "docs/RESULTS.md is stale: run `hopgraph results` and commit it"
+    )
+
+
+def test_sign_test_by_hand():
+    # 8 wins, 2 losses, 3 ties: p = 2 * P(X <= 2 | n = 10, 1/2) = 2 * 56 / 1024
+    a = [1.0] * 8 + [0.0] * 2 + [0.5] * 3
+    b = [0.0] * 8 + [1.0] * 2 + [0.5] * 3
+    assert results.sign_test(a, b) == (8, 2, pytest.approx(2 * 56 / 1024))
+    assert results.sign_test([1.0], [1.0]) == (0, 0, 1.0)
+    assert results.sign_test([1.0] * 5, [0.0] * 5)[2] == pytest.approx(2 / 32)
+    assert results.sign_test([0.0] * 3 + [1.0] * 3, [1.0] * 3 + [0.0] * 3)[2] == 1.0
+    assert math.isclose(results.sign_test([1.0] * 20, [0.0] * 20)[2], 2 / 2**20)
+
+
+def test_a_claim_line_names_its_questions_and_test(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    for name, vals in (("a", [1, 1, 1, 1, 1, 1, 0]), ("b", [0, 0, 0, 0, 0, 0, 0])):
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"em": float(v)} for i, v in enumerate(vals)}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    table = results.RunTable(
+        "M",
+        "t",
+        "finding",
+        {"A": "a", "B": "b", "C": "c"},
+        ["em"],
+        [results.Claim("A", "B", "em"), results.Claim("B", "A", "em")],
+    )
+    text = "\n".join(results.run_table(table))
+    assert "7 questions" in text and "| em | 0.857 | 0.000 |" in text
+    assert "A beats B on em: **holds** (0.857 vs 0.000; better on 6, worse on 0 of 7" in text
+    assert "B beats A on em: **reversed**" in text
+    assert "Not measured yet: C." in text
