@@ -610,7 +610,15 @@ def grail_eval(
     for schedule, per in res["pools"].items():
         console.print(format_table(f"Pool construction {schedule}", per), markup=False)
     if out:
-        Path(out).write_text(_json.dumps(res, indent=2))
+        from hopgraph.evals.runner import _git_revision, machine
+
+        res["manifest"] = {
+            "command": " ".join(["hopgraph", *sys.argv[1:]]),
+            "git_revision": _git_revision(),
+            "machine": machine(),
+            "embedder": store.embedder_name,
+        }
+        Path(out).write_text(_json.dumps(res, indent=2) + "\n")
 
 
 qdrag_app = typer.Typer(help="QDRAG utilities.", no_args_is_help=True)

@@ -37,7 +37,22 @@ def instances_for(
 def completion(
     grail: Grail, instances: list[Instance], mode: str, ks=(1, 5, 10)
 ) -> dict[str, dict]:
-    """R@K of the withheld target among everything not in the context, and Δesc (Eq. 15)."""
+    """R@K of the withheld target among everything not in the context, and Δesc (Eq. 15),
+    by question type and overall."""
+    return aggregate_completion(completion_rows(grail, instances, mode, ks))
+
+
+def aggregate_completion(rows: dict[str, list[dict[str, float]]]) -> dict[str, dict]:
+    return {
+        t: {k: round(mean(r[k] for r in rs), 4) for k in rs[0]} | {"n": len(rs)}
+        for t, rs in rows.items()
+    }
+
+
+def completion_rows(
+    grail: Grail, instances: list[Instance], mode: str, ks=(1, 5, 10)
+) -> dict[str, list[dict[str, float]]]:
+    """Per-instance scores by question type (and ``overall``), for paired tests."""
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     searcher = grail.searcher
     for inst in instances:
@@ -53,10 +68,7 @@ def completion(
         row |= {k: v for k, v in steered.diagnostics().items() if k in ("g", "w1")}
         rows[inst.qtype or "all"].append(row)
         rows["overall"].append(row)
-    return {
-        t: {k: round(mean(r[k] for r in rs), 4) for k in rs[0]} | {"n": len(rs)}
-        for t, rs in rows.items()
-    }
+    return rows
 
 
 def pools(
@@ -238,7 +250,12 @@ def run_eval(
             raise ValueError(f"mode {mode!r} cannot run: {why}; pass --weights from grail train")
         grail = Grail(raw, model)
         instances = instances_for(qs, qvecs, grail.searcher if model.aligner is None else raw)
-        results["completion"][mode] = completion(grail, instances, mode)
+        rows = completion_rows(grail, instances, mode)
+        results["completion"][mode] = aggregate_completion(rows)
+        results.setdefault("instances", {})[mode] = [  # per instance, for paired tests
+            {k: round(v, 4) for k, v in r.items() if k in ("R@1", "R@5", "R@10", "d_esc")}
+            for r in rows["overall"]
+        ]
         for schedule in schedules:
             results["pools"].setdefault(schedule, {})[mode] = pools(
                 grail, qs, qvecs, schedule, mode

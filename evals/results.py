@@ -150,6 +150,35 @@ def bench_table(t: BenchTable) -> list[str]:
     return out
 
 
+def _grail_claims(inst: dict[str, list[dict[str, float]]]) -> list[str]:
+    """The paper's finding, tested per instance: the sign of Δesc for additive and for each
+    GRAIL mode, and GRAIL against additive on R@1 and Δesc (paired sign tests)."""
+    out = []
+    for mode, rows in inst.items():
+        if mode == "query":
+            continue
+        d = [r["d_esc"] for r in rows if "d_esc" in r]
+        pos, neg, p = sign_test(d, [0.0] * len(d))
+        sign = "positive" if mean(d) > 0 else "negative"
+        out.append(f"- {mode}: Δesc {sign} ({_fmt(mean(d))}; above 0 in {pos}, below in {neg} "
+                   f"of {len(d)} instances; sign test p = {p:.3g}).")  # fmt: skip
+    add = inst.get("additive")
+    for mode in ("gap-fixed", "gap", "hybrid"):
+        if add and mode in inst:
+            for metric in ("R@1", "d_esc"):
+                a = [r[metric] for r in inst[mode]]
+                b = [r[metric] for r in add]
+                wins, losses, p = sign_test(a, b)
+                verdict = "holds" if p < 0.05 and wins > losses else (
+                    "reversed" if p < 0.05 else "not significant")  # fmt: skip
+                out.append(
+                    f"- {mode} beats additive on {metric}: **{verdict}** ({_fmt(mean(a))} vs "
+                    f"{_fmt(mean(b))}; better on {wins}, worse on {losses} of {len(a)}; "
+                    f"p = {p:.3g})."
+                )
+    return out + ([""] if out else [])
+
+
 # -- the tables ------------------------------------------------------------------------------
 def _polar(reports: list[dict[str, Any] | None]) -> list[str]:
     before, after = reports
@@ -177,34 +206,64 @@ def _polar(reports: list[dict[str, Any] | None]) -> list[str]:
     return out
 
 
+GRAIL_SETS = (
+    ("HotpotQA", "hotpotqa"),
+    ("MultimodalQA dev (image titles)", "multimodalqa"),
+)
+GRAIL_PARTS = (
+    ("grail-free", "training-free (no weights; the encoder's own space)"),
+    ("grail", "trained (alignment adapter, gap module, router; test split)"),
+)
+
+
+def _grail_files() -> list[str]:
+    return [
+        f"{d}/{name}.json"
+        for _, d in GRAIL_SETS
+        for name in ("grail-free", "grail", "grail-before")
+    ]
+
+
 def _grail(reports: list[dict[str, Any] | None]) -> list[str]:
     out: list[str] = []
-    for name, rep in zip(("HotpotQA", "MultimodalQA dev (image titles)"), reports, strict=True):
-        if not rep:
+    for i, (name, _) in enumerate(GRAIL_SETS):
+        free, trained, before = reports[3 * i : 3 * i + 3]
+        if not (free or trained):
             out += [f"{name}: not measured yet.", ""]
             continue
-        comp = rep["completion"]
-        out += [f"**{name}**, {rep['questions']} questions ({rep['split']} split).", ""]
-        out += ["| mode | n | R@1 | R@5 | R@10 | Δesc |", "|---|---|---|---|---|---|"]
-        for mode, per in comp.items():
-            o = per.get("overall", {})
-            out.append(
-                f"| {mode} | {o.get('n', '')} | "
-                + " | ".join(_fmt(o.get(k)) for k in ("R@1", "R@5", "R@10", "d_esc"))
-                + " |"
-            )
-        for schedule, per_mode in rep["pools"].items():
-            out += ["", f"Pool {schedule}:", "",
-                    "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
-                    "|---|---|---|---|---|---|"]  # fmt: skip
-            for mode, per in per_mode.items():
+        for (_, label), rep in zip(GRAIL_PARTS, (free, trained), strict=True):
+            if not rep:
+                continue
+            head = f"**{name}, {label}**: {rep['questions']} questions ({rep['split']} split)."
+            out += [head, "", "| mode | n | R@1 | R@5 | R@10 | Δesc |", "|---|---|---|---|---|---|"]
+            rows = list(rep["completion"].items())
+            if rep is free and before and "additive" in before["completion"]:
+                unfair = before["completion"]["additive"]
+                rows.append(("additive, unfair (before the scale fix)", unfair))
+            for mode, per in rows:
                 o = per.get("overall", {})
-                rec = next((v for k, v in o.items() if k.startswith("set_rec@")), None)
                 out.append(
-                    f"| {mode} | {_fmt(rec)} | {_fmt(o.get('delta_vs_query_pp'))} | "
-                    f"{_fmt(o.get('jump_mean'))} | {_fmt(o.get('nrm_pp'))} | "
-                    f"{o.get('n_noisy', '')} |"
+                    f"| {mode} | {o.get('n', '')} | "
+                    + " | ".join(_fmt(o.get(k)) for k in ("R@1", "R@5", "R@10", "d_esc"))
+                    + " |"
                 )
+            out += [""] + _grail_claims(rep.get("instances", {})) + _grail_pools(rep)
+    return out
+
+
+def _grail_pools(rep: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for schedule, per_mode in rep["pools"].items():
+        out += [f"Pool {schedule} (Set-Rec@K, change against query-only, Jump, NRM):", "",
+                "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
+                "|---|---|---|---|---|---|"]  # fmt: skip
+        for mode, per in per_mode.items():
+            o = per.get("overall", {})
+            rec = next((v for k, v in o.items() if k.startswith("set_rec@")), None)
+            out.append(
+                f"| {mode} | {_fmt(rec)} | {_fmt(o.get('delta_vs_query_pp'))} | "
+                f"{_fmt(o.get('jump_mean'))} | {_fmt(o.get('nrm_pp'))} | {o.get('n_noisy', '')} |"
+            )
         out.append("")
     return out
 
@@ -256,10 +315,9 @@ TABLES: list[RunTable | BenchTable] = [
         "query steering with a fair additive baseline",
         "Additive steering has negative Δesc and GRAIL positive; GRAIL beats additive on "
         "compositional questions.",
-        ["hotpotqa/grail.json", "multimodalqa/grail.json"],
+        _grail_files(),
         _grail,
-        command="hopgraph grail eval --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb "
-        "--modes query,additive,gap-fixed --split all --out benchmarks/results/hotpotqa/grail.json",
+        command="benchmarks/grail_runs.sh",
     ),
 ]
 
