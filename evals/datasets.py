@@ -26,6 +26,7 @@ from hopgraph.memory.sources import (
     page_id,
     passage_id,
     read_jsonl,
+    read_jsonl_lines,
 )
 
 
@@ -49,20 +50,23 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
     questions: list[Question] = []
     problems: list[Skipped] = []
     seen: set[str] = set()
-    for n, obj in enumerate(read_jsonl(Path(path)), 1):
+    first: dict[str, int] = {}
+    for lineno, obj in read_jsonl_lines(Path(path)):
         if isinstance(obj, Skipped):
             problems.append(obj)
             continue
-        where = f"{path}: question {obj.get('id', f'#{n}')}"
-        qid, text = str(obj.get("id", "")).strip(), str(obj.get("question", "")).strip()
+        qid, text = _scalar(obj.get("id")), _scalar(obj.get("question"))
+        where = f"{path}:{lineno}: question {qid or '(no id)'}"
         if not qid:
-            problems.append(Skipped(where, "missing id"))
+            problems.append(Skipped(where, "missing id (null, empty or not a string/number)"))
         elif not text:
-            problems.append(Skipped(where, "empty question"))
+            problems.append(Skipped(where, "empty question (null, empty or not a string)"))
         elif qid in seen:
-            problems.append(Skipped(where, f"duplicate id {qid!r} (the first one is kept)"))
+            problems.append(Skipped(where, f"duplicate id {qid!r} (the one on line "
+                                           f"{first[qid]} is kept)"))  # fmt: skip
         else:
             seen.add(qid)
+            first[qid] = lineno
             known = {
                 k: obj[k]
                 for k in ("answers", "evidence", "type", "images", "doc", "meta")
@@ -72,6 +76,13 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
                 known["answers"] = [known["answers"]]
             questions.append(Question(id=qid, question=text, **known))
     return questions, problems
+
+
+def _scalar(value: Any) -> str:
+    """A field as text: strings and numbers; null, lists and objects are no value."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return ""
+    return str(value).strip()
 
 
 def write_questions(questions: Iterable[Question], path: str | Path) -> int:

@@ -80,24 +80,42 @@ def open_text(path: Path):
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
     """Objects of a JSONL file; a bad line becomes a ``Skipped`` with its line number."""
+    for _, obj in read_jsonl_lines(path):
+        yield obj
+
+
+def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
+    """(line number, object or ``Skipped``) for each non-blank line. Each line is decoded on
+    its own, so one line that is not UTF-8 costs that line, not the file."""
+    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with open_text(path) as handle:
-            for lineno, line in enumerate(handle, 1):
+        with opener(path, "rb") as handle:
+            for lineno, raw in enumerate(handle, 1):
+                where = f"{path}:{lineno}"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    yield lineno, Skipped(where, f"not UTF-8 (byte 0x{raw[e.start]:02x} at "
+                                                 f"column {e.start + 1})")  # fmt: skip
+                    continue
                 if not line.strip():
                     continue
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as e:
-                    yield Skipped(f"{path}:{lineno}", f"bad JSON line: {e.msg}")
+                    yield (
+                        lineno,
+                        Skipped(
+                            where, f"bad JSON line: {e.msg.removesuffix(' at')} at column {e.colno}"
+                        ),
+                    )
                     continue
                 if not isinstance(obj, dict):
-                    yield Skipped(f"{path}:{lineno}", "JSON line is not an object")
+                    yield lineno, Skipped(where, "JSON line is not an object")
                     continue
-                yield obj
-    except UnicodeDecodeError:
-        yield Skipped(str(path), "not UTF-8 text")
+                yield lineno, obj
     except (OSError, EOFError) as e:
-        yield Skipped(str(path), f"unreadable: {e}")
+        yield 0, Skipped(str(path), f"unreadable: {e}")
 
 
 def load_json(path: Path) -> Any:

@@ -32,7 +32,30 @@ def test_question_file_problems_are_reported_and_the_rest_kept(tmp_path):
     assert questions[0].answers == ["x"]
     reasons = [p.reason for p in problems]
     assert reasons[0].startswith("bad JSON line")
-    assert "duplicate id 'a'" in reasons[1] and reasons[2] == "empty question"
+    assert "duplicate id 'a' (the one on line 1 is kept)" in reasons[1]
+    assert problems[1].where.endswith("q.jsonl:3: question a")
+    assert reasons[2].startswith("empty question")
+
+
+def test_one_bad_line_costs_that_line_only(tmp_path):
+    """A non-UTF-8 byte, a null id or question and a control character each lose their own
+    line, named by number, and every valid line still runs."""
+    f = tmp_path / "q.jsonl"
+    f.write_bytes(
+        b'{"id": "a", "question": "First?"}\n'
+        b'{"id": "b", "question": "Caf\xe9?"}\n'  # Latin-1, not UTF-8
+        b'{"id": null, "question": null}\n'
+        b'{"id": "c", "question": "tab\there"}\n'  # a raw control character
+        b'{"id": "d", "question": null}\n'
+        b'{"id": 7, "question": "Seventh?"}\n'
+    )
+    questions, problems = read_questions(f)
+    assert [q.id for q in questions] == ["a", "7"]
+    by_line = {p.where.split(":")[1]: p.reason for p in problems}
+    assert by_line["2"] == "not UTF-8 (byte 0xe9 at column 29)"
+    assert by_line["3"].startswith("missing id")
+    assert by_line["4"] == "bad JSON line: Invalid control character at column 29"
+    assert by_line["5"].startswith("empty question")
 
 
 def test_write_then_read_round_trip(tmp_path):
