@@ -6,13 +6,14 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from hopgraph.config import Context, parse_sets
+from hopgraph.graphs import GRAPHS
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
@@ -102,7 +103,7 @@ def _endpoint(ctx: Context) -> str:
 
 @app.command()
 def run(
-    agent: Annotated[str, typer.Option(help="graph to run (see langgraph.json)")],
+    agent: Annotated[str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)}")],
     questions: Annotated[str, typer.Option(help="canonical question JSONL")],
     out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
@@ -126,17 +127,25 @@ def run(
         TimeRemainingColumn,
     )
 
+    from hopgraph.evals.datasets import read_questions
     from hopgraph.evals.runner import Runner
 
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
     )
-    runner = Runner(agent, out, ctx, endpoint=_endpoint(ctx))
-    from hopgraph.evals.datasets import read_questions
-
+    # what fails every question is refused once, before a folder or a model server exists
+    if agent not in GRAPHS:
+        _refuse(f"unknown agent {agent!r}; agents: {', '.join(GRAPHS)}")
+    if not Path(questions).is_file():
+        _refuse(f"no questions file at {questions}")
+    if kb and not (Path(kb) / "chroma").is_dir():
+        _refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
     qs, problems = read_questions(questions)
     for p in problems:
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
+    if not qs:
+        _refuse(f"{questions} holds no valid question")
+    runner = Runner(agent, out, ctx, endpoint=_endpoint(ctx))
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(
         TextColumn("{task.description}"),
@@ -164,6 +173,11 @@ def run(
     )
     if summary.failed:
         console.print("re-run the same command to retry the failed questions")
+
+
+def _refuse(message: str) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
 
 
 @app.command()
@@ -406,6 +420,8 @@ def index(
 
     from hopgraph.memory.indexing import index_source
 
+    if not Path(source).exists():
+        _refuse(f"nothing to index at {source}: no such file or folder")
     store = open_kb(kb, sets)
     derive = None
     if triplets:

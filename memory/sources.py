@@ -377,7 +377,10 @@ def read_text_file(path: Path) -> Iterator[Record]:
         yield Skipped(str(path), "not UTF-8 text")
         return
     title = path.stem.replace("_", " ")
-    for i, chunk in enumerate(chunk_paragraphs(text)):
+    chunks = chunk_paragraphs(text)
+    if not chunks:
+        yield Skipped(str(path), "empty text file: nothing to index")
+    for i, chunk in enumerate(chunks):
         yield Item(
             "text",
             passage_key(title, chunk),

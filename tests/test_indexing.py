@@ -186,3 +186,18 @@ def test_cli_index_prints_summary_with_reasons(messy_folder, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "9 added" in out.stdout and "4 skipped" in out.stdout
     assert "broken.pdf" in out.stdout and "bad JSON line" in out.stdout
+
+
+def test_an_empty_text_file_is_reported_not_skipped_silently(tmp_path):
+    from hopgraph.memory.indexing import index_source
+    from hopgraph.memory.kb import KnowledgeBase
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "empty.txt").write_text("  \n\n")
+    (folder / "full.txt").write_text("Marrowick has a copper lighthouse.")
+    report = index_source(KnowledgeBase(tmp_path / "kb"), folder, "folder")
+    assert report.added == 1
+    assert [(s.where.endswith("empty.txt"), s.reason) for s in report.skipped] == [
+        (True, "empty text file: nothing to index")
+    ]

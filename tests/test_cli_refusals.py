@@ -1,0 +1,44 @@
+"""Faults that would fail every question are refused once, before a run folder, a knowledge
+base folder or a model server exists (exit 2, one line naming the fault)."""
+
+import os
+import subprocess
+import sys
+
+
+def hopgraph(*args, cwd):
+    env = {**os.environ, "COLUMNS": "300"}
+    return subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=120, env=env,
+    )  # fmt: skip
+
+
+def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    cases = [
+        (["--agent", "rag", "--questions", "missing.jsonl"], "no questions file at missing.jsonl"),
+        (["--agent", "rag", "--questions", "q.jsonl", "--kb", "nokb"], "no knowledge base at nokb"),
+        (["--agent", "ragg", "--questions", "q.jsonl"], "unknown agent 'ragg'; agents: direct"),
+    ]
+    for args, message in cases:
+        out = hopgraph("run", *args, "--out", "runs/x", cwd=tmp_path)
+        assert out.returncode == 2, out.stderr
+        assert message in out.stderr and out.stderr.count("error:") == 1
+        assert not (tmp_path / "runs").exists() and not (tmp_path / "nokb").exists()
+    (tmp_path / "bad.jsonl").write_text('{"id": null, "question": null}\n')
+    out = hopgraph("run", "--agent", "rag", "--questions", "bad.jsonl", "--out", "r", cwd=tmp_path)
+    assert out.returncode == 2 and "holds no valid question" in out.stderr
+    assert "bad.jsonl:1: question (no id): missing id" in out.stderr
+
+
+def test_index_refuses_a_missing_source_and_leaves_no_kb(tmp_path):
+    out = hopgraph("index", "nowhere", "--kb", "kb", cwd=tmp_path)
+    assert out.returncode == 2 and "nothing to index at nowhere" in out.stderr
+    assert not (tmp_path / "kb").exists()
+
+
+def test_agent_help_names_the_agents(tmp_path):
+    out = hopgraph("run", "--help", cwd=tmp_path)
+    line = next(ln for ln in out.stdout.splitlines() if "--agent" in ln)
+    assert "direct | rag | qdrag | mmapg | mabdqa" in line
