@@ -203,6 +203,12 @@ def _polar(reports: list[dict[str, Any] | None]) -> list[str]:
             out.append(
                 f"| {mode} recall: {label} | {_fmt(before[mode][k])} | {_fmt(after[mode][k])} |"
             )
+    out += [
+        "",
+        "Before the fix a text's entities were MENTIONS edges, which recall read as presence "
+        "(so no HAS edge existed to count); a negated object the model did not list at all is "
+        "in neither row. The vanilla rows are the same memory ranked by similarity alone.",
+    ]
     return out
 
 
