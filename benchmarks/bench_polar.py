@@ -64,14 +64,20 @@ def vocab(theme: str) -> list[str]:
     return [w.replace("_", " ") for w in words.split()]
 
 
+def draw_theme(rng: random.Random) -> tuple[str, list[str]]:
+    """A random theme and its objects in random order."""
+    theme = rng.choice(list(THEMES))
+    objects = vocab(theme)
+    rng.shuffle(objects)
+    return theme, objects
+
+
 def scenes(n: int, seed: int = 0) -> list[Observation]:
     """n scenes: 4-8 of the theme's objects present, 1-3 others of the theme verified absent."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
-        theme = rng.choice(list(THEMES))
-        objects = vocab(theme)
-        rng.shuffle(objects)
+        theme, objects = draw_theme(rng)
         has = objects[: rng.randint(4, 8)]
         rest = objects[len(has) :]
         not_has = rest[: rng.randint(1, 3)]
@@ -114,9 +120,7 @@ def negation_texts(n: int, seed: int = 5) -> list[tuple[str, str, list[str], lis
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        theme = rng.choice(list(THEMES))
-        objects = vocab(theme)
-        rng.shuffle(objects)
+        theme, objects = draw_theme(rng)
         present, absent = objects[: rng.randint(2, 3)], objects[3:4]
         listed = ", ".join(f"a {o}" for o in present[:-1]) + f" and a {present[-1]}"
         negation = rng.choice(NEGATION_FORMS).format(x=absent[0])
