@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from hopgraph.config import Context
-from hopgraph.models import chat_model, system, user
+from hopgraph.models import question_model, system, user
 from hopgraph.prompts import prompts_for
 
 
-def answer_closed_book(question: str, ctx: Context) -> str:
+def answer_closed_book(question: str, ctx: Context, images: list[str] = (), who: str = "") -> str:
+    """One call; a question's images go with it to the VLM."""
     prompts = prompts_for(ctx.prompts_dir)
     messages = [
         system(prompts.render("direct/system")),
-        user(prompts.render("direct/answer", question=question)),
+        user(prompts.render("direct/answer", question=question), images, ctx.max_image_pixels),
     ]
-    text = chat_model(ctx).complete(
+    text = question_model(ctx, list(images), who or question[:60]).complete(
         messages, role="answerer", template="direct/answer", max_tokens=64
     )
     return text.strip().splitlines()[0].strip() if text.strip() else ""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
+from hopgraph.models import question_model, user
 from hopgraph.prompts import prompts_for
 
 CITATION = re.compile(r"\[(\s*\d+(?:\s*,\s*\d+)*\s*)\]")
@@ -42,13 +42,21 @@ def strip_citations(text: str) -> str:
 
 
 def generate_cited_answer(
-    question: str, contexts: list[dict[str, Any]], ctx: Context, *, template: str = "rag/answer"
+    question: str,
+    contexts: list[dict[str, Any]],
+    ctx: Context,
+    *,
+    template: str = "rag/answer",
+    images: list[str] = (),  # type: ignore[assignment]
+    who: str = "",
 ) -> CitedAnswer:
-    """Answer with citations, then a short answer extracted from it (for EM/F1)."""
+    """Answer with citations, then a short answer extracted from it (for EM/F1). A question's
+    images go with the answer call, to the VLM."""
     prompts = prompts_for(ctx.prompts_dir)
-    model = chat_model(ctx)
+    model = question_model(ctx, list(images), who or question[:60])
+    prompt = prompts.render(template, question=question, contexts=contexts)
     text = model.complete(
-        [user(prompts.render(template, question=question, contexts=contexts))],
+        [user(prompt, images, ctx.max_image_pixels)],
         role="generator",
         template=template,
         max_tokens=160,

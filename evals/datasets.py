@@ -136,7 +136,8 @@ def convert_musique(path: Path) -> Iterator[Question]:
 
 def convert_multimodalqa(path: Path) -> Iterator[Question]:
     """MultimodalQA questions; gold = supporting texts and images, and the answer's table rows.
-    ``images`` holds the question's candidate images (``metadata.image_doc_ids``) as item ids."""
+    ``meta["candidate_images"]`` holds the question's candidate images (``image_doc_ids``) as
+    item ids: they are a retrieval pool, not images the question shows."""
     for obj in read_jsonl(path):
         if isinstance(obj, Skipped):
             continue
@@ -155,8 +156,12 @@ def convert_multimodalqa(path: Path) -> Iterator[Question]:
             answers=[str(a.get("answer", "")) for a in obj.get("answers", [])],
             evidence=list(dict.fromkeys(evidence)),
             type=meta.get("type", ""),
-            images=[item_id("image", mmqa_key(i)) for i in meta.get("image_doc_ids", [])],
-            meta={"modalities": meta.get("modalities", [])},
+            meta={
+                "modalities": meta.get("modalities", []),
+                "candidate_images": [
+                    item_id("image", mmqa_key(i)) for i in meta.get("image_doc_ids", [])
+                ],
+            },
         )
 
 

@@ -305,12 +305,10 @@ class Runner:
             payload, streaming = None, True
         elif state.values:  # finished before a crash lost its prediction line
             payload, streaming = None, False
-        else:
-            payload, streaming = {"question": q.question}, True
-            if q.images and "images" in self.graph.channels:
-                payload["images"] = q.images
-            if q.doc and "doc" in self.graph.channels:
-                payload["doc"] = q.doc
+        else:  # the shared InputState: every graph takes the same fields (no gold text)
+            payload, streaming = {"id": q.id, "question": q.question}, True
+            payload |= {"images": q.images} if q.images else {}
+            payload |= {"doc": q.doc} if q.doc else {}
         began = time.perf_counter()
         error = None
         with open(trace_file, "a", encoding="utf-8") as trace:

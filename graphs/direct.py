@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.answerer import answer_closed_book
 from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, OutputState
 
 
-class State(TypedDict, total=False):
-    question: str
+class State(InputState, total=False):
     answer: str
 
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
-    return {"answer": answer_closed_book(state["question"], runtime.context or Context())}
+    ctx = runtime.context or Context()
+    images, who = state.get("images", []), state.get("id", "")
+    return {"answer": answer_closed_book(state["question"], ctx, images, who)}
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node("answer", answer)
 builder.add_edge(START, "answer")
 builder.add_edge("answer", END)

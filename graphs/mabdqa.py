@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 import time
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 import numpy as np
 from langgraph.graph import END, START, StateGraph
@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, OutputState, refuse_images
 from hopgraph.memory.kb import Hit
 from hopgraph.models.events import emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
@@ -32,9 +33,7 @@ RETRIEVERS = ("bandit", "li")
 JUDGES = ("scale", "p_yes")
 
 
-class State(TypedDict, total=False):
-    question: str
-    doc: str
+class State(InputState, total=False):
     subqueries: list[str]
     walk: dict[str, Any]
     """The bandit's state, kept so HRRA can re-enter: judged pages, arms, last page."""
@@ -88,6 +87,7 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
+    refuse_images(state, "mabdqa")
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
     return {"subqueries": roles.aspects(state["question"], ctx)}
@@ -219,7 +219,9 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     return {}
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node("decompose", decompose)
 builder.add_node("retrieve", retrieve)
 builder.add_node("reflect_question", reflect_question)

@@ -25,6 +25,7 @@ from hopgraph.agents import examiner
 from hopgraph.agents.planner import overall_plan, plan_step
 from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, OutputState, refuse_images
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import emit, tally_calls
 from hopgraph.tools.memory import memory_candidates
@@ -144,8 +145,7 @@ retrieval = retrieval_builder.compile(name="mmapg_retrieval")
 
 
 # -- the planner loop (Alg. 1) -------------------------------------------------------------
-class State(TypedDict, total=False):
-    question: str
+class State(InputState, total=False):
     plan: str
     nodes: Annotated[list[dict[str, Any]], operator.add]
     """The planning graph: {id, type, instruction, content, parents, calls, tokens, ...}."""
@@ -178,6 +178,7 @@ def recursion_limit(ctx: Context) -> int:
 
 def begin(state: State, runtime: Runtime[Context]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
+    refuse_images(state, "mmapg")
     with tally_calls() as tally:
         plan = overall_plan(state["question"], _ctx(runtime))
     q0 = {
@@ -413,7 +414,9 @@ def view(question: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": out, "edges": edges}
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node("begin", begin)
 builder.add_node("planner", planner)
 builder.add_node("ask", ask)

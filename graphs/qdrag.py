@@ -18,6 +18,7 @@ from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, OutputState, refuse_images
 from hopgraph.models.events import emit
 from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
 from hopgraph.tools.memory import memory_candidates
@@ -43,8 +44,7 @@ def merge_contexts(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list
     return list(merged.values())
 
 
-class State(TypedDict, total=False):
-    question: str
+class State(InputState, total=False):
     contexts: Annotated[list[dict[str, Any]], merge_contexts]
     subquestions: list[dict[str, Any]]
     solved: Annotated[list[dict[str, Any]], operator.add]
@@ -72,6 +72,7 @@ def _ctx(runtime: Runtime[Context]) -> Context:
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
+    refuse_images(state, "qdrag")
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": [hit_dict(h) for h in search_kb(state["question"], ctx, k=k)]}
 
@@ -251,7 +252,9 @@ def view(state: State, kept: list[dict[str, Any]], allocation: dict[str, int]) -
     return {"nodes": nodes, "edges": edges}
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node("retrieve", retrieve)
 builder.add_node("decompose", decompose)
 builder.add_node("solve", solve)

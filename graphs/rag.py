@@ -3,18 +3,18 @@ every method is compared with."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, OutputState
 from hopgraph.tools.kb_search import hit_dict, search_kb
 
 
-class State(TypedDict, total=False):
-    question: str
+class State(InputState, total=False):
     contexts: list[dict[str, Any]]
     response: str
     answer: str
@@ -29,7 +29,13 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
     contexts = state.get("contexts", [])
-    out = generate_cited_answer(state["question"], contexts, runtime.context or Context())
+    out = generate_cited_answer(
+        state["question"],
+        contexts,
+        runtime.context or Context(),
+        images=state.get("images", []),
+        who=state.get("id", ""),
+    )
     return {
         "response": out.text,
         "answer": out.answer,
@@ -38,7 +44,9 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     }
 
 
-builder = StateGraph(State, context_schema=Context)
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node("retrieve", retrieve)
 builder.add_node("generate", generate)
 builder.add_edge(START, "retrieve")

@@ -25,7 +25,7 @@ __all__ = [
     "CapabilityError", "ChatModel", "EmbeddedServer", "EmbeddedServerError", "EndpointError",
     "HopgraphModelError", "ImageInputError", "ModelIntegrityError", "ModelNotServedError",
     "ModelPackageMissing", "ModelWeightsMissing", "StructuredOutputError", "chat_model",
-    "embedded_server", "system", "user", "vlm_model",
+    "embedded_server", "question_model", "system", "user", "vlm_model",
 ]  # fmt: skip
 
 _servers: dict[str, EmbeddedServer] = {}
@@ -70,6 +70,20 @@ def chat_model(ctx: Context) -> ChatModel:
     if ctx.base_url:
         return _model(ctx, ctx.base_url, ctx.model, ctx.backend)
     return _model(ctx, embedded_server(ctx).base_url, ctx.model, "llamacpp")
+
+
+def question_model(ctx: Context, images: list, who: str) -> ChatModel:
+    """The model a question goes to: the LLM, or the VLM when the question has images. A
+    question with images and no VLM configured is refused, never answered blind."""
+    if not images:
+        return chat_model(ctx)
+    vlm = vlm_model(ctx)
+    if vlm is None:
+        raise CapabilityError(
+            f"question {who!r} has an image; set vlm_base_url/vlm_model to a vision-language "
+            "endpoint"
+        )
+    return vlm
 
 
 def vlm_model(ctx: Context) -> ChatModel | None:

@@ -101,8 +101,8 @@ def test_bad_question_lines_are_reported_and_the_rest_run(tmp_path, kb_dir):
     assert summary.finished == 3
     assert [p.reason.split(":")[0] for p in summary.problems] == [
         "bad JSON line",
-        "duplicate id 'q0' (the first one is kept)",
-        "empty question",
+        "duplicate id 'q0' (the one on line 1 is kept)",
+        "empty question (null, empty or not a string)",
     ]
 
 

@@ -1,0 +1,40 @@
+"""The contract every graph speaks, so the runner, ``ask``, ``eval`` and LangGraph Studio need
+no per-graph knowledge: ``InputState`` in, ``OutputState`` out (``typing_extensions``
+TypedDicts, from which pydantic builds the JSON schemas Studio reads on Python < 3.12)."""
+
+from __future__ import annotations
+
+from typing_extensions import NotRequired, TypedDict
+
+from hopgraph.models import CapabilityError
+
+
+class InputState(TypedDict):
+    """A question as every graph takes it; the gold fields are for tools, no graph reads them."""
+
+    question: str
+    id: NotRequired[str]
+    images: NotRequired[list[str]]
+    """The question's own images: paths or URLs, sent to VLM calls as data URLs."""
+    doc: NotRequired[str]
+    """The document a question is about (MAB-DQA: the PDF's file name as indexed)."""
+    gold_answers: NotRequired[list[str]]
+    gold_evidence: NotRequired[list[str]]
+
+
+class OutputState(TypedDict, total=False):
+    answer: str
+    response: str
+    citations: list[str]
+    """Ids of the contexts the response cites."""
+    invalid_citations: list[int]
+
+
+def refuse_images(state: dict, agent: str) -> None:
+    """For a graph that does not yet send a question's images anywhere: refuse them rather
+    than answer as if there were none."""
+    if state.get("images"):
+        raise CapabilityError(
+            f"question {state.get('id') or state['question'][:60]!r} has an image, and the "
+            f"{agent} agent does not take question images yet; use rag or direct with a VLM"
+        )

@@ -1,0 +1,97 @@
+"""The one contract every graph speaks: InputState in, OutputState out, and a question's
+images reach the graph (rag and direct send them to the VLM as data URLs; the others refuse
+them rather than answer blind)."""
+
+import json
+
+import pytest
+from PIL import Image
+from scripted_server import ScriptedServer
+
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.graphs import GRAPHS, load_graph
+from hopgraph.memory.kb import Item, KnowledgeBase
+
+
+@pytest.mark.parametrize("agent", list(GRAPHS))
+def test_every_graph_declares_the_shared_input_and_output_schemas(agent):
+    graph = load_graph(agent)
+    inp, out = graph.get_input_jsonschema(), graph.get_output_jsonschema()
+    assert {"id", "question", "images", "doc"} <= set(inp["properties"])
+    assert inp["required"] == ["question"]
+    assert {"answer", "response", "citations", "invalid_citations"} <= set(out["properties"])
+
+
+@pytest.fixture
+def photo(tmp_path):
+    path = tmp_path / "flag.png"
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(path)
+    return path
+
+
+@pytest.fixture
+def kb_dir(tmp_path):
+    KnowledgeBase(tmp_path / "kb").add(
+        [Item("text", f"k{i}", f"The flag of Esterlund {i} is red.", title="Esterlund")
+         for i in range(3)]  # fmt: skip
+    )
+    return tmp_path / "kb"
+
+
+def _image_parts(body):
+    content = body["messages"][-1]["content"]
+    return [] if isinstance(content, str) else [p for p in content if p["type"] == "image_url"]
+
+
+@pytest.mark.parametrize("agent", ["rag", "direct"])
+def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir, photo):
+    seen = []
+
+    def reply(body):
+        seen.append(body)
+        return "Esterlund [1]."
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("img-1", "Whose flag is this?", ["Esterlund"],
+                              images=[str(photo)])], qfile)  # fmt: skip
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", vlm_base_url=server.base_url,
+                      vlm_model="scripted", kb_dir=str(kb_dir))  # fmt: skip
+        Runner(agent, tmp_path / "run", ctx).run(qfile)
+    pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
+    assert pred["error"] is None, pred["error"]
+    (part,) = _image_parts(seen[0])  # the answer call carries the picture
+    assert part["image_url"]["url"].startswith("data:image/")  # the picture, as a data URL
+
+
+@pytest.mark.parametrize("agent", list(GRAPHS))
+def test_an_image_question_is_never_answered_blind(agent, tmp_path, kb_dir, photo):
+    """No VLM for rag and direct, no image path yet for the others: a clear error, and no
+    model was asked anything."""
+    seen = []
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("img-2", "Whose flag is this?", images=[str(photo)],
+                              doc="report.pdf")], qfile)  # fmt: skip
+    with ScriptedServer(lambda body: seen.append(body) or "x") as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
+        Runner(agent, tmp_path / "run", ctx).run(qfile)
+    error = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-2"]["error"]
+    assert "'img-2' has an image" in error, error
+    assert seen == []
+
+
+def test_the_input_reaches_every_graph_state(tmp_path, photo):
+    """What the runner sends lands in the graph's state, images and doc included."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    for agent in GRAPHS:
+        graph = load_graph(agent).builder.compile(checkpointer=InMemorySaver(),
+                                                  interrupt_before="*")  # fmt: skip
+        config = {"configurable": {"thread_id": agent}}
+        payload = {"id": "q", "question": "Q?", "images": [str(photo)], "doc": "d.pdf"}
+        graph.invoke(payload, config, context=Context())
+        values = graph.get_state(config).values
+        assert {k: values.get(k) for k in payload} == payload, agent
+        assert json.dumps(values)  # plain data, checkpointable
