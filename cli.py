@@ -164,15 +164,32 @@ def run(
                 failed=summary.failed,
             )
 
-        summary = runner.run(
-            questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
-        )
+        try:
+            summary = runner.run(
+                questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
+            )
+        except KeyboardInterrupt:
+            _interrupted()
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
     )
     if summary.failed:
         console.print("re-run the same command to retry the failed questions")
+
+
+def _interrupted() -> NoReturn:
+    """Ctrl-C: stop now. Every finished question's line is written; an in-flight one resumes
+    from its checkpoint. The model server is killed, and no worker thread is waited for."""
+    import os
+
+    from hopgraph.models.embedded import stop_all
+
+    err.print("interrupted: finished questions are saved; re-run the same command to resume")
+    stop_all(now=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _refuse(message: str) -> NoReturn:

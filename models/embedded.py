@@ -157,9 +157,10 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: deliver SIGTERM to the server if hopgraph dies, even by SIGKILL."""
+    """Linux: kill the server at once if hopgraph dies, even by SIGKILL (a SIGTERM let it
+    finish its in-flight request first, up to a minute later)."""
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _require_server_package() -> None:
@@ -228,6 +229,9 @@ class EmbeddedServer:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    # its own process group: a terminal's Ctrl-C goes to hopgraph, which stops
+                    # the server itself, instead of killing the server under a running batch
+                    start_new_session=True,
                 )
             _LIVE.add(self)
         try:
@@ -260,11 +264,16 @@ class EmbeddedServer:
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
-    def stop(self) -> None:
+    def stop(self, *, now: bool = False) -> None:
+        """Terminate the server (``now``: kill it, not waiting for an in-flight request)."""
         with self._lock:
             proc, self.proc = self.proc, None
             _LIVE.discard(self)
         if proc is None or proc.poll() is not None:
+            return
+        if now:
+            proc.kill()
+            proc.wait(timeout=10)
             return
         proc.terminate()
         try:
@@ -284,9 +293,9 @@ _LIVE: set[EmbeddedServer] = set()
 
 
 @atexit.register
-def _stop_all() -> None:
+def stop_all(now: bool = False) -> None:
     for server in list(_LIVE):
-        server.stop()
+        server.stop(now=now)
 
 
 def _sigterm_exits(signum, frame):  # noqa: ANN001 - signal handler signature

@@ -34,8 +34,10 @@ def photo(tmp_path):
 @pytest.fixture
 def kb_dir(tmp_path):
     KnowledgeBase(tmp_path / "kb").add(
-        [Item("text", f"k{i}", f"The flag of Esterlund {i} is red.", title="Esterlund")
-         for i in range(3)]  # fmt: skip
+        [
+            Item("text", f"k{i}", f"The flag of Esterlund {i} is red.", title="Esterlund")
+            for i in range(3)
+        ]  # fmt: skip
     )
     return tmp_path / "kb"
 

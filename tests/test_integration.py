@@ -216,3 +216,49 @@ def test_default_model_p_yes_ranks_true_claim_above_false():
     print(f"\nP(Yes) qwen2.5-coder-1.5b: Paris={paris:.4f} Berlin={berlin:.4f}")
     assert paris > berlin
     assert paris > 0.5 > berlin
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_ctrl_c_stops_a_run_and_its_server_and_exits_130(tmp_path):
+    """What a terminal's Ctrl-C does: SIGINT to the whole foreground process group while the
+    real embedded server answers. The run stops at once with 130, the server goes with it,
+    and every prediction line is whole (before: the server died, the run went on)."""
+    import json
+
+    from hopgraph.evals.datasets import Question, write_questions
+    from hopgraph.memory.kb import Item, KnowledgeBase
+
+    KnowledgeBase(tmp_path / "kb").add(
+        [Item("text", f"k{i}", f"Town {i} lies on river {i}.", title=f"Town {i}") for i in range(6)]
+    )
+    write_questions([Question(f"q{i}", f"Which river is at town {i}?") for i in range(40)],
+                    tmp_path / "q.jsonl")  # fmt: skip
+    cmd = [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions", "q.jsonl",
+           "--kb", "kb", "--out", "run", "--model", SMALL, "--set", "n_ctx=2048"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    preds = tmp_path / "run" / "predictions.jsonl"
+    deadline = time.monotonic() + 300
+    while not (preds.exists() and preds.read_text().count("\n") >= 1):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.2)
+    servers = _children(proc.pid)
+    assert servers and all(alive(s) for s in servers)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, errs = proc.communicate(timeout=60)
+    assert proc.returncode == 130, errs
+    assert "interrupted" in errs and "re-run the same command to resume" in errs
+    assert all(wait_dead(s) for s in servers)
+    lines = preds.read_text().splitlines()
+    assert 1 <= len(lines) < 40 and all(json.loads(line)["error"] is None for line in lines)
