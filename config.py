@@ -10,7 +10,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 ENV_PREFIX = "HOPGRAPH_"
 
@@ -30,7 +30,7 @@ class Context:
     model: str = "qwen2.5-coder-1.5b"
     """Model name served at ``base_url``, or an embedded GGUF name when ``base_url`` is empty."""
     api_key: str = "EMPTY"
-    backend: str = "auto"
+    backend: Literal["auto", "vllm", "llamacpp", "openai"] = "auto"
     """Endpoint dialect: auto | vllm | llamacpp | openai (structured output and image support)."""
     vlm_base_url: str = ""
     """Endpoint of a vision-language model for image calls; empty: same as ``base_url``."""
@@ -74,7 +74,7 @@ class Context:
     mmapg_triplets: bool = True
     """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
     passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
-    mmapg_retrieval: str = "module"
+    mmapg_retrieval: Literal["module", "similarity"] = "module"
     """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
     instruction's embedding, no query building, no examination."""
     mmapg_text_radius: float = 0.6
@@ -88,7 +88,7 @@ class Context:
     # -- QDRAG (qdrag.txt) --------------------------------------------------------------
     qdrag_budget: int = 5
     """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
-    qdrag_mode: str = "qdc"
+    qdrag_mode: Literal["qdc", "qdr", "dense", "sparse"] = "qdc"
     """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
     question without decomposition)."""
     qdrag_entropy_budget: bool = True
@@ -115,7 +115,7 @@ class Context:
     mabdqa_seed: int = 42
     mabdqa_top_pages: int = 4
     """Pages the answer reads (the paper's Top-4)."""
-    mabdqa_retriever: str = "bandit"
+    mabdqa_retriever: Literal["bandit", "li"] = "bandit"
     """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
     mabdqa_page_graph: bool = True
     """Off: no query-agnostic page graph (Table 6 ablation)."""
@@ -132,7 +132,7 @@ class Context:
     mabdqa_page_chars: int = 1500
     """Page text the LLM reads per page when no VLM sees the page image."""
     mabdqa_judge_tokens: int = 160
-    mabdqa_judge: str = "scale"
+    mabdqa_judge: Literal["scale", "p_yes"] = "scale"
     """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
     # -- PolarMem (polarmem.txt) -------------------------------------------------------
@@ -150,7 +150,7 @@ class Context:
     polar_memory: bool = False
     """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
     join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""
-    polar_recall: str = "logic"
+    polar_recall: Literal["logic", "vanilla"] = "logic"
     """logic (Algorithm 1) | vanilla (similarity only, Eq. 2)."""
     polar_top_k: int = 3
     """Memories recalled per query."""
@@ -159,7 +159,7 @@ class Context:
     grail_tau_base: float = 0.05
     grail_weights: str = ""
     """A trained GRAIL folder (``hopgraph grail train``); empty: the training-free variant."""
-    grail_mode: str = ""
+    grail_mode: Literal["", "query", "additive", "gap-fixed", "gap", "hybrid"] = ""
     """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
     query | additive | gap-fixed | gap | hybrid."""
 
@@ -167,9 +167,10 @@ class Context:
         hints = get_type_hints(type(self))
         for f in fields(self):
             env = os.environ.get(ENV_PREFIX + f.name.upper())
-            if env is None or getattr(self, f.name) != _default_of(f):
-                continue
-            setattr(self, f.name, coerce(f.name, hints[f.name], env))
+            if env is not None and getattr(self, f.name) == _default_of(f):
+                setattr(self, f.name, coerce(f.name, hints[f.name], env))
+            if get_origin(hints[f.name]) is Literal:  # fixed choices: refused once, here
+                coerce(f.name, hints[f.name], getattr(self, f.name))
 
     def replace(self, **changes: Any) -> Context:
         """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
@@ -195,6 +196,11 @@ def _default_of(f: dataclasses.Field) -> Any:
 
 def coerce(name: str, typ: Any, raw: str) -> Any:
     """Parse a string into the field's type, naming the field when it does not fit."""
+    if get_origin(typ) is Literal:
+        if raw not in get_args(typ):
+            allowed = ", ".join(repr(a) for a in get_args(typ))
+            raise ValueError(f"Context field {name!r} must be one of {allowed}, not {raw!r}")
+        return raw
     try:
         if typ is bool:
             low = raw.strip().lower()

@@ -29,9 +29,6 @@ from hopgraph.tools.kb_search import emit_retrieval, hit_dict, knowledge_base
 from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
 from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
 
-RETRIEVERS = ("bandit", "li")
-JUDGES = ("scale", "p_yes")
-
 
 class State(InputState, total=False):
     subqueries: list[str]
@@ -53,14 +50,7 @@ class State(InputState, total=False):
 
 
 def _ctx(runtime: Runtime[Context]) -> Context:
-    ctx = runtime.context or Context()
-    if ctx.mabdqa_retriever not in RETRIEVERS:
-        raise ValueError(
-            f"mabdqa_retriever must be one of {RETRIEVERS}, not {ctx.mabdqa_retriever!r}"
-        )
-    if ctx.mabdqa_judge not in JUDGES:
-        raise ValueError(f"mabdqa_judge must be one of {JUDGES}, not {ctx.mabdqa_judge!r}")
-    return ctx
+    return runtime.context or Context()  # retriever and judge are checked by Context itself
 
 
 def _document(state: State, ctx: Context) -> DocumentPages:

@@ -31,7 +31,6 @@ from hopgraph.models.events import emit, tally_calls
 from hopgraph.tools.memory import memory_candidates
 from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, top_k
 
-RETRIEVAL_MODES = ("module", "similarity")
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
 EMPTY = {"", "none", "n/a", "na", "null", "nothing", "no image part"}
 """What small models write in a field they were told to leave empty."""
@@ -161,11 +160,7 @@ class State(InputState, total=False):
 
 
 def _ctx(runtime: Runtime[Context]) -> Context:
-    ctx = runtime.context or Context()
-    if ctx.mmapg_retrieval not in RETRIEVAL_MODES:
-        raise ValueError(
-            f"mmapg_retrieval must be one of {RETRIEVAL_MODES}, not {ctx.mmapg_retrieval!r}"
-        )
+    ctx = runtime.context or Context()  # mmapg_retrieval is checked by Context itself
     if ctx.mmapg_max_iterations < 1:
         raise ValueError(f"mmapg_max_iterations must be >= 1, not {ctx.mmapg_max_iterations}")
     return ctx

@@ -33,8 +33,6 @@ from hopgraph.tools.qdrag_budget import (
     ready,
 )
 
-MODES = ("qdc", "qdr", "dense", "sparse")
-
 
 def merge_contexts(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Union by id, first occurrence kept (contexts arrive from several retrievals)."""
@@ -64,10 +62,7 @@ class SolveInput(TypedDict):
 
 
 def _ctx(runtime: Runtime[Context]) -> Context:
-    ctx = runtime.context or Context()
-    if ctx.qdrag_mode not in MODES:
-        raise ValueError(f"qdrag_mode must be one of {MODES}, not {ctx.qdrag_mode!r}")
-    return ctx
+    return runtime.context or Context()  # qdrag_mode is checked by Context itself
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:

@@ -20,6 +20,10 @@ def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_pa
         (["--agent", "rag", "--questions", "missing.jsonl"], "no questions file at missing.jsonl"),
         (["--agent", "rag", "--questions", "q.jsonl", "--kb", "nokb"], "no knowledge base at nokb"),
         (["--agent", "ragg", "--questions", "q.jsonl"], "unknown agent 'ragg'; agents: direct"),
+        (
+            ["--agent", "qdrag", "--questions", "q.jsonl", "--set", "qdrag_mode=bogus"],
+            "'qdrag_mode' must be one of 'qdc', 'qdr', 'dense', 'sparse', not 'bogus'",
+        ),
     ]
     for args, message in cases:
         out = hopgraph("run", *args, "--out", "runs/x", cwd=tmp_path)

@@ -150,8 +150,8 @@ def test_p_yes_judge_rewards_the_budget_pages(tmp_path, kb_dir):
     assert len(steps) == 6 and calls.count("judge") == 6
     assert {round(s["s_vlm"], 2) for s in steps} <= {0.95, 0.05}
     assert {page_id(DOC, 8), page_id(DOC, 9)} == set(preds["q1"]["retrieved"][:2])
-    preds, _ = run(tmp_path / "bad", kb_dir, [], mabdqa_judge="stars")
-    assert "mabdqa_judge must be one of" in preds["q1"]["error"]
+    with pytest.raises(ValueError, match="'mabdqa_judge' must be one of 'scale', 'p_yes'"):
+        Context(mabdqa_judge="stars")  # refused once, before any question
 
 
 def test_an_answer_that_responds_ends_without_reentering(tmp_path, kb_dir):
