@@ -58,7 +58,7 @@ def _unit(*shape: int) -> torch.Tensor:
 
 
 def _cos(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float(F.cosine_similarity(a.reshape(1, -1), b.reshape(1, -1)))
+    return float(F.cosine_similarity(a.reshape(1, -1), b.reshape(1, -1)).detach())
 
 
 def test_additive_weighs_query_and_context_alike_at_encoder_scale():

@@ -145,7 +145,7 @@ def train_gap(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += float(loss.detach())
         history.append(total / max(len(batches), 1))
     model.eval()
     model.trained = True
@@ -176,7 +176,7 @@ def train_alignment(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += float(loss.detach())
         history.append(total / max(len(batches), 1))
     return history
 
@@ -204,5 +204,5 @@ def train_router(
         opt.zero_grad()
         loss.backward()
         opt.step()
-        history.append(float(loss))
+        history.append(float(loss.detach()))
     return history
