@@ -46,6 +46,8 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["prompt_tokens"] = pred.get("prompt_tokens", 0)
     out["completion_tokens"] = pred.get("completion_tokens", 0)
     out["fallbacks"] = pred.get("fallbacks", 0)
+    if "depth" in pred:  # sequential LLM rounds on the critical path
+        out["depth"] = pred["depth"]
     out["seconds"] = pred.get("seconds", 0.0)
     summary = pred.get("summary") or {}
     out |= {k: float(v) for k, v in summary.items() if isinstance(v, int | float)}
@@ -117,6 +119,7 @@ HEADLINE = (
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "depth",
     "fallbacks",
     "seconds",
     "iterations",

@@ -27,6 +27,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, read_questions
+from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.graphs import load_graph, recursion_limit
 from hopgraph.memory.sources import Skipped
 from hopgraph.prompts import prompts_for, sha256_file
@@ -218,6 +219,7 @@ def trace_stats(trace: Path) -> dict[str, Any]:
     """LLM calls, tokens, retrieved ids and the method's ``run_summary`` event, read back from
     a question's whole trace."""
     calls = prompt = completion = fallbacks = 0
+    intervals: list[tuple[float, float]] = []
     retrieved: list[str] = []
     summary: dict[str, Any] = {}
     if trace.exists():
@@ -233,6 +235,8 @@ def trace_stats(trace: Path) -> dict[str, Any]:
                 calls += 1
                 prompt += data.get("prompt_tokens", 0)
                 completion += data.get("completion_tokens", 0)
+                if data.get("started"):
+                    intervals.append((data["started"], data["started"] + data["latency_s"]))
             elif data.get("event") == "fallback":  # a role's malformed reply, replaced
                 fallbacks += 1
             elif data.get("event") == "retrieval":
@@ -244,6 +248,7 @@ def trace_stats(trace: Path) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "fallbacks": fallbacks,
+        "depth": critical_path_depth(intervals),
         "retrieved": retrieved,
         **({"summary": summary} if summary else {}),
     }

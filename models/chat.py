@@ -346,6 +346,7 @@ class ChatModel:
             )
 
         start = time.perf_counter()
+        call.started = round(time.time(), 4)
         try:
             resp = self._retry(once)
         except openai.APIConnectionError as e:

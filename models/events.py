@@ -26,6 +26,9 @@ class LLMCall:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    started: float = 0.0
+    """Wall-clock start (epoch seconds): with ``latency_s``, the call's interval, from which
+    a question's critical-path depth is read."""
     attempts: int = 1
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -118,3 +118,15 @@ def test_restrict_recomputes_over_shared_questions():
 
     result = {"per_question": {"a": {"em": 1.0}, "b": {"em": 0.0}}, "overall": {"em": 0.5}}
     assert restrict(result, {"a"})["overall"] == {"em": 1.0}
+
+
+def test_critical_path_depth_counts_sequential_rounds():
+    from hopgraph.evals.metrics import critical_path_depth
+
+    assert critical_path_depth([]) == 0
+    assert critical_path_depth([(0, 1), (1, 2), (2, 3)]) == 3  # back to back: 3 rounds
+    assert critical_path_depth([(0, 1), (0.1, 0.9), (0.2, 1.5)]) == 1  # all overlap: 1 round
+    # a decomposition, then 3 parallel rerankings, then an answer: 3 rounds, 5 calls
+    calls = [(0, 1), (1.1, 2), (1.2, 2.5), (1.1, 1.9), (2.6, 3)]
+    assert critical_path_depth(calls) == 3
+    assert critical_path_depth([(0, 1), (0.5, 2), (1.2, 1.4), (2.1, 3)]) == 3

@@ -86,6 +86,8 @@ def test_qdc_makes_one_decomposition_call_and_keeps_relevant_contexts(tmp_path, 
     assert "What is Town 4 known for?" in subs
     # raw question + 4 subquestions, each reranking the 10 retrieved contexts
     assert [c["template"] for c in calls].count("qdrag/rerank") == 50
+    # the rerankings run concurrently: the critical path is far shorter than the call count
+    assert pred["llm_calls"] == 53 and pred["depth"] < pred["llm_calls"]
     kept_titles = {c["title"] for c in final["kept"]}
     assert {"Town 3", "Town 4"} <= kept_titles and len(final["kept"]) <= 5
     assert pred["answer"] == "Lund" and len(pred["citations"]) == 2

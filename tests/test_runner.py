@@ -53,6 +53,7 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     p = preds["q0"]
     assert p["answer"].startswith("answer-") and p["llm_calls"] == 2
     assert p["prompt_tokens"] == 20 and len(p["retrieved"]) == 5 and len(p["citations"]) == 2
+    assert p["depth"] == 2  # the answer, then the short answer: two rounds one after another
     trace = (tmp_path / "run" / "traces" / "q0.jsonl").read_text().splitlines()
     events = [json.loads(line)["data"].get("event") for line in trace if '"custom"' in line]
     assert events.count("llm_call") == 2 and events.count("retrieval") == 1
