@@ -182,7 +182,7 @@ def model_reply(body):
         request = text.rsplit("Request:", 1)[1]
         if "nothing in particular" in request:
             return json.dumps({"positive": [], "negative": []})
-        if "cup without a cup" in request:
+        if "cup on a table without a cup" in request:
             return json.dumps({"positive": ["cup", "table"], "negative": ["cup"]})
         return json.dumps({"positive": ["cup"], "negative": ["knife"]})
     raise AssertionError(f"unscripted prompt: {text[:120]}")
@@ -259,7 +259,7 @@ def test_recall_parses_the_query_and_handles_overlap_and_no_concepts(served, cap
     assert all(r.s_log >= 0 for r in out.items)
     # "cup" both wanted and excluded constrains nothing: dropped from both, logged
     with caplog.at_level(logging.WARNING):
-        out = recall("a cup without a cup", ctx, k=3)
+        out = recall("a cup on a table without a cup", ctx, k=3)
     assert out.positive == ["table"] and out.negative == []
     assert "dropped: cup" in out.note and "dropped: cup" in caplog.text
     assert {r.content for r in out.items} == {
@@ -499,3 +499,43 @@ def test_the_callers_assertion_wins_over_the_models_reading(tmp_path):
     mem = polar_memory(ctx)
     (only,) = mem.recall("shed", k=1, mode="vanilla")
     assert mem.concepts_of(only.id) == {"rake": "NOT_HAS"}
+
+
+def test_parsed_concepts_must_stand_in_the_query(tmp_path, caplog):
+    """A small model echoed unrelated words ("Caldra river" / "fishing"); such concepts are
+    dropped and noted, and a parse left with nothing falls back to similarity recall."""
+    from hopgraph.tools.memory import polar_memory, recall
+
+    replies = {
+        "a kitchen with a knife": {"positive": ["knife", "Caldra river"], "negative": ["fishing"]},
+        "a cup but no knives": {"positive": ["cups"], "negative": ["knife"]},
+        "something tasty": {"positive": ["Caldra river"], "negative": ["fishing"]},
+    }
+
+    def reply(body):
+        request = msg_text(body).rsplit("Request:", 1)[1].split("\n")[0].strip()
+        return json.dumps(replies[request])
+
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", polar_dir=str(tmp_path / "m"))
+        memories = [scene("A knife on a board.", has=["knife"]),
+                    scene("A cup, no knife.", has=["cup"], not_has=["knife"])]  # fmt: skip
+        polar_memory(ctx).add(memories)
+        with caplog.at_level(logging.WARNING):
+            out = recall("a kitchen with a knife", ctx, k=2)
+        assert (out.positive, out.negative, out.mode) == (["knife"], [], "logic")
+        assert "not in the query were dropped: Caldra river, fishing" in out.note
+        assert "Caldra river" in caplog.text
+        out = recall("a cup but no knives", ctx, k=2)  # plural and singular both stand
+        assert (out.positive, out.negative) == (["cups"], ["knife"])
+        assert [r.content for r in out.items] == ["A cup, no knife."]
+        out = recall("something tasty", ctx, k=2)
+        assert out.mode == "vanilla" and out.positive == [] and "similarity recall" in out.note
+
+
+def test_no_prompt_example_can_be_copied_into_a_parse():
+    from hopgraph.prompts import prompts_for
+
+    text = prompts_for("").render("polarmem/parse_query", query="Q")
+    assert "Caldra" not in text and "harbour" not in text  # the old worked examples
+    assert '{"positive": ["<wanted thing>"], "negative": ["<excluded thing>"]}' in text

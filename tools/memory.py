@@ -167,8 +167,9 @@ def recall(
     negative: list[str] | None = None,
 ) -> Recall:
     """Algorithm 1 with the query parsed by the LLM (unless Q+ / Q- are given), or vanilla
-    similarity. A query with no parsable concept falls back to similarity, logged; a concept
-    both wanted and excluded constrains nothing (it is dropped from both, logged)."""
+    similarity. A parsed concept that is not in the query is dropped (a small model echoes
+    words the request never used); a query left with no concept falls back to similarity; a
+    concept both wanted and excluded constrains nothing. Each is logged and noted."""
     mode = mode or ctx.polar_recall
     k = k or ctx.polar_top_k
     note = ""
@@ -176,18 +177,24 @@ def recall(
     if mode == "logic" and positive is None and negative is None:
         try:
             parsed = roles.parse_query(query, ctx)
-            pos, neg = parsed.positive, parsed.negative
+            pos, neg = _grounded(parsed.positive, query), _grounded(parsed.negative, query)
+            loose = sorted({*parsed.positive, *parsed.negative} - {*pos, *neg})
+            if loose:  # a small model may answer with words the request never used
+                note = f"parsed concepts not in the query were dropped: {', '.join(loose)}"
+                log.warning("memory recall %r: %s", query, note)
         except StructuredOutputError as e:
             note = f"query parsing failed ({e}); similarity recall"
     both = _overlap(pos, neg)
     if both:
         pos = [c for c in pos if normalize_concept(c) not in both]
         neg = [c for c in neg if normalize_concept(c) not in both]
-        note = f"concepts both wanted and excluded were dropped: {', '.join(sorted(both))}"
+        note = _join(
+            note, f"concepts both wanted and excluded were dropped: {', '.join(sorted(both))}"
+        )
         log.warning("memory recall %r: %s", query, note)
     if mode == "logic" and not (pos or neg):
         mode = "vanilla"
-        note = note or "no concept could be parsed from the query; similarity recall"
+        note = _join(note, "no concept of the query was parsed; similarity recall")
         log.warning("memory recall %r: %s", query, note)
     items = polar_memory(ctx).recall(query, pos, neg, k=k, mode=mode)
     emit(
@@ -204,6 +211,18 @@ def recall(
         }
     )
     return Recall(items, pos, neg, mode, note)
+
+
+def _join(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more
+
+
+def _grounded(concepts: list[str], query: str) -> list[str]:
+    """The parsed concepts whose every word stands in the query (plural or singular)."""
+    words = set(normalize_concept(query).split()) | set(query.lower().split())
+    words |= {normalize_concept(w) for w in words}
+    return [c for c in concepts if normalize_concept(c) and
+            all(w in words for w in normalize_concept(c).split())]  # fmt: skip
 
 
 def _overlap(pos: list[str], neg: list[str]) -> set[str]:
