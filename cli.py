@@ -401,11 +401,11 @@ def results(
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
 
 
-def open_kb(kb: str, sets=None):
+def open_kb(kb: str, sets=None, *, must_exist: bool = False):
     from hopgraph.memory.kb import KnowledgeBase
 
     ctx = build_context(sets=sets)
-    return KnowledgeBase.from_context(ctx.replace(kb_dir=kb) if kb else ctx)
+    return KnowledgeBase.from_context(ctx.replace(kb_dir=kb) if kb else ctx, must_exist=must_exist)
 
 
 @app.command()
@@ -505,11 +505,14 @@ def search(
     sets: Sets = None,
 ) -> None:
     """Search the knowledge base (top-k, or everything within a radius)."""
-    store = open_kb(kb, sets)
+    store = open_kb(kb, sets, must_exist=True)
     hits = store.search(query, k=k, modalities=modality, sources=source, radius=radius)
     table = Table(title=f"{len(hits)} hit(s) for {query!r}")
-    for col in ("score", "id", "modality", "title", "text"):
-        table.add_column(col)
+    table.add_column("score", no_wrap=True)
+    # ids are what users copy into other commands: never cut, whatever the terminal width
+    table.add_column("id", no_wrap=True, min_width=max((len(h.id) for h in hits), default=2))
+    for col in ("modality", "title", "text"):
+        table.add_column(col, overflow="fold")
     for h in hits:
         table.add_row(f"{h.score:.3f}", h.id, h.modality, h.title, h.text[:120])
     console.print(table)

@@ -46,3 +46,21 @@ def test_agent_help_names_the_agents(tmp_path):
     out = hopgraph("run", "--help", cwd=tmp_path)
     line = next(ln for ln in out.stdout.splitlines() if "--agent" in ln)
     assert "direct | rag | qdrag | mmapg | mabdqa" in line
+
+
+def test_search_prints_whole_ids_on_a_narrow_terminal_and_needs_a_kb(tmp_path):
+    from hopgraph.memory.kb import Item, KnowledgeBase
+
+    KnowledgeBase(tmp_path / "kb").add(
+        [Item("text", "a", "Marrowick has a copper lighthouse on its northern pier.", title="M")]
+    )
+    (item_id,) = [i.id for i in KnowledgeBase(tmp_path / "kb").iter_items("text")]
+    env = {**os.environ, "COLUMNS": "50"}
+    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "search", "lighthouse", "--kb",
+                          "kb"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert item_id in out.stdout  # not cut to "text-1bbf…"
+    out = hopgraph("search", "lighthouse", "--kb", "nokb", cwd=tmp_path)
+    assert out.returncode == 2 and "no knowledge base at" in out.stderr
+    assert not (tmp_path / "nokb").exists()
