@@ -169,7 +169,9 @@ def run(
                 questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
             )
         except KeyboardInterrupt:
-            _interrupted()
+            _interrupted(130)
+        except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
+            _interrupted(int(e.code or 143))  # in-flight question, which may take minutes
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
@@ -178,9 +180,10 @@ def run(
         console.print("re-run the same command to retry the failed questions")
 
 
-def _interrupted() -> NoReturn:
-    """Ctrl-C: stop now. Every finished question's line is written; an in-flight one resumes
-    from its checkpoint. The model server is killed, and no worker thread is waited for."""
+def _interrupted(code: int) -> NoReturn:
+    """Ctrl-C or SIGTERM: stop now. Every finished question's line is written; an in-flight
+    one resumes from its checkpoint. The model server is killed, no worker thread is waited
+    for, and the exit code says which signal (130, 143)."""
     import os
 
     from hopgraph.models.embedded import stop_all
@@ -189,7 +192,7 @@ def _interrupted() -> NoReturn:
     stop_all(now=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(code)
 
 
 def _refuse(message: str) -> NoReturn:

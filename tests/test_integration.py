@@ -230,10 +230,12 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def test_ctrl_c_stops_a_run_and_its_server_and_exits_130(tmp_path):
-    """What a terminal's Ctrl-C does: SIGINT to the whole foreground process group while the
-    real embedded server answers. The run stops at once with 130, the server goes with it,
-    and every prediction line is whole (before: the server died, the run went on)."""
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_a_run_and_its_server_at_once(tmp_path, sig, code):
+    """Ctrl-C (SIGINT to the whole foreground process group) or SIGTERM while the real
+    embedded server answers: the run stops at once with 130 / 143 instead of finishing the
+    in-flight question, the server goes with it, and every prediction line is whole (before:
+    SIGINT killed the server and the run went on; SIGTERM waited for the question)."""
     import json
 
     from hopgraph.evals.datasets import Question, write_questions
@@ -255,9 +257,9 @@ def test_ctrl_c_stops_a_run_and_its_server_and_exits_130(tmp_path):
         time.sleep(0.2)
     servers = _children(proc.pid)
     assert servers and all(alive(s) for s in servers)
-    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, sig)
     _, errs = proc.communicate(timeout=60)
-    assert proc.returncode == 130, errs
+    assert proc.returncode == code, errs
     assert "interrupted" in errs and "re-run the same command to resume" in errs
     assert all(wait_dead(s) for s in servers)
     lines = preds.read_text().splitlines()
