@@ -234,8 +234,8 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
         prompts.append(json.dumps(body["messages"]))
         return base(body)
 
-    qfile = tmp_path / "q.jsonl"
-    write_questions([Question("q1", "Where was Ada Moor born?", ["Lund"])], qfile)
+    qfile = tmp_path / "q.jsonl"  # the parse's concept must stand in the question (grounding)
+    write_questions([Question("q1", "Was Ada Moor born in Lund?", ["Lund"])], qfile)
     with ScriptedServer(reply) as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
                       polar_memory=True, polar_dir=str(mem_dir))  # fmt: skip
