@@ -128,7 +128,7 @@ def run(
     )
 
     from hopgraph.evals.datasets import read_questions
-    from hopgraph.evals.runner import Runner
+    from hopgraph.evals.runner import RunAborted, Runner
 
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
@@ -145,7 +145,7 @@ def run(
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
     if not qs:
         _refuse(f"{questions} holds no valid question")
-    runner = Runner(agent, out, ctx, endpoint=_endpoint(ctx))
+    runner = Runner(agent, out, ctx, endpoint=_checked_endpoint(ctx))
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(
         TextColumn("{task.description}"),
@@ -172,12 +172,30 @@ def run(
             _interrupted(130)
         except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
             _interrupted(int(e.code or 143))  # in-flight question, which may take minutes
+        except RunAborted as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(1) from None
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
     )
     if summary.failed:
         console.print("re-run the same command to retry the failed questions")
+
+
+def _checked_endpoint(ctx: Context) -> str:
+    """The endpoint, once the faults that would fail every question are ruled out (prompt
+    overlay, endpoint reachable and serving the model); else a refusal naming the fault."""
+    from hopgraph.evals.runner import preflight
+    from hopgraph.models import HopgraphModelError
+    from hopgraph.prompts import PromptError
+
+    endpoint = _endpoint(ctx)
+    try:
+        preflight(ctx)
+    except (PromptError, HopgraphModelError) as e:
+        _refuse(str(e))
+    return endpoint
 
 
 def _interrupted(code: int) -> NoReturn:
@@ -223,9 +241,10 @@ def ask(
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
     )
+    endpoint = _checked_endpoint(ctx)
     qfile = run_dir / "question.jsonl"
     write_questions([Question(qid, question)], qfile)
-    runner = Runner(agent, run_dir, ctx, endpoint=_endpoint(ctx))
+    runner = Runner(agent, run_dir, ctx, endpoint=endpoint)
     began = time.perf_counter()
     runner.run(qfile)
     from hopgraph.evals.runner import read_predictions

@@ -48,6 +48,14 @@ class RunError(RuntimeError):
     """A run folder cannot be used for this command (another agent or question file)."""
 
 
+class RunAborted(RunError):
+    """Questions failed one after another: a run-wide fault (an endpoint that went down), not
+    a bad question. The run stops instead of walking the whole file; re-running resumes."""
+
+
+MAX_CONSECUTIVE_FAILURES = 5
+
+
 @dataclass
 class RunSummary:
     run_dir: Path
@@ -91,6 +99,19 @@ def prompt_hashes(ctx: Context) -> dict[str, str]:
     """sha256 of every template as this Context resolves it (user overrides included)."""
     prompts = prompts_for(ctx.prompts_dir)
     return {name: sha256_file(prompts.source_path(name)) for name in prompts.names()}
+
+
+def preflight(ctx: Context) -> None:
+    """What would fail every question, checked once before the first: the prompt overlay, and
+    the model endpoint (it answers and serves the model; the VLM's too when one is set).
+    Raises ``PromptError`` or a ``HopgraphModelError`` naming the fault."""
+    from hopgraph.models import chat_model, vlm_model
+
+    prompts_for(ctx.prompts_dir).check_overrides()
+    chat_model(ctx).check()
+    vlm = vlm_model(ctx)
+    if vlm is not None:
+        vlm.check()
 
 
 def machine() -> dict[str, Any]:
@@ -372,9 +393,12 @@ class Runner:
         concurrency: int = 1,
         on_done: Callable[[dict[str, Any], RunSummary], None] | None = None,
         redo: Collection[str] = (),
+        max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
     ) -> RunSummary:
         """Answers the questions not finished yet; ``redo`` names finished ones to answer
-        afresh (their prediction, trace and checkpoint are dropped first)."""
+        afresh (their prediction, trace and checkpoint are dropped first). After
+        ``max_consecutive_failures`` failures in a row (0: never) the run stops with
+        ``RunAborted``; questions in flight finish and are recorded first."""
         began = time.perf_counter()
         questions_file = Path(questions_file)
         questions, problems = read_questions(questions_file)
@@ -396,22 +420,42 @@ class Runner:
         todo = [q for q in questions if q.id not in done or q.id in failed_before]
         summary.skipped_done = len(questions) - len(todo)
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+        in_a_row, aborted = 0, None
         try:
             futures = [pool.submit(self.run_question, q) for q in todo]
             for future in as_completed(futures):
+                if future.cancelled():
+                    continue
                 pred = future.result()
                 self.predictions.append(pred)
                 if pred["error"]:
                     summary.failed += 1
+                    in_a_row += 1
                 else:
                     summary.finished += 1
+                    in_a_row = 0
                 if on_done is not None:
                     on_done(pred, summary)
+                if (
+                    aborted is None
+                    and max_consecutive_failures
+                    and (in_a_row >= max_consecutive_failures)
+                ):
+                    aborted = RunAborted(
+                        f"{in_a_row} questions in a row failed, so the run stopped; the last "
+                        f"({pred['id']}): {pred['error']}. Fix the cause and re-run the same "
+                        "command: finished questions are kept and the rest resume"
+                    )
+                    for f in futures:  # the queued ones never start; in-flight ones finish
+                        f.cancel()
         except BaseException:  # Ctrl-C / SIGTERM: start nothing new; checkpoints keep the rest
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
         summary.seconds = time.perf_counter() - began
+        if aborted is not None:
+            aborted.summary = summary
+            raise aborted
         return summary
 
 

@@ -15,10 +15,12 @@ from typing import Any
 
 from jinja2 import (
     BaseLoader,
+    ChainableUndefined,
     StrictUndefined,
     TemplateNotFound,
     TemplateSyntaxError,
     UndefinedError,
+    meta,
 )
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
@@ -32,6 +34,27 @@ class PromptError(ValueError):
 
 class PromptSecurityError(PromptError):
     """A template reached for something the sandbox forbids (Python internals)."""
+
+
+class _Placeholder(ChainableUndefined):
+    """A dry-run value for any variable: absorbs every use, except what the sandbox refused
+    (which raises its ``SecurityError`` as soon as it is used)."""
+
+    __slots__ = ()
+
+    def _refused(self) -> None:
+        if issubclass(self._undefined_exception, SecurityError):
+            self._fail_with_undefined_error()
+
+    def __getattr__(self, name: str):
+        if name[:2] == "__":
+            raise AttributeError(name)
+        self._refused()
+        return self
+
+    def __str__(self) -> str:
+        self._refused()
+        return ""
 
 
 class _OverlayLoader(BaseLoader):
@@ -111,6 +134,51 @@ class Prompts:
             ) from e
         self.used[name] = sha256_file(path)
         return text.strip()
+
+    def overrides(self) -> dict[Path, list[str]]:
+        """Each ``.j2`` file of the user folder -> the built-in names it overrides (the
+        method-specific file wins over a bare file name, as in lookup)."""
+        if self.user_dir is None:
+            return {}
+        out: dict[Path, list[str]] = {}
+        for path in sorted(self.user_dir.rglob("*.j2")):
+            out[path] = [n for n in self.names() if self.source_path(n) == path]
+        return out
+
+    def check_overrides(self) -> None:
+        """Refuse a broken overlay once, before a run, instead of failing every question: each
+        override must compile, use only the variables its built-in template is given, and
+        stay inside the sandbox when rendered with placeholder values."""
+        problems = []
+        dry = SandboxedEnvironment(undefined=_Placeholder, trim_blocks=True,
+                                   lstrip_blocks=True)  # fmt: skip
+        for path, names in self.overrides().items():
+            if not names:
+                problems.append(f"{path} overrides no template (names: method/name.j2 or name.j2)")
+                continue
+            source = path.read_text(encoding="utf-8")
+            try:
+                used = meta.find_undeclared_variables(self.env.parse(source))
+            except TemplateSyntaxError as e:
+                problems.append(f"{path} is invalid at line {e.lineno}: {e.message}")
+                continue
+            for name in names:
+                given = meta.find_undeclared_variables(
+                    self.env.parse((BUILTIN_DIR / self.filename(name)).read_text("utf-8"))
+                )
+                if used - given:
+                    problems.append(
+                        f"{path} (for {name}) uses {', '.join(sorted(used - given))}, which "
+                        f"{name} is never given; it is given: {', '.join(sorted(given))}"
+                    )
+            try:
+                dry.from_string(source).render()
+            except SecurityError as e:
+                problems.append(f"{path} is unsafe: {e}")
+            except Exception:  # noqa: BLE001 - placeholders cannot satisfy every expression
+                pass
+        if problems:
+            raise PromptError("prompt overlay refused: " + "; ".join(problems))
 
     def names(self) -> list[str]:
         """Every built-in template name, as ``method/name``."""

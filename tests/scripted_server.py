@@ -69,7 +69,11 @@ class ScriptedServer:
                     server.calls += 1
                 if server.delay:
                     time.sleep(server.delay)
-                content = server.reply(body)
+                try:
+                    content = server.reply(body)
+                except Exception as e:  # noqa: BLE001 - a failing script is a server error
+                    self._send({"error": {"message": str(e)}}, status=500)
+                    return
                 top = None
                 if body.get("logprobs"):
                     # a float reply is P(Yes): Yes and No both among the top tokens

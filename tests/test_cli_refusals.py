@@ -64,3 +64,36 @@ def test_search_prints_whole_ids_on_a_narrow_terminal_and_needs_a_kb(tmp_path):
     out = hopgraph("search", "lighthouse", "--kb", "nokb", cwd=tmp_path)
     assert out.returncode == 2 and "no knowledge base at" in out.stderr
     assert not (tmp_path / "nokb").exists()
+
+
+def test_run_refuses_a_broken_unsafe_or_mismatched_prompt_overlay_once(tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    overlays = {
+        "syntax": ("rag/answer.j2", "{% for c in contexts %}{{ c.text }}", "is invalid at line"),
+        "unsafe": ("answer.j2", "{{ ''.__class__.__mro__ }}", "is unsafe"),
+        "unknown": ("rag/answer.j2", "{{ questoin }}", "uses questoin, which rag/answer is never"),
+        "typo": ("rag/anwser.j2", "{{ question }}", "overrides no template"),
+    }
+    for name, (file, text, message) in overlays.items():
+        (tmp_path / name / file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name / file).write_text(text)
+        out = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--out", f"runs/{name}",
+                       "--prompts", name, "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                       cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 2, (name, out.stderr)
+        assert message in out.stderr and out.stderr.count("error:") == 1, (name, out.stderr)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_refuses_an_unreachable_endpoint_or_an_unserved_model_once(tmp_path):
+    from scripted_server import ScriptedServer
+
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "runs/x"]
+    out = hopgraph(*args, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)
+    assert out.returncode == 2 and "cannot reach model endpoint http://127.0.0.1:9/v1" in out.stderr
+    with ScriptedServer() as server:
+        out = hopgraph(*args, "--base-url", server.base_url, "--model", "other", cwd=tmp_path)
+        assert server.calls == 0  # refused before any question reached the model
+    assert out.returncode == 2 and "model 'other' is not served" in out.stderr
+    assert "served: scripted" in out.stderr and not (tmp_path / "runs").exists()

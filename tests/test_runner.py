@@ -360,3 +360,36 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
         import shutil
 
         shutil.rmtree(record.parent, ignore_errors=True)
+
+
+def test_a_run_stops_after_consecutive_failures_and_resumes(tmp_path, kb_dir):
+    """An endpoint that starts answering 500 mid-run stops the run after five failures in a
+    row, instead of walking every question; the same command later finishes the rest."""
+    from hopgraph.evals.runner import RunAborted
+
+    qfile = questions(tmp_path, 30)
+    broken = {"on": False}
+
+    def reply(body):
+        if broken["on"]:
+            raise RuntimeError("down")  # the scripted server answers 500
+        return deterministic_reply(body)
+
+    with ScriptedServer(reply) as server:
+        ctx = ctx_for(server, kb_dir)
+        runner = Runner("rag", tmp_path / "run", ctx)
+        runner.run(qfile, limit=3)
+        broken["on"] = True
+        with pytest.raises(RunAborted, match="5 questions in a row failed") as caught:
+            runner.run(qfile)
+        assert "HTTP 500" in str(caught.value)
+        stopped = caught.value.summary  # the one question already in flight finishes too
+        assert stopped.failed in (5, 6) and stopped.finished == 0
+        broken["on"] = False
+        again = Runner("rag", tmp_path / "run", ctx).run(qfile)
+    assert again.failed == 0 and again.finished == 27 and again.skipped_done == 3
+    ids = [
+        json.loads(x)["id"]
+        for x in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert sorted(ids) == sorted(f"q{i}" for i in range(30))
