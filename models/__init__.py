@@ -44,7 +44,9 @@ def embedded_server(ctx: Context) -> EmbeddedServer:
     return server.start()
 
 
-def _model(ctx: Context, base_url: str, name: str, backend: str) -> ChatModel:
+def _model(
+    ctx: Context, base_url: str, name: str, backend: str, server: EmbeddedServer | None = None
+) -> ChatModel:
     key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
            ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir)  # fmt: skip
     with _lock:
@@ -61,6 +63,9 @@ def _model(ctx: Context, base_url: str, name: str, backend: str) -> ChatModel:
                 max_tokens=ctx.max_tokens,
                 max_image_pixels=ctx.max_image_pixels,
                 prompts_dir=ctx.prompts_dir,
+                # the embedded server is judged by progress (streamed; see models.chat)
+                stream=server is not None,
+                count_prompt_tokens=server.prompt_tokens if server is not None else None,
             )
     return model
 
@@ -69,7 +74,8 @@ def chat_model(ctx: Context) -> ChatModel:
     """The LLM for ``ctx``: the configured endpoint, else the embedded llama.cpp server."""
     if ctx.base_url:
         return _model(ctx, ctx.base_url, ctx.model, ctx.backend)
-    return _model(ctx, embedded_server(ctx).base_url, ctx.model, "llamacpp")
+    server = embedded_server(ctx)
+    return _model(ctx, server.base_url, ctx.model, "llamacpp", server)
 
 
 def question_model(ctx: Context, images: list, who: str) -> ChatModel:

@@ -3,6 +3,13 @@
 Backend differences live here and only here (``Dialect``): how structured output is requested,
 whether images are accepted. Every call reports an ``LLMCall`` event. Retries are bounded
 (tenacity) and only on connection errors, timeouts and 5xx; the openai client's own retries are off.
+
+Against the embedded server (``stream=True``) a request is judged by progress, not by one
+wall-clock limit: the reply is streamed, the server's keep-alive pings carry a long prefill or a
+wait in its queue, and the request fails only when nothing arrives for ``timeout`` seconds, when
+no token follows the last one for ``timeout`` seconds, or when the first token takes more than
+``FIRST_TOKEN_FACTOR × timeout``. A timed-out request is never re-sent there: the server would
+still be working on it, and a retry would queue behind it.
 """
 
 from __future__ import annotations
@@ -13,13 +20,14 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletion
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 from tenacity import (
@@ -50,6 +58,9 @@ YES_TOKENS = {"yes"}
 NO_TOKENS = {"no"}
 P_YES_FALLBACK = 0.5
 """P(Yes) when neither Yes nor No is among the top tokens: maximal uncertainty (logged)."""
+FIRST_TOKEN_FACTOR = 10
+"""A streamed request waits at most this many ``timeout``s for its first token (prefill, and
+its turn on a server that answers one request at a time)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,17 @@ def _transient(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
+class _NoProgress(openai.APITimeoutError):
+    """A streamed request that stopped making progress; the message says how."""
+
+    def __init__(self, request: httpx.Request, message: str):
+        openai.APIConnectionError.__init__(self, message=message, request=request)
+
+
+def _transient_unless_timeout(exc: BaseException) -> bool:
+    return _transient(exc) and not isinstance(exc, openai.APITimeoutError)
+
+
 def extract_json(text: str) -> str:
     """The JSON object in a reply, tolerating code fences and prose around it."""
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
@@ -129,6 +151,8 @@ class ChatModel:
         prompts_dir: str = "",
         on_event: EventSink | None = None,
         http_client: httpx.Client | None = None,
+        stream: bool = False,
+        count_prompt_tokens: Callable[[Sequence[Message]], int] | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -144,6 +168,10 @@ class ChatModel:
         self._backend = backend
         self._checked = False
         self._lock = threading.Lock()
+        self.stream = stream
+        self.count_prompt_tokens = count_prompt_tokens
+        """A streamed reply carries no usage; the embedded server's tokenizer counts it."""
+        self._http = http_client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
         self.client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
@@ -307,14 +335,90 @@ class ChatModel:
         return p
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _retry(self, fn):
+    def _retry(self, fn, *, timeouts: bool = True):
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries) | stop_after_delay(self.timeout * 2),
             wait=wait_exponential(multiplier=0.5, max=4),
-            retry=retry_if_exception(_transient),
+            retry=retry_if_exception(_transient if timeouts else _transient_unless_timeout),
             reraise=True,
         )
         return retrying(fn)
+
+    def _streamed(self, messages: Sequence[Message], kwargs: dict[str, Any]) -> ChatCompletion:
+        """One streamed chat completion, judged by progress (module docstring), assembled into
+        the ``ChatCompletion`` a plain request returns."""
+        body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
+        url = f"{self.base_url}/chat/completions"
+        began = time.monotonic()
+        last_token: float | None = None
+        text: list[str] = []
+        logprobs: list[dict[str, Any]] = []
+        finish, tokens, cid = "stop", 0, "stream"
+        try:
+            with self._http.stream("POST", url, json=body) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    raise _status_error(r)
+                for line in r.iter_lines():
+                    now = time.monotonic()
+                    if last_token is None and now - began > self.timeout * FIRST_TOKEN_FACTOR:
+                        raise _NoProgress(
+                            r.request, f"no first token after {now - began:.0f}s (limit "
+                            f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)"
+                        )  # fmt: skip
+                    if last_token is not None and now - last_token > self.timeout:
+                        raise _NoProgress(
+                            r.request, f"no token for {now - last_token:.0f}s after {tokens} "
+                            f"(request_timeout {self.timeout:.0f}s)"
+                        )  # fmt: skip
+                    if not line.startswith("data:"):
+                        continue  # keep-alive ping (an SSE comment) or blank separator
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    chunk = json.loads(data)
+                    if "error" in chunk:
+                        raise openai.InternalServerError(
+                            str(chunk["error"]), response=r, body=chunk["error"]
+                        )
+                    cid = chunk.get("id", cid)
+                    choice = (chunk.get("choices") or [{}])[0]
+                    piece = (choice.get("delta") or {}).get("content")
+                    if piece:
+                        text.append(piece)
+                        tokens += 1
+                        last_token = now
+                    logprobs += ((choice.get("logprobs") or {}).get("content")) or []
+                    finish = choice.get("finish_reason") or finish
+        except httpx.TimeoutException as e:
+            raise _NoProgress(
+                e.request, f"nothing from the server for {self.timeout:.0f}s (request_timeout)"
+            ) from e
+        except (httpx.TransportError, json.JSONDecodeError) as e:
+            request = getattr(e, "request", None) or httpx.Request("POST", url)
+            raise openai.APIConnectionError(message=str(e), request=request) from e
+        prompt = self.count_prompt_tokens(messages) if self.count_prompt_tokens else 0
+        return ChatCompletion.model_validate(
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": finish,
+                        "message": {"role": "assistant", "content": "".join(text)},
+                        "logprobs": {"content": logprobs} if logprobs else None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": tokens,
+                    "total_tokens": prompt + tokens,
+                },
+            }
+        )
 
     def request(
         self,
@@ -341,6 +445,8 @@ class ChatModel:
         def once():
             nonlocal attempts
             attempts += 1
+            if self.stream:
+                return self._streamed(messages, kwargs)
             return self.client.chat.completions.create(
                 model=self.model, messages=list(messages), **kwargs
             )
@@ -348,7 +454,12 @@ class ChatModel:
         start = time.perf_counter()
         call.started = round(time.time(), 4)
         try:
-            resp = self._retry(once)
+            resp = self._retry(once, timeouts=not self.stream)
+        except openai.APITimeoutError as e:
+            call.error = f"timed out: {e}"
+            raise EndpointError(
+                f"model endpoint {self.base_url} timed out after {attempts} attempt(s): {e}"
+            ) from e
         except openai.APIConnectionError as e:
             call.error = f"cannot reach {self.base_url}: {e}"
             raise EndpointError(
@@ -375,6 +486,14 @@ class ChatModel:
             call.completion_tokens = resp.usage.completion_tokens or 0
         emit(call.as_event(), self.on_event)
         return resp
+
+
+def _status_error(r: httpx.Response) -> openai.APIStatusError:
+    """The openai client's error class for an HTTP error status of a streamed request."""
+    cls = {404: openai.NotFoundError}.get(r.status_code) or (
+        openai.InternalServerError if r.status_code >= 500 else openai.APIStatusError
+    )
+    return cls(f"Error code: {r.status_code} - {r.text[:300]}", response=r, body=r.text)
 
 
 def p_yes_from_response(resp: Any) -> tuple[float, bool]:

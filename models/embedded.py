@@ -173,6 +173,39 @@ def _require_server_package() -> None:
             )
 
 
+class PromptTokens:
+    """A chat request's prompt tokens, counted as the embedded server counts them: the GGUF's
+    vocabulary (loaded without weights) and its chat template. A streamed reply carries no
+    usage, so this keeps the token counts of streamed calls exact."""
+
+    def __init__(self, gguf: Path):
+        from llama_cpp import Llama, llama_chat_format
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's load notes, not ours
+            self._llm = Llama(model_path=str(gguf), vocab_only=True, verbose=False)
+        self._lock = threading.Lock()
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise EmbeddedServerError(f"{gguf} has no chat template to count prompts with")
+        eos, bos = self._llm.token_eos(), self._llm.token_bos()
+        text = self._llm._model.token_get_text
+        self._format = llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=text(eos) if eos != -1 else "",
+            bos_token=text(bos) if bos != -1 else "",
+            stop_token_ids=[eos],
+        )
+
+    def __call__(self, messages) -> int:  # noqa: ANN001 - OpenAI chat messages
+        result = self._format(messages=list(messages))
+        with self._lock:
+            ids = self._llm.tokenize(
+                result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+            )
+        return len(ids)
+
+
 class EmbeddedServer:
     """``python -m llama_cpp.server`` on a free loopback port, as a context manager."""
 
@@ -193,6 +226,7 @@ class EmbeddedServer:
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
+        self.prompt_tokens: PromptTokens | None = None
         self._lock = threading.Lock()
 
     @property
@@ -207,6 +241,7 @@ class EmbeddedServer:
                 return self
             _require_server_package()
             gguf = ensure_gguf(self.model, self.cache_dir)
+            self.prompt_tokens = self.prompt_tokens or PromptTokens(gguf)
             self.port = free_port()
             logs = self.cache_dir / "logs"
             logs.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,10 @@
 
 It answers ``/v1/models`` and ``/v1/chat/completions`` with ``reply(body) -> str`` (or a
 float: P(Yes) for a logprobs request), optionally after a delay, so graphs, the runner and
-subprocesses use the real client path end to end.
+subprocesses use the real client path end to end. A ``stream`` request is answered as
+llama-cpp-python's server does: headers at once, an SSE comment ping every ``ping`` seconds
+while the delay (its prefill) lasts, then one ``data:`` chunk per word, ``stall`` seconds of
+silence after the first one.
 """
 
 from __future__ import annotations
@@ -37,8 +40,11 @@ class ScriptedServer:
         delay: float = 0.0,
         model: str = "scripted",
         port: int = 0,
+        ping: float = 0.0,
+        stall: float = 0.0,
     ):
         self.reply, self.delay, self.model = reply, delay, model
+        self.ping, self.stall = ping, stall
         self.calls = 0
         self._lock = threading.Lock()
         server = self
@@ -53,7 +59,10 @@ class ScriptedServer:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (a timeout under test)
+                    pass
 
             def do_GET(self):  # noqa: N802 - http.server's name
                 self._send(
@@ -67,12 +76,15 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 with server._lock:
                     server.calls += 1
-                if server.delay:
+                if server.delay and not body.get("stream"):
                     time.sleep(server.delay)
                 try:
                     content = server.reply(body)
                 except Exception as e:  # noqa: BLE001 - a failing script is a server error
                     self._send({"error": {"message": str(e)}}, status=500)
+                    return
+                if body.get("stream"):
+                    self._stream(str(content))
                     return
                 top = None
                 if body.get("logprobs"):
@@ -112,6 +124,34 @@ class ScriptedServer:
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                     }
                 )
+
+            def _wait(self, seconds: float) -> None:
+                """Silence, or keep-alive pings when the server sends them."""
+                began = time.monotonic()
+                while time.monotonic() - began < seconds:
+                    if server.ping:
+                        self.wfile.write(b": ping\r\n\r\n")
+                        self.wfile.flush()
+                    time.sleep(min(server.ping or seconds, seconds))
+
+            def _stream(self, content: str) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                try:
+                    self._wait(server.delay)
+                    words = content.split(" ")
+                    for i, word in enumerate(words):
+                        piece = word if i == 0 else " " + word
+                        chunk = {"id": "s", "choices": [{"index": 0, "delta": {"content": piece},
+                                                         "finish_reason": None}]}  # fmt: skip
+                        self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
+                        self.wfile.flush()
+                        if i == 0:
+                            self._wait(server.stall)
+                    self.wfile.write(b"data: [DONE]\r\n\r\n")
+                except OSError:  # the client gave up
+                    pass
 
         ThreadingHTTPServer.allow_reuse_address = True
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)

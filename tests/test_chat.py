@@ -167,3 +167,66 @@ def test_images_travel_as_data_urls(endpoint, tmp_path):
 def test_extract_json():
     assert extract_json('Sure! {"a": 1} done') == '{"a": 1}'
     assert extract_json('```json\n{"a": {"b": 2}}\n```') == '{"a": {"b": 2}}'
+
+
+def _llamacpp(server, timeout, *, stream):
+    from scripted_server import ScriptedServer  # noqa: F401 - the server is the caller's
+
+    return ChatModel(server.base_url, "scripted", backend="llamacpp", timeout=timeout,
+                     max_retries=3, stream=stream, count_prompt_tokens=lambda m: 7)  # fmt: skip
+
+
+def test_a_long_prefill_under_keepalive_pings_is_progress_not_a_timeout():
+    """A busy CPU makes prefill outlast request_timeout. One wall-clock limit failed the call
+    and re-sent the prompt to a server still working on it; the streamed call
+    waits while the server's pings arrive, and sends the prompt once."""
+    from scripted_server import ScriptedServer
+
+    with ScriptedServer(lambda body: "the Danube", delay=1.5, ping=0.1) as server:
+        with pytest.raises(EndpointError, match="timed out"):
+            _llamacpp(server, 0.4, stream=False).complete([user("Which river?")], role="r")
+        assert server.calls >= 2  # the old behaviour: a retry re-sends the prompt
+        events = []
+        model = _llamacpp(server, 0.4, stream=True)
+        model.on_event = events.append
+        server.calls = 0
+        assert model.complete([user("Which river?")], role="r") == "the Danube"
+        assert server.calls == 1
+    (call,) = events
+    assert (call["prompt_tokens"], call["completion_tokens"], call["attempts"]) == (7, 2, 1)
+
+
+@pytest.mark.parametrize(
+    "ping, message", [(0.1, "no token for"), (0.0, "nothing from the server for")]
+)
+def test_a_stalled_stream_fails_once_naming_the_stall(ping, message):
+    from scripted_server import ScriptedServer
+
+    with ScriptedServer(lambda body: "one two three", stall=3.0, ping=ping) as server:
+        with pytest.raises(EndpointError, match=f"timed out after 1 attempt.*{message}"):
+            _llamacpp(server, 0.5, stream=True).complete([user("Count.")], role="r")
+        assert server.calls == 1  # never re-sent to a server that may still be on it
+
+
+def test_the_first_token_wait_is_bounded(monkeypatch):
+    from scripted_server import ScriptedServer
+
+    from hopgraph.models import chat
+
+    monkeypatch.setattr(chat, "FIRST_TOKEN_FACTOR", 3)
+    with ScriptedServer(lambda body: "late", delay=5.0, ping=0.05) as server:
+        with pytest.raises(EndpointError, match="no first token after"):
+            _llamacpp(server, 0.3, stream=True).complete([user("Now?")], role="r")
+        assert server.calls == 1
+
+
+def test_a_streamed_5xx_is_retried_and_names_the_status():
+    from scripted_server import ScriptedServer
+
+    def fail(body):
+        raise RuntimeError("model crashed")
+
+    with ScriptedServer(fail) as server:
+        with pytest.raises(EndpointError, match="HTTP 500"):
+            _llamacpp(server, 1.0, stream=True).complete([user("Hi")], role="r")
+        assert server.calls == 3

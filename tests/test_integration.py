@@ -264,3 +264,30 @@ def test_a_signal_stops_a_run_and_its_server_at_once(tmp_path, sig, code):
     assert all(wait_dead(s) for s in servers)
     lines = preds.read_text().splitlines()
     assert 1 <= len(lines) < 40 and all(json.loads(line)["error"] is None for line in lines)
+
+
+def test_the_embedded_model_streams_with_the_same_replies_and_token_counts(server, small):
+    """chat_model streams from the embedded server (judged by progress); what comes back, and
+    the tokens it is charged, equal a plain request's: text, JSON under a schema, P(Yes)."""
+
+    class Pick(BaseModel):
+        city: str
+        sure: bool
+
+    ctx = Context(model=SMALL, n_ctx=2048)
+    streamed = ChatModel(server.base_url, SMALL, backend="llamacpp", stream=True,
+                         count_prompt_tokens=server.prompt_tokens)  # fmt: skip
+    counts = {}
+    for name, model in (("plain", small), ("streamed", streamed)):
+        events = []
+        model.on_event = events.append
+        got = (
+            model.complete([user("Name two rivers of Europe.")], role="t", max_tokens=24),
+            model.structured([user("A city in France, as JSON.")], Pick, role="s", max_tokens=40),
+            round(model.p_yes([user("Is Paris in France? Yes or No.")], role="p"), 4),
+        )
+        counts[name] = (got, [(e["prompt_tokens"], e["completion_tokens"]) for e in events])
+        model.on_event = None
+    assert counts["plain"] == counts["streamed"]
+    assert all(p > 0 and c > 0 for p, c in counts["streamed"][1])
+    assert chat_model(ctx).stream is True  # the embedded default is the streamed path
