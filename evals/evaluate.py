@@ -46,6 +46,8 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["prompt_tokens"] = pred.get("prompt_tokens", 0)
     out["completion_tokens"] = pred.get("completion_tokens", 0)
     out["fallbacks"] = pred.get("fallbacks", 0)
+    if "empty_replies" in pred:
+        out["empty_replies"] = pred["empty_replies"]
     if "depth" in pred:  # sequential LLM rounds on the critical path
         out["depth"] = pred["depth"]
     out["seconds"] = pred.get("seconds", 0.0)
@@ -121,6 +123,7 @@ HEADLINE = (
     "completion_tokens",
     "depth",
     "fallbacks",
+    "empty_replies",
     "seconds",
     "iterations",
     "hit_cap",

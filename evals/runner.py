@@ -239,7 +239,7 @@ class PredictionLog:
 def trace_stats(trace: Path) -> dict[str, Any]:
     """LLM calls, tokens, retrieved ids and the method's ``run_summary`` event, read back from
     a question's whole trace."""
-    calls = prompt = completion = fallbacks = 0
+    calls = prompt = completion = fallbacks = empty = 0
     intervals: list[tuple[float, float]] = []
     retrieved: list[str] = []
     summary: dict[str, Any] = {}
@@ -260,6 +260,8 @@ def trace_stats(trace: Path) -> dict[str, Any]:
                     intervals.append((data["started"], data["started"] + data["latency_s"]))
             elif data.get("event") == "fallback":  # a role's malformed reply, replaced
                 fallbacks += 1
+            elif data.get("event") == "empty_reply":
+                empty += 1
             elif data.get("event") == "retrieval":
                 retrieved += [i for i in data.get("ids", []) if i not in retrieved]
             elif data.get("event") == "run_summary":  # a method's own counts (MMAPG's loop)
@@ -269,6 +271,7 @@ def trace_stats(trace: Path) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "fallbacks": fallbacks,
+        "empty_replies": empty,
         "depth": critical_path_depth(intervals),
         "retrieved": retrieved,
         **({"summary": summary} if summary else {}),

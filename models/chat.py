@@ -120,6 +120,10 @@ class _NoProgress(openai.APITimeoutError):
         openai.APIConnectionError.__init__(self, message=message, request=request)
 
 
+class _Malformed(openai.APIConnectionError):
+    """A reply body that is not the JSON it should be (cut short on the way): re-sent."""
+
+
 def _transient_unless_timeout(exc: BaseException) -> bool:
     return _transient(exc) and not isinstance(exc, openai.APITimeoutError)
 
@@ -241,7 +245,11 @@ class ChatModel:
             temperature=self.temperature if temperature is None else temperature,
             **({"stop": stop} if stop else {}),
         )
-        return resp.choices[0].message.content or ""
+        text = resp.choices[0].message.content or ""
+        if not text.strip():  # not re-sent (temperature 0 says the same), but counted
+            log.warning("%s: %s gave an empty reply", role, self.model)
+            emit({"event": "empty_reply", "role": role, "template": template}, self.on_event)
+        return text
 
     def structured(
         self,
@@ -353,7 +361,7 @@ class ChatModel:
         last_token: float | None = None
         text: list[str] = []
         logprobs: list[dict[str, Any]] = []
-        finish, tokens, cid = "stop", 0, "stream"
+        finish, tokens, cid, done = "stop", 0, "stream", False
         try:
             with self._http.stream("POST", url, json=body) as r:
                 if r.status_code >= 400:
@@ -375,6 +383,7 @@ class ChatModel:
                         continue  # keep-alive ping (an SSE comment) or blank separator
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        done = True
                         break
                     chunk = json.loads(data)
                     if "error" in chunk:
@@ -390,11 +399,18 @@ class ChatModel:
                         last_token = now
                     logprobs += ((choice.get("logprobs") or {}).get("content")) or []
                     finish = choice.get("finish_reason") or finish
+            if not done:  # the server failed mid-reply (llama.cpp just closes the stream)
+                raise openai.APIConnectionError(
+                    message=f"the reply stream ended before [DONE], after {tokens} token(s)",
+                    request=r.request,
+                )
         except httpx.TimeoutException as e:
             raise _NoProgress(
                 e.request, f"nothing from the server for {self.timeout:.0f}s (request_timeout)"
             ) from e
-        except (httpx.TransportError, json.JSONDecodeError) as e:
+        except json.JSONDecodeError as e:
+            raise _Malformed(message=str(e), request=httpx.Request("POST", url)) from e
+        except httpx.TransportError as e:
             request = getattr(e, "request", None) or httpx.Request("POST", url)
             raise openai.APIConnectionError(message=str(e), request=request) from e
         prompt = self.count_prompt_tokens(messages) if self.count_prompt_tokens else 0
@@ -447,9 +463,13 @@ class ChatModel:
             attempts += 1
             if self.stream:
                 return self._streamed(messages, kwargs)
-            return self.client.chat.completions.create(
-                model=self.model, messages=list(messages), **kwargs
-            )
+            try:
+                return self.client.chat.completions.create(
+                    model=self.model, messages=list(messages), **kwargs
+                )
+            except json.JSONDecodeError as e:
+                url = f"{self.base_url}/chat/completions"
+                raise _Malformed(message=str(e), request=httpx.Request("POST", url)) from e
 
         start = time.perf_counter()
         call.started = round(time.time(), 4)
@@ -459,6 +479,12 @@ class ChatModel:
             call.error = f"timed out: {e}"
             raise EndpointError(
                 f"model endpoint {self.base_url} timed out after {attempts} attempt(s): {e}"
+            ) from e
+        except _Malformed as e:
+            call.error = f"malformed reply: {e}"
+            raise EndpointError(
+                f"model endpoint {self.base_url} sent a malformed reply (not JSON) after "
+                f"{attempts} attempt(s): {e}"
             ) from e
         except openai.APIConnectionError as e:
             call.error = f"cannot reach {self.base_url}: {e}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -79,21 +80,59 @@ def diagnose(model: ChatModel) -> list[Probe]:
         )  # fmt: skip
         return True, f"reply: {(resp.choices[0].message.content or '').strip()[:40]!r}"
 
-    def speed():
+    rates: dict[str, float] = {}
+
+    def timed(text: str, max_tokens: int) -> tuple[float, int, int]:
         began = time.perf_counter()
         resp = model.request(
-            [user("Write a long story about a lighthouse keeper and the sea.")],
-            role="doctor", template="probe", kind="probe", max_tokens=64, temperature=0.0,
+            [user(f"Probe {time.time_ns()}. {text}")],  # a fresh prefix: no cached prompt
+            role="doctor", template="probe", kind="probe", max_tokens=max_tokens, temperature=0.0,
         )  # fmt: skip
-        seconds = time.perf_counter() - began
-        n = resp.usage.completion_tokens if resp.usage else 0
+        usage = resp.usage
+        return (time.perf_counter() - began, usage.prompt_tokens if usage else 0,
+                usage.completion_tokens if usage else 0)  # fmt: skip
+
+    def prefill():
+        seconds, n, _ = timed(PREFILL_TEXT, 1)
+        if not n:
+            return False, "no prompt tokens reported"
+        rates["prefill"] = n / seconds
+        return True, (
+            f"{rates['prefill']:.0f} prompt tokens/s ({n} tokens in {seconds:.1f}s); a "
+            f"1,700-token prompt waits ~{1700 / rates['prefill']:.0f}s before its first token"
+        )
+
+    def decode():
+        seconds, n_prompt, n = timed("Write a long story about a lighthouse keeper.", 64)
         if not n:
             return False, "no completion tokens reported"
-        return True, f"{1000 * seconds / n:.0f} ms/token, {n / seconds:.1f} tokens/s ({n} tokens)"
+        seconds -= n_prompt / rates["prefill"] if rates.get("prefill") else 0.0
+        return True, f"{n / seconds:.1f} tokens/s generated ({n} tokens)"
+
+    def machine():
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+        busy = load > 0.8 * cores
+        detail = f"load {load:.1f} on {cores} cores"
+        if busy:
+            detail += (": other work competes for the CPU; an embedded model runs several "
+                       "times slower (set request_timeout higher, or wait)")  # fmt: skip
+        return not busy, detail
 
     attempt("chat", chat)
     attempt("structured output", structured)
     attempt("logprobs / P(Yes)", logprobs)
     attempt("image input", image)
-    attempt("latency per token", speed)
+    attempt("prefill rate", prefill)
+    attempt("decode rate", decode)
+    attempt("machine load", machine)
     return rows
+
+
+PREFILL_TEXT = (
+    " ".join(
+        f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."
+        for i in range(60)
+    )
+    + " Reply with one word: done."
+)
+"""About 1,200 tokens of our own filler, to time how fast the endpoint reads a prompt."""

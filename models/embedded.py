@@ -198,7 +198,19 @@ class PromptTokens:
         )
 
     def __call__(self, messages) -> int:  # noqa: ANN001 - OpenAI chat messages
-        result = self._format(messages=list(messages))
+        """Tokens of the text parts (image parts, which this server refuses, count nothing);
+        0 where the template cannot render the messages."""
+        flat = [
+            {**m, "content": " ".join(p.get("text", "") for p in m["content"])}
+            if isinstance(m.get("content"), list)
+            else m
+            for m in messages
+        ]
+        try:
+            result = self._format(messages=flat)
+        except Exception as e:  # noqa: BLE001 - a count must never fail the call
+            log.warning("cannot count prompt tokens: %s", e)
+            return 0
         with self._lock:
             ids = self._llm.tokenize(
                 result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True

@@ -87,7 +87,9 @@ def test_doctor_table(small):
     rows = {r.capability: r for r in diagnose(small)}
     assert rows["chat"].ok and rows["structured output"].ok and rows["logprobs / P(Yes)"].ok
     assert not rows["image input"].ok  # llama.cpp's server takes no image parts
-    assert "tokens/s" in rows["latency per token"].detail
+    assert "prompt tokens/s" in rows["prefill rate"].detail
+    assert "tokens/s generated" in rows["decode rate"].detail
+    assert "cores" in rows["machine load"].detail
 
 
 def test_direct_graph_on_a_configured_endpoint(server):
