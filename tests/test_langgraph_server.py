@@ -32,7 +32,7 @@ def served(tmp_path_factory):
         port = free_port()
         env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
                "HOPGRAPH_KB_DIR": str(tmp / "kb"), "LANGGRAPH_CLI_NO_ANALYTICS": "1"}  # fmt: skip
-        log = open(tmp / "server.log", "wb")
+        log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
             [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
              "--port", str(port), "--config", str(ROOT / "langgraph.json")],
@@ -62,10 +62,11 @@ def test_a_served_graph_streams_and_answers_in_its_output_schema(served, agent):
     client = get_sync_client(url=url)
     thread = client.threads.create()
     question = {"id": "q3", "question": "What about town 3?"}
-    modes = set()
-    for part in client.runs.stream(thread["thread_id"], agent, input=question,
-                                   stream_mode=["updates", "custom"], context={"top_k": 4}):  # fmt: skip
-        modes.add(part.event)
+    stream = client.runs.stream(
+        thread["thread_id"], agent, input=question, stream_mode=["updates", "custom"],
+        context={"top_k": 4},
+    )  # fmt: skip
+    modes = {part.event for part in stream}
     assert {"updates", "custom"} <= modes  # node updates and our trace events, live
     out = client.runs.wait(client.threads.create()["thread_id"], agent, input=question)
     assert set(out) == {"answer", "response", "citations", "invalid_citations"}
