@@ -152,16 +152,20 @@ def run(
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("failed {task.fields[failed]}"),
+        TextColumn("{task.fields[pace]}"),
         TimeRemainingColumn(),
         console=err,
     ) as bar:
-        task = bar.add_task(f"{agent}", total=total, failed=0)
+        task = bar.add_task(f"{agent}", total=total, failed=0, pace="")
+        seconds: list[float] = []
 
         def advance(pred, summary):
+            seconds.append(pred.get("seconds", 0.0))
             bar.update(
                 task,
                 completed=summary.skipped_done + summary.finished + summary.failed,
                 failed=summary.failed,
+                pace=f"last {seconds[-1]:.1f}s, mean {sum(seconds) / len(seconds):.1f}s/question",
             )
 
         try:
@@ -223,34 +227,62 @@ def ask(
     question: str,
     agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",
+    image: Annotated[
+        list[str] | None, typer.Option(help="an image of the question (repeatable; needs a VLM)")
+    ] = None,
     out: Annotated[str, typer.Option(help="run folder for the trace")] = "",
+    quiet: Annotated[bool, typer.Option(help="only the answer, no live steps")] = False,
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
     sets: Sets = None,
 ) -> None:
-    """Answer one question and print the answer, its citations and the trace path."""
+    """Answer one question, showing each step live (nodes starting and ending, LLM calls,
+    retrievals), then the answer with its numbered citations and the trace path."""
     import hashlib
     import tempfile
 
     from hopgraph.evals.datasets import Question, write_questions
-    from hopgraph.evals.runner import Runner, trace_path
+    from hopgraph.evals.report import live_line
+    from hopgraph.evals.runner import Runner, read_predictions, trace_path
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
+    for path in image or []:
+        if not Path(path).is_file():
+            _refuse(f"no image at {path}")
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
     )
     endpoint = _checked_endpoint(ctx)
     qfile = run_dir / "question.jsonl"
-    write_questions([Question(qid, question)], qfile)
-    runner = Runner(agent, run_dir, ctx, endpoint=endpoint)
-    began = time.perf_counter()
-    runner.run(qfile)
-    from hopgraph.evals.runner import read_predictions
-
-    pred = read_predictions(run_dir / "predictions.jsonl")[qid]
+    images = [str(Path(p).resolve()) for p in image or []]
+    write_questions([Question(qid, question, images=images)], qfile)
     console.print(f"[bold]Q:[/bold] {question}")
+    live, running = None, {}
+
+    def show(_qid, ns, mode, data):
+        if mode == "tasks" and isinstance(data, dict):  # a node starts ("input") or ends
+            if "input" in data:
+                running[data.get("id")] = data.get("name", "?")
+            else:
+                running.pop(data.get("id"), None)
+        line = live_line(ns, mode, data)
+        if line:
+            console.print(line, markup=False, highlight=False)
+        if live is not None:
+            live.update(_spinner(f"{agent}: {', '.join(running.values()) or '…'}"))
+
+    runner = Runner(agent, run_dir, ctx, endpoint=endpoint, on_record=None if quiet else show)
+    began = time.perf_counter()
+    if console.is_terminal and not quiet:
+        from rich.live import Live
+
+        with Live(_spinner(f"{agent}: starting"), console=console, transient=True) as live:
+            runner.run(qfile)
+    else:  # plain lines (piped, or a log): the same steps, no spinner
+        runner.run(qfile)
+    pred = read_predictions(run_dir / "predictions.jsonl")[qid]
     if pred.get("error"):
         err.print(f"[red]error:[/red] {pred['error']}")
         raise typer.Exit(1)
@@ -260,13 +292,22 @@ def ask(
     if pred.get("citations"):
         from hopgraph.tools.kb_search import knowledge_base
 
-        for hit in knowledge_base(ctx).get(pred["citations"]):
-            console.print(f"  [{hit.id}] {hit.title}: {hit.text[:100]}")
+        hits = {h.id: h for h in knowledge_base(ctx).get(pred["citations"])}
+        for n, cid in enumerate(pred["citations"], 1):
+            hit = hits.get(cid)
+            title = f"{hit.title}: {hit.text[:90]}" if hit else "(not in the knowledge base)"
+            console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
     console.print(
         f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
         f"{time.perf_counter() - began:.1f}s; "
         f"trace {trace_path(run_dir, qid)}[/dim]"
     )
+
+
+def _spinner(text: str):
+    from rich.spinner import Spinner
+
+    return Spinner("dots", text=text)
 
 
 @app.command()

@@ -90,25 +90,56 @@ def format_tree(records: list[dict[str, Any]]) -> str:
         indent = "  " * len(step.ns)
         where = "/".join([*step.ns, step.node])
         lines.append(f"{indent}● {where}" + (f"  -> {', '.join(step.keys)}" if step.keys else ""))
-        for e in step.events:
-            kind = e.get("event")
-            if kind == "llm_call":
-                lines.append(
-                    f"{indent}    llm {e.get('role')} [{e.get('template')}] "
-                    f"{e.get('prompt_tokens')}+{e.get('completion_tokens')} tok "
-                    f"{e.get('latency_s', 0):.2f}s"
-                    + (f" ERROR {e['error']}" if e.get("error") else "")
-                )
-            elif kind == "retrieval":
-                ids = e.get("ids", [])
-                lines.append(
-                    f"{indent}    retrieve {e.get('query', '')!r} -> {len(ids)} hits {ids[:3]}"
-                )
-            elif "error" in e:
-                lines.append(f"{indent}    {e['error']}")
-            else:
-                lines.append(f"{indent}    {kind or 'event'} {json.dumps(e, default=str)[:160]}")
+        lines += [event_line(e, indent) for e in step.events]
     return "\n".join(lines)
+
+
+def event_line(e: dict[str, Any], indent: str = "") -> str:
+    """One custom trace event as a line: an LLM call, a retrieval, an error or any other."""
+    kind = e.get("event")
+    if kind == "llm_call":
+        return (
+            f"{indent}    llm {e.get('role')} [{e.get('template')}] "
+            f"{e.get('prompt_tokens')}+{e.get('completion_tokens')} tok "
+            f"{e.get('latency_s', 0):.2f}s" + (f" ERROR {e['error']}" if e.get("error") else "")
+        )
+    if kind == "retrieval":
+        ids = e.get("ids", [])
+        return f"{indent}    retrieve {e.get('query', '')!r} -> {len(ids)} hits {ids[:3]}"
+    if "error" in e:
+        return f"{indent}    {e['error']}"
+    return f"{indent}    {kind or 'event'} {json.dumps(e, default=str)[:160]}"
+
+
+def live_line(ns: list[str], mode: str, data: Any) -> str | None:
+    """A record of a question's stream as it happens, for ``hopgraph ask``: a node starting
+    (``tasks``), a node done with what it wrote, or an event inside it; None to show nothing."""
+    indent = "  " * len(ns)
+    if mode == "custom" and isinstance(data, dict):
+        return event_line(data, indent)
+    if mode == "tasks" and isinstance(data, dict) and "input" in data:
+        return f"{indent}▶ {'/'.join([*ns, data.get('name', '?')])}"
+    if mode == "updates" and isinstance(data, dict):
+        lines = []
+        for node, update in data.items():
+            shown = ", ".join(
+                f"{k}={_brief(v)}" for k, v in (update or {}).items() if k != "graph_view"
+            )
+            lines.append(f"{indent}● {'/'.join([*ns, node])}" + (f"  {shown}" if shown else ""))
+        return "\n".join(lines) or None
+    return None
+
+
+def _brief(value: Any, width: int = 70) -> str:
+    if isinstance(value, list):
+        items = [_brief(v, 30) for v in value[:3]]
+        return f"[{', '.join(items)}{', …' if len(value) > 3 else ''}] ({len(value)})"
+    if isinstance(value, dict):
+        if "id" in value:  # a context or a node: its id says which
+            return str(value["id"])
+        return "{" + ", ".join(list(value)[:4]) + (", …}" if len(value) > 4 else "}")
+    text = str(value).replace("\n", " ")
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def to_mermaid(view: dict[str, Any]) -> str:

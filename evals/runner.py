@@ -281,8 +281,19 @@ def trace_stats(trace: Path) -> dict[str, Any]:
 class Runner:
     """Runs one agent over questions into a run folder."""
 
-    def __init__(self, agent: str, run_dir: str | Path, ctx: Context, *, endpoint: str = ""):
+    def __init__(
+        self,
+        agent: str,
+        run_dir: str | Path,
+        ctx: Context,
+        *,
+        endpoint: str = "",
+        on_record: Callable[[str, list[str], str, Any], None] | None = None,
+    ):
+        """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
+        happens, and each node's start (``tasks`` mode, not kept in the trace)."""
         self.agent = agent
+        self.on_record = on_record
         self.graph_builder = load_graph(agent)
         self.run_dir = Path(run_dir)
         self.ctx = ctx
@@ -343,17 +354,18 @@ class Runner:
         with open(trace_file, "a", encoding="utf-8") as trace:
             trace.write(_line({"mode": "start", "data": {"id": q.id, "resume": payload is None}}))
             try:
+                modes = ["updates", "custom", *(["tasks"] if self.on_record else [])]
                 for ns, mode, chunk in (
                     self.graph.stream(
-                        payload,
-                        config,
-                        context=self.ctx,
-                        stream_mode=["updates", "custom"],
-                        subgraphs=True,
+                        payload, config, context=self.ctx, stream_mode=modes, subgraphs=True
                     )
                     if streaming
                     else ()
                 ):
+                    if self.on_record is not None:
+                        self.on_record(q.id, list(ns), mode, chunk)
+                    if mode == "tasks":
+                        continue
                     trace.write(
                         _line(
                             {

@@ -393,3 +393,25 @@ def test_a_run_stops_after_consecutive_failures_and_resumes(tmp_path, kb_dir):
         for x in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
     ]
     assert sorted(ids) == sorted(f"q{i}" for i in range(30))
+
+
+def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
+    """Piped (not a terminal), ask prints plain lines as the graph runs: each node starting and
+    ending with what it wrote, the calls and retrievals inside, then the answer and sources."""
+    with ScriptedServer() as server:
+        out = subprocess.run(
+            [sys.executable, "-m", "hopgraph.cli", "ask", "What about town 3?", "--agent",
+             "qdrag", "--kb", str(kb_dir), "--base-url", server.base_url, "--model", "scripted",
+             "--out", str(tmp_path / "ask")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    order = [next(i for i, ln in enumerate(lines) if ln.startswith(p)) for p in
+             ("Q: What about town 3?", "▶ retrieve", "    retrieve 'What about town 3?'",
+              "● retrieve  contexts=[text-", "▶ decompose", "▶ rerank", "    llm reranker",
+              "● select  kept=", "▶ generate", "    llm generator [rag/answer]", "● generate",
+              "A: answer-", "  [1] Town 3: Fact number 3 about town 3.")]  # fmt: skip
+    assert order == sorted(order)
+    trace = (tmp_path / "ask" / "traces").glob("*.jsonl")
+    assert all('"mode": "tasks"' not in t.read_text() for t in trace)  # not kept in traces
