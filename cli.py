@@ -27,6 +27,14 @@ BaseUrl = Annotated[
     str, typer.Option("--base-url", help="OpenAI-compatible endpoint; default: embedded llama.cpp")
 ]
 ModelName = Annotated[str, typer.Option("--model", help="model name served at --base-url")]
+OtelEndpoint = Annotated[
+    str,
+    typer.Option(
+        "--otel-endpoint",
+        help="export each question as an OpenTelemetry trace to this OTLP/HTTP collector "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT)",
+    ),
+]
 PromptsDir = Annotated[str, typer.Option("--prompts", help="folder of .j2 overrides")]
 Sets = Annotated[
     list[str] | None, typer.Option("--set", help="any Context field: key=value (repeatable)")
@@ -116,6 +124,7 @@ def run(
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
+    otel_endpoint: OtelEndpoint = "",
     sets: Sets = None,
 ) -> None:
     """Run an agent over a question file: checkpointed, resumable, traced."""
@@ -146,6 +155,7 @@ def run(
     if not qs:
         _refuse(f"{questions} holds no valid question")
     runner = Runner(agent, out, ctx, endpoint=_checked_endpoint(ctx))
+    otel = _otel(otel_endpoint)
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(
         TextColumn("{task.description}"),
@@ -160,6 +170,7 @@ def run(
         seconds: list[float] = []
 
         def advance(pred, summary):
+            _export(otel, agent, out, pred)
             seconds.append(pred.get("seconds", 0.0))
             bar.update(
                 task,
@@ -173,12 +184,15 @@ def run(
                 questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
             )
         except KeyboardInterrupt:
-            _interrupted(130)
+            _interrupted(130, otel)
         except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
-            _interrupted(int(e.code or 143))  # in-flight question, which may take minutes
+            _interrupted(int(e.code or 143), otel)  # in-flight question, which may take minutes
         except RunAborted as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(1) from None
+        finally:
+            if otel is not None:
+                otel.close()
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
@@ -202,7 +216,23 @@ def _checked_endpoint(ctx: Context) -> str:
     return endpoint
 
 
-def _interrupted(code: int) -> NoReturn:
+def _otel(endpoint: str):
+    """The OpenTelemetry export for a run, or None when no endpoint is configured."""
+    from hopgraph.evals.otel import OtelExport, otel_endpoint
+
+    url = otel_endpoint(endpoint)
+    return OtelExport(url) if url else None
+
+
+def _export(otel, agent: str, run_dir: str | Path, pred: dict) -> None:
+    if otel is not None:
+        from hopgraph.evals.report import read_trace
+        from hopgraph.evals.runner import trace_path
+
+        otel.export(agent, read_trace(trace_path(run_dir, pred["id"])), pred)
+
+
+def _interrupted(code: int, otel=None) -> NoReturn:
     """Ctrl-C or SIGTERM: stop now. Every finished question's line is written; an in-flight
     one resumes from its checkpoint. The model server is killed, no worker thread is waited
     for, and the exit code says which signal (130, 143)."""
@@ -212,6 +242,8 @@ def _interrupted(code: int) -> NoReturn:
 
     err.print("interrupted: finished questions are saved; re-run the same command to resume")
     stop_all(now=True)
+    if otel is not None:  # the finished questions' spans still go out
+        otel.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -235,6 +267,7 @@ def ask(
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
+    otel_endpoint: OtelEndpoint = "",
     sets: Sets = None,
 ) -> None:
     """Answer one question, showing each step live (nodes starting and ending, LLM calls,
@@ -283,6 +316,10 @@ def ask(
     else:  # plain lines (piped, or a log): the same steps, no spinner
         runner.run(qfile)
     pred = read_predictions(run_dir / "predictions.jsonl")[qid]
+    otel = _otel(otel_endpoint)
+    if otel is not None:
+        _export(otel, agent, run_dir, pred)
+        otel.close()
     if pred.get("error"):
         err.print(f"[red]error:[/red] {pred['error']}")
         raise typer.Exit(1)

@@ -352,9 +352,10 @@ class Runner:
         began = time.perf_counter()
         error = None
         with open(trace_file, "a", encoding="utf-8") as trace:
-            trace.write(_line({"mode": "start", "data": {"id": q.id, "resume": payload is None}}))
+            start = {"id": q.id, "resume": payload is None, "wall": round(time.time(), 4)}
+            trace.write(_line({"mode": "start", "data": start}))
             try:
-                modes = ["updates", "custom", *(["tasks"] if self.on_record else [])]
+                modes = ["updates", "custom", "tasks"]
                 for ns, mode, chunk in (
                     self.graph.stream(
                         payload, config, context=self.ctx, stream_mode=modes, subgraphs=True
@@ -364,8 +365,16 @@ class Runner:
                 ):
                     if self.on_record is not None:
                         self.on_record(q.id, list(ns), mode, chunk)
-                    if mode == "tasks":
-                        continue
+                    if mode == "tasks":  # kept light: which node started or ended, not its state
+                        mode, chunk = (
+                            "task",
+                            {
+                                "id": chunk.get("id"),
+                                "name": chunk.get("name"),
+                                "event": "start" if "input" in chunk else "end",
+                                **({"error": str(chunk["error"])} if chunk.get("error") else {}),
+                            },
+                        )
                     trace.write(
                         _line(
                             {

@@ -1,0 +1,141 @@
+"""A question's trace as an OpenTelemetry trace, exported over OTLP/HTTP (or to any exporter).
+
+The question is the root span; each graph node a child span (from the trace's ``task`` start and
+end records), with the LLM calls (GenAI semantic conventions: model, input and output tokens)
+and retrievals (their ids) as spans inside the node that made them. Built from the trace file
+once the question ends, with the times it recorded, so a resumed question exports whole.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Span, Tracer, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Status, StatusCode, set_span_in_context
+
+
+def otel_endpoint(flag: str = "") -> str:
+    """The OTLP endpoint: the flag, else ``OTEL_EXPORTER_OTLP_ENDPOINT``; "" for none."""
+    return flag or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+
+
+class OtelExport:
+    """Exports questions to ``endpoint`` (a collector's base URL, as the OTLP variable gives it,
+    or its ``/v1/traces`` URL) or to ``exporter``; ``close`` flushes every span."""
+
+    def __init__(self, endpoint: str = "", exporter: SpanExporter | None = None):
+        if exporter is None:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            url = endpoint.rstrip("/")
+            url = url if url.endswith("/v1/traces") else url + "/v1/traces"
+            exporter = OTLPSpanExporter(endpoint=url)
+        self.provider = TracerProvider(resource=Resource.create({"service.name": "hopgraph"}))
+        self.provider.add_span_processor(BatchSpanProcessor(exporter))
+        self.tracer = self.provider.get_tracer("hopgraph")
+
+    def export(self, agent: str, records: list[dict[str, Any]], pred: dict[str, Any]) -> None:
+        export_question(self.tracer, agent, records, pred)
+
+    def close(self) -> None:
+        self.provider.shutdown()
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
+                    pred: dict[str, Any]) -> None:  # fmt: skip
+    """Spans for one question's trace ``records`` (``read_trace``) and its prediction line."""
+    root: Span | None = None
+    wall0 = last = 0.0
+    tasks: dict[str, Span] = {}
+    stack: list[tuple[tuple[str, ...], Span]] = []  # open node spans, innermost last
+
+    def parent_for(ns: tuple[str, ...]) -> Span:
+        for open_ns, span in reversed(stack):
+            if open_ns == ns:
+                return span
+        if ns:  # a subgraph's record: its ns ends with "<node>:<task id>" of the parent node
+            return tasks.get(ns[-1].rsplit(":", 1)[-1]) or parent_for(ns[:-1])
+        return root
+
+    for rec in records:
+        mode, data = rec.get("mode"), rec.get("data") or {}
+        if mode == "start":
+            wall0 = data.get("wall") or wall0
+            last = wall0
+            if root is None and wall0:
+                root = tracer.start_span(
+                    f"hopgraph {agent}", start_time=_ns(wall0),
+                    attributes={"hopgraph.agent": agent, "hopgraph.question.id": pred["id"]},
+                )  # fmt: skip
+            continue
+        if root is None:
+            continue
+        at = wall0 + rec.get("t", 0.0)
+        last = max(last, at)
+        ns = tuple(rec.get("ns", []))
+        if mode == "task" and data.get("event") == "start":
+            span = tracer.start_span(
+                data.get("name", "node"), context=set_span_in_context(parent_for(ns)),
+                start_time=_ns(at), attributes={"hopgraph.node": data.get("name", "")},
+            )  # fmt: skip
+            tasks[data.get("id", "")] = span
+            stack.append((ns, span))
+        elif mode == "task":
+            span = tasks.get(data.get("id", ""))
+            if span is not None:
+                if data.get("error"):
+                    span.set_status(Status(StatusCode.ERROR, data["error"][:300]))
+                span.end(end_time=_ns(at))
+                stack[:] = [(n, s) for n, s in stack if s is not span]
+        elif mode == "custom" and data.get("event") == "llm_call":
+            _llm_span(tracer, parent_for(ns), data)
+        elif mode == "custom" and data.get("event") == "retrieval":
+            span = tracer.start_span(
+                "retrieval", context=set_span_in_context(parent_for(ns)),
+                start_time=_ns(at - data.get("latency_s", 0.0)),
+                attributes={"hopgraph.retrieval.query": str(data.get("query", ""))[:500],
+                            "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
+                            "hopgraph.role": data.get("role", "")},
+            )  # fmt: skip
+            span.end(end_time=_ns(at))
+        elif mode == "custom":
+            parent_for(ns).add_event(str(data.get("event", "event")), timestamp=_ns(at))
+        elif mode == "error":
+            root.set_status(Status(StatusCode.ERROR, str(data.get("error", ""))[:300]))
+    if root is None:
+        return
+    for _, span in stack:  # interrupted nodes (a resumed question) end where the trace does
+        span.end(end_time=_ns(last))
+    root.set_attribute("hopgraph.answer", str(pred.get("answer", ""))[:500])
+    root.set_attribute("hopgraph.llm_calls", int(pred.get("llm_calls", 0)))
+    if pred.get("error"):
+        root.set_status(Status(StatusCode.ERROR, str(pred["error"])[:300]))
+    root.end(end_time=_ns(max(last, wall0 + pred.get("seconds", 0.0))))
+
+
+def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any]) -> None:
+    started = e.get("started") or 0.0
+    span = tracer.start_span(
+        f"chat {e.get('model', '')}", context=set_span_in_context(parent),
+        start_time=_ns(started),
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": e.get("model", ""),
+            "gen_ai.usage.input_tokens": int(e.get("prompt_tokens", 0)),
+            "gen_ai.usage.output_tokens": int(e.get("completion_tokens", 0)),
+            "hopgraph.role": e.get("role", ""),
+            "hopgraph.template": e.get("template", ""),
+            "hopgraph.kind": e.get("kind", ""),
+            "hopgraph.attempts": int(e.get("attempts", 1)),
+        },
+    )  # fmt: skip
+    if e.get("error"):
+        span.set_status(Status(StatusCode.ERROR, str(e["error"])[:300]))
+    span.end(end_time=_ns(started + e.get("latency_s", 0.0)))

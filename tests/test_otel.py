@@ -1,0 +1,119 @@
+"""Questions exported as OpenTelemetry traces: the span tree (in-memory exporter) and the real
+OTLP/HTTP exporter against a collector stand-in on loopback."""
+
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from scripted_server import ScriptedServer
+
+from hopgraph.config import Context
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.otel import OtelExport
+from hopgraph.evals.report import read_trace
+from hopgraph.evals.runner import Runner, read_predictions, trace_path
+from hopgraph.memory.kb import Item, KnowledgeBase
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("kb")
+    KnowledgeBase(path).add(
+        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
+    )
+    return path
+
+
+def test_each_question_is_a_trace_of_nodes_with_llm_calls_and_retrievals(tmp_path, kb_dir):
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(2)], qfile)
+    with ScriptedServer() as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
+        Runner("rag", tmp_path / "run", ctx).run(qfile)
+    exporter = InMemorySpanExporter()
+    otel = OtelExport(exporter=exporter)
+    for qid, pred in read_predictions(tmp_path / "run" / "predictions.jsonl").items():
+        otel.export("rag", read_trace(trace_path(tmp_path / "run", qid)), pred)
+    otel.close()
+    spans = exporter.get_finished_spans()
+    roots = [s for s in spans if s.parent is None]
+    assert sorted(r.attributes["hopgraph.question.id"] for r in roots) == ["q0", "q1"]
+    assert len({s.context.trace_id for s in spans}) == 2  # one trace per question
+
+    def kids(parent):
+        return [s for s in spans if s.parent and s.parent.span_id == parent.context.span_id]
+
+    for root in roots:
+        nodes = {s.name: s for s in kids(root)}
+        assert set(nodes) == {"retrieve", "generate"}
+        (retrieval,) = kids(nodes["retrieve"])
+        assert (
+            retrieval.name == "retrieval"
+            and len(retrieval.attributes["hopgraph.retrieval.ids"]) == 5
+        )
+        calls = kids(nodes["generate"])
+        assert [c.name for c in calls] == ["chat scripted", "chat scripted"]
+        assert {c.attributes["hopgraph.template"] for c in calls} == {
+            "rag/answer",
+            "rag/short_answer",
+        }
+        assert all(c.attributes["gen_ai.usage.input_tokens"] == 10 for c in calls)
+        assert all(c.attributes["gen_ai.usage.output_tokens"] == 5 for c in calls)
+        for parent, child in [(root, n) for n in nodes.values()] + [
+            (nodes["generate"], c) for c in calls
+        ]:
+            assert (
+                parent.start_time <= child.start_time <= child.end_time <= parent.end_time + 10**7
+            )
+        assert root.attributes["hopgraph.answer"].startswith("answer-")
+
+
+def test_run_exports_over_otlp_http_to_a_collector(tmp_path, kb_dir):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    received = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["content-length"]))
+            received.append((self.path, ExportTraceServiceRequest.FromString(body)))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+    collector = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=collector.serve_forever, daemon=True).start()
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(3)], qfile)
+    try:
+        with ScriptedServer() as server:
+            out = subprocess.run(
+                [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions",
+                 str(qfile), "--out", str(tmp_path / "run"), "--kb", str(kb_dir), "--base-url",
+                 server.base_url, "--model", "scripted", "--otel-endpoint",
+                 f"http://127.0.0.1:{collector.server_address[1]}"],
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+    finally:
+        collector.shutdown()
+    assert out.returncode == 0, out.stderr
+    assert received and all(path == "/v1/traces" for path, _ in received)
+    spans = [
+        span
+        for _, req in received
+        for rs in req.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+    ]
+    names = [s.name for s in spans]
+    assert names.count("hopgraph rag") == 3 and names.count("chat scripted") == 6
+    chat = next(s for s in spans if s.name == "chat scripted")
+    attrs = {a.key: a.value for a in chat.attributes}
+    assert attrs["gen_ai.request.model"].string_value == "scripted"
+    assert attrs["gen_ai.usage.input_tokens"].int_value == 10
