@@ -125,6 +125,16 @@ def run(
     model: ModelName = "",
     prompts: PromptsDir = "",
     otel_endpoint: OtelEndpoint = "",
+    checkpointer: Annotated[
+        str,
+        typer.Option(
+            help="postgres://… : share this run with every worker (any machine) that names the "
+            "same database and run folder name; each claims questions atomically"
+        ),
+    ] = "",
+    lease: Annotated[
+        float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
+    ] = 60.0,
     sets: Sets = None,
 ) -> None:
     """Run an agent over a question file: checkpointed, resumable, traced."""
@@ -154,7 +164,11 @@ def run(
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
     if not qs:
         _refuse(f"{questions} holds no valid question")
-    runner = Runner(agent, out, ctx, endpoint=_checked_endpoint(ctx))
+    endpoint = _checked_endpoint(ctx)
+    try:
+        runner = Runner(agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease)
+    except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
+        _refuse(f"checkpointer {checkpointer}: {e}")
     otel = _otel(otel_endpoint)
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(

@@ -289,9 +289,13 @@ class Runner:
         *,
         endpoint: str = "",
         on_record: Callable[[str, list[str], str, Any], None] | None = None,
+        checkpointer: str = "",
+        lease: float = 60.0,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
-        happens, and each node's start (``tasks`` mode, not kept in the trace)."""
+        happens, and each node's start (``tasks`` mode, not kept in the trace).
+        ``checkpointer`` a ``postgres://`` URL: the run is shared with every worker that names
+        the same database, agent and run folder name (``evals.shared_run``)."""
         self.agent = agent
         self.on_record = on_record
         self.graph_builder = load_graph(agent)
@@ -301,8 +305,17 @@ class Runner:
         self.run_name = self.run_dir.resolve().name
         (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
         self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
-        conn = sqlite3.connect(self.run_dir / "checkpoints.sqlite", check_same_thread=False)
-        self.saver = SqliteSaver(conn)
+        self.shared = None
+        if checkpointer.startswith(("postgres://", "postgresql://")):
+            from hopgraph.evals.shared_run import SharedRun
+
+            self.shared = SharedRun(checkpointer, f"{agent}:{self.run_name}", lease=lease)
+            self.saver = self.shared.checkpointer()
+        elif checkpointer:
+            raise RunError(f"--checkpointer takes a postgres:// URL, not {checkpointer!r}")
+        else:
+            conn = sqlite3.connect(self.run_dir / "checkpoints.sqlite", check_same_thread=False)
+            self.saver = SqliteSaver(conn)
         self.graph = self.graph_builder.builder.compile(
             checkpointer=self.saver, name=self.graph_builder.name
         )
@@ -433,6 +446,10 @@ class Runner:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
         self.check_manifest(questions_file)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
+        if self.shared is not None:
+            if redo:
+                raise RunError("--redo is not available on a shared (postgres) run")
+            return self._run_shared(questions, concurrency, summary, on_done, began)
         done = read_predictions(self.predictions.path)
         for qid in redo:
             done.pop(qid, None)
@@ -480,6 +497,55 @@ class Runner:
         if aborted is not None:
             aborted.summary = summary
             raise aborted
+        return summary
+
+    def _run_shared(self, questions, concurrency, summary, on_done, began) -> RunSummary:
+        """Workers claim questions one at a time until every one is done by someone (waiting
+        on questions other live workers hold: a dead worker's lease runs out and its question
+        is claimed here). A question this worker failed is not tried again this sitting."""
+        shared, lock, tried = self.shared, threading.Lock(), set()
+        status = shared.status()
+        summary.skipped_done = sum(status.get(q.id, {}).get("done", False) for q in questions)
+
+        def next_question() -> Question | None:
+            while True:
+                status = shared.status()
+                left = [q for q in questions if not status.get(q.id, {}).get("done")]
+                left = [q for q in left if q.id not in tried]
+                if not left:
+                    return None
+                for q in left:
+                    with lock:
+                        if q.id in tried:
+                            continue
+                        tried.add(q.id)
+                    if shared.claim(q.id):
+                        return q
+                    with lock:
+                        tried.discard(q.id)  # held by a live worker: look again later
+                time.sleep(min(2.0, shared.lease / 4))
+
+        def work() -> None:
+            while (q := next_question()) is not None:
+                pred = self.run_question(q)
+                if not shared.finish(pred):  # another worker took it over meanwhile
+                    continue
+                self.predictions.append(pred)
+                with lock:
+                    summary.failed += bool(pred["error"])
+                    summary.finished += not pred["error"]
+                if on_done is not None:
+                    on_done(pred, summary)
+
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, concurrency))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # this worker's folder gets every worker's finished lines, so eval reads the whole run
+        finished = {q: st["prediction"] for q, st in shared.status().items() if st["done"]}
+        _rewrite(self.predictions.path, [finished[q.id] for q in questions if q.id in finished])
+        summary.seconds = time.perf_counter() - began
         return summary
 
 
