@@ -294,37 +294,62 @@ def parse_accuracy(folder: Path, queries, k: int) -> dict:
 
 
 def run_text(args) -> dict:
-    mem = PolarMemory(args.memory)
-    db = mem._db()
-    mentions: dict[str, set[str]] = {}
-    for src, dst in db.execute("SELECT src, dst FROM edges WHERE kind = 'MENTIONS'"):
-        mentions.setdefault(src, set()).add(dst.removeprefix("concept:"))
+    """Queries "<x> but not <y>" for concepts a text states together, scored against what the
+    knowledge pathway extracted: a text holds x when it asserts or mentions it, and lacks y
+    when it asserts y absent or never names it. ``--old-reading`` reads the same graph as the
+    code before the polarity fix did: every text entity a MENTIONS edge, and MENTIONS in C+."""
+    import hopgraph.memory.polar as polar
+
+    folder = args.memory
+    if args.old_reading:
+        folder = Path(tempfile.mkdtemp(prefix="polar-old-")) / "memory"
+        shutil.copytree(args.memory, folder)
+        PolarMemory(folder)._db().execute(
+            "UPDATE OR IGNORE edges SET kind = 'MENTIONS' "
+            "WHERE src LIKE 'text:%' AND kind IN ('HAS', 'NOT_HAS')"
+        ).connection.commit()
+        polar.POSITIVE = ("HAS", "MENTIONS")
+    mem = PolarMemory(folder)
+    truth: dict[str, tuple[set[str], set[str]]] = {}
+    rows = (
+        PolarMemory(args.memory)
+        ._db()
+        .execute(
+            "SELECT src, dst, kind FROM edges WHERE src LIKE 'text:%' "
+            "AND kind IN ('HAS', 'NOT_HAS', 'MENTIONS')"
+        )
+    )
+    for src, dst, kind in rows:
+        present, absent = truth.setdefault(src, (set(), set()))
+        (absent if kind == "NOT_HAS" else present).add(dst.removeprefix("concept:"))
     by_concept: dict[str, set[str]] = {}
-    for src, cs in mentions.items():
-        for c in cs:
+    for src, (present, _) in truth.items():
+        for c in present:
             by_concept.setdefault(c, set()).add(src)
     rng = random.Random(3)
     pairs = set()
     for x, texts in sorted(by_concept.items()):
         if len(texts) < 2:
             continue
-        co = sorted({y for t in texts for y in mentions[t]} - {x})
+        co = sorted({y for t in texts for y in truth[t][0] | truth[t][1]} - {x})
         for y in co:
-            if texts - by_concept[y]:  # some text has x without y: the query can be met
+            if texts - by_concept.get(y, set()):  # some text has x without y: can be met
                 pairs.add((x, y))
     pairs = sorted(pairs)
     rng.shuffle(pairs)
     queries = [(f"{x} but not {y}", x, y) for x, y in pairs[: args.queries]]
     stats = mem.stats()
+    edges = PolarMemory(args.memory).stats()["edges"]
     return {
         "memory": str(args.memory),
+        "reading": "old (MENTIONS in C+)" if args.old_reading else "polarity (HAS / NOT_HAS)",
         "texts": stats["nodes"]["text"],
         "concepts": stats["nodes"]["concept"],
-        "mentions_per_text": round(stats["edges"]["MENTIONS"] / max(stats["nodes"]["text"], 1), 2),
+        "text_edges": {k: edges.get(k, 0) for k in ("HAS", "NOT_HAS", "MENTIONS")},
         "candidate_pairs": len(pairs),
         "k": args.k,
         "queries": len(queries),
-        **evaluate(mem, queries, lambda i: (mentions.get(i, set()), set()), args.k),
+        **evaluate(mem, queries, lambda i: truth.get(i, (set(), set())), args.k),
     }
 
 
@@ -340,6 +365,7 @@ def main() -> None:
     t.add_argument("memory", type=Path)
     t.add_argument("--queries", type=int, default=200)
     t.add_argument("-k", type=int, default=5)
+    t.add_argument("--old-reading", action="store_true", help="read the graph as before the fix")
     n = sub.add_parser("negations")
     n.add_argument("--texts", type=int, default=60)
     n.add_argument("-k", type=int, default=5)

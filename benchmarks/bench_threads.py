@@ -1,0 +1,93 @@
+"""Embedded llama.cpp threads on a shared machine (figures, not a test).
+
+    .venv/bin/python benchmarks/bench_threads.py [--model qwen2.5-coder-1.5b] [--out FILE]
+
+llama.cpp spins one thread per core; other work on the same cores slows it several times over.
+For n_threads = all cores and all cores - 1, each beside 0, 1 and all-cores competing busy
+processes (what a test run or an index build beside a measurement looks like), this starts the
+embedded server and times a ~300-token prompt read (prefill, max_tokens 1) and 32 generated
+tokens (decode), each the median of ``--reps`` requests with a fresh prompt prefix (no KV reuse).
+Run it on an otherwise idle machine; the default thread count follows these figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import time
+from pathlib import Path
+
+from hopgraph.config import Context
+from hopgraph.models.chat import ChatModel, user
+from hopgraph.models.embedded import EmbeddedServer
+
+PROMPT = (
+    " ".join(
+        f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."
+        for i in range(15)
+    )
+    + " Reply with one word: done."
+)
+
+
+def spin() -> None:  # a competing process: one core busy
+    while True:
+        pass
+
+
+def timed(model: ChatModel, text: str, max_tokens: int) -> tuple[float, int, int]:
+    began = time.perf_counter()
+    resp = model.request([user(f"Probe {time.time_ns()}. {text}")], role="bench", template="",
+                         kind="probe", max_tokens=max_tokens, temperature=0.0)  # fmt: skip
+    return time.perf_counter() - began, resp.usage.prompt_tokens, resp.usage.completion_tokens
+
+
+def measure(model_name: str, threads: int, load: int, reps: int) -> dict:
+    hogs = [mp.Process(target=spin, daemon=True) for _ in range(load)]
+    for h in hogs:
+        h.start()
+    try:
+        with EmbeddedServer(model_name, cache_dir=Context().cache_dir, n_threads=threads) as s:
+            model = ChatModel(s.base_url, model_name, backend="llamacpp", timeout=1800)
+            timed(model, "Hi.", 1)  # weights paged in
+            prefill, decode = [], []
+            for _ in range(reps):
+                seconds, n_prompt, _ = timed(model, PROMPT, 1)
+                prefill.append(n_prompt / seconds)
+                seconds, n_prompt2, n = timed(model, "Tell a long story about the sea.", 32)
+                decode.append(n / max(seconds - n_prompt2 / prefill[-1], 1e-3))
+    finally:
+        for h in hogs:
+            h.kill()
+    return {
+        "n_threads": threads,
+        "competing_busy_processes": load,
+        "prompt_tokens": n_prompt,
+        "prefill_tokens_per_s": round(statistics.median(prefill), 1),
+        "decode_tokens_per_s": round(statistics.median(decode), 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    rows = []
+    for load in sorted({0, 1, cores}):
+        for threads in sorted({cores, max(1, cores - 1)}, reverse=True):
+            row = measure(args.model, threads, load, args.reps)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    report = {"model": args.model, "cores": cores, "rows": rows}
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
