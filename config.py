@@ -112,6 +112,8 @@ class Context:
     """Pages per hyperedge (Algorithm 1)."""
     mabdqa_m: int = 20
     """Pages judged by the bandit walk (Algorithm 2's iterations)."""
+    mabdqa_batch: int = 1
+    """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
     mabdqa_seed: int = 42
     mabdqa_top_pages: int = 4
     """Pages the answer reads (the paper's Top-4)."""
