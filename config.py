@@ -38,6 +38,11 @@ class Context:
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
     request_timeout: float = 120.0
     """Seconds one model request may take before it is retried (connect timeout is 5 s)."""
+    max_concurrency: int = 8
+    """LLM calls one question may have in flight at once, for every independent set: QDRAG's
+    reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
+    max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them; the embedded
+    server answers one at a time, so it changes nothing there."""
     max_retries: int = 3
     """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""
     temperature: float = 0.0
@@ -95,8 +100,6 @@ class Context:
     """Off: every (sub)question keeps the same share (Table 6 without "S")."""
     qdrag_retrieve_k: int = 10
     """Contexts retrieved per (sub)question before reranking."""
-    qdrag_workers: int = 4
-    """Reranking requests in flight at once."""
 
     # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
     # Paper defaults; the authors' public code uses beta=0.01, lambda=1.
@@ -147,8 +150,6 @@ class Context:
     no value (the authors' code used a fixed 0.05)."""
     polar_max_concepts: int = 40
     """Concepts kept from one image's proposal (App. B: at most 40)."""
-    polar_workers: int = 8
-    """Verification requests in flight at once (concepts x templates per image)."""
     polar_memory: bool = False
     """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
     join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""

@@ -4,6 +4,7 @@ entities (Sec. 3.2.2) and parses a query into wanted and unwanted concepts (Alg.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -108,8 +109,10 @@ def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dic
             template="polarmem/verify",
         )
 
-    with ThreadPoolExecutor(max_workers=max(1, ctx.polar_workers)) as pool:
-        values = list(pool.map(score, jobs))
+    with ThreadPoolExecutor(max_workers=max(1, ctx.max_concurrency)) as pool:
+        # each call in a copy of this context, so its events reach a graph's stream
+        runs = [contextvars.copy_context().run for _ in jobs]
+        values = list(pool.map(lambda run, job: run(score, job), runs, jobs))
     sums: dict[str, list[float]] = {}
     for (c, _), v in zip(jobs, values, strict=True):
         sums.setdefault(c, []).append(v)

@@ -17,10 +17,10 @@ def relevance(question: str, context: dict[str, Any], ctx: Context) -> float:
 
 
 def score_all(pairs: list[tuple[str, dict[str, Any]]], ctx: Context) -> list[float]:
-    """S for every (question, context) pair, ``ctx.qdrag_workers`` requests in flight."""
+    """S for every (question, context) pair, ``ctx.max_concurrency`` requests in flight."""
     if not pairs:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, ctx.qdrag_workers)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, ctx.max_concurrency)) as pool:
         # each call runs in a copy of this context, so its events reach the graph's stream
         futures = [
             pool.submit(contextvars.copy_context().run, relevance, q, c, ctx) for q, c in pairs

@@ -324,6 +324,7 @@ class Runner:
         return {
             "configurable": {"thread_id": f"{self.run_name}:{qid}"},
             "recursion_limit": recursion_limit(self.agent, self.ctx),
+            "max_concurrency": self.ctx.max_concurrency,  # parallel tasks (MMAPG's Send fan-out)
         }
 
     def check_manifest(self, questions_file: Path) -> None:

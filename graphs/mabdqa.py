@@ -102,6 +102,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta, lam=ctx.mabdqa_lambda,
         seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
         start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
+        workers=ctx.max_concurrency,
     )  # fmt: skip
     ids = [pages.pages[p].id for p in walk.ranking]
     if not prior:

@@ -224,3 +224,15 @@ def test_each_hrra_switch_changes_what_runs(tmp_path, kb_dir):
     preds, _ = run(tmp_path / "noa", kb_dir, calls, mabdqa_answer_reflection=False)
     assert not {"reflect_answer", "summarize", "refine"} & set(calls)
     assert calls.count("answer") == 1 and preds["q1"]["answer"] == "Not answerable"
+
+
+def test_batched_judgements_reach_the_trace_and_still_find_the_pages(tmp_path, kb_dir):
+    """mabdqa_batch = 3: the judgements of a round run in worker threads; each one's LLM call
+    is still in the question's trace (events follow the context into the threads)."""
+    calls = []
+    preds, events = run(tmp_path, kb_dir, calls, mabdqa_batch=3, first_answer="4.2 million")
+    steps = [e for e in events if e.get("event") == "bandit_step"]
+    judge_calls = [e for e in events if e.get("event") == "llm_call" and e["role"] == "page_judge"]
+    assert len(steps) == 6 and [s["round"] for s in steps] == [1, 1, 1, 2, 2, 2]
+    assert len(judge_calls) == calls.count("judge") == 6
+    assert {page_id(DOC, 8), page_id(DOC, 9)} <= set(preds["q1"]["retrieved"][:3])

@@ -12,6 +12,7 @@ arms are updated (Eq. 10), and every page is finally ranked by the composite sco
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -90,12 +91,14 @@ def bandit_retrieve(
     start: int | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,
     batch: int = 1,
+    workers: int = 8,
 ) -> Walk:
     """Judge at most ``m`` pages (fewer when every page is judged), walking H as above.
     ``arms``/``judged``/``start`` continue an earlier walk (HRRA re-entering the hypergraph).
     ``batch`` b > 1 (ours, not the paper's): each round draws b Thompson samples, picks b
     distinct pages, judges them concurrently and then updates the arms, so the critical path
-    holds ceil(m / b) judgements instead of m; b = 1 is the paper's walk."""
+    holds ceil(m / b) judgements instead of m; b = 1 is the paper's walk. At most ``workers``
+    judgements run at once."""
     rng = np.random.default_rng(seed)
     arms = arms or Arms.uniform(len(h.subqueries))
     judged = dict(judged or {})
@@ -107,7 +110,7 @@ def bandit_retrieve(
 
     current = start
     steps = []
-    pool = ThreadPoolExecutor(max_workers=batch) if batch > 1 else None
+    pool = ThreadPoolExecutor(max_workers=max(1, min(batch, workers))) if batch > 1 else None
     budget, rounds = m, 0
     while budget > 0:
         picks = []  # (page, arm, how, sample) of this round, chosen before any is judged
@@ -130,7 +133,11 @@ def bandit_retrieve(
             break
         rounds += 1
         pages = [p for p, *_ in picks]
-        values = list(pool.map(judge, pages)) if pool else [judge(pages[0])]
+        # each judgement in a copy of this context, so its events reach the graph's stream
+        runs = [contextvars.copy_context().run for _ in pages]
+        values = list(pool.map(lambda run, p: run(judge, p), runs, pages)) if pool else (
+            [judge(pages[0])]
+        )  # fmt: skip
         budget -= len(picks)
         for (page, arm, how, sample), value in zip(picks, values, strict=True):
             s = min(1.0, max(0.0, float(value)))
