@@ -24,3 +24,15 @@ def _no_hopgraph_env(monkeypatch):
     for key in list(os.environ):
         if key.startswith("HOPGRAPH_"):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture(scope="session")
+def town_kb(tmp_path_factory):
+    """A knowledge base of eight one-line passages, "Fact i about town i." (title "Town i")."""
+    from hopgraph.memory.kb import Item, KnowledgeBase
+
+    path = tmp_path_factory.mktemp("town-kb")
+    KnowledgeBase(path).add(
+        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
+    )
+    return path

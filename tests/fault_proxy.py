@@ -17,12 +17,13 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import httpx
+from scripted_server import LoopbackServer
 
 
-class FaultProxy:
+class FaultProxy(LoopbackServer):
     def __init__(
         self,
         upstream: str,
@@ -90,22 +91,4 @@ class FaultProxy:
                     data = json.dumps(reply).encode()
                 self._reply(r.status_code, data)
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> FaultProxy:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        self.serve(Handler)

@@ -33,7 +33,33 @@ def deterministic_reply(body: dict) -> str:
     return f"The answer is answer-{key} [1][2]."
 
 
-class ScriptedServer:
+class LoopbackServer:
+    """An HTTP handler class served on 127.0.0.1 in a daemon thread, as a context manager."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class ScriptedServer(LoopbackServer):
     def __init__(
         self,
         reply: Callable[[dict], str] = deterministic_reply,
@@ -152,23 +178,4 @@ class ScriptedServer:
                 except OSError:  # the client gave up
                     pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self) -> ScriptedServer:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        self.serve(Handler, port)

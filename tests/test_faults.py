@@ -11,7 +11,6 @@ from scripted_server import ScriptedServer
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.runner import Runner, read_predictions
-from hopgraph.memory.kb import Item, KnowledgeBase
 
 N = 6
 CALLS_PER_QUESTION = 2  # rag: the cited answer, then the short answer
@@ -23,13 +22,9 @@ REPORTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def kb_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("kb")
-    KnowledgeBase(path).add(
-        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
-    )
-    return path
+@pytest.fixture
+def kb_dir(town_kb):
+    return town_kb
 
 
 def run(tmp_path, kb_dir, faults, name="run"):

@@ -15,16 +15,11 @@ from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.otel import OtelExport
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.runner import Runner, read_predictions, trace_path
-from hopgraph.memory.kb import Item, KnowledgeBase
 
 
-@pytest.fixture(scope="module")
-def kb_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("kb")
-    KnowledgeBase(path).add(
-        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
-    )
-    return path
+@pytest.fixture
+def kb_dir(town_kb):
+    return town_kb
 
 
 def test_each_question_is_a_trace_of_nodes_with_llm_calls_and_retrievals(tmp_path, kb_dir):
