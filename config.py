@@ -53,7 +53,9 @@ class Context:
     # -- embedded server -----------------------------------------------------------------
     n_ctx: int = 4096
     n_threads: int = 0
-    """llama.cpp threads; 0 means all cores."""
+    """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""
+    n_threads_batch: int = 0
+    """llama.cpp prompt-reading threads; 0 means all cores."""
     cache_dir: str = field(default_factory=_default_cache_dir)
     """Where assembled GGUF files and other caches live."""
 

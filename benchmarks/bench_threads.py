@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_threads.py [--model qwen2.5-coder-1.5b] [--out FILE]
 
 llama.cpp spins one thread per core; other work on the same cores slows it several times over.
-For n_threads = all cores and all cores - 1, each beside 0, 1 and all-cores competing busy
+For (n_threads, n_threads_batch) = (all, all), (all - 1, all - 1) and the default (all - 1, all),
+each beside 0, 1 and all-cores competing busy
 processes (what a test run or an index build beside a measurement looks like), this starts the
 embedded server and times a ~300-token prompt read (prefill, max_tokens 1) and 32 generated
 tokens (decode), each the median of ``--reps`` requests with a fresh prompt prefix (no KV reuse).
@@ -45,12 +46,13 @@ def timed(model: ChatModel, text: str, max_tokens: int) -> tuple[float, int, int
     return time.perf_counter() - began, resp.usage.prompt_tokens, resp.usage.completion_tokens
 
 
-def measure(model_name: str, threads: int, load: int, reps: int) -> dict:
+def measure(model_name: str, threads: int, batch: int, load: int, reps: int) -> dict:
     hogs = [mp.Process(target=spin, daemon=True) for _ in range(load)]
     for h in hogs:
         h.start()
     try:
-        with EmbeddedServer(model_name, cache_dir=Context().cache_dir, n_threads=threads) as s:
+        with EmbeddedServer(model_name, cache_dir=Context().cache_dir, n_threads=threads,
+                            n_threads_batch=batch) as s:  # fmt: skip
             model = ChatModel(s.base_url, model_name, backend="llamacpp", timeout=1800)
             timed(model, "Hi.", 1)  # weights paged in
             prefill, decode = [], []
@@ -64,6 +66,7 @@ def measure(model_name: str, threads: int, load: int, reps: int) -> dict:
             h.kill()
     return {
         "n_threads": threads,
+        "n_threads_batch": batch,
         "competing_busy_processes": load,
         "prompt_tokens": n_prompt,
         "prefill_tokens_per_s": round(statistics.median(prefill), 1),
@@ -76,12 +79,21 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--only-default",
+        action="store_true",
+        help="only the default: generation on cores - 1, prompt reading on all",
+    )
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     rows = []
+    configs = sorted({(cores, cores), (max(1, cores - 1), max(1, cores - 1)),
+                      (max(1, cores - 1), cores)}, reverse=True)  # fmt: skip
+    if args.only_default:
+        configs = [(max(1, cores - 1), cores)]
     for load in sorted({0, 1, cores}):
-        for threads in sorted({cores, max(1, cores - 1)}, reverse=True):
-            row = measure(args.model, threads, load, args.reps)
+        for threads, batch in configs:
+            row = measure(args.model, threads, batch, load, args.reps)
             print(json.dumps(row), flush=True)
             rows.append(row)
     report = {"model": args.model, "cores": cores, "rows": rows}

@@ -39,8 +39,9 @@ def embedded_server(ctx: Context) -> EmbeddedServer:
         server = _servers.get(ctx.model)
         if server is None:
             server = _servers[ctx.model] = EmbeddedServer(
-                ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads
-            )
+                ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads,
+                n_threads_batch=ctx.n_threads_batch,
+            )  # fmt: skip
     return server.start()
 
 

