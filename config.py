@@ -55,7 +55,8 @@ class Context:
     n_threads: int = 0
     """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""
     n_threads_batch: int = 0
-    """llama.cpp prompt-reading threads; 0 means all cores."""
+    """llama.cpp prompt-reading threads; 0 means all cores but one (all cores reads prompts
+    faster on a machine where nothing else runs)."""
     cache_dir: str = field(default_factory=_default_cache_dir)
     """Where assembled GGUF files and other caches live."""
 

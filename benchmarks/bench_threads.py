@@ -3,12 +3,14 @@
     .venv/bin/python benchmarks/bench_threads.py [--model qwen2.5-coder-1.5b] [--out FILE]
 
 llama.cpp spins one thread per core; other work on the same cores slows it several times over.
-For (n_threads, n_threads_batch) = (all, all), (all - 1, all - 1) and the default (all - 1, all),
-each beside 0, 1 and all-cores competing busy
+For (n_threads, n_threads_batch) = (all, all), (all - 1, all - 1) (the default) and (all - 1,
+all), each beside 0, 1 and all-cores competing busy
 processes (what a test run or an index build beside a measurement looks like), this starts the
 embedded server and times a ~300-token prompt read (prefill, max_tokens 1) and 32 generated
 tokens (decode), each the median of ``--reps`` requests with a fresh prompt prefix (no KV reuse).
-Run it on an otherwise idle machine; the default thread count follows these figures.
+Run it on an otherwise idle machine; the default thread count follows these figures. The decode
+rate subtracts the short prompt's reading time estimated from the long one's rate, so it is
+rough where short prompts read much slower than long ones (the collapsed rows).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def main() -> None:
     configs = sorted({(cores, cores), (max(1, cores - 1), max(1, cores - 1)),
                       (max(1, cores - 1), cores)}, reverse=True)  # fmt: skip
     if args.only_default:
-        configs = [(max(1, cores - 1), cores)]
+        configs = [(max(1, cores - 1), max(1, cores - 1))]
     for load in sorted({0, 1, cores}):
         for threads, batch in configs:
             row = measure(args.model, threads, batch, load, args.reps)

@@ -235,12 +235,14 @@ class EmbeddedServer:
         self.cache_dir = Path(cache_dir).expanduser()
         self.n_ctx = n_ctx
         cores = os.cpu_count() or 1
-        # generation on all cores but one: llama.cpp's spinning threads collapse when any
-        # other process takes a core (decode 20.7 -> 0.28 tokens/s on 2 cores beside one busy
-        # process, 26 with one thread); prompt reading on all cores, where it gains most
-        # (35 vs 19.5 tokens/s idle). benchmarks/bench_threads.py has the figures.
+        # all cores but one, for both phases: llama.cpp's spinning threads collapse when any
+        # other process takes a core. On 2 cores beside one busy process, two threads decoded
+        # 0.28 tokens/s and one thread 26; a short prompt read on two threads collapsed the
+        # same way. The price, on an idle machine: prompt reading at 19.5 instead of 35
+        # tokens/s (n_threads_batch=all cores wins that back where nothing else runs).
+        # benchmarks/bench_threads.py has the figures.
         self.n_threads = n_threads or max(1, cores - 1)
-        self.n_threads_batch = n_threads_batch or cores
+        self.n_threads_batch = n_threads_batch or max(1, cores - 1)
         self.startup_timeout = startup_timeout
         self.port: int | None = None
         self.proc: subprocess.Popen | None = None

