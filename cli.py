@@ -344,7 +344,9 @@ def ask(
         from hopgraph.tools.kb_search import knowledge_base
 
         hits = {h.id: h for h in knowledge_base(ctx).get(pred["citations"])}
-        for n, cid in enumerate(pred["citations"], 1):
+        numbered = pred.get("contexts_ids") or []
+        for k, cid in enumerate(pred["citations"], 1):
+            n = numbered.index(cid) + 1 if cid in numbered else k  # the response's own [n]
             hit = hits.get(cid)
             title = f"{hit.title}: {hit.text[:90]}" if hit else "(not in the knowledge base)"
             console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
