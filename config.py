@@ -38,10 +38,11 @@ class Context:
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
     request_timeout: float = 120.0
     """Seconds one model request may take before it is retried (connect timeout is 5 s)."""
-    max_concurrency: int = 8
+    max_concurrency: int = 32
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
-    max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them; the embedded
+    max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
+    ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
     server answers one at a time, so it changes nothing there."""
     max_retries: int = 3
     """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""

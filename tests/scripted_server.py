@@ -69,9 +69,16 @@ class ScriptedServer(LoopbackServer):
         port: int = 0,
         ping: float = 0.0,
         stall: float = 0.0,
+        per_token: float = 0.0,
+        slots: int = 0,
     ):
+        """``per_token`` and ``slots`` make it a latency model of a batching server: each call
+        costs ``delay + per_token x tokens`` (tokens estimated as characters / 4, and reported
+        as its usage), with at most ``slots`` calls served at once."""
         self.reply, self.delay, self.model = reply, delay, model
         self.ping, self.stall = ping, stall
+        self.per_token = per_token
+        self._slots = threading.BoundedSemaphore(slots) if slots else None
         self.calls = 0
         self._lock = threading.Lock()
         server = self
@@ -101,13 +108,21 @@ class ScriptedServer(LoopbackServer):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 with server._lock:
                     server.calls += 1
-                if server.delay and not body.get("stream"):
+                if server.delay and not body.get("stream") and not server.per_token:
                     time.sleep(server.delay)
                 try:
                     content = server.reply(body)
                 except Exception as e:  # noqa: BLE001 - a failing script is a server error
                     self._send({"error": {"message": str(e)}}, status=500)
                     return
+                usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                if server.per_token:  # the latency model
+                    n_in = len(json.dumps(body["messages"])) // 4
+                    n_out = 1 if body.get("logprobs") else len(str(content)) // 4 + 1
+                    usage = {"prompt_tokens": n_in, "completion_tokens": n_out,
+                             "total_tokens": n_in + n_out}  # fmt: skip
+                    with server._slots or contextlib.nullcontext():
+                        time.sleep(server.delay + server.per_token * (n_in + n_out))
                 if body.get("stream"):
                     self._stream(str(content))
                     return
@@ -146,7 +161,7 @@ class ScriptedServer(LoopbackServer):
                                 "message": {"role": "assistant", "content": content},
                             }
                         ],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                        "usage": usage,
                     }
                 )
 
