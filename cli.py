@@ -341,7 +341,7 @@ def ask(
     if pred.get("response") and pred["response"] != pred["answer"]:
         console.print(f"[dim]{pred['response']}[/dim]")
     if pred.get("citations"):
-        from hopgraph.tools.kb_search import knowledge_base
+        from hopgraph.tools.retrieval import knowledge_base
 
         hits = {h.id: h for h in knowledge_base(ctx).get(pred["citations"])}
         numbered = pred.get("contexts_ids") or []
@@ -415,7 +415,7 @@ def evaluate(
         import json as _json
 
         from hopgraph.agents.judge import supports
-        from hopgraph.tools.kb_search import knowledge_base
+        from hopgraph.tools.retrieval import knowledge_base
 
         saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
         ctx = build_context(
@@ -558,8 +558,9 @@ def index(
     store = open_kb(kb, sets)
     derive = None
     if triplets:
-        from hopgraph.agents.triplets import extract_triplets, triplet_items
+        from hopgraph.agents.triplets import extract_triplets
         from hopgraph.memory.cache import JsonCache
+        from hopgraph.memory.indexing import triplet_items
 
         ctx = build_context(sets=sets)
         llm_cache = JsonCache(cache or store.path / "llm-cache.jsonl")
@@ -630,7 +631,7 @@ def search(
     for col in ("modality", "title", "text"):
         table.add_column(col, overflow="fold")
     for h in hits:
-        table.add_row(f"{h.score:.3f}", h.id, h.modality, h.title, h.text[:120])
+        table.add_row(f"{h['score']:.3f}", h["id"], h["modality"], h["title"], h["text"][:120])
     console.print(table)
 
 
@@ -838,9 +839,9 @@ def memory_ingest(
     or text that fails is reported and the rest go on; texts already stored are skipped, so a
     re-run resumes."""
     from hopgraph.memory.polar import PolarMemoryError
+    from hopgraph.memory.services import ingest_image, ingest_text
     from hopgraph.memory.sources import Skipped, read_source, read_text_file
     from hopgraph.models.errors import HopgraphModelError
-    from hopgraph.tools.memory import ingest_image, ingest_text
 
     ctx = memory_context(memory, base_url, model, prompts, sets)
     stored = skipped = failed = 0
@@ -902,7 +903,7 @@ def memory_recall(
     sets: Sets = None,
 ) -> None:
     """Recall memories: logic first, similarity second (or similarity only)."""
-    from hopgraph.tools.memory import recall
+    from hopgraph.memory.services import recall
 
     ctx = memory_context(memory, base_url, model, prompts, sets)
     given = positive is not None or negative is not None
@@ -920,7 +921,7 @@ def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
     """Counts of memories, concepts, edges and vectors."""
     import json
 
-    from hopgraph.tools.memory import polar_memory
+    from hopgraph.memory.services import polar_memory
 
     console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))
 

@@ -3,15 +3,15 @@ retrieved contexts) and QD-R (a zero-shot plan with <Ans_of_Qi> placeholders).""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
 from hopgraph.models import chat_model, user
-from hopgraph.models.events import emit
+from hopgraph.models.events import Repair, emit
 from hopgraph.prompts import prompts_for
+from hopgraph.tools.replies import qdc_subquestions
 
 
 class Replacement(BaseModel):
@@ -51,49 +51,10 @@ def decompose_qdc(question: str, contexts: list[dict[str, Any]], ctx: Context) -
     )
     subs, dropped, rebuilt = qdc_subquestions(out, question)
     if dropped:
-        emit({"event": "subquestions_dropped", "role": "decomposer", "dropped": dropped})
+        emit(Repair("decomposer", {"dropped": dropped}))
     for r in rebuilt:
-        emit({"event": "substitution_rebuilt", "role": "decomposer", **r})
+        emit(Repair("decomposer", {"rebuilt": r}))
     return subs
-
-
-def qdc_subquestions(out: QDCOutput, question: str) -> tuple[list[str], list[str], list[dict]]:
-    """(subquestions, dropped, rebuilt). Each replacement yields "Is <reference> equivalent to
-    <entity>?" and the question after substitution (Sec. 3.2); the open decomposition's
-    subquestions follow; duplicates merged. A substituted question the model left out, or
-    that lacks the entity, is rebuilt by putting the entity in place of the reference in the
-    question (listed in ``rebuilt``), or dropped where the reference is not in the question.
-    Dropped: a replacement of a phrase by itself, any part with no word in it (a copied
-    "..." from the reply format) and the raw question. Such a subquestion carries nothing to
-    rerank with, yet its flat scores have the highest entropy, so the budget would give it
-    the most contexts."""
-    subs, dropped, rebuilt = [], [], []
-    for r in out.replacements:
-        ref, ent = r.reference.strip(), r.entity.strip()
-        if not (_has_word(ref) and _has_word(ent) and ref.casefold() != ent.casefold()):
-            dropped.append(f"Is {ref} equivalent to {ent}?")
-            continue
-        subs.append(f"Is {ref} equivalent to {ent}?")
-        given = r.substituted.strip()
-        if _has_word(given) and ent.casefold() in given.casefold():
-            subs.append(given)
-            continue
-        at = question.casefold().find(ref.casefold())
-        if at < 0:
-            dropped.append(given or f"<{ref} -> {ent} substituted>")
-            continue
-        made = question[:at] + ent + question[at + len(ref) :]
-        rebuilt.append({"given": given, "rebuilt": made})
-        subs.append(made.strip())
-    for s in (s.strip() for s in out.subquestions):
-        (subs if _has_word(s) else dropped).append(s)
-    raw = question.strip()
-    dropped += [s for s in subs if s == raw]
-    return [s for s in dict.fromkeys(subs) if s != raw], dropped, rebuilt
-
-
-def _has_word(text: str) -> bool:
-    return re.search(r"[^\W_]", text) is not None
 
 
 def plan_qdr(

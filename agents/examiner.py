@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
 from hopgraph.models import ChatModel, chat_model, user, vlm_model
-from hopgraph.models.events import emit
+from hopgraph.models.events import Fallback, emit
 from hopgraph.prompts import prompts_for
 
 
@@ -120,14 +120,8 @@ def examine(candidate: dict[str, Any], instruction: str, question: str, ctx: Con
         )
         messages = [user(prompt, [candidate["path"]], ctx.max_image_pixels)]
         return _finding(vlm, messages, "mmapg/examine_image")
-    emit(
-        {
-            "event": "image_fallback",
-            "id": candidate.get("id"),
-            "reason": "no VLM configured" if vlm is None else "no image file indexed",
-            "note": "the image was examined through its title and caption only",
-        }
-    )
+    reason = "no VLM configured" if vlm is None else "no image file indexed"
+    emit(Fallback("examiner", f"{reason} for {candidate.get('id')}", "its title and caption"))
     prompt = _render(ctx, "examine_image", question=question, described=True, **_fields(candidate))
     return _finding(chat_model(ctx), [user(prompt)], "mmapg/examine_image")
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from hopgraph.config import Context
 from hopgraph.models import question_model, user
 from hopgraph.prompts import prompts_for
-
-CITATION = re.compile(r"\[(\s*\d+(?:\s*,\s*\d+)*\s*)\]")
+from hopgraph.tools.replies import parse_citations, strip_citations
 
 
 @dataclass
@@ -23,22 +21,6 @@ class CitedAnswer:
     """1-based numbers of cited contexts that exist, in order of first mention."""
     invalid: list[int] = field(default_factory=list)
     """Cited numbers with no such context."""
-
-
-def parse_citations(text: str, n_contexts: int) -> tuple[list[int], list[int]]:
-    """``[1][3]``, ``[1, 3]`` and ``[12]`` alike; numbers outside 1..n are invalid."""
-    valid: list[int] = []
-    invalid: list[int] = []
-    for group in CITATION.findall(text):
-        for number in (int(x) for x in group.split(",")):
-            bucket = valid if 1 <= number <= n_contexts else invalid
-            if number not in bucket:
-                bucket.append(number)
-    return valid, invalid
-
-
-def strip_citations(text: str) -> str:
-    return re.sub(r"\s+([.,;:!?])", r"\1", CITATION.sub("", text)).strip()
 
 
 def generate_cited_answer(

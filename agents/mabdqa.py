@@ -7,36 +7,35 @@ layer, and every call says so in the trace (``described``)."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from hopgraph.config import Context
-from hopgraph.memory.kb import Hit
+from hopgraph.memory.evidence import Evidence
 from hopgraph.models import chat_model, user, vlm_model
-from hopgraph.models.events import emit
+from hopgraph.models.events import Fallback, emit
 from hopgraph.prompts import prompts_for
+from hopgraph.tools.replies import parse_score
 
 log = logging.getLogger(__name__)
 UNPARSED_SCORE = 3  # the authors' code reads an unparsable judgement as 3 ("moderately")
 NOT_ANSWERABLE = "Not answerable"
-_SCORE = re.compile(r"\b([1-5])\b")
 
 
 def _render(ctx: Context, name: str, **kw: Any) -> str:
     return prompts_for(ctx.prompts_dir).render(f"mabdqa/{name}", **kw)
 
 
-def _page_view(page: Hit, ctx: Context) -> dict[str, Any]:
-    text = " ".join(page.text.split())
+def _page_view(page: Evidence, ctx: Context) -> dict[str, Any]:
+    text = " ".join(page["text"].split())
     if len(text) > ctx.mabdqa_page_chars:
         text = text[: ctx.mabdqa_page_chars].rsplit(" ", 1)[0] + " …"
-    return {"page": page.page, "text": text or "(no text on this page)"}
+    return {"page": page["page"], "text": text or "(no text on this page)"}
 
 
-def _pages_message(prompt_name: str, pages: list[Hit], ctx: Context, **kw: Any):
+def _pages_message(prompt_name: str, pages: list[Evidence], ctx: Context, **kw: Any):
     """(model, message) for a prompt over pages: their images to the VLM, else their text."""
     vlm = vlm_model(ctx)
-    images = [p.path for p in pages if p.path]
+    images = [p["path"] for p in pages if p.get("path")]
     if vlm is not None and len(images) == len(pages) and pages:
         prompt = _render(
             ctx, prompt_name, described=False, pages=[_page_view(p, ctx) for p in pages], **kw
@@ -61,22 +60,15 @@ def aspects(question: str, ctx: Context) -> list[str]:
     return out[: ctx.mabdqa_max_aspects]
 
 
-def parse_score(reply: str) -> int | None:
-    """The judgement 1-5: the last such number on the reply's last non-empty lines."""
-    for line in reversed([ln for ln in reply.strip().splitlines() if ln.strip()][-3:]):
-        found = _SCORE.findall(line)
-        if found:
-            return int(found[-1])
-    return None
-
-
-def judge_page(question: str, page: Hit, ctx: Context) -> float:
+def judge_page(question: str, page: Evidence, ctx: Context) -> float:
     """s_vlm in [0, 1]: the page's relevance 1-5 mapped to (s - 1) / 4 (App. C.2; unparsable ->
     3), or with ``mabdqa_judge="p_yes"`` P(Yes) that the page shows the facts asked for (a
     graded reward from one forward pass, for small models whose 1-5 replies barely vary)."""
     name = "judge_page_p_yes" if ctx.mabdqa_judge == "p_yes" else "judge_page"
     text = _page_view(page, ctx)["text"]
-    model, message = _pages_message(name, [page], ctx, question=question, page=page.page, text=text)
+    model, message = _pages_message(
+        name, [page], ctx, question=question, page=page["page"], text=text
+    )
     if name == "judge_page_p_yes":
         return model.p_yes([message], role="page_judge", template=f"mabdqa/{name}")
     reply = model.complete([message], role="page_judge", template=f"mabdqa/{name}",
@@ -84,12 +76,13 @@ def judge_page(question: str, page: Hit, ctx: Context) -> float:
     score = parse_score(reply)
     if score is None:
         log.warning("page judgement without a 1-5 score (read as %d): %r", UNPARSED_SCORE, reply)
-        emit({"event": "judge_unparsed", "page": page.page, "reply": reply[-200:]})
+        emit(Fallback("page_judge", f"no 1-5 score for page {page['page']}", UNPARSED_SCORE,
+                      f"mabdqa/{name}", reply[-200:]))  # fmt: skip
         score = UNPARSED_SCORE
     return (score - 1) / 4
 
 
-def answer(question: str, pages: list[Hit], ctx: Context) -> str:
+def answer(question: str, pages: list[Evidence], ctx: Context) -> str:
     """An answer from the pages only, or "Not answerable" (App. C.4)."""
     model, message = _pages_message("answer", pages, ctx, question=question)
     reply = model.complete([message], role="answerer", template="mabdqa/answer", max_tokens=64)
@@ -99,7 +92,7 @@ def answer(question: str, pages: list[Hit], ctx: Context) -> str:
     return text
 
 
-def reflect_question(question: str, pages: list[Hit], ctx: Context) -> str:
+def reflect_question(question: str, pages: list[Evidence], ctx: Context) -> str:
     """The question made specific with what the pages show (App. C.5)."""
     model, message = _pages_message("reflect_question", pages, ctx, question=question)
     reply = model.complete([message], role="question_reflector",
@@ -124,7 +117,9 @@ def summarize(question: str, aspects: list[str], ctx: Context) -> str:
     return reply.strip()
 
 
-def refine_answer(question: str, first: str, summary: str, pages: list[Hit], ctx: Context) -> str:
+def refine_answer(
+    question: str, first: str, summary: str, pages: list[Evidence], ctx: Context
+) -> str:
     """A better answer from the pages, the first answer and the summary (App. C.8); its last
     ``Answer:`` line, or "Not answerable"."""
     model, message = _pages_message(
@@ -135,7 +130,8 @@ def refine_answer(question: str, first: str, summary: str, pages: list[Hit], ctx
     marked = [ln.split(":", 1)[1].strip() for ln in reply.splitlines()
               if ln.strip().lower().startswith("answer:")]  # fmt: skip
     if not marked:  # no answer line: the refinement cannot be read, the first answer stands
-        emit({"event": "refine_unparsed", "reply": reply[-200:]})
+        emit(Fallback("answer_refiner", "no Answer: line", first, "mabdqa/refine_answer",
+                      reply[-200:]))  # fmt: skip
         return first
     if not marked[-1] or "not answerable" in marked[-1].lower():
         return NOT_ANSWERABLE

@@ -8,8 +8,10 @@ from pydantic import BaseModel, Field
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.kb import Item
-from hopgraph.models import chat_model, user
+from hopgraph.models import StructuredOutputError, chat_model, user
+from hopgraph.models.events import Repair, emit
 from hopgraph.prompts import prompts_for
+from hopgraph.tools.replies import complete_triplets
 
 # Our own invented examples (the few-shot set F_tri of Eq. 1).
 EXAMPLES = [
@@ -34,6 +36,9 @@ EXAMPLES = [
 ]
 
 
+ROLE = "triplet_converter"
+
+
 class Triplets(BaseModel):
     facts: list[list[str]] = Field(description="[subject, relation, object] triplets")
 
@@ -46,28 +51,20 @@ def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -
     prompt = prompts_for(ctx.prompts_dir).render(
         "mmapg/triplets", examples=EXAMPLES, title=item.title, text=item.text
     )
-    out = chat_model(ctx).structured(
-        [user(prompt)], Triplets, role="triplet_converter", template="mmapg/triplets"
-    )
-    facts = [
-        [str(p).strip() for p in f] for f in out.facts if len(f) == 3 and all(map(str.strip, f))
-    ]
+    try:
+        found = (
+            chat_model(ctx)
+            .structured(
+                [user(prompt)], Triplets, role=ROLE, template="mmapg/triplets", repair=False
+            )
+            .facts
+        )
+    except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count
+        found = complete_triplets(e.raw)
+        if not found:
+            raise
+        emit(Repair(ROLE, {"salvaged": len(found), "error": str(e)[:200]}))
+    facts = [[str(p).strip() for p in f] for f in found if len(f) == 3 and all(map(str.strip, f))]
     if cache is not None:
         cache.put(namespace, item.id, facts)
     return facts
-
-
-def triplet_items(item: Item, facts: list[list[str]]) -> list[Item]:
-    """Each triplet as its own text item (embedded alone, Eq. 2), pointing at its passage."""
-    return [
-        Item(
-            "text",
-            f"triplet:{item.id}:{s}|{r}|{o}",
-            f"{s} {r} {o}",
-            title=item.title,
-            source=item.source,
-            parent=item.id,
-            meta={"triplet": [s, r, o]},
-        )
-        for s, r, o in facts
-    ]

@@ -53,7 +53,7 @@ def recall_at_5(kb: KnowledgeBase, questions_file: Path) -> dict:
     hits = total = complete = 0
     questions = list(convert_hotpotqa(questions_file))
     for q in questions:
-        found = {h.id for h in kb.search(q.question, k=5)}
+        found = {h["id"] for h in kb.search(q.question, k=5)}
         gold = set(q.evidence)
         hits += len(gold & found)
         total += len(gold)

@@ -131,7 +131,7 @@ def negation_texts(n: int, seed: int = 5) -> list[tuple[str, str, list[str], lis
 def run_negations(args) -> dict:
     """The knowledge pathway on planted negations, with the code this checkout has."""
     from hopgraph.config import Context
-    from hopgraph.tools.memory import ingest_text, polar_memory
+    from hopgraph.memory.services import ingest_text, polar_memory
 
     texts = negation_texts(args.texts)
     folder = Path(tempfile.mkdtemp(prefix="polar-neg-"))
@@ -269,7 +269,7 @@ def run_scenes(args) -> dict:
 def parse_accuracy(folder: Path, queries, k: int) -> dict:
     """The product's recall with the embedded LLM's parse (App. B prompt 3)."""
     from hopgraph.config import Context
-    from hopgraph.tools.memory import recall
+    from hopgraph.memory.services import recall
 
     ctx = Context(polar_dir=str(folder), polar_top_k=k)
     exact = both = flipped = 0

@@ -33,8 +33,12 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
             pred["contexts_ids"], evidence, len(pred["contexts_ids"])
         )
         out["kept_contexts"] = len(pred["contexts_ids"])
-    if pred.get("response") and "contexts_ids" in pred:  # cited numbers with no context behind them
-        from hopgraph.agents.generator import parse_citations
+    if (
+        "invalid_citations" in pred
+    ):  # cited numbers with no context behind them, as the graph read them
+        out["invalid_citations"] = len(pred["invalid_citations"])
+    elif pred.get("response") and "contexts_ids" in pred:  # a run written before they were kept
+        from hopgraph.tools.replies import parse_citations
 
         _, invalid = parse_citations(pred["response"], len(pred["contexts_ids"]))
         out["invalid_citations"] = len(invalid)
@@ -58,7 +62,7 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
 
 def citation_metrics(pred: dict[str, Any], texts: dict[str, str], judge: m.Judge) -> dict:
     """ALCE citation recall/precision of one prediction's response."""
-    from hopgraph.agents.generator import parse_citations, strip_citations
+    from hopgraph.tools.replies import parse_citations, strip_citations
 
     contexts = pred.get("contexts_ids") or pred.get("retrieved") or []
     pairs = []
@@ -85,7 +89,7 @@ def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) 
     texts: dict[str, str] = {}
     if judge is not None and kb is not None:
         ids = sorted({i for p in ok for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
-        texts = {h.id: h.text for h in kb.get(ids)}
+        texts = {h["id"]: h["text"] for h in kb.get(ids)}
     for p in ok:
         scores = score_prediction(p)
         if judge is not None and p.get("response"):

@@ -13,8 +13,8 @@ from hopgraph.agents.decomposer import plan_qdr
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question
 from hopgraph.prompts import prompts_for
-from hopgraph.tools.kb_search import search_kb
 from hopgraph.tools.qdrag_budget import PLACEHOLDER
+from hopgraph.tools.retrieval import search
 
 
 def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: int) -> float:
@@ -26,7 +26,7 @@ def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: in
     for sub in plan:
         query = " ".join(PLACEHOLDER.sub(" ", sub.get("question", "")).split())
         if query:
-            found |= {h.id for h in search_kb(query, ctx, k=k, role="qdarf")}
+            found |= {h["id"] for h in search(query, ctx, k=k, role="qdarf")}
     return len(found & set(gold)) / len(set(gold))
 
 

@@ -29,7 +29,9 @@ from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.graphs import load_graph, recursion_limit
+from hopgraph.graphs.shared import output_of
 from hopgraph.memory.sources import Skipped
+from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
 from hopgraph.prompts import prompts_for, sha256_file
 
 PACKAGES = (
@@ -236,46 +238,59 @@ class PredictionLog:
 
 
 # -- traces --------------------------------------------------------------------------------------
-def trace_stats(trace: Path) -> dict[str, Any]:
-    """LLM calls, tokens, retrieved ids and the method's ``run_summary`` event, read back from
-    a question's whole trace."""
-    calls = prompt = completion = fallbacks = empty = 0
-    intervals: list[tuple[float, float]] = []
-    retrieved: list[str] = []
-    summary: dict[str, Any] = {}
-    if trace.exists():
-        for line in trace.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            data = rec.get("data")
-            if rec.get("mode") != "custom" or not isinstance(data, dict):
-                continue
-            if data.get("event") == "llm_call":
-                calls += 1
-                prompt += data.get("prompt_tokens", 0)
-                completion += data.get("completion_tokens", 0)
-                if data.get("started"):
-                    intervals.append((data["started"], data["started"] + data["latency_s"]))
-            elif data.get("event") == "fallback":  # a role's malformed reply, replaced
-                fallbacks += 1
-            elif data.get("event") == "empty_reply":
-                empty += 1
-            elif data.get("event") == "retrieval":
-                retrieved += [i for i in data.get("ids", []) if i not in retrieved]
-            elif data.get("event") == "run_summary":  # a method's own counts (MMAPG's loop)
-                summary = {k: v for k, v in data.items() if k != "event"}
-    return {
-        "llm_calls": calls,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "fallbacks": fallbacks,
-        "empty_replies": empty,
-        "depth": critical_path_depth(intervals),
-        "retrieved": retrieved,
-        **({"summary": summary} if summary else {}),
-    }
+class EventCounts:
+    """LLM calls, tokens, fallbacks, retrieved ids and the method's ``run_summary``, counted
+    from a question's events as they stream (or from a trace a resumed question already has)."""
+
+    def __init__(self) -> None:
+        self.calls = self.prompt = self.completion = self.fallbacks = self.empty = 0
+        self.intervals: list[tuple[float, float]] = []
+        self.retrieved: dict[str, None] = {}
+        self.summary: dict[str, Any] = {}
+
+    @classmethod
+    def from_trace(cls, trace: Path) -> EventCounts:
+        counts = cls()
+        if trace.exists():
+            for line in trace.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if rec.get("mode") == "custom":
+                    counts.add(rec.get("data"))
+        return counts
+
+    def add(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        kind = event.get("event")
+        if kind == LLMCall.event:
+            self.calls += 1
+            self.prompt += event.get("prompt_tokens", 0)
+            self.completion += event.get("completion_tokens", 0)
+            if event.get("started"):
+                self.intervals.append((event["started"], event["started"] + event["latency_s"]))
+        elif kind == Fallback.event:  # a role's output, replaced by its declared fallback
+            self.fallbacks += 1
+        elif kind == EmptyReply.event:
+            self.empty += 1
+        elif kind == Retrieval.event:
+            self.retrieved.update(dict.fromkeys(event.get("ids", [])))
+        elif kind == "run_summary":  # a method's own counts (MMAPG's loop, MAB-DQA's HRRA)
+            self.summary = {k: v for k, v in event.items() if k != "event"}
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "llm_calls": self.calls,
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "fallbacks": self.fallbacks,
+            "empty_replies": self.empty,
+            "depth": critical_path_depth(self.intervals),
+            "retrieved": list(self.retrieved),
+            **({"summary": self.summary} if self.summary else {}),
+        }
 
 
 class Runner:
@@ -365,6 +380,8 @@ class Runner:
             payload |= {"doc": q.doc} if q.doc else {}
         began = time.perf_counter()
         error = None
+        # a resumed question's earlier sittings are in its trace already: counted once, here
+        counts = EventCounts.from_trace(trace_file) if payload is None else EventCounts()
         with open(trace_file, "a", encoding="utf-8") as trace:
             start = {"id": q.id, "resume": payload is None, "wall": round(time.time(), 4)}
             trace.write(_line({"mode": "start", "data": start}))
@@ -379,6 +396,8 @@ class Runner:
                 ):
                     if self.on_record is not None:
                         self.on_record(q.id, list(ns), mode, chunk)
+                    if mode == "custom":
+                        counts.add(chunk)
                     if mode == "tasks":  # kept light: which node started or ended, not its state
                         mode, chunk = (
                             "task",
@@ -403,19 +422,23 @@ class Runner:
             except Exception as e:  # one question's failure is recorded, the batch goes on
                 error = f"{type(e).__name__}: {e}"
                 trace.write(_line({"mode": "error", "data": {"error": error}}))
-        values = self.graph.get_state(config).values if error is None else {}
+        out = output_of(self.graph.get_state(config).values) if error is None else {}
         seconds = time.perf_counter() - began
-        stats = trace_stats(trace_file)
         # ids, outputs and counts only: no question or gold text from the dataset, so a run
         # folder can be committed as a result record (eval reads gold from the question file)
         return {
             "id": q.id,
-            "answer": values.get("answer", ""),
-            "response": values.get("response", ""),
-            "citations": values.get("citations", []),
-            # the numbered contexts the answer cites: what a method kept, else what it retrieved
-            "contexts_ids": [c.get("id") for c in values.get("kept", values.get("contexts", []))],
-            **stats,
+            "answer": out.get("answer", ""),
+            "response": out.get("response", ""),
+            "citations": out.get("citations", []),
+            **(
+                {"invalid_citations": out["invalid_citations"]}
+                if "invalid_citations" in out
+                else {}
+            ),
+            # the numbered contexts the response was written from: [n] is contexts_ids[n-1]
+            "contexts_ids": [e["id"] for e in out.get("evidence", [])],
+            **counts.stats(),
             "seconds": round(seconds, 3),
             "error": error,
             "evidence": q.evidence,

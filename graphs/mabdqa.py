@@ -22,12 +22,12 @@ from langgraph.runtime import Runtime
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
 from hopgraph.graphs.shared import InputState, OutputState, refuse_images
-from hopgraph.memory.kb import Hit
-from hopgraph.models.events import emit
+from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.models.events import Retrieval, Step, emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
-from hopgraph.tools.kb_search import emit_retrieval, hit_dict, knowledge_base
 from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
 from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
+from hopgraph.tools.retrieval import knowledge_base
 
 
 class State(InputState, total=False):
@@ -41,7 +41,7 @@ class State(InputState, total=False):
     attempts: Annotated[list[dict[str, Any]], operator.add]
     """Each answer HRRA produced: the question it answered, from which pages, and whether
     the answer reflection found that it responds."""
-    kept: list[dict[str, Any]]
+    kept: list[Evidence]
     """The pages the last answer read (the runner scores them as the kept contexts)."""
     responds: float
     """P(Yes) of the answer reflection for the last answer."""
@@ -96,7 +96,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         return roles.judge_page(question, pages.pages[p], ctx)
 
     def on_step(step: dict[str, Any]) -> None:
-        emit({"event": "bandit_step", "page_id": pages.pages[step["page"]].id, **step})
+        emit(Step("bandit_step", {"page_id": pages.pages[step["page"]]["id"], **step}))
 
     walk = bandit_retrieve(
         h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta, lam=ctx.mabdqa_lambda,
@@ -104,12 +104,15 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
         workers=ctx.max_concurrency,
     )  # fmt: skip
-    ids = [pages.pages[p].id for p in walk.ranking]
+    ids = [pages.pages[p]["id"] for p in walk.ranking]
     if not prior:
-        emit({"event": "hypergraph", "subqueries": h.subqueries,
-              "hyperedges": [[pages.pages[p].page for p in e] for e in h.edges],
-              "page_graph_edges": sum(len(a) for a in h.graph) // 2})  # fmt: skip
-        emit_retrieval(state["question"], ids, walk.scores, began, "mabdqa_bandit")
+        emit(Step("hypergraph", {"subqueries": h.subqueries,
+              "hyperedges": [[pages.pages[p]["page"] for p in e] for e in h.edges],
+              "page_graph_edges": sum(len(a) for a in h.graph) // 2}))  # fmt: skip
+        ranked = [
+            rescored(pages.pages[p], s) for p, s in zip(walk.ranking, walk.scores, strict=True)
+        ]
+        emit(Retrieval.of("mabdqa_bandit", state["question"], ranked, began))
     last = walk.steps[-1]["page"] if walk.steps else prior.get("current")
     return {
         "ranking": ids,
@@ -130,9 +133,9 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     pages = _document(state, ctx)
     scores = late_interaction(query_vectors(knowledge_base(ctx), state["question"]), pages.vectors)
     order = np.argsort(-scores, kind="stable")
-    ids = [pages.pages[p].id for p in order]
-    emit_retrieval(state["question"], ids, [float(scores[p]) for p in order], began, "mabdqa_li")
-    return {"ranking": ids}
+    ranked = [rescored(pages.pages[p], float(scores[p])) for p in order]
+    emit(Retrieval.of("mabdqa_li", state["question"], ranked, began))
+    return {"ranking": [h["id"] for h in ranked]}
 
 
 def reflect_question(state: State, runtime: Runtime[Context]) -> State:
@@ -152,9 +155,8 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     text = roles.answer(question, top, ctx)
-    attempt = {"question": question, "pages": [h.page for h in top], "answer": text}
-    kept = [hit_dict(h) for h in top]
-    return {"answer": text, "response": text, "attempts": [attempt], "kept": kept}
+    attempt = {"question": question, "pages": [h["page"] for h in top], "answer": text}
+    return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top}
 
 
 def reflect_answer(state: State, runtime: Runtime[Context]) -> State:
@@ -190,8 +192,7 @@ def refine(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     last = state["attempts"][-1]
     summary = roles.summarize(last["question"], state.get("subqueries", []), ctx)
-    top = [Hit(**h) for h in state["kept"]]
-    text = roles.refine_answer(last["question"], last["answer"], summary, top, ctx)
+    text = roles.refine_answer(last["question"], last["answer"], summary, state["kept"], ctx)
     refined = {**last, "answer": text, "refined_from": last["answer"], "summary": summary}
     return {"answer": text, "response": text, "attempts": [refined]}
 
@@ -199,13 +200,17 @@ def refine(state: State, runtime: Runtime[Context]) -> State:
 def finish(state: State, runtime: Runtime[Context]) -> State:
     walk = state.get("walk") or {}
     emit(
-        {
-            "event": "run_summary",
-            "pages_judged": len(walk.get("judged", {})),
-            "reentries": sum(1 for a in state.get("attempts", [])[1:] if "refined_from" not in a),
-            "refined": any("refined_from" in a for a in state.get("attempts", [])),
-            "not_answerable": state.get("answer") == roles.NOT_ANSWERABLE,
-        }
+        Step(
+            "run_summary",
+            {
+                "pages_judged": len(walk.get("judged", {})),
+                "reentries": sum(
+                    1 for a in state.get("attempts", [])[1:] if "refined_from" not in a
+                ),
+                "refined": any("refined_from" in a for a in state.get("attempts", [])),
+                "not_answerable": state.get("answer") == roles.NOT_ANSWERABLE,
+            },
+        )
     )
     return {}
 

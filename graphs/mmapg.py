@@ -26,9 +26,10 @@ from hopgraph.agents.planner import overall_plan, plan_step
 from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
 from hopgraph.graphs.shared import InputState, OutputState, refuse_images
+from hopgraph.memory.evidence import Evidence
+from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
-from hopgraph.models.events import emit, tally_calls
-from hopgraph.tools.memory import memory_candidates
+from hopgraph.models.events import Repair, Step, emit, tally_calls
 from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, top_k
 
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
@@ -155,7 +156,7 @@ class State(InputState, total=False):
     """Why the loop ended: stop | max_iterations."""
     answer: str
     response: str
-    contexts: list[dict[str, Any]]
+    evidence: list[Evidence]
     graph_view: dict[str, Any]
 
 
@@ -210,7 +211,7 @@ def planner(state: State, runtime: Runtime[Context]) -> State:
     repairs = [*problems, *repairs]
     for r in repairs:
         r["iteration"] = len(nodes)
-        emit({"event": "planner_repair", **r})
+        emit(Repair("planner", r))
     return {"step": {**step, **tally}, "repairs": repairs}
 
 
@@ -372,19 +373,21 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
         final, response = out.answer, out.rationale
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
     emit(
-        {
-            "event": "run_summary",
-            "iterations": len(nodes) - 1,
-            "hit_cap": int(stopped == "max_iterations"),
-            "planner_repairs": len(state.get("repairs", [])),
-            "answered_from_graph": int(last["type"] != "answer"),
-        }
+        Step(
+            "run_summary",
+            {
+                "iterations": len(nodes) - 1,
+                "hit_cap": int(stopped == "max_iterations"),
+                "planner_repairs": len(state.get("repairs", [])),
+                "answered_from_graph": int(last["type"] != "answer"),
+            },
+        )
     )
     return {
         "answer": final,
         "response": response,
         "stopped": stopped,
-        "contexts": contexts,
+        "evidence": contexts,
         "graph_view": view(state["question"], nodes),
     }
 

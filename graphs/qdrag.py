@@ -19,9 +19,9 @@ from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
 from hopgraph.graphs.shared import InputState, OutputState, refuse_images
-from hopgraph.models.events import emit
-from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
-from hopgraph.tools.memory import memory_candidates
+from hopgraph.memory.evidence import Evidence
+from hopgraph.memory.services import memory_candidates
+from hopgraph.models.events import Fallback, emit
 from hopgraph.tools.qdrag_budget import (
     PlanError,
     SubQuestion,
@@ -32,9 +32,10 @@ from hopgraph.tools.qdrag_budget import (
     parse_plan,
     ready,
 )
+from hopgraph.tools.retrieval import search
 
 
-def merge_contexts(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge_contexts(old: list[Evidence], new: list[Evidence]) -> list[Evidence]:
     """Union by id, first occurrence kept (contexts arrive from several retrievals)."""
     merged = {c["id"]: c for c in old}
     for c in new:
@@ -43,13 +44,13 @@ def merge_contexts(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list
 
 
 class State(InputState, total=False):
-    contexts: Annotated[list[dict[str, Any]], merge_contexts]
+    contexts: Annotated[list[Evidence], merge_contexts]
     subquestions: list[dict[str, Any]]
     solved: Annotated[list[dict[str, Any]], operator.add]
     plan_error: str
     scores: dict[str, dict[str, float]]
     allocation: dict[str, int]
-    kept: list[dict[str, Any]]
+    kept: list[Evidence]
     response: str
     answer: str
     citations: list[str]
@@ -69,7 +70,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     refuse_images(state, "qdrag")
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
-    return {"contexts": [hit_dict(h) for h in search_kb(state["question"], ctx, k=k)]}
+    return {"contexts": search(state["question"], ctx, k=k)}
 
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
@@ -85,7 +86,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
         try:
             plan = parse_plan(plan_qdr(state["question"], ctx))
         except PlanError as e:  # refused plans fall back to the raw question alone
-            emit({"event": "plan_refused", "error": str(e)})
+            emit(Fallback("planner", f"plan refused: {e}", "the raw question alone"))
             return {"subquestions": [], "plan_error": str(e)}
         return {
             "subquestions": [
@@ -131,15 +132,8 @@ def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
     dependencies already brought (GRAIL, no LLM call)."""
     ctx = _ctx(runtime)
     sub = state["sub"]
-    if ctx.grail_mode and sub.get("held"):
-        from hopgraph.tools.grail.tool import grail_search
-
-        found = grail_search(
-            sub["question"], sub["held"], ctx.qdrag_retrieve_k, ctx.grail_mode, ctx
-        )
-        hits = [hit_dict(h) for h in knowledge_base(ctx).get([f["id"] for f in found])]
-    else:
-        hits = [hit_dict(h) for h in search_kb(sub["question"], ctx, k=ctx.qdrag_retrieve_k)]
+    k, held = ctx.qdrag_retrieve_k, sub.get("held", [])
+    hits = search(sub["question"], ctx, k=k, held=held, steer=ctx.grail_mode)
     answer = answer_from(sub["question"], hits[: ctx.qdrag_budget], ctx)
     return {
         "solved": [
@@ -216,12 +210,13 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return {
         "response": out.text,
         "answer": out.answer,
+        "evidence": kept,
         "citations": [kept[i - 1]["id"] for i in out.cited],
         "invalid_citations": out.invalid,
     }
 
 
-def view(state: State, kept: list[dict[str, Any]], allocation: dict[str, int]) -> dict[str, Any]:
+def view(state: State, kept: list[Evidence], allocation: dict[str, int]) -> dict[str, Any]:
     """The decomposition tree for ``hopgraph trace``: question → subquestions → kept contexts."""
     nodes = [{"id": "q", "label": state["question"], "kind": "question"}]
     edges = []

@@ -3,19 +3,18 @@ every method is compared with."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
 from hopgraph.graphs.shared import InputState, OutputState
-from hopgraph.tools.kb_search import hit_dict, search_kb
+from hopgraph.memory.evidence import Evidence
+from hopgraph.tools.retrieval import search
 
 
 class State(InputState, total=False):
-    contexts: list[dict[str, Any]]
+    contexts: list[Evidence]
     response: str
     answer: str
     citations: list[str]
@@ -23,8 +22,7 @@ class State(InputState, total=False):
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    hits = search_kb(state["question"], runtime.context or Context())
-    return {"contexts": [hit_dict(h) for h in hits]}
+    return {"contexts": search(state["question"], runtime.context or Context())}
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
@@ -39,6 +37,7 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return {
         "response": out.text,
         "answer": out.answer,
+        "evidence": contexts,
         "citations": [contexts[i - 1]["id"] for i in out.cited],
         "invalid_citations": out.invalid,
     }

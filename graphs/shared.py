@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing_extensions import NotRequired, TypedDict
 
+from hopgraph.memory.evidence import Evidence
 from hopgraph.models import CapabilityError
 
 
@@ -25,9 +26,21 @@ class InputState(TypedDict):
 class OutputState(TypedDict, total=False):
     answer: str
     response: str
+    evidence: list[Evidence]
+    """The numbered contexts the response was written from ([n] is ``evidence[n-1]``)."""
     citations: list[str]
     """Ids of the contexts the response cites."""
     invalid_citations: list[int]
+    """Cited numbers with no context behind them."""
+
+
+def output_of(values: dict) -> OutputState:
+    """The contract's part of a graph's final state. A checkpoint written before ``evidence``
+    was in the contract gives its ``kept`` or ``contexts`` instead."""
+    out = {k: values[k] for k in OutputState.__annotations__ if k in values}
+    if "evidence" not in out and ("kept" in values or "contexts" in values):
+        out["evidence"] = values.get("kept", values.get("contexts", []))
+    return OutputState(**out)
 
 
 def refuse_images(state: dict, agent: str) -> None:

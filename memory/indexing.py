@@ -117,3 +117,19 @@ def index_source(
             on_batch(report)
     report.seconds = time.perf_counter() - began
     return report
+
+
+def triplet_items(item: Item, facts: list[list[str]]) -> list[Item]:
+    """Each triplet as its own text item (embedded alone, Eq. 2), pointing at its passage."""
+    return [
+        Item(
+            "text",
+            f"triplet:{item.id}:{s}|{r}|{o}",
+            f"{s} {r} {o}",
+            title=item.title,
+            source=item.source,
+            parent=item.id,
+            meta={"triplet": [s, r, o]},
+        )
+        for s, r, o in facts
+    ]

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.memory.evidence import Evidence, evidence
+
 MODALITIES = ("text", "table", "image", "page")
 COLLECTION_PREFIX = "hopgraph-"
 
@@ -67,22 +69,6 @@ class Item:
 
 
 @dataclass
-class Hit:
-    """A search result: the item's stored fields and its cosine similarity to the query."""
-
-    id: str
-    score: float
-    modality: str
-    text: str
-    title: str = ""
-    source: str = ""
-    page: int | None = None
-    path: str = ""
-    parent: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class AddStats:
     added: int = 0
     existing: int = 0
@@ -102,20 +88,21 @@ def _metadata(item: Item) -> dict[str, Any]:
     }
 
 
-def _hit(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Hit:
+def _evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Evidence:
+    """A stored item as Evidence (its stored ``meta`` becomes the provenance)."""
     md = md or {}
     page = md.get("page", -1)
-    return Hit(
-        id=id_,
+    return evidence(
+        id_,
+        doc or "",
         score=score,
         modality=md.get("modality", ""),
-        text=doc or "",
         title=md.get("title", ""),
         source=md.get("source", ""),
         page=None if page is None or page < 0 else int(page),
         path=md.get("path", ""),
         parent=md.get("parent", ""),
-        meta=json.loads(md.get("meta") or "{}"),
+        provenance=json.loads(md.get("meta") or "{}"),
     )
 
 
@@ -277,7 +264,7 @@ class KnowledgeBase:
         radius: float | None = None,
         max_hits: int = 100,
         derived: bool | None = None,
-    ) -> list[Hit]:
+    ) -> list[Evidence]:
         """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
         distance (MMAPG's query_radius; at most ``max_hits``), best first. ``derived`` False
         keeps only original items, True only derived ones (triplets); None both."""
@@ -299,7 +286,7 @@ class KnowledgeBase:
             clauses.append({"parent": {"$ne": ""}} if derived else {"parent": ""})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         n = max_hits if radius is not None else k
-        hits: list[Hit] = []
+        hits: list[Evidence] = []
         for col, size in collections:
             res = col.query(
                 query_embeddings=vec[None, :],
@@ -313,13 +300,13 @@ class KnowledgeBase:
             ):  # fmt: skip
                 if radius is not None and dist > radius:
                     continue
-                hits.append(_hit(id_, doc, md, 1.0 - float(dist)))
-        hits.sort(key=lambda h: h.score, reverse=True)
+                hits.append(_evidence(id_, doc, md, 1.0 - float(dist)))
+        hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]
 
-    def get(self, ids: Sequence[str]) -> list[Hit]:
+    def get(self, ids: Sequence[str]) -> list[Evidence]:
         """Stored items by id (score 1.0), in the order asked; unknown ids are left out."""
-        found: dict[str, Hit] = {}
+        found: dict[str, Evidence] = {}
         for modality in MODALITIES:
             wanted = list(dict.fromkeys(i for i in ids if i.startswith(modality + "-")))
             col = self.collection(modality, create=False) if wanted else None
@@ -327,7 +314,7 @@ class KnowledgeBase:
                 continue
             res = col.get(ids=wanted, include=["documents", "metadatas"])
             for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
-                found[id_] = _hit(id_, doc, md, 1.0)
+                found[id_] = _evidence(id_, doc, md, 1.0)
         return [found[i] for i in ids if i in found]
 
     def vectors(self, modality: str) -> tuple[list[str], np.ndarray]:
@@ -348,20 +335,20 @@ class KnowledgeBase:
         self._vectors[modality] = (ids, matrix, size)
         return ids, matrix
 
-    def pages_of(self, source: str) -> list[Hit]:
+    def pages_of(self, source: str) -> list[Evidence]:
         """One document's page items (by file name) in page order; empty if none."""
         col = self.collection("page", create=False)
         if col is None:
             return []
         res = col.get(where={"source": source}, include=["documents", "metadatas"])
-        hits = [_hit(i, d, m, 1.0) for i, d, m in zip(res["ids"], res["documents"],
+        hits = [_evidence(i, d, m, 1.0) for i, d, m in zip(res["ids"], res["documents"],
                                                       res["metadatas"], strict=True)]  # fmt: skip
-        return sorted(hits, key=lambda h: h.page or 0)
+        return sorted(hits, key=lambda h: h["page"] or 0)
 
-    def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Hit]:
+    def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Evidence]:
         col = self.collection(modality, create=False)
         size = col.count() if col is not None else 0
         for offset in range(0, size, batch):
             res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
             for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
-                yield _hit(id_, doc, md, 1.0)
+                yield _evidence(id_, doc, md, 1.0)

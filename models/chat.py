@@ -45,7 +45,7 @@ from hopgraph.models.errors import (
     ModelNotServedError,
     StructuredOutputError,
 )
-from hopgraph.models.events import EventSink, LLMCall, emit
+from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, emit
 from hopgraph.models.images import image_part
 from hopgraph.prompts import prompts_for
 
@@ -248,7 +248,7 @@ class ChatModel:
         text = resp.choices[0].message.content or ""
         if not text.strip():  # not re-sent (temperature 0 says the same), but counted
             log.warning("%s: %s gave an empty reply", role, self.model)
-            emit({"event": "empty_reply", "role": role, "template": template}, self.on_event)
+            emit(EmptyReply(role, template), self.on_event)
         return text
 
     def structured(
@@ -260,10 +260,12 @@ class ChatModel:
         template: str = "",
         max_tokens: int | None = None,
         fallback: T | None = None,
+        repair: bool = True,
     ) -> T:
         """A reply validated by ``schema``; one repair attempt, then the role's declared
         ``fallback`` (recorded as a ``fallback`` event, so no malformed reply fails a
-        question), or ``StructuredOutputError`` where the role declares none."""
+        question), or ``StructuredOutputError`` where the role declares none. ``repair``
+        False: no repair request (a role whose long replies a re-ask would only cut again)."""
         json_schema = schema.model_json_schema()
         if self.dialect.json_schema:
             fmt = {
@@ -274,7 +276,7 @@ class ChatModel:
             fmt = {"type": "json_object", "schema": json_schema}
         convo = list(messages)
         raw = ""
-        for attempt in (1, 2):
+        for attempt in (1, 2) if repair else (1,):
             resp = self.request(
                 convo,
                 role=role,
@@ -290,7 +292,7 @@ class ChatModel:
                 return schema.model_validate_json(extract_json(raw))
             except (ValidationError, ValueError) as e:
                 error = _short_error(e)
-            if attempt == 1:
+            if attempt == 1 and repair:
                 log.info("structured reply for %s did not validate (%s); repairing", role, error)
                 repair = self.prompts.render(
                     "common/repair_json", error=error, schema=json.dumps(json_schema)
@@ -304,14 +306,7 @@ class ChatModel:
         if fallback is None:
             raise failure
         emit(
-            {
-                "event": "fallback",
-                "role": role,
-                "template": template,
-                "error": str(failure)[:300],
-                "raw": raw[:300],
-                "used": fallback.model_dump(),
-            },
+            Fallback(role, str(failure)[:300], fallback.model_dump(), template, raw[:300]),
             self.on_event,
         )
         return fallback
@@ -336,10 +331,7 @@ class ChatModel:
                 self.model,
                 P_YES_FALLBACK,
             )
-            emit(
-                {"event": "p_yes_fallback", "role": role, "template": template, "p": p},
-                self.on_event,
-            )
+            emit(Fallback(role, "no Yes/No among the top tokens", p, template), self.on_event)
         return p
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -506,11 +498,11 @@ class ChatModel:
             call.latency_s = time.perf_counter() - start
             call.attempts = attempts
             if call.error is not None:
-                emit(call.as_event(), self.on_event)
+                emit(call, self.on_event)
         if resp.usage is not None:
             call.prompt_tokens = resp.usage.prompt_tokens or 0
             call.completion_tokens = resp.usage.completion_tokens or 0
-        emit(call.as_event(), self.on_event)
+        emit(call, self.on_event)
         return resp
 
 

@@ -1,13 +1,16 @@
-"""Events the model layer reports, so a trace can record every LLM call."""
+"""The typed trace events, one class per kind: an LLM call, a retrieval, a repair of a
+malformed output, a role's declared fallback, an empty reply, and a method's own step. Each is
+written to the trace as ``{"event": name, **fields}``; the runner counts them as they stream."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -16,9 +19,18 @@ _tally_lock = threading.Lock()
 
 
 @dataclass
-class LLMCall:
+class Event:
+    event: ClassVar[str] = ""
+
+    def as_event(self) -> dict[str, Any]:
+        return {"event": self.event, **asdict(self)}
+
+
+@dataclass
+class LLMCall(Event):
     """One chat request: who asked (role), with which template, what it cost."""
 
+    event: ClassVar[str] = "llm_call"
     role: str
     template: str
     model: str
@@ -33,12 +45,80 @@ class LLMCall:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+
+@dataclass
+class Retrieval(Event):
+    """One search: the query, the ranked ids and scores it returned, and what steered it."""
+
+    event: ClassVar[str] = "retrieval"
+    role: str
+    query: str
+    ids: list[str]
+    scores: list[float]
+    latency_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+    """GRAIL's mode, the held context and the gate; flattened into the event."""
+
+    @classmethod
+    def of(cls, role: str, query: str, hits: list, began: float, **extra: Any) -> Retrieval:
+        """From Evidence found since ``began`` (a ``perf_counter`` reading)."""
+        return cls(
+            role,
+            query,
+            [h["id"] for h in hits],
+            [round(h["score"], 4) for h in hits],
+            round(time.perf_counter() - began, 5),
+            extra,
+        )
+
     def as_event(self) -> dict[str, Any]:
-        return {"event": "llm_call", **asdict(self)}
+        event = super().as_event()
+        return event | event.pop("extra")
 
 
-def emit(event: dict[str, Any], sink: EventSink | None = None) -> None:
-    """Send ``event`` to ``sink`` and, inside a LangGraph run, to its custom stream."""
+@dataclass
+class Fallback(Event):
+    """A role's output could not be used, and its declared fallback stood in for it."""
+
+    event: ClassVar[str] = "fallback"
+    role: str
+    reason: str
+    used: Any = None
+    template: str = ""
+    raw: str = ""
+
+
+@dataclass
+class Repair(Event):
+    """A malformed output was mended (and used), not replaced: what was wrong, what was done."""
+
+    event: ClassVar[str] = "repair"
+    role: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EmptyReply(Event):
+    event: ClassVar[str] = "empty_reply"
+    role: str
+    template: str = ""
+
+
+@dataclass
+class Step(Event):
+    """A method's own step (a bandit step, the hypergraph, a run summary), under its name."""
+
+    name: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def as_event(self) -> dict[str, Any]:
+        return {"event": self.name, **self.fields}
+
+
+def emit(event: Event, sink: EventSink | None = None) -> None:
+    """Send ``event`` (as its wire dict) to ``sink`` and, inside a LangGraph run, to its custom
+    stream."""
+    event = event.as_event()
     if sink is not None:
         sink(event)
     if event.get("event") == "llm_call" and (tally := _tally.get()) is not None:

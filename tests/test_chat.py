@@ -91,7 +91,8 @@ def test_p_yes_fallback_when_no_yes_no(endpoint, top, caplog):
     events = []
     p = ep.model_client(on_event=events.append).p_yes([user("?")], role="judge")
     assert p == 0.5
-    assert any(e["event"] == "p_yes_fallback" for e in events)
+    (fallback,) = [e for e in events if e["event"] == "fallback"]
+    assert fallback["role"] == "judge" and fallback["used"] == 0.5
     assert "falls back" in caplog.text
 
 

@@ -54,7 +54,7 @@ def test_search_prints_whole_ids_on_a_narrow_terminal_and_needs_a_kb(tmp_path):
     KnowledgeBase(tmp_path / "kb").add(
         [Item("text", "a", "Marrowick has a copper lighthouse on its northern pier.", title="M")]
     )
-    (item_id,) = [i.id for i in KnowledgeBase(tmp_path / "kb").iter_items("text")]
+    (item_id,) = [i["id"] for i in KnowledgeBase(tmp_path / "kb").iter_items("text")]
     env = {**os.environ, "COLUMNS": "50"}
     out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "search", "lighthouse", "--kb",
                           "kb"], cwd=tmp_path, capture_output=True, text=True, env=env,

@@ -267,14 +267,15 @@ def test_router_learns_the_space_it_routes_in():
 def test_untrained_weights_never_run_gap_or_hybrid_silently(tmp_path, monkeypatch):
     from hopgraph.config import Context
     from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.tools import retrieval
     from hopgraph.tools.grail import tool as grail_tool
 
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"t{i}", f"Passage number {i} about topic {i % 3}.") for i in range(6)])
     events = []
-    monkeypatch.setattr(grail_tool, "emit", events.append)
+    monkeypatch.setattr(retrieval, "emit", lambda event: events.append(event.as_event()))
     ctx = Context(kb_dir=str(tmp_path / "kb"), grail_tau_base=0.07)
-    held = [next(kb.iter_items("text")).id]
+    held = [next(kb.iter_items("text"))["id"]]
     for mode in ("gap", "hybrid"):
         grail_tool.grail_search("topic 1", held, 2, mode, ctx)
         assert events[-1]["mode"] == "gap-fixed" and events[-1]["requested"] == mode

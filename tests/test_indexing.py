@@ -60,9 +60,9 @@ def test_bad_files_are_reported_and_good_items_indexed(messy_folder, tmp_path):
     assert report.added == 9
     # the blank PDF page is kept, noted, and its PNG rendered
     (blank,) = kb.get([page_id("good.pdf", 2)])
-    assert blank.page == 2 and blank.text == "" and blank.path.endswith("page-0002.png")
+    assert blank["page"] == 2 and blank["text"] == "" and blank["path"].endswith("page-0002.png")
     assert any("good.pdf: 1 page(s) without text" in n for n in report.notes)
-    assert kb.search("blue square", k=1, modalities=["image"])[0].text == "A plain blue square."
+    assert kb.search("blue square", k=1, modalities=["image"])[0]["text"] == "A plain blue square."
 
 
 def test_reindexing_adds_nothing(messy_folder, tmp_path):
@@ -105,7 +105,7 @@ def test_hotpotqa_gold_evidence_ids_are_index_ids(tmp_path):
     index_source(kb, src, "hotpotqa")
     (q,) = convert_hotpotqa(src)
     assert len(q.evidence) == 2
-    assert [h.title for h in kb.get(q.evidence)] == ["Alpha", "Beta"]
+    assert [h["title"] for h in kb.get(q.evidence)] == ["Alpha", "Beta"]
 
 
 def test_multimodalqa_files_with_titles_only(tmp_path):
@@ -134,7 +134,7 @@ def test_multimodalqa_files_with_titles_only(tmp_path):
     assert kb.counts()["image"] == 2 and kb.counts()["table"] == 2
     assert any("title only" in n for n in report.notes)
     hit = kb.search("How tall is the Eiffel tower?", k=1, modalities=["table"])[0]
-    assert "330 m" in hit.text and hit.source == "t1"
+    assert "330 m" in hit["text"] and hit["source"] == "t1"
 
 
 def test_demo_corpus_gold_evidence_is_all_indexed(tmp_path):
@@ -156,7 +156,7 @@ def test_pdf_page_ids_follow_file_and_page(tmp_path):
     kb = KnowledgeBase(tmp_path / "kb")
     index_source(kb, tmp_path / "r.pdf", render_pages=False)
     got = kb.get([page_id("r.pdf", 2), item_id("page", "r.pdf#1")])
-    assert [(h.page, h.text, h.path) for h in got] == [(2, "two", ""), (1, "one", "")]
+    assert [(h["page"], h["text"], h["path"]) for h in got] == [(2, "two", ""), (1, "one", "")]
 
 
 def test_unknown_format_and_missing_source(tmp_path):

@@ -48,31 +48,31 @@ def test_readding_adds_nothing_and_input_duplicates_count_once(kb):
 def test_search_top_k_is_sorted_with_cosine_scores(kb):
     hits = kb.search("What is the capital of France?", k=3)
     assert len(hits) == 3
-    assert hits[0].id in {item_id("text", "a"), item_id("table", "r1")}
-    assert all(-1.0 <= h.score <= 1.0 for h in hits)
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0]["id"] in {item_id("text", "a"), item_id("table", "r1")}
+    assert all(-1.0 <= h["score"] <= 1.0 for h in hits)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
 
 
 def test_modality_and_source_filters(kb):
-    assert {h.modality for h in kb.search("Paris", k=10, modalities=["image"])} == {"image"}
+    assert {h["modality"] for h in kb.search("Paris", k=10, modalities=["image"])} == {"image"}
     hits = kb.search("capital", k=10, sources=["cook"])
-    assert [h.title for h in hits] == ["Bread"]
-    assert {h.source for h in kb.search("capital", k=10, sources=["wiki", "t"])} == {"wiki", "t"}
+    assert [h["title"] for h in hits] == ["Bread"]
+    assert {h["source"] for h in kb.search("capital", k=10, sources=["wiki", "t"])} == {"wiki", "t"}
 
 
 def test_radius_returns_everything_within_and_nothing_beyond(kb):
     close = kb.search("Paris is the capital of France.", radius=0.05)
-    assert [h.id for h in close] == [item_id("text", "a")]
+    assert [h["id"] for h in close] == [item_id("text", "a")]
     wide = kb.search("Paris is the capital of France.", radius=2.0)
     assert len(wide) == 6
-    assert all(1.0 - h.score <= 0.05 + 1e-6 for h in close)
+    assert all(1.0 - h["score"] <= 0.05 + 1e-6 for h in close)
 
 
 def test_stored_fields_round_trip(kb):
     (page,) = kb.get([item_id("page", "doc.pdf#1")])
-    assert page.page == 1 and page.source == "doc.pdf" and page.modality == "page"
+    assert page["page"] == 1 and page["source"] == "doc.pdf" and page["modality"] == "page"
     got = kb.get([item_id("text", "b"), "text-unknown", item_id("text", "a"), item_id("text", "b")])
-    assert [h.title for h in got] == ["Berlin", "Paris", "Berlin"]
+    assert [h["title"] for h in got] == ["Berlin", "Paris", "Berlin"]
 
 
 def test_raw_vectors_match_the_collection(kb):
@@ -87,7 +87,7 @@ def test_raw_vectors_match_the_collection(kb):
 
 def test_query_vector_may_be_passed_in(kb):
     vec = kb.embed_query("capital of Germany")
-    assert kb.search(vec, k=1)[0].title == "Berlin"
+    assert kb.search(vec, k=1)[0]["title"] == "Berlin"
 
 
 def test_another_embedder_is_refused(kb, tmp_path):

@@ -60,5 +60,5 @@ def test_two_clients_share_one_server(chroma_server, tmp_path):
     )
     reader = KnowledgeBase(tmp_path / "b", chroma_url=chroma_server)  # another worker
     assert reader.counts()["text"] == 2
-    assert reader.search("walled city", k=1)[0].title == "Harrowgate"
+    assert reader.search("walled city", k=1)[0]["title"] == "Harrowgate"
     assert writer.add([Item("text", "x", "Harrowgate is a walled city.")]).added == 0

@@ -196,7 +196,7 @@ def test_page_vectors_are_cached_per_document(tmp_path, kb_dir):
     kb = KnowledgeBase(kb_dir)
     first = document_pages(kb, DOC)
     cached = list((kb_dir / "page_vectors").glob("annual-report.pdf-*.npz"))
-    assert len(cached) == 1 and [p.page for p in first.pages] == list(range(1, 13))
+    assert len(cached) == 1 and [p["page"] for p in first.pages] == list(range(1, 13))
     again = document_pages(kb, DOC)
     assert all((a == b).all() for a, b in zip(first.vectors, again.vectors, strict=True))
     assert json.dumps([len(v) for v in first.vectors]) == json.dumps([2] * 12)

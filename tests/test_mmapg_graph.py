@@ -90,7 +90,7 @@ def kb_dir(tmp_path_factory):
                 "triplet:t3",
                 "Town 3 founded by Ada Moor",
                 title="Town 3",
-                parent=passage.id,
+                parent=passage["id"],
                 meta={"triplet": ["Town 3", "founded by", "Ada Moor"]},
             )
         ]
@@ -150,7 +150,7 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     assert nodes["R1"]["calls"] >= 5 and nodes["A3"]["calls"] == 2
     assert nodes["R1"]["content"].startswith("Ada Moor founded Town 3")
     # the triplet that matched is read as its passage, once
-    ids = [h["id"] for h in final["contexts"]]
+    ids = [h["id"] for h in final["evidence"]]
     assert len(ids) == len(set(ids)) and all(i.startswith("text-") for i in ids)
     view = graph_view(records)
     assert ["Q0", "R2"] in view["edges"] and ["R1", "A3"] in view["edges"]
@@ -168,7 +168,7 @@ def test_a_missing_parent_is_repaired_and_recorded(tmp_path, kb_dir):
         tmp_path, kb_dir, [step("question", ["R9"], "Who founded Town 3?"), step("stop")]
     )
     assert final["nodes"][1]["parents"] == ["Q0"]
-    repairs = events(records, "planner_repair")
+    repairs = [e["detail"] for e in events(records, "repair") if e["role"] == "planner"]
     assert repairs and repairs[0]["kind"] == "unknown_parent" and repairs[0]["named"] == ["R9"]
     assert final["repairs"][0]["used"] == ["Q0"]
     assert pred["answer"] == "Lund"  # the last node is a question: answered from the graph
@@ -226,7 +226,7 @@ def test_a_candidate_whose_examination_stays_malformed_is_skipped_and_recorded(t
     )
     failed = events(records, "fallback")
     assert failed and all(f["template"] == "mmapg/examine_text" for f in failed)
-    assert "Invalid JSON" in failed[0]["error"] or "EOF" in failed[0]["error"]
+    assert "Invalid JSON" in failed[0]["reason"] or "EOF" in failed[0]["reason"]
     assert failed[0]["used"] == {"facts": "", "helps": False}  # no finding
     assert pred["answer"] == "Lund"  # the question still ends with an answer
     assert pred["fallbacks"] == len(failed)  # counted for eval
@@ -243,8 +243,9 @@ def test_an_image_candidate_without_a_vlm_is_examined_through_its_text(tmp_path,
             "image_kind": "targeted",
         },
     )
-    fallback = events(records, "image_fallback")
-    assert fallback and fallback[0]["reason"] == "no VLM configured"
+    fallback = events(records, "fallback")
+    assert fallback and fallback[0]["role"] == "examiner"
+    assert fallback[0]["reason"].startswith("no VLM configured")
     assert any("No one can look at this picture" in p and "Crest of Town 3" in p for p in seen)
     assert any(h["modality"] == "image" for h in final["nodes"][1]["hits"])
 
@@ -289,7 +290,7 @@ def test_triplets_off_searches_passages_only(tmp_path, kb_dir):
     )
     searched = [i for e in events(records, "retrieval") for i in e["ids"]]
     kb = KnowledgeBase(kb_dir)
-    assert searched and all(not h.parent for h in kb.get(searched))
+    assert searched and all(not h["parent"] for h in kb.get(searched))
 
 
 def test_a_user_prompts_folder_swaps_the_planner_prompt(tmp_path, kb_dir):
@@ -342,7 +343,7 @@ def test_grail_steers_a_later_search_away_from_evidence_already_held(tmp_path, k
         grail_mode="gap-fixed",
     )
     searches = events(records, "retrieval")
-    steered = [e for e in searches if e["role"] == "grail"]
+    steered = [e for e in searches if e.get("mode") == "gap-fixed"]  # GRAIL's, in the service
     held = final["nodes"][1]["sources"]
     assert held and steered  # the first search found evidence, the second was steered
     assert all(e["context"] == held for e in steered)

@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from hopgraph.agents.generator import parse_citations, strip_citations
 from hopgraph.evals import report
+from hopgraph.tools.replies import parse_citations, strip_citations
 
 RECORDS = [
     {"mode": "start", "data": {"id": "q"}},

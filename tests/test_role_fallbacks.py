@@ -61,7 +61,7 @@ def test_a_reply_malformed_twice_gives_the_declared_fallback(template, endpoint,
     assert is_fallback(out)
     assert len(ep.requests) == 2  # the reply and its one repair, nothing more
     (fallback,) = [e for e in events if e.get("event") == "fallback"]
-    assert fallback["template"] == template and "after one repair" in fallback["error"]
+    assert fallback["template"] == template and "after one repair" in fallback["reason"]
     assert fallback["raw"] == MALFORMED[1]
 
 

@@ -4,11 +4,9 @@ optionally steered by GRAIL away from evidence the planning graph already holds.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hopgraph.config import Context
-from hopgraph.memory.kb import Hit
-from hopgraph.tools.kb_search import hit_dict, knowledge_base, search_kb
+from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.tools.retrieval import knowledge_base, search
 
 TEXT_SIDE = ("text", "table", "page", "image")
 """The text knowledge space: passages, table rows, page text, and images by their titles and
@@ -23,65 +21,50 @@ def find_candidates(
     ctx: Context,
     *,
     held: list[str] = (),  # type: ignore[assignment]
-) -> list[dict[str, Any]]:
+) -> list[Evidence]:
     """The union over ``phrases`` of the items within r_t (text side) or r_i (images) of each
     phrase (Eq. 11), best similarity first, at most ``mmapg_max_candidates``. With
     ``grail_mode`` and evidence already held, each phrase's search is GRAIL's top-k instead."""
     radius = ctx.mmapg_image_radius if modalities == IMAGE_SIDE else ctx.mmapg_text_radius
-    derived = None if ctx.mmapg_triplets else False
-    best: dict[str, Hit] = {}
+    steer = ctx.grail_mode if modalities != IMAGE_SIDE else ""
+    best: dict[str, Evidence] = {}
     for phrase in phrases:
-        if ctx.grail_mode and held and modalities != IMAGE_SIDE:
-            hits = _grail_hits(phrase, list(held), ctx)
-        else:
-            hits = search_kb(
-                phrase,
-                ctx,
-                radius=radius,
-                modalities=modalities,
-                derived=derived,
-                role="mmapg_retriever",
-                max_hits=4 * ctx.mmapg_max_candidates,
-            )
+        hits = search(
+            phrase,
+            ctx,
+            k=ctx.mmapg_max_candidates,
+            held=held,
+            steer=steer,
+            radius=radius,
+            modalities=modalities,
+            derived=None if ctx.mmapg_triplets else False,
+            role="mmapg_retriever",
+            max_hits=4 * ctx.mmapg_max_candidates,
+        )
         for hit in hits:
-            if hit.id not in best or hit.score > best[hit.id].score:
-                best[hit.id] = hit
-    return [hit_dict(h) for h in read_through(sorted(best.values(), key=_by_score), ctx)][
-        : ctx.mmapg_max_candidates
-    ]
+            if hit["id"] not in best or hit["score"] > best[hit["id"]]["score"]:
+                best[hit["id"]] = hit
+    ranked = sorted(best.values(), key=lambda h: -h["score"])
+    return read_through(ranked, ctx)[: ctx.mmapg_max_candidates]
 
 
-def top_k(query: str, ctx: Context) -> list[dict[str, Any]]:
+def top_k(query: str, ctx: Context) -> list[Evidence]:
     """Table 3's "w/o retrieval module": the top-k items by similarity to the instruction."""
     derived = None if ctx.mmapg_triplets else False
-    hits = search_kb(query, ctx, k=ctx.top_k, derived=derived, role="mmapg_retriever")
-    return [hit_dict(h) for h in read_through(hits, ctx)]
+    return read_through(search(query, ctx, derived=derived, role="mmapg_retriever"), ctx)
 
 
-def read_through(hits: list[Hit], ctx: Context) -> list[Hit]:
+def read_through(hits: list[Evidence], ctx: Context) -> list[Evidence]:
     """A triplet hit becomes its passage (scored by its best triplet, the triplets that
-    matched kept in ``meta["matched"]``); order and first occurrence are kept."""
-    parents = knowledge_base(ctx).get(list(dict.fromkeys(h.parent for h in hits if h.parent)))
-    by_id = {p.id: p for p in parents}
-    out: dict[str, Hit] = {}
+    matched kept in its provenance as ``matched``); order and first occurrence are kept."""
+    wanted = list(dict.fromkeys(h["parent"] for h in hits if h.get("parent")))
+    by_id = {p["id"]: p for p in knowledge_base(ctx).get(wanted)}
+    out: dict[str, Evidence] = {}
     for hit in hits:
-        item = by_id.get(hit.parent, hit) if hit.parent else hit
-        if item.id not in out:
-            out[item.id] = Hit(**{**item.__dict__, "score": hit.score, "meta": dict(item.meta)})
-        if hit.parent:
-            out[item.id].meta.setdefault("matched", []).append(hit.text)
+        item = by_id.get(hit["parent"], hit) if hit.get("parent") else hit
+        if item["id"] not in out:
+            out[item["id"]] = rescored(item, hit["score"])
+        if hit.get("parent"):
+            matched = out[item["id"]]["provenance"].setdefault("matched", [])
+            matched.append(hit["text"])
     return list(out.values())
-
-
-def _by_score(hit: Hit) -> float:
-    return -hit.score
-
-
-def _grail_hits(phrase: str, held: list[str], ctx: Context) -> list[Hit]:
-    from hopgraph.tools.grail.tool import grail_search
-
-    found = grail_search(phrase, held, ctx.mmapg_max_candidates, ctx.grail_mode, ctx)
-    scores = {f["id"]: f["score"] for f in found}
-    return [
-        Hit(**{**h.__dict__, "score": scores[h.id]}) for h in knowledge_base(ctx).get(list(scores))
-    ]

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.memory.kb import Hit, KnowledgeBase
+from hopgraph.memory.evidence import Evidence
+from hopgraph.memory.kb import KnowledgeBase
 
 MIN_WORDS = 4  # a shorter line joins the next (headers, numbers, table cells)
 MAX_WORDS = 60  # a longer line is split into sentences
@@ -60,7 +61,7 @@ class DocumentPages:
     """One document's pages in page order, with each page's unit vectors."""
 
     doc: str
-    pages: list[Hit]
+    pages: list[Evidence]
     vectors: list[np.ndarray]
 
 
@@ -72,7 +73,7 @@ def document_pages(kb: KnowledgeBase, doc: str) -> DocumentPages:
             f"the knowledge base at {kb.path} holds no pages of {doc!r}; index the PDF first "
             f"(hopgraph index <folder of PDFs> --kb ...)"
         )
-    units = [page_units(h.text) for h in hits]
+    units = [page_units(h["text"]) for h in hits]
     key = hashlib.sha1(
         "\x00".join([kb.embedder.name, *("\x01".join(u) for u in units)]).encode()
     ).hexdigest()[:16]

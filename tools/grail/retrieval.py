@@ -130,7 +130,7 @@ class ChromaSearcher:
 
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
         hits = self.kb.search(vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities)
-        return [(h.id, h.score) for h in hits if h.id not in exclude][:k]
+        return [(h["id"], h["score"]) for h in hits if h["id"] not in exclude][:k]
 
 
 @dataclass

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import threading
 
-import torch
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
-from hopgraph.models.events import emit
+from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
-from hopgraph.tools.kb_search import knowledge_base
+from hopgraph.tools.retrieval import knowledge_base, search
 
 _cache: dict[tuple, Grail] = {}
 _lock = threading.Lock()
@@ -38,40 +37,14 @@ def grail_for(ctx: Context) -> Grail:
         return _cache[key]
 
 
-def grail_search(query: str, context_ids: list[str], k: int, mode: str, ctx: Context) -> list[dict]:
-    """Top-k items not in ``context_ids`` for the query steered away from them; the search and
-    the gate are emitted as a ``retrieval`` event. A mode the weights cannot run (gap or hybrid
-    untrained) runs its stand-in, and the event says so (``requested``, ``fallback``)."""
-    grail = grail_for(ctx)
-    kb = knowledge_base(ctx)
-    q = torch.as_tensor(kb.embed_query(query))
-    runs, why = grail.model.mode_for(mode)
-    hits, steered = grail.search(q, list(context_ids), k, runs)
-    emit(
-        {
-            "event": "retrieval",
-            "role": "grail",
-            "query": query,
-            "mode": runs,
-            **({"requested": mode, "fallback": why} if why else {}),
-            "context": list(context_ids),
-            "ids": [i for i, _ in hits],
-            "scores": [round(s, 4) for _, s in hits],
-            **steered.diagnostics(),
-        }
-    )
-    stored = {h.id: h for h in kb.get([i for i, _ in hits])}
-    return [
-        {
-            "id": i,
-            "score": round(s, 4),
-            "title": stored[i].title,
-            "text": stored[i].text,
-            "modality": stored[i].modality,
-        }
-        for i, s in hits
-        if i in stored
-    ]
+def grail_search(
+    query: str, context_ids: list[str], k: int, mode: str, ctx: Context
+) -> list[Evidence]:
+    """Top-k items not in ``context_ids`` for the query steered away from them (the retrieval
+    service's GRAIL path; with nothing held, a plain search). A mode the weights cannot run
+    (gap or hybrid untrained) runs its stand-in, and the trace says so (``requested``,
+    ``fallback``)."""
+    return search(query, ctx, k=k, held=context_ids, steer=mode, role="grail")
 
 
 class GrailArgs(BaseModel):
@@ -86,7 +59,7 @@ class GrailArgs(BaseModel):
 def make_grail_tool(ctx: Context) -> StructuredTool:
     def run(
         query: str, context_ids: list[str] | None = None, k: int = 5, mode: str = "gap-fixed"
-    ) -> list[dict]:
+    ) -> list[Evidence]:
         return grail_search(query, context_ids or [], k, mode, ctx)
 
     return StructuredTool.from_function(

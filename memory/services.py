@@ -1,6 +1,7 @@
-"""PolarMem as tools: the visual and knowledge pathways that fill the memory, recall with
-query parsing, and the LangChain tools ``memory_ingest_text``, ``memory_ingest_image``,
-``memory_recall`` and ``memory_stats`` that any agent (or graph) can call."""
+"""PolarMem's service, where the memory meets the model roles: the visual and knowledge
+pathways that fill the memory, recall with query parsing, and the LangChain tools
+``memory_ingest_text``, ``memory_ingest_image``, ``memory_recall`` and ``memory_stats`` that
+any agent (or graph) can call."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import logging
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hopgraph.agents import polarmem as roles
 from hopgraph.config import Context
+from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.polar import (
     AddReport,
     Observation,
@@ -23,7 +24,7 @@ from hopgraph.memory.polar import (
 )
 from hopgraph.memory.sources import chunk_paragraphs
 from hopgraph.models import StructuredOutputError
-from hopgraph.models.events import emit
+from hopgraph.models.events import Step, emit
 from hopgraph.tools.polarity import Partition, partition
 
 log = logging.getLogger(__name__)
@@ -115,16 +116,18 @@ def ingest_image(path: str | Path, ctx: Context, *, caption: str = "") -> ImageI
     scores = roles.verify_concepts(file, proposed, ctx) if proposed else {}
     split = partition(scores, ctx.polar_kappa)
     emit(
-        {
-            "event": "concept_partition",
-            "image": str(file),
-            "tau": round(split.tau, 4),
-            "delta": round(split.delta, 4),
-            "scores": {c: round(s, 4) for c, s in scores.items()},
-            "has": split.has,
-            "not_has": split.not_has,
-            "uncertain": split.uncertain,
-        }
+        Step(
+            "concept_partition",
+            {
+                "image": str(file),
+                "tau": round(split.tau, 4),
+                "delta": round(split.delta, 4),
+                "scores": {c: round(s, 4) for c, s in scores.items()},
+                "has": split.has,
+                "not_has": split.not_has,
+                "uncertain": split.uncertain,
+            },
+        )
     )
     obs = Observation(
         kind="image",
@@ -198,17 +201,19 @@ def recall(
         log.warning("memory recall %r: %s", query, note)
     items = polar_memory(ctx).recall(query, pos, neg, k=k, mode=mode)
     emit(
-        {
-            "event": "memory_recall",
-            "query": query,
-            "mode": mode,
-            "positive": pos,
-            "negative": neg,
-            "note": note,
-            "ids": [r.id for r in items],
-            "s_log": [r.s_log for r in items],
-            "s_sem": [round(r.s_sem, 4) for r in items],
-        }
+        Step(
+            "memory_recall",
+            {
+                "query": query,
+                "mode": mode,
+                "positive": pos,
+                "negative": neg,
+                "note": note,
+                "ids": [r.id for r in items],
+                "s_log": [r.s_log for r in items],
+                "s_sem": [round(r.s_sem, 4) for r in items],
+            },
+        )
     )
     return Recall(items, pos, neg, mode, note)
 
@@ -229,22 +234,18 @@ def _overlap(pos: list[str], neg: list[str]) -> set[str]:
     return ({normalize_concept(c) for c in pos} & {normalize_concept(c) for c in neg}) - {""}
 
 
-def memory_candidates(query: str, ctx: Context) -> list[dict[str, Any]]:
-    """Recalled memories shaped like knowledge-base hits, their text the Fact Check line, for
-    graphs that take them as extra evidence (``polar_memory`` in the Context)."""
+def memory_candidates(query: str, ctx: Context) -> list[Evidence]:
+    """Recalled memories as Evidence, their text the Fact Check line, for graphs that take
+    them as extra evidence (``polar_memory`` in the Context)."""
     return [
-        {
-            "id": f"memory:{r.id}",
-            "score": r.s_sem,
-            "modality": "text",
-            "text": r.evidence(),
-            "title": "",
-            "source": r.source,
-            "page": None,
-            "path": r.path,
-            "parent": "",
-            "meta": {"s_log": r.s_log},
-        }
+        evidence(
+            f"memory:{r.id}",
+            r.evidence(),
+            score=r.s_sem,
+            source=r.source,
+            path=r.path,
+            provenance={"s_log": r.s_log},
+        )
         for r in recall(query, ctx).items
     ]
 
