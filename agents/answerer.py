@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import question_model, system, user
-from hopgraph.prompts import prompts_for
+
+ANSWERER = Role("answerer", "direct/answer", system="direct/system")
 
 
-def answer_closed_book(question: str, ctx: Context, images: list[str] = (), who: str = "") -> str:
+def answer_closed_book(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
     """One call; a question's images go with it to the VLM."""
-    prompts = prompts_for(ctx.prompts_dir)
-    messages = [
-        system(prompts.render("direct/system")),
-        user(prompts.render("direct/answer", question=question), images, ctx.max_image_pixels),
-    ]
-    text = question_model(ctx, list(images), who or question[:60]).complete(
-        messages, role="answerer", template="direct/answer", max_tokens=64
-    )
+    text = ANSWERER.complete(ctx, pictures=images, max_tokens=64, question=question)
     return text.strip().splitlines()[0].strip() if text.strip() else ""

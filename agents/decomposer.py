@@ -3,14 +3,12 @@ retrieved contexts) and QD-R (a zero-shot plan with <Ans_of_Qi> placeholders).""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
+from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Repair, emit
-from hopgraph.prompts import prompts_for
 from hopgraph.tools.replies import qdc_subquestions
 
 
@@ -36,19 +34,24 @@ class QDRPlan(BaseModel):
     subquestions: list[PlanStep]
 
 
-def decompose_qdc(question: str, contexts: list[dict[str, Any]], ctx: Context) -> list[str]:
-    """Exactly one model call; its output becomes subquestions by ``qdc_subquestions``.
-    Fallback: no subquestion, so the raw question alone reranks (recorded)."""
-    prompt = prompts_for(ctx.prompts_dir).render(
-        "qdrag/decompose_qdc", question=question, contexts=contexts
-    )
-    out = chat_model(ctx).structured(
-        [user(prompt)],
-        QDCOutput,
-        role="decomposer",
-        template="qdrag/decompose_qdc",
-        fallback=QDCOutput(),
-    )
+DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc")
+PLAN_QDR = Role("decomposer", "qdrag/plan_qdr")
+SUB_ANSWER = Role("subanswerer", "qdrag/sub_answer")
+
+
+def decompose_qdc(
+    question: str,
+    contexts: list[Evidence],
+    ctx: Context,
+    images: list[str] = (),  # type: ignore[assignment]
+) -> list[str]:
+    """Exactly one model call (to the VLM with the question's pictures, which it names);
+    its output becomes subquestions by ``qdc_subquestions``. Fallback: no subquestion, so the
+    raw question alone reranks (recorded)."""
+    out = DECOMPOSE_QDC.structured(
+        ctx, QDCOutput, fallback=QDCOutput(), pictures=images,
+        question=question, contexts=contexts, picture=bool(images),
+    )  # fmt: skip
     subs, dropped, rebuilt = qdc_subquestions(out, question)
     if dropped:
         emit(Repair("decomposer", {"dropped": dropped}))
@@ -58,41 +61,32 @@ def decompose_qdc(question: str, contexts: list[dict[str, Any]], ctx: Context) -
 
 
 def plan_qdr(
-    question: str, ctx: Context, *, temperature: float | None = None
+    question: str,
+    ctx: Context,
+    *,
+    temperature: float | None = None,
+    images: list[str] = (),  # type: ignore[assignment]
 ) -> list[dict[str, str]]:
-    """A zero-shot plan as raw dicts (``tools.qdrag_budget.parse_plan`` validates it)."""
-    prompt = prompts_for(ctx.prompts_dir).render("qdrag/plan_qdr", question=question)
-    model = chat_model(ctx)
+    """A zero-shot plan as raw dicts (``tools.qdrag_budget.parse_plan`` validates it); a
+    question's pictures go with it to the VLM, whose plan names what they show. Fallback: no
+    plan, so the raw question alone reranks (recorded)."""
+    variables = {"question": question, "picture": bool(images)}
     if temperature is not None:  # sampling several plans for QDARF
-        text = model.complete(
-            [user(prompt)],
-            role="decomposer",
-            template="qdrag/plan_qdr",
-            temperature=temperature,
-            max_tokens=300,
-        )
         from hopgraph.models.chat import extract_json
 
-        return [
-            s.model_dump() for s in QDRPlan.model_validate_json(extract_json(text)).subquestions
-        ]
-    out = model.structured(
-        [user(prompt)],
-        QDRPlan,
-        role="decomposer",
-        template="qdrag/plan_qdr",
-        fallback=QDRPlan(subquestions=[]),  # no plan: the raw question alone reranks
-    )
-    return [s.model_dump() for s in out.subquestions]
+        text = PLAN_QDR.complete(
+            ctx, pictures=images, temperature=temperature, max_tokens=300, **variables
+        )
+        plan = QDRPlan.model_validate_json(extract_json(text))
+    else:
+        plan = PLAN_QDR.structured(
+            ctx, QDRPlan, fallback=QDRPlan(subquestions=[]), pictures=images, **variables
+        )
+    return [s.model_dump() for s in plan.subquestions]
 
 
-def answer_from(question: str, contexts: list[dict[str, Any]], ctx: Context) -> str:
+def answer_from(question: str, contexts: list[Evidence], ctx: Context) -> str:
     """A short answer to a subquestion from its own contexts (resolves <Ans_of_Qi>)."""
-    prompt = prompts_for(ctx.prompts_dir).render(
-        "qdrag/sub_answer", question=question, contexts=contexts
-    )
-    text = chat_model(ctx).complete(
-        [user(prompt)], role="subanswerer", template="qdrag/sub_answer", max_tokens=24
-    )
+    text = SUB_ANSWER.complete(ctx, max_tokens=24, question=question, contexts=contexts)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[0].rstrip(".") if lines else ""

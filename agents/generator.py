@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import question_model, user
-from hopgraph.prompts import prompts_for
+from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.replies import parse_citations, strip_citations
 
 
@@ -23,33 +22,27 @@ class CitedAnswer:
     """Cited numbers with no such context."""
 
 
+GENERATOR = Role("generator", "rag/answer")
+SHORT_ANSWER = Role("generator", "rag/short_answer")
+
+
 def generate_cited_answer(
     question: str,
-    contexts: list[dict[str, Any]],
+    contexts: list[Evidence],
     ctx: Context,
     *,
-    template: str = "rag/answer",
     images: list[str] = (),  # type: ignore[assignment]
-    who: str = "",
 ) -> CitedAnswer:
     """Answer with citations, then a short answer extracted from it (for EM/F1). A question's
     images go with the answer call, to the VLM."""
-    prompts = prompts_for(ctx.prompts_dir)
-    model = question_model(ctx, list(images), who or question[:60])
-    prompt = prompts.render(template, question=question, contexts=contexts)
-    text = model.complete(
-        [user(prompt, images, ctx.max_image_pixels)],
-        role="generator",
-        template=template,
-        max_tokens=160,
+    text = GENERATOR.complete(
+        ctx, pictures=images, max_tokens=160, question=question, contexts=contexts
     ).strip()
     cited, invalid = parse_citations(text, len(contexts))
-    short = model.complete(
-        [user(prompts.render("rag/short_answer", question=question, answer=strip_citations(text)))],
-        role="generator",
-        template="rag/short_answer",
-        max_tokens=32,
-    )
+    short = SHORT_ANSWER.complete(
+        ctx, pictures=(), model=GENERATOR.model(ctx, images), max_tokens=32,
+        question=question, answer=strip_citations(text),
+    )  # fmt: skip
     lines = [ln.strip() for ln in short.strip().splitlines() if ln.strip()]
     answer = strip_citations(lines[0]) if lines else strip_citations(text)
     return CitedAnswer(text=text, answer=answer.rstrip("."), cited=cited, invalid=invalid)

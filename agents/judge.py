@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
-from hopgraph.prompts import prompts_for
+
+JUDGE = Role("judge", "common/supports")
 
 
 def support_probability(evidence: str, claim: str, ctx: Context) -> float:
-    prompt = prompts_for(ctx.prompts_dir).render("common/supports", evidence=evidence, claim=claim)
-    return chat_model(ctx).p_yes([user(prompt)], role="judge", template="common/supports")
+    return JUDGE.p_yes(ctx, evidence=evidence, claim=claim)
 
 
 def supports(evidence: str, claim: str, ctx: Context) -> bool:

@@ -7,9 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
-from hopgraph.prompts import prompts_for
 
 
 class PlannerStep(BaseModel):
@@ -21,24 +20,32 @@ class PlannerStep(BaseModel):
     instruction: str = ""
 
 
-def overall_plan(question: str, ctx: Context) -> str:
-    """P_plan_gen: the global plan the planner consults at every step."""
-    prompt = prompts_for(ctx.prompts_dir).render("mmapg/plan", question=question)
-    return (
-        chat_model(ctx)
-        .complete([user(prompt)], role="planner", template="mmapg/plan", max_tokens=200)
-        .strip()
+PLAN = Role("planner", "mmapg/plan")
+PLANNER = Role("planner", "mmapg/planner")
+
+
+def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
+    """P_plan_gen: the global plan the planner consults at every step. A question's pictures
+    go with it to the VLM, so the plan names what they show."""
+    text = PLAN.complete(
+        ctx, pictures=images, max_tokens=200, question=question, picture=bool(images)
     )
+    return text.strip()
 
 
 def plan_step(
     question: str, plan: str, nodes: list[dict[str, Any]], ctx: Context, *, single_path: bool
 ) -> PlannerStep:
     """P_plan ⊕ P_state(G) ⊕ P_parent ⊕ P_C → the next node (Eq. 4). Raises
-    ``StructuredOutputError`` when the reply is malformed even after one repair."""
-    prompt = prompts_for(ctx.prompts_dir).render(
-        "mmapg/planner", question=question, plan=plan, nodes=nodes, single_path=single_path
-    )
-    return chat_model(ctx).structured(
-        [user(prompt)], PlannerStep, role="planner", template="mmapg/planner", max_tokens=300
+    ``StructuredOutputError`` when the reply is malformed even after one repair (the graph
+    mends the step)."""
+    return PLANNER.structured(
+        ctx,
+        PlannerStep,
+        fallback=CALLER_HANDLES,
+        max_tokens=300,
+        question=question,
+        plan=plan,
+        nodes=nodes,
+        single_path=single_path,
     )

@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
-from hopgraph.models import CapabilityError, chat_model, user, vlm_model
-from hopgraph.prompts import prompts_for
+from hopgraph.models import CapabilityError, vlm_model
 
 log = logging.getLogger(__name__)
 MIN_TEMPLATES = 3
@@ -48,8 +48,10 @@ class QueryConcepts(BaseModel):
     negative: list[str] = Field(default_factory=list)
 
 
-def _render(ctx: Context, name: str, **kw) -> str:
-    return prompts_for(ctx.prompts_dir).render(f"polarmem/{name}", **kw)
+PROPOSER = Role("concept_proposer", "polarmem/propose")
+VERIFIER = Role("concept_verifier", "polarmem/verify")
+ENTITIES = Role("entity_extractor", "polarmem/entities")
+QUERY_PARSER = Role("query_parser", "polarmem/parse_query")
 
 
 def need_vlm(ctx: Context):
@@ -67,13 +69,10 @@ def need_vlm(ctx: Context):
 
 def propose_concepts(image: str | Path, ctx: Context, caption: str = "") -> list[str]:
     """C_prop: the VLM's open-set concept proposal (App. B, offline concept extraction)."""
-    prompt = _render(ctx, "propose", max_concepts=ctx.polar_max_concepts, caption=caption)
-    reply = need_vlm(ctx).complete(
-        [user(prompt, [image], ctx.max_image_pixels)],
-        role="concept_proposer",
-        template="polarmem/propose",
-        max_tokens=200,
-    )
+    reply = PROPOSER.complete(
+        ctx, pictures=[str(image)], model=need_vlm(ctx), max_tokens=200,
+        max_concepts=ctx.polar_max_concepts, caption=caption,
+    )  # fmt: skip
     seen: dict[str, None] = {}
     for part in reply.replace("\n", ",").split(","):
         phrase = part.strip().strip("-*•.").strip()
@@ -89,7 +88,7 @@ def verification_prompts(concept: str, ctx: Context) -> list[str]:
             f"polar_templates must be at least {MIN_TEMPLATES} (Eq. 4 averages over an "
             f"ensemble), not {ctx.polar_templates}"
         )
-    out = [_render(ctx, "verify", concept=concept, variant=i) for i in range(ctx.polar_templates)]
+    out = [VERIFIER.render(ctx, concept=concept, variant=i) for i in range(ctx.polar_templates)]
     if any(not p.strip() for p in out):
         raise ValueError(
             f"polar_templates={ctx.polar_templates}, but polarmem/verify.j2 has fewer wordings"
@@ -100,13 +99,14 @@ def verification_prompts(concept: str, ctx: Context) -> list[str]:
 def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dict[str, float]:
     """s_c = mean over templates of P(Yes | image, T(c)) (Eq. 4), requests in parallel."""
     vlm = need_vlm(ctx)
-    jobs = [(c, p) for c in concepts for p in verification_prompts(c, ctx)]
+    if concepts:  # refuses an ensemble the template cannot give, before any call
+        verification_prompts(concepts[0], ctx)
+    jobs = [(c, i) for c in concepts for i in range(ctx.polar_templates)]
 
-    def score(job: tuple[str, str]) -> float:
-        return vlm.p_yes(
-            [user(job[1], [image], ctx.max_image_pixels)],
-            role="concept_verifier",
-            template="polarmem/verify",
+    def score(job: tuple[str, int]) -> float:
+        concept, variant = job
+        return VERIFIER.p_yes(
+            ctx, pictures=[str(image)], model=vlm, concept=concept, variant=variant
         )
 
     with ThreadPoolExecutor(max_workers=max(1, ctx.max_concurrency)) as pool:
@@ -122,13 +122,10 @@ def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dic
 def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[Entity]:
     """Phi_ext of Sec. 3.2.2 with each entity's polarity, in one call. A name given two
     polarities in one chunk asserts neither: it is kept as a mention."""
-    out = chat_model(ctx).structured(
-        [user(_render(ctx, "entities", text=text, max_entities=max_entities))],
-        Entities,
-        role="entity_extractor",
-        template="polarmem/entities",
-        max_tokens=400,
-    )
+    out = ENTITIES.structured(
+        ctx, Entities, fallback=CALLER_HANDLES, max_tokens=400,
+        text=text, max_entities=max_entities,
+    )  # fmt: skip
     seen: dict[str, Entity] = {}
     for e in out.entities:
         name = e.name.strip()
@@ -144,10 +141,6 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
 
 def parse_query(query: str, ctx: Context) -> QueryConcepts:
     """Q+ / Q- from the query (App. B, online query parsing), as JSON."""
-    return chat_model(ctx).structured(
-        [user(_render(ctx, "parse_query", query=query))],
-        QueryConcepts,
-        role="query_parser",
-        template="polarmem/parse_query",
-        max_tokens=120,
+    return QUERY_PARSER.structured(
+        ctx, QueryConcepts, fallback=CALLER_HANDLES, max_tokens=120, query=query
     )

@@ -7,9 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
-from hopgraph.prompts import prompts_for
 
 
 class Reasoned(BaseModel):
@@ -21,16 +20,25 @@ NO_ANSWER = "unknown"
 """The reasoner's fallback answer: a reply that stays malformed answers nothing, and says so."""
 
 
-def reason(instruction: str, nodes: list[dict[str, Any]], ctx: Context) -> Reasoned:
-    prompt = prompts_for(ctx.prompts_dir).render(
-        "mmapg/reason", instruction=instruction, nodes=nodes
-    )
-    out = chat_model(ctx).structured(
-        [user(prompt)],
+REASONER = Role("reasoner", "mmapg/reason")
+
+
+def reason(
+    instruction: str,
+    nodes: list[dict[str, Any]],
+    ctx: Context,
+    images: list[str] = (),  # type: ignore[assignment]
+) -> Reasoned:
+    """The answer to ``instruction`` from the nodes' contents (and the question's pictures,
+    to the VLM)."""
+    out = REASONER.structured(
+        ctx,
         Reasoned,
-        role="reasoner",
-        template="mmapg/reason",
-        max_tokens=160,
         fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
+        pictures=images,
+        max_tokens=160,
+        instruction=instruction,
+        nodes=nodes,
+        picture=bool(images),
     )
     return Reasoned(rationale=out.rationale.strip(), answer=out.answer.strip().rstrip("."))

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
+from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.models import chat_model, user
-from hopgraph.prompts import prompts_for
+from hopgraph.memory.evidence import Evidence
+
+RERANKER = Role("reranker", "qdrag/rerank")
 
 
-def relevance(question: str, context: dict[str, Any], ctx: Context) -> float:
-    prompt = prompts_for(ctx.prompts_dir).render("qdrag/rerank", question=question, context=context)
-    return chat_model(ctx).p_yes([user(prompt)], role="reranker", template="qdrag/rerank")
+def relevance(question: str, context: Evidence, ctx: Context) -> float:
+    return RERANKER.p_yes(ctx, question=question, context=context)
 
 
-def score_all(pairs: list[tuple[str, dict[str, Any]]], ctx: Context) -> list[float]:
+def score_all(pairs: list[tuple[str, Evidence]], ctx: Context) -> list[float]:
     """S for every (question, context) pair, ``ctx.max_concurrency`` requests in flight."""
     if not pairs:
         return []

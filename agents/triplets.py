@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.kb import Item
-from hopgraph.models import StructuredOutputError, chat_model, user
+from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Repair, emit
-from hopgraph.prompts import prompts_for
 from hopgraph.tools.replies import complete_triplets
 
 # Our own invented examples (the few-shot set F_tri of Eq. 1).
@@ -36,7 +36,7 @@ EXAMPLES = [
 ]
 
 
-ROLE = "triplet_converter"
+TRIPLETS = Role("triplet_converter", "mmapg/triplets")
 
 
 class Triplets(BaseModel):
@@ -48,22 +48,16 @@ def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -
     namespace = f"triplets:{ctx.model}"
     if cache is not None and (hit := cache.get(namespace, item.id)) is not None:
         return hit
-    prompt = prompts_for(ctx.prompts_dir).render(
-        "mmapg/triplets", examples=EXAMPLES, title=item.title, text=item.text
-    )
     try:
-        found = (
-            chat_model(ctx)
-            .structured(
-                [user(prompt)], Triplets, role=ROLE, template="mmapg/triplets", repair=False
-            )
-            .facts
-        )
+        found = TRIPLETS.structured(
+            ctx, Triplets, fallback=CALLER_HANDLES, repair=False,
+            examples=EXAMPLES, title=item.title, text=item.text,
+        ).facts  # fmt: skip
     except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count
         found = complete_triplets(e.raw)
         if not found:
             raise
-        emit(Repair(ROLE, {"salvaged": len(found), "error": str(e)[:200]}))
+        emit(Repair(TRIPLETS.name, {"salvaged": len(found), "error": str(e)[:200]}))
     facts = [[str(p).strip() for p in f] for f in found if len(f) == 3 and all(map(str.strip, f))]
     if cache is not None:
         cache.put(namespace, item.id, facts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -149,6 +150,40 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
         "per_question": per_question,
         "overall": aggregate(list(per_question.values())),
     }
+
+
+@dataclass
+class Comparison:
+    sizes: list[int]
+    """Questions per run."""
+    rows: list[tuple[str, list[float | None], list[float | None]]]
+    """(metric, each run's value, each run's change from the first run)."""
+    unknown: list[str]
+    """Metrics asked for that no run has."""
+
+
+def compare_runs(
+    runs: list[str | Path], *, common: bool = False, metrics: list[str] | None = None
+) -> Comparison:
+    """Runs' metrics side by side with the change from the first run; ``common`` rescored on
+    the questions every run finished; ``metrics`` default: the headline ones."""
+    results = [load_metrics(r) for r in runs]
+    if common:
+        shared = set.intersection(*(set(r["per_question"]) for r in results))
+        results = [restrict(r, shared) for r in results]
+    if metrics:
+        heads = [{k: r["overall"][k] for k in metrics if k in r["overall"]} for r in results]
+        unknown = [k for k in metrics if not any(k in h for h in heads)]
+    else:
+        heads, unknown = [dict(headline(r)) for r in results], []
+    rows = []
+    for k in dict.fromkeys(k for h in heads for k in h):
+        values = [h.get(k) for h in heads]
+        base = values[0]
+        deltas = [None if v is None or base is None or i == 0 else v - base
+                  for i, v in enumerate(values)]  # fmt: skip
+        rows.append((k, values, deltas))
+    return Comparison([len(r["per_question"]) for r in results], rows, unknown)
 
 
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hopgraph.agents.decomposer import plan_qdr
+from hopgraph.agents.decomposer import PLAN_QDR, plan_qdr
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question
-from hopgraph.prompts import prompts_for
 from hopgraph.tools.qdrag_budget import PLACEHOLDER
 from hopgraph.tools.retrieval import search
 
@@ -41,7 +40,6 @@ def preference_pairs(
 ) -> list[dict[str, str]]:
     """One pair per question whose best plan beats its worst; unparsable samples are dropped."""
     pairs = []
-    prompts = prompts_for(ctx.prompts_dir)
     for q in questions:
         scored = []
         for _ in range(samples):
@@ -57,7 +55,7 @@ def preference_pairs(
             if best[0] > worst[0]:
                 pairs.append(
                     {
-                        "prompt": prompts.render("qdrag/plan_qdr", question=q.question),
+                        "prompt": PLAN_QDR.render(ctx, question=q.question, picture=False),
                         "chosen": json.dumps({"subquestions": best[1]}),
                         "rejected": json.dumps({"subquestions": worst[1]}),
                         "id": q.id,

@@ -148,11 +148,14 @@ def _gguf_sha256(ctx: Context) -> str:
         return ""
 
 
-def manifest(agent: str, questions_file: Path, ctx: Context, endpoint: str) -> dict[str, Any]:
+def manifest(
+    agent: str, questions_file: Path | None, ctx: Context, endpoint: str
+) -> dict[str, Any]:
+    """What a run folder was made with; ``questions_file`` None: a question asked directly."""
     return {
         "agent": agent,
-        "questions": str(questions_file),
-        "questions_sha256": _sha256(questions_file),
+        "questions": str(questions_file) if questions_file else "(asked)",
+        "questions_sha256": _sha256(questions_file) if questions_file else "",
         "context": ctx.as_dict(),
         "endpoint": endpoint,
         "model": ctx.model,
@@ -445,6 +448,15 @@ class Runner:
             "type": q.type,
             "doc": q.doc,
         }
+
+    def ask(self, q: Question) -> dict[str, Any]:
+        """One question given directly (``hopgraph ask``): the run folder gets a manifest, the
+        trace and the prediction line; no question file is written or read."""
+        fresh = manifest(self.agent, None, self.ctx, self.endpoint)
+        (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
+        pred = self.run_question(q)
+        self.predictions.append(pred)
+        return pred
 
     def run(
         self,

@@ -7,7 +7,7 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents.answerer import answer_closed_book
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState
+from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
 
 
 class State(InputState, total=False):
@@ -16,8 +16,8 @@ class State(InputState, total=False):
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
     ctx = runtime.context or Context()
-    images, who = state.get("images", []), state.get("id", "")
-    return {"answer": answer_closed_book(state["question"], ctx, images, who)}
+    images_need_a_vlm(state, ctx)
+    return {"answer": answer_closed_book(state["question"], ctx, state.get("images", []))}
 
 
 builder = StateGraph(

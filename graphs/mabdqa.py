@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, refuse_images
+from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models.events import Retrieval, Step, emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
@@ -77,7 +77,7 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
-    refuse_images(state, "mabdqa")
+    images_need_a_vlm(state, ctx)
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
     return {"subqueries": roles.aspects(state["question"], ctx)}
@@ -154,7 +154,7 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
-    text = roles.answer(question, top, ctx)
+    text = roles.answer(question, top, ctx, state.get("images", []))
     attempt = {"question": question, "pages": [h["page"] for h in top], "answer": text}
     return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top}
 

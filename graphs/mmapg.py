@@ -25,7 +25,7 @@ from hopgraph.agents import examiner
 from hopgraph.agents.planner import overall_plan, plan_step
 from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, refuse_images
+from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
@@ -174,9 +174,9 @@ def recursion_limit(ctx: Context) -> int:
 
 def begin(state: State, runtime: Runtime[Context]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
-    refuse_images(state, "mmapg")
+    images_need_a_vlm(state, _ctx(runtime))
     with tally_calls() as tally:
-        plan = overall_plan(state["question"], _ctx(runtime))
+        plan = overall_plan(state["question"], _ctx(runtime), state.get("images", []))
     q0 = {
         "id": "Q0",
         "type": "question",
@@ -322,6 +322,7 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
             state["step"]["instruction"],
             [by_id[p] for p in state["step"]["parents"]],
             _ctx(runtime),
+            state.get("images", []),
         )
     content = f"{out.answer} ({out.rationale})" if out.rationale else out.answer
     return _new_node(state, "answer", content, tally, answer=out.answer)
@@ -369,7 +370,7 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     if last["type"] == "answer":
         final, response = last["answer"], last["content"]
     else:
-        out = reason(state["question"], nodes, _ctx(runtime))
+        out = reason(state["question"], nodes, _ctx(runtime), state.get("images", []))
         final, response = out.answer, out.rationale
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
     emit(

@@ -18,7 +18,7 @@ from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, refuse_images
+from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.events import Fallback, emit
@@ -68,7 +68,7 @@ def _ctx(runtime: Runtime[Context]) -> Context:
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
-    refuse_images(state, "qdrag")
+    images_need_a_vlm(state, ctx)
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": search(state["question"], ctx, k=k)}
 
@@ -76,7 +76,9 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
     if ctx.qdrag_mode == "qdc":
-        subs = decompose_qdc(state["question"], state.get("contexts", []), ctx)
+        subs = decompose_qdc(
+            state["question"], state.get("contexts", []), ctx, state.get("images", [])
+        )
         return {
             "subquestions": [
                 {"id": f"Q{i}", "question": s, "depends": []} for i, s in enumerate(subs, 1)
@@ -84,7 +86,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
         }
     if ctx.qdrag_mode == "qdr":
         try:
-            plan = parse_plan(plan_qdr(state["question"], ctx))
+            plan = parse_plan(plan_qdr(state["question"], ctx, images=state.get("images", [])))
         except PlanError as e:  # refused plans fall back to the raw question alone
             emit(Fallback("planner", f"plan refused: {e}", "the raw question alone"))
             return {"subquestions": [], "plan_error": str(e)}
@@ -206,7 +208,7 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     kept = state.get("kept", [])
     if ctx.polar_memory:
         kept = [*kept, *memory_candidates(state["question"], ctx)]
-    out = generate_cited_answer(state["question"], kept, ctx)
+    out = generate_cited_answer(state["question"], kept, ctx, images=state.get("images", []))
     return {
         "response": out.text,
         "answer": out.answer,

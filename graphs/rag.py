@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState
+from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.retrieval import search
 
@@ -22,7 +22,9 @@ class State(InputState, total=False):
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    return {"contexts": search(state["question"], runtime.context or Context())}
+    ctx = runtime.context or Context()
+    images_need_a_vlm(state, ctx)
+    return {"contexts": search(state["question"], ctx)}
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
@@ -32,7 +34,6 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
         contexts,
         runtime.context or Context(),
         images=state.get("images", []),
-        who=state.get("id", ""),
     )
     return {
         "response": out.text,

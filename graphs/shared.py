@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.memory.evidence import Evidence
-from hopgraph.models import CapabilityError
+from hopgraph.models import question_model
 
 
 class InputState(TypedDict):
@@ -43,11 +43,9 @@ def output_of(values: dict) -> OutputState:
     return OutputState(**out)
 
 
-def refuse_images(state: dict, agent: str) -> None:
-    """For a graph that does not yet send a question's images anywhere: refuse them rather
-    than answer as if there were none."""
+def images_need_a_vlm(state: dict, ctx) -> None:  # noqa: ANN001 - a Context
+    """Before any model call: a question with images and no VLM configured is refused, never
+    answered blind (a graph whose first calls are not the question's own, MAB-DQA's page
+    judgements, would otherwise spend them first)."""
     if state.get("images"):
-        raise CapabilityError(
-            f"question {state.get('id') or state['question'][:60]!r} has an image, and the "
-            f"{agent} agent does not take question images yet; use rag or direct with a VLM"
-        )
+        question_model(ctx, state["images"], state.get("id") or state["question"][:60])

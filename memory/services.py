@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,69 @@ def ingest_text(
     report = memory.add(todo)
     report.skipped = len(held)
     return report
+
+
+@dataclass
+class IngestSummary:
+    stored: int = 0
+    skipped: int = 0
+    """Texts the memory already held (a re-run resumes)."""
+    failed: int = 0
+
+
+def ingest_sources(
+    sources: list[Path],
+    ctx: Context,
+    *,
+    present: list[str] = (),  # type: ignore[assignment]
+    absent: list[str] = (),  # type: ignore[assignment]
+    caption: str = "",
+    limit: int = 0,
+    on_progress: Callable[[str, str], None] = lambda kind, message: None,
+) -> IngestSummary:
+    """Images through the visual pathway, every text record of any other source (what
+    ``hopgraph index`` reads; at most ``limit`` per source, 0: all) through the knowledge
+    pathway. A source or text that fails is reported (``on_progress("failed", ...)``) and the
+    rest go on; ``on_progress`` also hears of each image stored, each record skipped and each
+    source read."""
+    from hopgraph.memory.polar import PolarMemoryError
+    from hopgraph.memory.sources import IMAGE_SUFFIXES, Skipped, read_source, read_text_file
+    from hopgraph.models.errors import HopgraphModelError
+
+    done = IngestSummary()
+    bad = (HopgraphModelError, PolarMemoryError, ValueError, OSError)
+    for path in sources:
+        try:
+            if path.suffix.lower() in IMAGE_SUFFIXES:
+                p = ingest_image(path, ctx, caption=caption).partition
+                on_progress("image", f"{path.name}: has {p.has}, not_has {p.not_has}, uncertain "
+                            f"{p.uncertain} (tau {p.tau:.3f}, delta {p.delta:.3f})")  # fmt: skip
+                done.stored += 1
+                continue
+            texts = 0
+            text_file = path.suffix.lower() in (".txt", ".md")
+            for rec in read_text_file(path) if text_file else read_source(path):
+                if isinstance(rec, Skipped) or rec.modality == "image":
+                    where = rec.where if isinstance(rec, Skipped) else rec.source
+                    on_progress("skipped", f"skipped {where}")
+                    continue
+                texts += 1
+                name = rec.title or rec.source
+                try:
+                    report = ingest_text(rec.text, ctx, source=name, present=present,
+                                         absent=absent, skip_stored=True)  # fmt: skip
+                    done.stored += report.added + report.updated
+                    done.skipped += report.skipped
+                except bad as e:
+                    done.failed += 1
+                    on_progress("failed", f"{path} ({name}): {e}")
+                if limit and texts >= limit:
+                    break
+            on_progress("read", f"{path}: {texts} text(s) read")
+        except bad as e:
+            done.failed += 1
+            on_progress("failed", f"{path}: {e}")
+    return done
 
 
 def _set_polarities(o: Observation, entities: list[roles.Entity], model: str) -> None:

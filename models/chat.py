@@ -99,12 +99,17 @@ def system(text: str) -> Message:
     return {"role": "system", "content": text}
 
 
-def has_images(messages: Sequence[Message]) -> bool:
-    return any(
-        isinstance(m.get("content"), list)
-        and any(p.get("type") == "image_url" for p in m["content"])
+def image_count(messages: Sequence[Message]) -> int:
+    return sum(
+        p.get("type") == "image_url"
         for m in messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
     )
+
+
+def has_images(messages: Sequence[Message]) -> bool:
+    return image_count(messages) > 0
 
 
 def _transient(exc: BaseException) -> bool:
@@ -447,7 +452,10 @@ class ChatModel:
                 f"{self.base_url} ({self.dialect.name}) does not accept image input; "
                 "point vlm_base_url/vlm_model at a vision-language model (e.g. vLLM Qwen2.5-VL)"
             )
-        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra or {})
+        extra = dict(extra or {})
+        if pictures := image_count(messages):
+            extra["images"] = pictures  # the trace shows which calls saw a picture
+        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra)
         attempts = 0
 
         def once():

@@ -1,6 +1,6 @@
 """The one contract every graph speaks: InputState in, OutputState out, and a question's
-images reach the graph (rag and direct send them to the VLM as data URLs; the others refuse
-them rather than answer blind)."""
+images reach every graph, which sends them to the VLM as data URLs (and refuses them, before
+any model call, where no VLM is configured)."""
 
 import json
 
@@ -21,7 +21,9 @@ def test_every_graph_declares_the_shared_input_and_output_schemas(agent):
     inp, out = graph.get_input_jsonschema(), graph.get_output_jsonschema()
     assert {"id", "question", "images", "doc"} <= set(inp["properties"])
     assert inp["required"] == ["question"]
-    assert {"answer", "response", "citations", "invalid_citations"} <= set(out["properties"])
+    assert {"answer", "response", "evidence", "citations", "invalid_citations"} <= set(
+        out["properties"]
+    )
 
 
 @pytest.fixture
@@ -35,8 +37,20 @@ def photo(tmp_path):
 def kb_dir(tmp_path):
     KnowledgeBase(tmp_path / "kb").add(
         [
-            Item("text", f"k{i}", f"The flag of Esterlund {i} is red.", title="Esterlund")
-            for i in range(3)
+            *(
+                Item("text", f"k{i}", f"The flag of Esterlund {i} is red.", title="Esterlund")
+                for i in range(3)
+            ),
+            *(
+                Item(
+                    "page",
+                    f"esterlund#{p}",
+                    f"Page {p}: Esterlund's flag is red.",
+                    source="esterlund",
+                    page=p,
+                )
+                for p in (1, 2, 3)
+            ),
         ]  # fmt: skip
     )
     return tmp_path / "kb"
@@ -47,8 +61,18 @@ def _image_parts(body):
     return [] if isinstance(content, str) else [p for p in content if p["type"] == "image_url"]
 
 
-@pytest.mark.parametrize("agent", ["rag", "direct"])
+QUESTION_CALLS = {  # the calls that carry the question's picture, per agent
+    "direct": {"direct/answer"},
+    "rag": {"rag/answer"},
+    "qdrag": {"qdrag/decompose_qdc", "rag/answer"},
+    "mmapg": {"mmapg/plan", "mmapg/reason"},
+    "mabdqa": {"mabdqa/answer"},
+}
+
+
+@pytest.mark.parametrize("agent", list(GRAPHS))
 def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir, photo):
+    """Before, only rag and direct took a question's image; the others refused it."""
     seen = []
 
     def reply(body):
@@ -57,21 +81,27 @@ def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir,
 
     qfile = tmp_path / "q.jsonl"
     write_questions([Question("img-1", "Whose flag is this?", ["Esterlund"],
-                              images=[str(photo)])], qfile)  # fmt: skip
-    with ScriptedServer(reply) as server:
-        ctx = Context(base_url=server.base_url, model="scripted", vlm_base_url=server.base_url,
-                      vlm_model="scripted", kb_dir=str(kb_dir))  # fmt: skip
+                              images=[str(photo)], doc="esterlund")], qfile)  # fmt: skip
+    with ScriptedServer(reply) as llm, ScriptedServer(reply, model="vlm") as vlm:
+        ctx = Context(base_url=llm.base_url, model="scripted", vlm_base_url=vlm.base_url,
+                      vlm_model="vlm", kb_dir=str(kb_dir), mmapg_max_iterations=1,
+                      mabdqa_m=2)  # fmt: skip
         Runner(agent, tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
     assert pred["error"] is None, pred["error"]
-    (part,) = _image_parts(seen[0])  # the answer call carries the picture
-    assert part["image_url"]["url"].startswith("data:image/")  # the picture, as a data URL
+    trace = [json.loads(line) for line in (tmp_path / "run" / "traces" / "img-1.jsonl").open()]
+    calls = [r["data"] for r in trace if r.get("mode") == "custom"
+             and r["data"].get("event") == "llm_call"]  # fmt: skip
+    with_picture = {c["template"] for c in calls if c["extra"].get("images")}
+    assert QUESTION_CALLS[agent] <= with_picture, with_picture
+    for body in seen:
+        for part in _image_parts(body):  # the picture, as a data URL, to the VLM
+            assert part["image_url"]["url"].startswith("data:image/") and body["model"] == "vlm"
 
 
 @pytest.mark.parametrize("agent", list(GRAPHS))
 def test_an_image_question_is_never_answered_blind(agent, tmp_path, kb_dir, photo):
-    """No VLM for rag and direct, no image path yet for the others: a clear error, and no
-    model was asked anything."""
+    """No VLM configured: a clear error, and no model was asked anything."""
     seen = []
     qfile = tmp_path / "q.jsonl"
     write_questions([Question("img-2", "Whose flag is this?", images=[str(photo)],

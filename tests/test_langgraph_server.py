@@ -69,7 +69,7 @@ def test_a_served_graph_streams_and_answers_in_its_output_schema(served, agent):
     modes = {part.event for part in stream}
     assert {"updates", "custom"} <= modes  # node updates and our trace events, live
     out = client.runs.wait(client.threads.create()["thread_id"], agent, input=question)
-    assert set(out) == {"answer", "response", "citations", "invalid_citations"}
+    assert set(out) == {"answer", "response", "evidence", "citations", "invalid_citations"}
     assert out["answer"].startswith("answer-") and len(out["citations"]) == 2
     assert all(c.startswith("text-") for c in out["citations"])
 

@@ -211,7 +211,8 @@ def test_qdr_can_steer_dependent_searches_with_grail(tmp_path, kb_dir):
     solved = {s["id"]: s for s in final["solved"]}
     steered = [
         r["data"] for r in records
-        if r.get("mode") == "custom" and r["data"].get("event") == "retrieval" and "mode" in r["data"]
+        if r.get("mode") == "custom" and r["data"].get("event") == "retrieval"
+        and "mode" in r["data"]
     ]  # fmt: skip
     (event,) = steered  # only Q2 depends on another subquestion
     assert event["context"] == solved["Q1"]["context_ids"][:5] and event["g"] == pytest.approx(0.3)

@@ -4,7 +4,7 @@ fails the question."""
 
 import pytest
 
-from hopgraph.agents import decomposer, examiner, reasoner
+from hopgraph.agents import decomposer, examiner, reasoner, role
 from hopgraph.config import Context
 from hopgraph.models import StructuredOutputError
 
@@ -56,7 +56,7 @@ def test_a_reply_malformed_twice_gives_the_declared_fallback(template, endpoint,
     ep = endpoint(list(MALFORMED), owned_by="me")
     events = []
     model = ep.model_client(on_event=events.append)
-    monkeypatch.setattr(module, "chat_model", lambda ctx: model)
+    monkeypatch.setattr(role, "chat_model", lambda ctx: model)
     out = call()
     assert is_fallback(out)
     assert len(ep.requests) == 2  # the reply and its one repair, nothing more

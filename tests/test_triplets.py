@@ -1,5 +1,6 @@
 import json
 
+from hopgraph.agents import role
 from hopgraph.agents import triplets as triplets_agent
 from hopgraph.agents.triplets import extract_triplets
 from hopgraph.config import Context
@@ -19,7 +20,7 @@ def test_triplets_are_indexed_with_their_parent_and_cached(tmp_path, endpoint, m
     ]
     ep = endpoint(replies, owned_by="me")
     model = ep.model_client()
-    monkeypatch.setattr(triplets_agent, "chat_model", lambda ctx: model)
+    monkeypatch.setattr(role, "chat_model", lambda ctx: model)
     ctx = Context(base_url="http://scripted.test/v1", model="scripted")
     kb = KnowledgeBase(tmp_path / "kb")
     cache = JsonCache(tmp_path / "cache.sqlite")
@@ -50,7 +51,7 @@ def test_a_reply_cut_at_max_tokens_keeps_its_complete_triplets_in_one_call(
     cut = whole[: whole.index("Town 37") + 9]  # mid-triplet, as max_tokens leaves it
     ep = endpoint([cut], owned_by="me")
     model = ep.model_client()
-    monkeypatch.setattr(triplets_agent, "chat_model", lambda ctx: model)
+    monkeypatch.setattr(role, "chat_model", lambda ctx: model)
     events = []
     monkeypatch.setattr(triplets_agent, "emit", events.append)
     ctx = Context(base_url="http://scripted.test/v1", model="scripted")

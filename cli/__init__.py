@@ -1,0 +1,32 @@
+"""The ``hopgraph`` command: thin commands, one module per group; their logic lives in the
+library, where Python users can call it."""
+
+from __future__ import annotations
+
+import sys
+
+# commands are listed in the order their modules register them
+# isort: off
+from hopgraph.cli import run, kb, data, memory, grail, qdrag  # noqa: F401
+
+# isort: on
+from hopgraph.cli.app import app, err
+
+
+def main() -> None:
+    from hopgraph.memory.kb import KnowledgeBaseError
+    from hopgraph.models.errors import HopgraphModelError
+    from hopgraph.prompts import PromptError
+
+    try:
+        app()
+    except (
+        HopgraphModelError,
+        PromptError,
+        KnowledgeBaseError,
+        ValueError,
+        OSError,
+        RuntimeError,
+    ) as e:
+        err.print(f"[red]error:[/red] {e}")
+        sys.exit(2)

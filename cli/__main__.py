@@ -1,0 +1,3 @@
+from hopgraph.cli import main
+
+main()

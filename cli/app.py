@@ -1,0 +1,150 @@
+"""The Typer app, the options several commands share, and the helpers they use: building a
+Context, opening the knowledge base, the run endpoint, refusals and interruptions."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from hopgraph.config import Context, parse_sets
+
+app = typer.Typer(
+    help="hopgraph: multimodal multi-hop question answering on LangGraph.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+console = Console(soft_wrap=True)
+
+
+err = Console(stderr=True, soft_wrap=True)
+
+
+BaseUrl = Annotated[
+    str, typer.Option("--base-url", help="OpenAI-compatible endpoint; default: embedded llama.cpp")
+]
+
+
+ModelName = Annotated[str, typer.Option("--model", help="model name served at --base-url")]
+
+
+OtelEndpoint = Annotated[
+    str,
+    typer.Option(
+        "--otel-endpoint",
+        help="export each question as an OpenTelemetry trace to this OTLP/HTTP collector "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT)",
+    ),
+]
+
+
+PromptsDir = Annotated[str, typer.Option("--prompts", help="folder of .j2 overrides")]
+
+
+Sets = Annotated[
+    list[str] | None, typer.Option("--set", help="any Context field: key=value (repeatable)")
+]
+
+
+KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
+
+
+def build_context(base_url: str = "", model: str = "", prompts: str = "", sets=None) -> Context:
+    """Context from defaults, HOPGRAPH_* environment, then command-line options (which win)."""
+    changes: dict[str, str] = parse_sets(sets)
+    for key, value in (("base_url", base_url), ("model", model), ("prompts_dir", prompts)):
+        if value:
+            changes[key] = value
+    return Context().replace(**changes)
+
+
+@app.callback()
+def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+    from hopgraph.models.embedded import install_sigterm_handler
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    install_sigterm_handler()
+
+
+def open_kb(kb: str, sets=None, *, must_exist: bool = False):
+    from hopgraph.memory.kb import KnowledgeBase
+
+    ctx = build_context(sets=sets)
+    return KnowledgeBase.from_context(ctx.replace(kb_dir=kb) if kb else ctx, must_exist=must_exist)
+
+
+def run_endpoint(ctx: Context) -> str:
+    """The endpoint the run talks to (starting the embedded server when none is configured)."""
+    if ctx.base_url:
+        return ctx.base_url
+    from hopgraph.models import embedded_server
+
+    return embedded_server(ctx).base_url
+
+
+def checked_endpoint(ctx: Context) -> str:
+    """The endpoint, once the faults that would fail every question are ruled out (prompt
+    overlay, endpoint reachable and serving the model); else a refusal naming the fault."""
+    from hopgraph.evals.runner import preflight
+    from hopgraph.models import HopgraphModelError
+    from hopgraph.prompts import PromptError
+
+    endpoint = run_endpoint(ctx)
+    try:
+        preflight(ctx)
+    except (PromptError, HopgraphModelError) as e:
+        refuse(str(e))
+    return endpoint
+
+
+def otel_export(endpoint: str):
+    """The OpenTelemetry export for a run, or None when no endpoint is configured."""
+    from hopgraph.evals.otel import OtelExport, otel_endpoint
+
+    url = otel_endpoint(endpoint)
+    return OtelExport(url) if url else None
+
+
+def export_trace(otel, agent: str, run_dir: str | Path, pred: dict) -> None:
+    if otel is not None:
+        from hopgraph.evals.report import read_trace
+        from hopgraph.evals.runner import trace_path
+
+        otel.export(agent, read_trace(trace_path(run_dir, pred["id"])), pred)
+
+
+def interrupted(code: int, otel=None) -> NoReturn:
+    """Ctrl-C or SIGTERM: stop now. Every finished question's line is written; an in-flight
+    one resumes from its checkpoint. The model server is killed, no worker thread is waited
+    for, and the exit code says which signal (130, 143)."""
+    import os
+
+    from hopgraph.models.embedded import stop_all
+
+    err.print("interrupted: finished questions are saved; re-run the same command to resume")
+    stop_all(now=True)
+    if otel is not None:  # the finished questions' spans still go out
+        otel.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def refuse(message: str) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def spinner(text: str):
+    from rich.spinner import Spinner
+
+    return Spinner("dots", text=text)

@@ -1,0 +1,52 @@
+"""Question files and datasets."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from hopgraph.cli.app import (
+    app,
+    console,
+)
+
+data_app = typer.Typer(help="Question files and datasets.", no_args_is_help=True)
+
+
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("convert")
+def data_convert(
+    name: Annotated[str, typer.Argument(help="hotpotqa | musique | multimodalqa | mmlongbench")],
+    source: str,
+    out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
+) -> None:
+    """Convert a benchmark's questions into hopgraph's canonical JSONL."""
+    from hopgraph.evals.datasets import convert
+
+    n = convert(name, source, out)
+    console.print(f"{n} questions -> {out}")
+
+
+@data_app.command("download")
+def data_download(
+    name: str,
+    dest: Annotated[str, typer.Option("--dest")] = "data",
+    mirror: Annotated[str, typer.Option(help="base URL of a copy of the same files")] = "",
+) -> None:
+    """Download a public dataset from its official URL (only ever on this command)."""
+    from hopgraph.evals.datasets import download
+
+    for path in download(name, dest, mirror=mirror):
+        console.print(f"{path} ({path.stat().st_size} bytes)")
+
+
+@data_app.command("demo")
+def data_demo(dest: Annotated[str, typer.Argument()] = "demo") -> None:
+    """Write the demo corpus and its questions (hopgraph's own invented data)."""
+    from hopgraph.evals.demo import write_demo
+
+    corpus, questions = write_demo(dest)
+    console.print(f"corpus: {corpus}\nquestions: {questions}")

@@ -1,0 +1,109 @@
+"""The PolarMem memory: ingest, recall, stats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    ModelName,
+    PromptsDir,
+    Sets,
+    app,
+    build_context,
+    console,
+    err,
+)
+from hopgraph.config import Context
+
+memory_app = typer.Typer(help="The PolarMem memory: ingest, recall, stats.", no_args_is_help=True)
+
+
+app.add_typer(memory_app, name="memory")
+
+
+MemoryDir = Annotated[str, typer.Option("--memory", help="memory folder (polar_dir)")]
+
+
+def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -> Context:
+    ctx = build_context(base_url, model, prompts, sets)
+    return ctx.replace(polar_dir=memory) if memory else ctx
+
+
+@memory_app.command("ingest")
+def memory_ingest(
+    sources: Annotated[
+        list[str], typer.Argument(help="image files (visual pathway) or any source `index` reads")
+    ],
+    memory: MemoryDir = "",
+    present: Annotated[list[str] | None, typer.Option(help="asserted present (text)")] = None,
+    absent: Annotated[list[str] | None, typer.Option(help="asserted absent (text)")] = None,
+    caption: Annotated[str, typer.Option(help="caption for an image")] = "",
+    limit: Annotated[int, typer.Option(help="at most this many texts (0: all)")] = 0,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    sets: Sets = None,
+) -> None:
+    """Store images (concepts verified by the VLM) and texts (entities by the LLM). A source
+    or text that fails is reported and the rest go on; texts already stored are skipped, so a
+    re-run resumes."""
+    from hopgraph.memory.services import ingest_sources
+
+    ctx = memory_context(memory, base_url, model, prompts, sets)
+
+    def show(kind: str, message: str) -> None:
+        (err if kind in ("skipped", "failed") else console).print(
+            f"[red]failed[/red] {message}" if kind == "failed" else message
+        )
+
+    done = ingest_sources(
+        [Path(s) for s in sources], ctx, present=present or [], absent=absent or [],
+        caption=caption, limit=limit, on_progress=show,
+    )  # fmt: skip
+    console.print(
+        f"{done.stored} memories stored, {done.skipped} already there, {done.failed} failed "
+        f"-> {ctx.polar_dir}"
+    )
+    if done.failed:
+        raise typer.Exit(1)
+
+
+@memory_app.command("recall")
+def memory_recall(
+    query: str,
+    memory: MemoryDir = "",
+    k: Annotated[int, typer.Option("-k")] = 5,
+    mode: Annotated[str, typer.Option(help="logic (Algorithm 1) | vanilla")] = "logic",
+    positive: Annotated[list[str] | None, typer.Option(help="Q+ (skips parsing)")] = None,
+    negative: Annotated[list[str] | None, typer.Option(help="Q- (skips parsing)")] = None,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    sets: Sets = None,
+) -> None:
+    """Recall memories: logic first, similarity second (or similarity only)."""
+    from hopgraph.memory.services import recall
+
+    ctx = memory_context(memory, base_url, model, prompts, sets)
+    given = positive is not None or negative is not None
+    out = recall(query, ctx, k=k, mode=mode, positive=positive if given else None,
+                 negative=(negative or []) if given else None)  # fmt: skip
+    console.print(f"Q+ {out.positive}  Q- {out.negative}  ({out.mode})")
+    if out.note:
+        err.print(f"note: {out.note}")
+    for r in out.items:
+        console.print(f"{r.s_log:+d} {r.s_sem:.3f} {r.id}  {r.evidence(300)}")
+
+
+@memory_app.command("stats")
+def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
+    """Counts of memories, concepts, edges and vectors."""
+
+    from hopgraph.memory.services import polar_memory
+
+    console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))

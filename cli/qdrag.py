@@ -1,0 +1,54 @@
+"""QDRAG utilities."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    KbDir,
+    ModelName,
+    Sets,
+    app,
+    build_context,
+    console,
+    err,
+)
+
+qdrag_app = typer.Typer(help="QDRAG utilities.", no_args_is_help=True)
+
+
+app.add_typer(qdrag_app, name="qdrag")
+
+
+@qdrag_app.command("preferences")
+def qdrag_preferences(
+    questions: Annotated[str, typer.Option(help="training questions with gold evidence ids")],
+    kb: KbDir,
+    out: Annotated[str, typer.Option(help="DPO pairs JSONL (prompt / chosen / rejected)")],
+    samples: Annotated[int, typer.Option(help="plans sampled per question")] = 4,
+    temperature: float = 0.8,
+    k: Annotated[int, typer.Option(help="contexts retrieved per subquestion for the reward")] = 5,
+    limit: Annotated[int | None, typer.Option()] = None,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    sets: Sets = None,
+) -> None:
+    """QDARF: sample QD-R plans, reward = gold-context recall, write DPO pairs for TRL."""
+    from hopgraph.evals.datasets import read_questions
+    from hopgraph.evals.qdarf import preference_pairs, write_pairs
+
+    ctx = build_context(base_url, model, sets=[*(sets or []), f"kb_dir={kb}"])
+    qs = read_questions(questions)[0][:limit]
+    pairs = preference_pairs(
+        qs,
+        ctx,
+        samples=samples,
+        temperature=temperature,
+        k=k,
+        on_question=lambda q, info: err.print(f"{q.id}: rewards {info['rewards']}"),
+    )
+    write_pairs(pairs, out)
+    console.print(f"{len(pairs)} preference pairs from {len(qs)} questions -> {out}")

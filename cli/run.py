@@ -1,0 +1,401 @@
+"""Running agents and reading their runs: run, ask, trace, eval, compare, results, and the
+model server commands serve and doctor."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    ModelName,
+    OtelEndpoint,
+    PromptsDir,
+    Sets,
+    app,
+    build_context,
+    checked_endpoint,
+    console,
+    err,
+    export_trace,
+    interrupted,
+    otel_export,
+    refuse,
+    spinner,
+)
+from hopgraph.graphs import GRAPHS
+
+
+@app.command()
+def serve(
+    model: ModelName = "",
+    sets: Sets = None,
+) -> None:
+    """Run the embedded llama.cpp server in the foreground and print its base URL."""
+    from hopgraph.models import embedded_server
+
+    ctx = build_context(model=model, sets=sets)
+    began = time.perf_counter()
+    server = embedded_server(ctx)
+    console.print(f"embedded {ctx.model} ready in {time.perf_counter() - began:.1f}s")
+    console.print(f"HOPGRAPH_BASE_URL={server.base_url} HOPGRAPH_MODEL={ctx.model}")
+    console.print("Ctrl-C stops it.")
+    try:
+        while server.proc is not None and server.proc.poll() is None:
+            time.sleep(0.5)
+        err.print(f"server exited:\n{server.log_tail()}")
+        raise typer.Exit(1)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+@app.command()
+def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
+    """Probe an endpoint (default: the embedded server) and print what it supports."""
+    from hopgraph.models import chat_model
+    from hopgraph.models.doctor import diagnose
+
+    ctx = build_context(base_url, model, sets=sets)
+    rows = diagnose(chat_model(ctx))
+    table = Table(title=f"hopgraph doctor: {ctx.model}")
+    for col in ("capability", "supported", "detail"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(row.capability, "yes" if row.ok else "no", row.detail)
+    console.print(table)
+
+
+@app.command()
+def run(
+    agent: Annotated[str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)}")],
+    questions: Annotated[str, typer.Option(help="canonical question JSONL")],
+    out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
+    kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
+    limit: Annotated[int | None, typer.Option()] = None,
+    concurrency: Annotated[int, typer.Option()] = 1,
+    redo: Annotated[
+        list[str] | None,
+        typer.Option(help="a finished question's id to answer afresh (repeatable)"),
+    ] = None,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    otel_endpoint: OtelEndpoint = "",
+    checkpointer: Annotated[
+        str,
+        typer.Option(
+            help="postgres://… : share this run with every worker (any machine) that names the "
+            "same database and run folder name; each claims questions atomically"
+        ),
+    ] = "",
+    lease: Annotated[
+        float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
+    ] = 60.0,
+    sets: Sets = None,
+) -> None:
+    """Run an agent over a question file: checkpointed, resumable, traced."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from hopgraph.evals.datasets import read_questions
+    from hopgraph.evals.runner import RunAborted, Runner
+
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
+    )
+    # what fails every question is refused once, before a folder or a model server exists
+    if agent not in GRAPHS:
+        refuse(f"unknown agent {agent!r}; agents: {', '.join(GRAPHS)}")
+    if not Path(questions).is_file():
+        refuse(f"no questions file at {questions}")
+    if kb and not (Path(kb) / "chroma").is_dir():
+        refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
+    qs, problems = read_questions(questions)
+    for p in problems:
+        err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
+    if not qs:
+        refuse(f"{questions} holds no valid question")
+    endpoint = checked_endpoint(ctx)
+    try:
+        runner = Runner(agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease)
+    except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
+        refuse(f"checkpointer {checkpointer}: {e}")
+    otel = otel_export(otel_endpoint)
+    total = len(qs[:limit] if limit is not None else qs)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("failed {task.fields[failed]}"),
+        TextColumn("{task.fields[pace]}"),
+        TimeRemainingColumn(),
+        console=err,
+    ) as bar:
+        task = bar.add_task(f"{agent}", total=total, failed=0, pace="")
+        seconds: list[float] = []
+
+        def advance(pred, summary):
+            export_trace(otel, agent, out, pred)
+            seconds.append(pred.get("seconds", 0.0))
+            bar.update(
+                task,
+                completed=summary.skipped_done + summary.finished + summary.failed,
+                failed=summary.failed,
+                pace=f"last {seconds[-1]:.1f}s, mean {sum(seconds) / len(seconds):.1f}s/question",
+            )
+
+        try:
+            summary = runner.run(
+                questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
+            )
+        except KeyboardInterrupt:
+            interrupted(130, otel)
+        except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
+            interrupted(int(e.code or 143), otel)  # in-flight question, which may take minutes
+        except RunAborted as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(1) from None
+        finally:
+            if otel is not None:
+                otel.close()
+    console.print(
+        f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
+        f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
+    )
+    if summary.failed:
+        console.print("re-run the same command to retry the failed questions")
+
+
+@app.command()
+def ask(
+    question: str,
+    agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
+    kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",
+    image: Annotated[
+        list[str] | None, typer.Option(help="an image of the question (repeatable; needs a VLM)")
+    ] = None,
+    out: Annotated[str, typer.Option(help="run folder for the trace")] = "",
+    quiet: Annotated[bool, typer.Option(help="only the answer, no live steps")] = False,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    otel_endpoint: OtelEndpoint = "",
+    sets: Sets = None,
+) -> None:
+    """Answer one question, showing each step live (nodes starting and ending, LLM calls,
+    retrievals), then the answer with its numbered citations and the trace path."""
+    import hashlib
+    import tempfile
+
+    from hopgraph.evals.datasets import Question
+    from hopgraph.evals.report import live_line
+    from hopgraph.evals.runner import Runner, trace_path
+
+    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
+    for path in image or []:
+        if not Path(path).is_file():
+            refuse(f"no image at {path}")
+    qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
+    run_dir = Path(
+        out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
+    )
+    endpoint = checked_endpoint(ctx)
+    images = [str(Path(p).resolve()) for p in image or []]
+    asked = Question(qid, question, images=images)
+    console.print(f"[bold]Q:[/bold] {question}")
+    live, running = None, {}
+
+    def show(_qid, ns, mode, data):
+        if mode == "tasks" and isinstance(data, dict):  # a node starts ("input") or ends
+            if "input" in data:
+                running[data.get("id")] = data.get("name", "?")
+            else:
+                running.pop(data.get("id"), None)
+        line = live_line(ns, mode, data)
+        if line:
+            console.print(line, markup=False, highlight=False)
+        if live is not None:
+            live.update(spinner(f"{agent}: {', '.join(running.values()) or '…'}"))
+
+    runner = Runner(agent, run_dir, ctx, endpoint=endpoint, on_record=None if quiet else show)
+    began = time.perf_counter()
+    if console.is_terminal and not quiet:
+        from rich.live import Live
+
+        with Live(spinner(f"{agent}: starting"), console=console, transient=True) as live:
+            pred = runner.ask(asked)
+    else:  # plain lines (piped, or a log): the same steps, no spinner
+        pred = runner.ask(asked)
+    otel = otel_export(otel_endpoint)
+    if otel is not None:
+        export_trace(otel, agent, run_dir, pred)
+        otel.close()
+    if pred.get("error"):
+        err.print(f"[red]error:[/red] {pred['error']}")
+        raise typer.Exit(1)
+    console.print(f"[bold]A:[/bold] {pred['answer']}")
+    if pred.get("response") and pred["response"] != pred["answer"]:
+        console.print(f"[dim]{pred['response']}[/dim]")
+    if pred.get("citations"):
+        from hopgraph.tools.retrieval import knowledge_base
+
+        hits = {h["id"]: h for h in knowledge_base(ctx).get(pred["citations"])}
+        numbered = pred.get("contexts_ids") or []
+        for k, cid in enumerate(pred["citations"], 1):
+            n = numbered.index(cid) + 1 if cid in numbered else k  # the response's own [n]
+            hit = hits.get(cid)
+            title = f"{hit['title']}: {hit['text'][:90]}" if hit else "(not in the knowledge base)"
+            console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
+    console.print(
+        f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
+        f"{time.perf_counter() - began:.1f}s; "
+        f"trace {trace_path(run_dir, qid)}[/dim]"
+    )
+
+
+@app.command()
+def trace(
+    run_dir: str,
+    qid: Annotated[str | None, typer.Argument()] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
+) -> None:
+    """Show a run's traces: a step tree, Mermaid, or the HTML report of the whole run."""
+    from hopgraph.evals import report
+
+    folder = Path(run_dir)
+    if fmt == "html":
+        from hopgraph.evals.evaluate import load_metrics
+
+        path = report.render_html(folder, load_metrics(folder))
+        console.print(f"report: {path}")
+        return
+    traces = sorted((folder / "traces").glob("*.jsonl"))
+    if qid is not None:
+        from hopgraph.evals.runner import trace_path
+
+        traces = [trace_path(folder, qid)]
+        if not traces[0].exists():
+            raise ValueError(f"no trace for question {qid!r} in {folder}")
+    for path in traces:
+        records = report.read_trace(path)
+        console.print(f"[bold]{path.stem}[/bold]")
+        if fmt == "mermaid":
+            console.print(report.to_mermaid(report.graph_view(records)), markup=False)
+        elif fmt == "text":
+            console.print(report.format_tree(records), markup=False)
+        else:
+            raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")
+
+
+@app.command("eval")
+def evaluate(
+    run_dir: str,
+    citations: Annotated[
+        bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
+    ] = False,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    sets: Sets = None,
+) -> None:
+    """Score a run: metrics.json and a table."""
+    from hopgraph.evals.evaluate import evaluate_run, headline
+
+    judge = kb_store = None
+    if citations:
+        import json as _json
+
+        from hopgraph.agents.judge import supports
+        from hopgraph.tools.retrieval import knowledge_base
+
+        saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
+        ctx = build_context(
+            base_url or saved.get("base_url", ""),
+            model or saved.get("model", ""),
+            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
+        )
+        kb_store = knowledge_base(ctx)
+
+        def judge(evidence, claim):
+            return supports(evidence, claim, ctx)
+
+    result = evaluate_run(run_dir, judge=judge, kb=kb_store)
+    table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in headline(result):
+        table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(table)
+    console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+
+
+@app.command()
+def compare(
+    runs: Annotated[
+        list[str], typer.Argument(help="two or more run folders; the first is the base")
+    ],
+    common: Annotated[
+        bool, typer.Option("--common", help="only the questions every run finished")
+    ] = False,
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
+        ),
+    ] = None,
+) -> None:
+    """Runs' metrics side by side (with the change from the first run)."""
+    from hopgraph.evals.evaluate import compare_runs
+
+    if len(runs) < 2:
+        refuse("compare needs at least two run folders")
+    done = compare_runs(runs, common=common, metrics=metrics)
+    if done.unknown:
+        err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")
+    table = Table(title=f"compare ({' vs '.join(map(str, done.sizes))} questions)")
+    table.add_column("metric", no_wrap=True)
+    for col in run_labels(runs):
+        table.add_column(col, overflow="fold")
+    for metric, values, deltas in done.rows:
+        table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
+    console.print(table)
+
+
+def _cell(value: float | None, delta: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.3f}" + ("" if delta is None else f" ({delta:+.3f})")
+
+
+def run_labels(runs: list[str]) -> list[str]:
+    """Column headers for runs: folder names, or the paths where two names collide."""
+    names = [Path(r).name or r for r in runs]
+    return names if len(set(names)) == len(names) else list(runs)
+
+
+@app.command()
+def results(
+    check: Annotated[
+        bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
+    ] = False,
+) -> None:
+    """Write docs/RESULTS.md from the committed result records in benchmarks/results/."""
+    from hopgraph.evals.results import PAGE, render, write
+
+    if check:
+        current = PAGE.read_text() if PAGE.exists() else ""
+        if current != render():
+            err.print(f"{PAGE} is stale: run `hopgraph results` and commit it")
+            raise typer.Exit(1)
+        console.print(f"{PAGE} is current")
+        return
+    console.print(f"wrote {write()}")
