@@ -34,9 +34,10 @@ from scripted_server import ScriptedServer  # noqa: E402
 from hopgraph.config import Context, parse_sets  # noqa: E402
 from hopgraph.evals.datasets import Question, read_questions, write_questions  # noqa: E402
 from hopgraph.evals.demo import PASSAGES, write_demo  # noqa: E402
-from hopgraph.evals.runner import Runner, read_predictions  # noqa: E402
+from hopgraph.evals.run_folder import read_predictions  # noqa: E402
+from hopgraph.evals.runner import Runner  # noqa: E402
+from hopgraph.memory.ids import page_key  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
-from hopgraph.memory.sources import page_key  # noqa: E402
 
 DOC = "esterlund-guide.pdf"
 AGENTS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -25,7 +25,8 @@ from scripted_server import ScriptedServer  # noqa: E402
 from hopgraph.config import Context  # noqa: E402
 from hopgraph.evals.datasets import Question, write_questions  # noqa: E402
 from hopgraph.evals.report import read_trace, steps  # noqa: E402
-from hopgraph.evals.runner import Runner, read_predictions, trace_path  # noqa: E402
+from hopgraph.evals.run_folder import read_predictions, trace_path  # noqa: E402
+from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
 
 

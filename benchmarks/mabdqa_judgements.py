@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hopgraph.evals.report import read_trace
-from hopgraph.evals.runner import read_predictions
+from hopgraph.evals.run_folder import read_predictions
 
 
 def judgements(run: Path) -> dict:

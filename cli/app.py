@@ -117,7 +117,7 @@ def otel_export(endpoint: str):
 def export_trace(otel, agent: str, run_dir: str | Path, pred: dict) -> None:
     if otel is not None:
         from hopgraph.evals.report import read_trace
-        from hopgraph.evals.runner import trace_path
+        from hopgraph.evals.run_folder import trace_path
 
         otel.export(agent, read_trace(trace_path(run_dir, pred["id"])), pred)
 

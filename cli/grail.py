@@ -109,7 +109,7 @@ def grail_eval(
     for schedule, per in res["pools"].items():
         console.print(format_table(f"Pool construction {schedule}", per), markup=False)
     if out:
-        from hopgraph.evals.runner import _git_revision, machine
+        from hopgraph.evals.run_folder import _git_revision, machine
 
         res["manifest"] = {
             "command": " ".join(["hopgraph", *sys.argv[1:]]),

@@ -155,8 +155,9 @@ def run(
 
         try:
             summary = runner.run(
-                questions, limit=limit, concurrency=concurrency, on_done=advance, redo=redo or ()
-            )
+                questions, limit=limit, concurrency=concurrency, on_done=advance,
+                redo=redo or (), read=(qs, problems),
+            )  # fmt: skip
         except KeyboardInterrupt:
             interrupted(130, otel)
         except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
@@ -198,7 +199,8 @@ def ask(
 
     from hopgraph.evals.datasets import Question
     from hopgraph.evals.report import live_line
-    from hopgraph.evals.runner import Runner, trace_path
+    from hopgraph.evals.run_folder import trace_path
+    from hopgraph.evals.runner import Runner
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
     for path in image or []:
@@ -280,7 +282,7 @@ def trace(
         return
     traces = sorted((folder / "traces").glob("*.jsonl"))
     if qid is not None:
-        from hopgraph.evals.runner import trace_path
+        from hopgraph.evals.run_folder import trace_path
 
         traces = [trace_path(folder, qid)]
         if not traces[0].exists():

@@ -17,17 +17,9 @@ from typing import Any
 
 import httpx
 
+from hopgraph.memory.files import Skipped, load_json, read_jsonl, read_jsonl_lines
+from hopgraph.memory.ids import mmqa_key, mmqa_row_key, page_id, passage_id
 from hopgraph.memory.kb import item_id
-from hopgraph.memory.sources import (
-    Skipped,
-    load_json,
-    mmqa_key,
-    mmqa_row_key,
-    page_id,
-    passage_id,
-    read_jsonl,
-    read_jsonl_lines,
-)
 
 
 @dataclass

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from hopgraph.memory.ids import image_key, passage_id, passage_key
 from hopgraph.memory.kb import item_id
-from hopgraph.memory.sources import image_key, passage_id, passage_key, row_sentence
+from hopgraph.memory.sources import row_sentence
 
 PASSAGES: dict[str, str] = {
     "Marrowick": "Marrowick is a river port in the northern province of Esterlund, at the mouth of "

@@ -10,7 +10,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
-from hopgraph.evals.runner import scored_predictions
+from hopgraph.evals.run_folder import scored_predictions
 
 KS = (1, 3, 5, 10)
 MMLB_FORMATS = {"int", "float", "str", "list", "none"}

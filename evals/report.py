@@ -273,7 +273,7 @@ SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.evals.runner import scored_predictions, trace_path
+    from hopgraph.evals.run_folder import scored_predictions, trace_path
 
     run_dir = Path(run_dir)
     preds = scored_predictions(run_dir)

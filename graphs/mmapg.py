@@ -305,8 +305,7 @@ def _new_node(state: State, kind: str, content: str, tally: dict[str, int], **ex
         "tokens": step.get("tokens", 0) + tally["tokens"],
         **extra,
     }
-    nodes = [*state["nodes"], node]
-    return {"nodes": [node], "graph_view": view(state["question"], nodes)}
+    return {"nodes": [node]}  # the graph_view is drawn once, when the question ends
 
 
 def ask(state: State) -> State:

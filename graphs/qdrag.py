@@ -18,7 +18,7 @@ from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
+from hopgraph.graphs.shared import InputState, OutputState, cited_output, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.events import Fallback, emit
@@ -209,13 +209,7 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     if ctx.polar_memory:
         kept = [*kept, *memory_candidates(state["question"], ctx)]
     out = generate_cited_answer(state["question"], kept, ctx, images=state.get("images", []))
-    return {
-        "response": out.text,
-        "answer": out.answer,
-        "evidence": kept,
-        "citations": [kept[i - 1]["id"] for i in out.cited],
-        "invalid_citations": out.invalid,
-    }
+    return cited_output(out, kept)
 
 
 def view(state: State, kept: list[Evidence], allocation: dict[str, int]) -> dict[str, Any]:

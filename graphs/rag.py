@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
+from hopgraph.graphs.shared import InputState, OutputState, cited_output, images_need_a_vlm
 from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.retrieval import search
 
@@ -29,19 +29,9 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
     contexts = state.get("contexts", [])
-    out = generate_cited_answer(
-        state["question"],
-        contexts,
-        runtime.context or Context(),
-        images=state.get("images", []),
-    )
-    return {
-        "response": out.text,
-        "answer": out.answer,
-        "evidence": contexts,
-        "citations": [contexts[i - 1]["id"] for i in out.cited],
-        "invalid_citations": out.invalid,
-    }
+    ctx = runtime.context or Context()
+    out = generate_cited_answer(state["question"], contexts, ctx, images=state.get("images", []))
+    return cited_output(out, contexts)
 
 
 builder = StateGraph(

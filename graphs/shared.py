@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing_extensions import NotRequired, TypedDict
 
+from hopgraph.agents.generator import CitedAnswer
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
 
@@ -49,3 +50,14 @@ def images_need_a_vlm(state: dict, ctx) -> None:  # noqa: ANN001 - a Context
     judgements, would otherwise spend them first)."""
     if state.get("images"):
         question_model(ctx, state["images"], state.get("id") or state["question"][:60])
+
+
+def cited_output(answer: CitedAnswer, evidence: list[Evidence]) -> OutputState:
+    """The contract's output of an answer written with [n] citations over ``evidence``."""
+    return {
+        "response": answer.text,
+        "answer": answer.answer,
+        "evidence": evidence,
+        "citations": [evidence[i - 1]["id"] for i in answer.cited],
+        "invalid_citations": answer.invalid,
+    }

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hopgraph.memory.files import Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.memory.sources import Record, Skipped, detect_format, read_source
+from hopgraph.memory.sources import detect_format, read_source
 
 
 @dataclass

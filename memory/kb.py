@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.memory.chroma import chroma_client, cosine_collection
 from hopgraph.memory.evidence import Evidence, evidence
 
 MODALITIES = ("text", "table", "image", "page")
@@ -118,23 +119,11 @@ class KnowledgeBase:
         batch_size: int = 16,
         must_exist: bool = False,
     ):
-        import chromadb
-        from chromadb.config import Settings
-
         self.path = Path(path).expanduser()
         self.embedder_name = embedder
         self.batch_size = batch_size
-        settings = Settings(anonymized_telemetry=False)
         if chroma_url:
-            from urllib.parse import urlparse
-
-            url = urlparse(chroma_url)
-            self.client = chromadb.HttpClient(
-                host=url.hostname or "localhost",
-                port=url.port or 8000,
-                ssl=url.scheme == "https",
-                settings=settings,
-            )
+            self.client = chroma_client(url=chroma_url)
             self.location = chroma_url
         else:
             if must_exist and not (self.path / "chroma").is_dir():
@@ -143,9 +132,7 @@ class KnowledgeBase:
                     f"--kb {self.path}`"
                 )
             self.path.mkdir(parents=True, exist_ok=True)
-            self.client = chromadb.PersistentClient(
-                path=str(self.path / "chroma"), settings=settings
-            )
+            self.client = chroma_client(self.path)
             self.location = str(self.path)
         self._collections: dict[str, Any] = {}
         self._embedder = None
@@ -182,12 +169,7 @@ class KnowledgeBase:
                 return col
             name = COLLECTION_PREFIX + modality
             if create:
-                col = self.client.get_or_create_collection(
-                    name,
-                    embedding_function=None,
-                    configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"embedder": self.embedder_name, "modality": modality},
-                )
+                col = cosine_collection(self.client, name, self.embedder_name, modality=modality)
             else:
                 try:
                     col = self.client.get_collection(name, embedding_function=None)

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.memory.chroma import chroma_client, cosine_collection
+
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
 EDGE_KINDS = (*POLAR, "MENTIONS", "SIMILAR_TO")
@@ -286,24 +288,14 @@ class PolarMemory:
     def _chroma(self):
         """The z_sem collection, used under the inter-process lock by a client that has seen
         every write so far (reopened when another process wrote since)."""
-        import chromadb
-        from chromadb.config import Settings
-
         with self._flock:
             version = self.version()
             if self._client is not None and version != self._client_version:
                 self._close_client()
             if self._client is None:
-                self._client = chromadb.PersistentClient(
-                    path=str(self.path / "chroma"), settings=Settings(anonymized_telemetry=False)
-                )
+                self._client = chroma_client(self.path)
                 self._client_version = version
-            yield self._client.get_or_create_collection(
-                COLLECTION,
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"embedder": self.embedder_name},
-            )
+            yield cosine_collection(self._client, COLLECTION, self.embedder_name)
 
     def _close_client(self) -> None:
         if self._client is not None:

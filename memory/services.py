@@ -98,8 +98,9 @@ def ingest_sources(
     pathway. A source or text that fails is reported (``on_progress("failed", ...)``) and the
     rest go on; ``on_progress`` also hears of each image stored, each record skipped and each
     source read."""
+    from hopgraph.memory.files import IMAGE_SUFFIXES, Skipped
     from hopgraph.memory.polar import PolarMemoryError
-    from hopgraph.memory.sources import IMAGE_SUFFIXES, Skipped, read_source, read_text_file
+    from hopgraph.memory.sources import read_source, read_text_file
     from hopgraph.models.errors import HopgraphModelError
 
     done = IngestSummary()

@@ -1,135 +1,46 @@
 """Readers that turn corpus files into knowledge-base ``Item``s.
 
 Each reader yields ``Item``s and, for anything it cannot use, a ``Skipped`` naming where and why;
-one bad file, line or page never stops the rest. The key functions here are shared with the
-question converters (``hopgraph.evals.datasets``) so gold evidence ids match indexed ids.
+one bad file, line or page never stops the rest. Ids come from ``memory.ids``, file reading from
+``memory.files``.
 """
 
 from __future__ import annotations
 
 import csv
-import gzip
-import hashlib
-import io
 import json
 import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hopgraph.memory.kb import Item, item_id
+from hopgraph.memory.files import (
+    IMAGE_SUFFIXES,
+    TEXT_SUFFIXES,
+    Record,
+    Skipped,
+    load_json,
+    read_jsonl,
+)
+from hopgraph.memory.ids import (
+    _sha1_file,
+    image_key,
+    mmqa_key,
+    mmqa_row_key,
+    page_key,
+    passage_key,
+)
+from hopgraph.memory.kb import Item
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
-TEXT_SUFFIXES = {".txt", ".md"}
 FORMATS = ("folder", "pdf", "hotpotqa", "musique", "multimodalqa")
-
-
-@dataclass
-class Skipped:
-    """Something a reader could not use, and why."""
-
-    where: str
-    reason: str
-
-
-Record = Item | Skipped
-
-
-# -- keys shared with the question converters ----------------------------------------------
-def passage_key(title: str, text: str) -> str:
-    return f"{title}\n{text}"
-
-
-def passage_id(title: str, text: str) -> str:
-    return item_id("text", passage_key(title, text))
-
-
-def mmqa_key(doc_id: str) -> str:
-    return f"mmqa:{doc_id}"
-
-
-def mmqa_row_key(table_id: str, row: int) -> str:
-    return f"mmqa:{table_id}#row{row}"
-
-
-def page_key(file_name: str, page: int) -> str:
-    """Pages are keyed by the document's file name and 1-based page number."""
-    return f"{file_name}#{page}"
-
-
-def page_id(file_name: str, page: int) -> str:
-    return item_id("page", page_key(file_name, page))
 
 
 def row_sentence(title: str, header: list[str], row: list[str], index: int) -> str:
     """A table row as one sentence (MMAPG App. A.5: table rows are embedded as sentences)."""
     cells = "; ".join(f"{h} is {v}" for h, v in zip(header, row, strict=False) if str(v).strip())
     return f"{title}, row {index + 1}: {cells}." if title else f"Row {index + 1}: {cells}."
-
-
-# -- file helpers -----------------------------------------------------------------------------
-def open_text(path: Path):
-    """A text handle for plain or gzipped files (UTF-8, strict)."""
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
-    """Objects of a JSONL file; a bad line becomes a ``Skipped`` with its line number."""
-    for _, obj in read_jsonl_lines(path):
-        yield obj
-
-
-def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
-    """(line number, object or ``Skipped``) for each non-blank line. Each line is decoded on
-    its own, so one line that is not UTF-8 costs that line, not the file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as handle:
-            for lineno, raw in enumerate(handle, 1):
-                where = f"{path}:{lineno}"
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    yield lineno, Skipped(where, f"not UTF-8 (byte 0x{raw[e.start]:02x} at "
-                                                 f"column {e.start + 1})")  # fmt: skip
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield (
-                        lineno,
-                        Skipped(
-                            where, f"bad JSON line: {e.msg.removesuffix(' at')} at column {e.colno}"
-                        ),
-                    )
-                    continue
-                if not isinstance(obj, dict):
-                    yield lineno, Skipped(where, "JSON line is not an object")
-                    continue
-                yield lineno, obj
-    except (OSError, EOFError) as e:
-        yield 0, Skipped(str(path), f"unreadable: {e}")
-
-
-def load_json(path: Path) -> Any:
-    with open_text(path) as handle:
-        return json.load(handle)
-
-
-def _sha1_file(path: Path) -> str:
-    return hashlib.sha1(path.read_bytes()).hexdigest()
-
-
-def image_key(path: Path) -> str:
-    """Image files are keyed by their bytes: the same picture is one item wherever it lies."""
-    return f"image:{_sha1_file(path)}"
 
 
 # -- HotpotQA / MuSiQue -------------------------------------------------------------------------

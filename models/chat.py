@@ -349,7 +349,9 @@ class ChatModel:
         )
         return retrying(fn)
 
-    def _streamed(self, messages: Sequence[Message], kwargs: dict[str, Any]) -> ChatCompletion:
+    def _streamed(
+        self, messages: Sequence[Message], kwargs: dict[str, Any], headers: dict[str, str]
+    ) -> ChatCompletion:
         """One streamed chat completion, judged by progress (module docstring), assembled into
         the ``ChatCompletion`` a plain request returns."""
         body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
@@ -360,7 +362,7 @@ class ChatModel:
         logprobs: list[dict[str, Any]] = []
         finish, tokens, cid, done = "stop", 0, "stream", False
         try:
-            with self._http.stream("POST", url, json=body) as r:
+            with self._http.stream("POST", url, json=body, headers=headers) as r:
                 if r.status_code >= 400:
                     r.read()
                     raise _status_error(r)
@@ -456,16 +458,18 @@ class ChatModel:
         if pictures := image_count(messages):
             extra["images"] = pictures  # the trace shows which calls saw a picture
         call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra)
+        # servers ignore these; server logs and scripted test servers read which role asked
+        headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
         attempts = 0
 
         def once():
             nonlocal attempts
             attempts += 1
             if self.stream:
-                return self._streamed(messages, kwargs)
+                return self._streamed(messages, kwargs, headers)
             try:
                 return self.client.chat.completions.create(
-                    model=self.model, messages=list(messages), **kwargs
+                    model=self.model, messages=list(messages), extra_headers=headers, **kwargs
                 )
             except json.JSONDecodeError as e:
                 url = f"{self.base_url}/chat/completions"

@@ -21,6 +21,17 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+def by_template(replies: dict, default: str = "") -> Callable[[dict], str]:
+    """A reply script keyed by the template each request names (hopgraph sends it as the
+    X-Hopgraph-Template header): a string, or a function of the request body."""
+
+    def reply(body: dict) -> str:
+        found = replies.get(body.get("_template", ""), default)
+        return found(body) if callable(found) else found
+
+    return reply
+
+
 def deterministic_reply(body: dict) -> str:
     """Same prompt, same reply: a short answer, or a cited sentence, or Yes."""
     text = json.dumps(body["messages"])
@@ -106,6 +117,7 @@ class ScriptedServer(LoopbackServer):
 
             def do_POST(self):  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body["_template"] = self.headers.get("X-Hopgraph-Template", "")
                 with server._lock:
                     server.calls += 1
                 if server.delay and not body.get("stream") and not server.per_token:

@@ -15,7 +15,7 @@ from hopgraph.evals.datasets import (
     read_questions,
     write_questions,
 )
-from hopgraph.memory.sources import page_id
+from hopgraph.memory.ids import page_id
 
 
 def test_question_file_problems_are_reported_and_the_rest_kept(tmp_path):

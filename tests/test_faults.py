@@ -10,7 +10,8 @@ from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.runner import Runner
 
 N = 6
 CALLS_PER_QUESTION = 2  # rag: the cited answer, then the short answer

@@ -6,11 +6,12 @@ import json
 
 import pytest
 from PIL import Image
-from scripted_server import ScriptedServer
+from scripted_server import ScriptedServer, by_template
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.runner import Runner
 from hopgraph.graphs import GRAPHS, load_graph
 from hopgraph.memory.kb import Item, KnowledgeBase
 
@@ -127,3 +128,17 @@ def test_the_input_reaches_every_graph_state(tmp_path, photo):
         values = graph.get_state(config).values
         assert {k: values.get(k) for k in payload} == payload, agent
         assert json.dumps(values)  # plain data, checkpointable
+
+
+def test_a_graph_runs_by_itself_with_a_context_and_a_script_keyed_by_template(kb_dir):
+    """No runner: ``graph.invoke(input, context=Context(...))`` gives the OutputState, and the
+    scripted model answers each role by the template its request names."""
+    script = by_template(
+        {"rag/answer": "It is Esterlund's flag [1].", "rag/short_answer": "Esterlund"}
+    )
+    with ScriptedServer(script) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), top_k=2)
+        out = load_graph("rag").invoke({"question": "Whose flag is red?"}, context=ctx)
+    assert set(out) == {"answer", "response", "evidence", "citations", "invalid_citations"}
+    assert out["answer"] == "Esterlund" and out["citations"] == [out["evidence"][0]["id"]]
+    assert len(out["evidence"]) == 2 and out["evidence"][0]["title"] == "Esterlund"

@@ -9,9 +9,10 @@ from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.report import read_trace
-from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.runner import Runner
+from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.memory.sources import page_id, page_key
 
 DOC = "annual-report.pdf"
 TOPICS = ["staff canteen menu", "parking rules for visitors", "history of the harbour office",

@@ -9,7 +9,8 @@ from scripted_server import ScriptedServer
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace, render_html
-from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.runner import Runner
 from hopgraph.graphs.mmapg import check_step
 from hopgraph.memory.kb import Item, KnowledgeBase
 

@@ -14,7 +14,8 @@ from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.otel import OtelExport
 from hopgraph.evals.report import read_trace
-from hopgraph.evals.runner import Runner, read_predictions, trace_path
+from hopgraph.evals.run_folder import read_predictions, trace_path
+from hopgraph.evals.runner import Runner
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ from hopgraph.agents.decomposer import QDCOutput
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace
-from hopgraph.evals.runner import Runner, read_predictions
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.tools.replies import qdc_subquestions
 

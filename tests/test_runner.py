@@ -12,7 +12,8 @@ from scripted_server import ScriptedServer, deterministic_reply
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.runner import RunError, Runner, read_predictions
+from hopgraph.evals.run_folder import RunError, read_predictions
+from hopgraph.evals.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
 
 TESTS = Path(__file__).parent
@@ -327,7 +328,7 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
     ignores the traces and checkpoints of a record; eval joins gold back from the question
     file; a clone holding only manifest + predictions resumes the rest."""
     from hopgraph.evals.evaluate import evaluate_run
-    from hopgraph.evals.runner import scored_predictions
+    from hopgraph.evals.run_folder import scored_predictions
 
     record = TESTS.parent / "benchmarks" / "results" / "test-dataset" / f"rag-{os.getpid()}"
     qfile = questions(tmp_path)

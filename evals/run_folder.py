@@ -1,0 +1,270 @@
+"""A run folder, apart from running: ``manifest.json`` (what the run was made with),
+``predictions.jsonl`` (one line per finished question, written atomically), ``traces/<qid>.jsonl``
+and the counts read from a question's events. The runner writes it; ``eval``, ``trace``,
+``results`` and the reports read it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from hopgraph.config import Context
+from hopgraph.evals.datasets import read_questions
+from hopgraph.evals.metrics import critical_path_depth
+from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
+from hopgraph.prompts import prompts_for, sha256_file
+
+PACKAGES = (
+    "hopgraph",
+    "langgraph",
+    "langchain-core",
+    "openai",
+    "chromadb",
+    "sentence-transformers",
+    "torch",
+    "llama-cpp-python",
+)
+
+
+class RunError(RuntimeError):
+    """A run folder cannot be used for this command (another agent or question file)."""
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def prompt_hashes(ctx: Context) -> dict[str, str]:
+    """sha256 of every template as this Context resolves it (user overrides included)."""
+    prompts = prompts_for(ctx.prompts_dir)
+    return {name: sha256_file(prompts.source_path(name)) for name in prompts.names()}
+
+
+def machine() -> dict[str, Any]:
+    """What ran a sitting: cores, CPU model, GPU (none unless nvidia-smi names one)."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)  # fmt: skip
+        gpu = out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "gpu": gpu or "none"}
+
+
+def _gguf_sha256(ctx: Context) -> str:
+    """The pinned sha256 of the embedded model's GGUF, when the run uses it."""
+    if ctx.base_url:
+        return ""
+    from hopgraph.models.embedded import spec_for
+
+    try:
+        return spec_for(ctx.model).sha256
+    except (KeyError, ValueError):
+        return ""
+
+
+def manifest(
+    agent: str, questions_file: Path | None, ctx: Context, endpoint: str
+) -> dict[str, Any]:
+    """What a run folder was made with; ``questions_file`` None: a question asked directly."""
+    return {
+        "agent": agent,
+        "questions": str(questions_file) if questions_file else "(asked)",
+        "questions_sha256": _sha256(questions_file) if questions_file else "",
+        "context": ctx.as_dict(),
+        "endpoint": endpoint,
+        "model": ctx.model,
+        "gguf_sha256": _gguf_sha256(ctx),
+        "prompts": prompt_hashes(ctx),
+        "git_revision": _git_revision(),
+        "versions": _versions(),
+        "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",
+        "machine": machine(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# -- predictions file -------------------------------------------------------------------------
+def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished predictions by id; a torn last line (a crash mid-write) is ignored."""
+    out: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        out.setdefault(obj["id"], obj)
+    return out
+
+
+def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """A run's predictions with each question's text and gold answers joined back from the
+    question file its manifest names (prediction lines hold no dataset text, so a run folder
+    can be committed as a result record). Lines written before that carry their own gold."""
+    run_dir = Path(run_dir)
+    preds = read_predictions(run_dir / "predictions.jsonl")
+    if all("gold" in p for p in preds.values()):
+        return preds
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise RunError(f"{run_dir} has predictions but no manifest.json naming its questions")
+    man = json.loads(manifest_path.read_text())
+    qfile = Path(man.get("questions", ""))
+    if not qfile.is_file() or _sha256(qfile) != man.get("questions_sha256"):
+        raise RunError(
+            f"scoring {run_dir} needs its question file {qfile} (sha256 "
+            f"{str(man.get('questions_sha256'))[:12]}…), "
+            + ("which has other content" if qfile.is_file() else "which is not here")
+            + f"; re-create it as the record's command did: {man.get('command', '?')}"
+        )
+    questions = {q.id: q for q in read_questions(qfile)[0]}
+    for qid, p in preds.items():
+        q = questions.get(qid)
+        if q is not None and "gold" not in p:
+            p |= {"question": q.question, "gold": q.answers}
+    return preds
+
+
+def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for obj in keep:
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class PredictionLog:
+    """Appends one whole line per write, flushed and fsynced, under a lock."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+# -- traces --------------------------------------------------------------------------------------
+class EventCounts:
+    """LLM calls, tokens, fallbacks, retrieved ids and the method's ``run_summary``, counted
+    from a question's events as they stream (or from a trace a resumed question already has)."""
+
+    def __init__(self) -> None:
+        self.calls = self.prompt = self.completion = self.fallbacks = self.empty = 0
+        self.intervals: list[tuple[float, float]] = []
+        self.retrieved: dict[str, None] = {}
+        self.summary: dict[str, Any] = {}
+
+    @classmethod
+    def from_trace(cls, trace: Path) -> EventCounts:
+        counts = cls()
+        if trace.exists():
+            for line in trace.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if rec.get("mode") == "custom":
+                    counts.add(rec.get("data"))
+        return counts
+
+    def add(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        kind = event.get("event")
+        if kind == LLMCall.event:
+            self.calls += 1
+            self.prompt += event.get("prompt_tokens", 0)
+            self.completion += event.get("completion_tokens", 0)
+            if event.get("started"):
+                self.intervals.append((event["started"], event["started"] + event["latency_s"]))
+        elif kind == Fallback.event:  # a role's output, replaced by its declared fallback
+            self.fallbacks += 1
+        elif kind == EmptyReply.event:
+            self.empty += 1
+        elif kind == Retrieval.event:
+            self.retrieved.update(dict.fromkeys(event.get("ids", [])))
+        elif kind == "run_summary":  # a method's own counts (MMAPG's loop, MAB-DQA's HRRA)
+            self.summary = {k: v for k, v in event.items() if k != "event"}
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "llm_calls": self.calls,
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "fallbacks": self.fallbacks,
+            "empty_replies": self.empty,
+            "depth": critical_path_depth(self.intervals),
+            "retrieved": list(self.retrieved),
+            **({"summary": self.summary} if self.summary else {}),
+        }
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if hasattr(value, "__dict__"):
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    return str(value)
+
+
+def trace_path(run_dir: str | Path, qid: str) -> Path:
+    """Where a question's trace lives in a run folder (the id made safe as a file name)."""
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
+    return Path(run_dir) / "traces" / f"{name}.jsonl"
