@@ -11,6 +11,8 @@ from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Repair, emit
 from hopgraph.tools.replies import qdc_subquestions
 
+DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc")
+
 
 class Replacement(BaseModel):
     reference: str
@@ -34,11 +36,6 @@ class QDRPlan(BaseModel):
     subquestions: list[PlanStep]
 
 
-DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc")
-PLAN_QDR = Role("decomposer", "qdrag/plan_qdr")
-SUB_ANSWER = Role("subanswerer", "qdrag/sub_answer")
-
-
 def decompose_qdc(
     question: str,
     contexts: list[Evidence],
@@ -58,6 +55,9 @@ def decompose_qdc(
     for r in rebuilt:
         emit(Repair("decomposer", {"rebuilt": r}))
     return subs
+
+
+PLAN_QDR = Role("decomposer", "qdrag/plan_qdr")
 
 
 def plan_qdr(
@@ -83,6 +83,9 @@ def plan_qdr(
             ctx, QDRPlan, fallback=QDRPlan(subquestions=[]), pictures=images, **variables
         )
     return [s.model_dump() for s in plan.subquestions]
+
+
+SUB_ANSWER = Role("subanswerer", "qdrag/sub_answer")
 
 
 def answer_from(question: str, contexts: list[Evidence], ctx: Context) -> str:

@@ -3,8 +3,12 @@ facts through the LLM with few-shot examples; results cached per passage and mod
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
+from hopgraph import prompts
 from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
@@ -13,27 +17,10 @@ from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Repair, emit
 from hopgraph.tools.replies import complete_triplets
 
-# Our own invented examples (the few-shot set F_tri of Eq. 1).
-EXAMPLES = [
-    {
-        "title": "Norrby Bridge",
-        "text": "Norrby Bridge crosses the Vessel river. It opened in 1931 and is 412 metres long.",
-        "facts": [
-            ["Norrby Bridge", "crosses", "the Vessel river"],
-            ["Norrby Bridge", "opened in", "1931"],
-            ["Norrby Bridge", "length", "412 metres"],
-        ],
-    },
-    {
-        "title": "Anja Telk",
-        "text": "Anja Telk (born 1970) is a chemist. She directs the Lund Glass Institute.",
-        "facts": [
-            ["Anja Telk", "born in", "1970"],
-            ["Anja Telk", "occupation", "chemist"],
-            ["Anja Telk", "directs", "the Lund Glass Institute"],
-        ],
-    },
-]
+EXAMPLES = json.loads(
+    (Path(prompts.__file__).parent / "mmapg" / "triplets_examples.json").read_text()
+)
+"""The few-shot set F_tri of Eq. 1: our own invented passages, kept with the prompts."""
 
 
 TRIPLETS = Role("triplet_converter", "mmapg/triplets")

@@ -12,8 +12,6 @@ from hopgraph.cli.app import (
 )
 
 data_app = typer.Typer(help="Question files and datasets.", no_args_is_help=True)
-
-
 app.add_typer(data_app, name="data")
 
 

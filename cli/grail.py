@@ -21,8 +21,6 @@ from hopgraph.cli.app import (
 grail_app = typer.Typer(
     help="GRAIL: gap-aware query steering (no LLM calls).", no_args_is_help=True
 )
-
-
 app.add_typer(grail_app, name="grail")
 
 

@@ -18,8 +18,6 @@ from hopgraph.cli.app import (
 )
 
 qdrag_app = typer.Typer(help="QDRAG utilities.", no_args_is_help=True)
-
-
 app.add_typer(qdrag_app, name="qdrag")
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.answerer import answer_closed_book
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
+from hopgraph.graphs.shared import (
+    InputState,
+    add_chain,
+    contract_builder,
+    images_need_a_vlm,
+)
 
 
 class State(InputState, total=False):
@@ -20,10 +25,6 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
     return {"answer": answer_closed_book(state["question"], ctx, state.get("images", []))}
 
 
-builder = StateGraph(
-    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
-)
-builder.add_node("answer", answer)
-builder.add_edge(START, "answer")
-builder.add_edge("answer", END)
+builder = contract_builder(State, answer)
+add_chain(builder, START, "answer", END)
 graph = builder.compile(name="direct")

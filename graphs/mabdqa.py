@@ -16,12 +16,17 @@ import time
 from typing import Annotated, Any
 
 import numpy as np
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
+from hopgraph.graphs.shared import (
+    InputState,
+    add_chain,
+    contract_builder,
+    images_need_a_vlm,
+)
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models.events import Retrieval, Step, emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
@@ -215,24 +220,11 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     return {}
 
 
-builder = StateGraph(
-    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+builder = contract_builder(
+    State, decompose, retrieve, reflect_question, answer, reflect_answer, reenter, refine, finish
 )
-builder.add_node("decompose", decompose)
-builder.add_node("retrieve", retrieve)
-builder.add_node("reflect_question", reflect_question)
-builder.add_node("answer", answer)
-builder.add_node("reflect_answer", reflect_answer)
-builder.add_node("reenter", reenter)
-builder.add_node("refine", refine)
-builder.add_node("finish", finish)
-builder.add_edge(START, "decompose")
-builder.add_edge("decompose", "retrieve")
-builder.add_edge("retrieve", "reflect_question")
-builder.add_edge("reflect_question", "answer")
-builder.add_edge("answer", "reflect_answer")
+add_chain(builder, START, "decompose", "retrieve", "reflect_question", "answer", "reflect_answer")
 builder.add_conditional_edges("reflect_answer", after_reflect, ["reenter", "refine", "finish"])
 builder.add_edge("reenter", "answer")
-builder.add_edge("refine", "finish")
-builder.add_edge("finish", END)
+add_chain(builder, "refine", "finish", END)
 graph = builder.compile(name="mabdqa")

@@ -25,7 +25,12 @@ from hopgraph.agents import examiner
 from hopgraph.agents.planner import overall_plan, plan_step
 from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, images_need_a_vlm
+from hopgraph.graphs.shared import (
+    InputState,
+    add_chain,
+    contract_builder,
+    images_need_a_vlm,
+)
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
@@ -132,15 +137,11 @@ def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
 
 
 retrieval_builder = StateGraph(RetrievalState, context_schema=Context)
-retrieval_builder.add_node("split", split)
-retrieval_builder.add_node("search", search)
-retrieval_builder.add_node("examine", examine)
-retrieval_builder.add_node("extract", extract)
-retrieval_builder.add_edge(START, "split")
-retrieval_builder.add_edge("split", "search")
+for module in (split, search, examine, extract):
+    retrieval_builder.add_node(module)
+add_chain(retrieval_builder, START, "split", "search")
 retrieval_builder.add_conditional_edges("search", fan_out, ["examine", "extract"])
-retrieval_builder.add_edge("examine", "extract")
-retrieval_builder.add_edge("extract", END)
+add_chain(retrieval_builder, "examine", "extract", END)
 retrieval = retrieval_builder.compile(name="mmapg_retrieval")
 
 
@@ -412,17 +413,8 @@ def view(question: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": out, "edges": edges}
 
 
-builder = StateGraph(
-    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
-)
-builder.add_node("begin", begin)
-builder.add_node("planner", planner)
-builder.add_node("ask", ask)
-builder.add_node("retrieve", retrieve)
-builder.add_node("answer", answer)
-builder.add_node("finish", finish)
-builder.add_edge(START, "begin")
-builder.add_edge("begin", "planner")
+builder = contract_builder(State, begin, planner, ask, retrieve, answer, finish)
+add_chain(builder, START, "begin", "planner")
 builder.add_conditional_edges("planner", act, ["ask", "retrieve", "answer", "finish"])
 for action in ("ask", "retrieve", "answer"):
     builder.add_conditional_edges(action, loop, ["planner", "finish"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
@@ -18,7 +18,13 @@ from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.reranker import score_all
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, cited_output, images_need_a_vlm
+from hopgraph.graphs.shared import (
+    InputState,
+    add_chain,
+    cited_output,
+    contract_builder,
+    images_need_a_vlm,
+)
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.events import Fallback, emit
@@ -238,22 +244,10 @@ def view(state: State, kept: list[Evidence], allocation: dict[str, int]) -> dict
     return {"nodes": nodes, "edges": edges}
 
 
-builder = StateGraph(
-    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
-)
-builder.add_node("retrieve", retrieve)
-builder.add_node("decompose", decompose)
-builder.add_node("solve", solve)
-builder.add_node("gather", gather)
-builder.add_node("rerank", rerank)
-builder.add_node("select", select)
-builder.add_node("generate", generate)
-builder.add_edge(START, "retrieve")
-builder.add_edge("retrieve", "decompose")
-builder.add_conditional_edges("decompose", dispatch, ["solve", "rerank", "select"])
+builder = contract_builder(State, retrieve, decompose, solve, gather, rerank, select, generate)
+add_chain(builder, START, "retrieve", "decompose")
+for source in ("decompose", "gather"):  # the next wave of QD-R subquestions, or on to rerank
+    builder.add_conditional_edges(source, dispatch, ["solve", "rerank", "select"])
 builder.add_edge("solve", "gather")
-builder.add_conditional_edges("gather", dispatch, ["solve", "rerank", "select"])
-builder.add_edge("rerank", "select")
-builder.add_edge("select", "generate")
-builder.add_edge("generate", END)
+add_chain(builder, "rerank", "select", "generate", END)
 graph = builder.compile(name="qdrag")

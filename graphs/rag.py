@@ -3,12 +3,18 @@ every method is compared with."""
 
 from __future__ import annotations
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, OutputState, cited_output, images_need_a_vlm
+from hopgraph.graphs.shared import (
+    InputState,
+    add_chain,
+    cited_output,
+    contract_builder,
+    images_need_a_vlm,
+)
 from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.retrieval import search
 
@@ -34,12 +40,6 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return cited_output(out, contexts)
 
 
-builder = StateGraph(
-    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
-)
-builder.add_node("retrieve", retrieve)
-builder.add_node("generate", generate)
-builder.add_edge(START, "retrieve")
-builder.add_edge("retrieve", "generate")
-builder.add_edge("generate", END)
+builder = contract_builder(State, retrieve, generate)
+add_chain(builder, START, "retrieve", "generate", END)
 graph = builder.compile(name="rag")

@@ -4,9 +4,14 @@ TypedDicts, from which pydantic builds the JSON schemas Studio reads on Python <
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
+
+from langgraph.graph import StateGraph
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.agents.generator import CitedAnswer
+from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
 
@@ -61,3 +66,20 @@ def cited_output(answer: CitedAnswer, evidence: list[Evidence]) -> OutputState:
         "citations": [evidence[i - 1]["id"] for i in answer.cited],
         "invalid_citations": answer.invalid,
     }
+
+
+def contract_builder(state: type, *nodes: Callable) -> StateGraph:
+    """A StateGraph that speaks the contract (InputState in, OutputState out, a ``Context``),
+    with ``nodes`` added under their function names."""
+    builder = StateGraph(
+        state, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
+    for node in nodes:
+        builder.add_node(node)
+    return builder
+
+
+def add_chain(builder: StateGraph, *steps: str) -> None:
+    """Edges from each step to the next (``START`` and ``END`` included where given)."""
+    for a, b in itertools.pairwise(steps):
+        builder.add_edge(a, b)
