@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from scripted_server import ScriptedServer
+from scripted_server import ScriptedServer, by_template
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
@@ -55,45 +55,52 @@ def kb_dir(tmp_path_factory):
 
 
 def reply_for(calls, first_answer="Not answerable", asked=None):
+    """Each role's reply, keyed by the template its request names; ``calls`` records them."""
     asked = [] if asked is None else asked
 
-    def reply(body):
+    def text_of(body):
         text = body["messages"][-1]["content"]
-        text = text if isinstance(text, str) else " ".join(p.get("text", "") for p in text)
-        if body.get("logprobs") and "Does this page show" in text:  # the p_yes page judge
-            calls.append("judge")
-            return 0.95 if "2021 budget" in text or "budget for 2021" in text else 0.05
-        if body.get("logprobs"):  # answer reflection: does the answer respond?
-            calls.append("reflect_answer")
-            return 0.1 if "Answer: Not answerable" in text else 0.9
-        if "You prepare searches in a long document" in text:
-            calls.append("aspects")
-            return "2021 budget, budget amount"
-        if "You check whether one page" in text:
-            calls.append("judge")
-            if "harbour office" in text:
-                return "I cannot tell."  # unparsable: read as 3
-            return (
-                "The page states the figure.\n5"
-                if "2021 budget" in text or "budget for 2021" in text
-                else "Nothing here.\n1"
-            )  # noqa: E501
-        if "Rewrite the question" in text:
-            calls.append("reflect_question")
-            return "What was the budget for 2021 in crowns?"
-        if "Answer the question from these pages only" in text:
-            calls.append("answer")
-            asked.append(text.rsplit("Question:", 1)[1].split("\n")[0].strip())
-            answered = sum(c == "answer" for c in calls)
-            return first_answer if answered == 1 else "4.2 million crowns"
-        if "Work out what a good answer to this question has to contain" in text:
-            calls.append("summarize")
-            return "One part: the budget of 2021, a sum in crowns."
-        if "A first answer to the question below fell short" in text:
-            calls.append("refine")
-            assert "What the answer needs: One part: the budget of 2021" in text
-            return "Page 8 gives the figure.\nAnswer: 4.2 million crowns"
-        raise AssertionError(f"unscripted prompt: {text[:100]}")
+        return text if isinstance(text, str) else " ".join(p.get("text", "") for p in text)
+
+    def about_2021(body):
+        text = text_of(body)
+        return "2021 budget" in text or "budget for 2021" in text
+
+    def judge_p_yes(body):
+        return 0.95 if about_2021(body) else 0.05
+
+    def judge(body):
+        if "harbour office" in text_of(body):
+            return "I cannot tell."  # unparsable: read as 3
+        return "The page states the figure.\n5" if about_2021(body) else "Nothing here.\n1"
+
+    def reflect_answer(body):  # does the answer respond?
+        return 0.1 if "Answer: Not answerable" in text_of(body) else 0.9
+
+    def answer(body):
+        asked.append(text_of(body).rsplit("Question:", 1)[1].split("\n")[0].strip())
+        return first_answer if calls.count("answer") == 1 else "4.2 million crowns"
+
+    def refine(body):
+        assert "What the answer needs: One part: the budget of 2021" in text_of(body)
+        return "Page 8 gives the figure.\nAnswer: 4.2 million crowns"
+
+    script = {
+        "mabdqa/judge_page_p_yes": judge_p_yes,
+        "mabdqa/reflect_answer": reflect_answer,
+        "mabdqa/aspects": "2021 budget, budget amount",
+        "mabdqa/judge_page": judge,
+        "mabdqa/reflect_question": "What was the budget for 2021 in crowns?",
+        "mabdqa/answer": answer,
+        "mabdqa/summarize": "One part: the budget of 2021, a sum in crowns.",
+        "mabdqa/refine_answer": refine,
+    }
+    names = {"judge_page_p_yes": "judge", "judge_page": "judge", "refine_answer": "refine"}
+
+    def reply(body):
+        name = body["_template"].split("/", 1)[1]
+        calls.append(names.get(name, name))
+        return by_template(script, default=lambda b: pytest.fail(f"unscripted {name}"))(body)
 
     return reply
 

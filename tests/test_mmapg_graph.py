@@ -4,7 +4,7 @@
 import json
 
 import pytest
-from scripted_server import ScriptedServer
+from scripted_server import ScriptedServer, by_template
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
@@ -24,41 +24,45 @@ def step(kind, parents=(), instruction=""):
 
 
 def scripted(planner_steps, *, split=None, prompts_seen=None, cut_off=None):
-    """Replies by prompt: the planner's steps in order, the rest from fixed rules."""
+    """Replies by the template each request names: the planner's steps in order (its repairs
+    included), the other roles from fixed rules."""
     steps = iter(planner_steps)
 
-    def reply(body):
+    def last_text(body):
         text = body["messages"][-1]["content"]
-        text = text if isinstance(text, str) else json.dumps(text)
-        if prompts_seen is not None:
-            prompts_seen.append(text)
-        first = body["messages"][0]["content"]
-        if cut_off and "Copy out the facts" in first and cut_off in first.split("Source", 1)[1]:
+        return text if isinstance(text, str) else json.dumps(text)
+
+    def examine_text(body):
+        source = body["messages"][0]["content"].split("Source", 1)[1]
+        if cut_off and cut_off in source:
             return '{"facts": "This town was founded by a'  # cut off at max_tokens, repair too
-        if any(
-            k in text for k in ("building a reasoning graph", "MY PLANNER", "could not be used")
-        ):
-            return next(steps)
-        if "list what must be found" in text:
-            return "1. Find who founded Town 3. 2. Find where that person was born."
-        if "Split it into the part" in text:
-            return json.dumps(
+        return json.dumps({"facts": "Ada Moor founded Town 3.", "helps": "Town 3" in source})
+
+    script = by_template(
+        {
+            "mmapg/planner": lambda body: next(steps),
+            "mmapg/plan": "1. Find who founded Town 3. 2. Find where that person was born.",
+            "mmapg/decompose": json.dumps(
                 split or {"text_part": "founder of Town 3", "image_part": "", "image_kind": "none"}
-            )
-        if "key phrases" in text:
-            return json.dumps({"phrases": ["founder of Town 3"]})
-        if "found by the name" in text:
-            return json.dumps({"question": "What is on the crest?", "names": ["crest of Town 3"]})
-        if "No one can look at this picture" in text:
-            return json.dumps({"facts": "The crest shows a heron.", "helps": True})
-        if "Copy out the facts" in text:
-            source = text.split("Source", 1)[1]
-            return json.dumps({"facts": "Ada Moor founded Town 3.", "helps": "Town 3" in source})
-        if "A search was run" in text:
-            return "Ada Moor founded Town 3; she was born in Lund."
-        if "Work out an answer" in text:
-            return json.dumps({"rationale": "R1 says so", "answer": "Lund"})
-        raise AssertionError(f"unscripted prompt: {text[:200]}")
+            ),
+            "mmapg/keyphrases": json.dumps({"phrases": ["founder of Town 3"]}),
+            "mmapg/image_target": json.dumps(
+                {"question": "What is on the crest?", "names": ["crest of Town 3"]}
+            ),
+            "mmapg/examine_image": json.dumps({"facts": "The crest shows a heron.", "helps": True}),
+            "mmapg/examine_text": examine_text,
+            "mmapg/extract": "Ada Moor founded Town 3; she was born in Lund.",
+            "mmapg/reason": json.dumps({"rationale": "R1 says so", "answer": "Lund"}),
+        },
+        default=lambda body: pytest.fail(
+            f"unscripted {body['_template']}: {last_text(body)[:200]}"
+        ),
+    )
+
+    def reply(body):
+        if prompts_seen is not None:
+            prompts_seen.append(last_text(body))
+        return script(body)
 
     return reply
 

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from scripted_server import ScriptedServer
+from scripted_server import ScriptedServer, by_template
 
 from hopgraph.agents.decomposer import QDCOutput
 from hopgraph.config import Context
@@ -19,29 +19,30 @@ PLAN = [
 
 
 def reply_for(plan):
-    def reply(body):
-        text = json.dumps(body["messages"])
-        if body.get("logprobs"):  # reranker: only passages about towns 3 and 4 are relevant
-            passage = body["messages"][0]["content"].split("Question:")[0]
-            return "Yes" if ("Town 3" in passage or "Town 4" in passage) else "No"
-        if "Turn a search request" in text:  # PolarMem's query parse
-            return json.dumps({"positive": ["Lund"], "negative": []})
-        if "Plan how to answer" in text:
-            return json.dumps({"subquestions": plan})
-        if "Reply with JSON" in text:
-            return json.dumps(
-                {
-                    "replacements": [{"reference": "the old port", "entity": "Town 3"}],
-                    "subquestions": ["Who founded Town 3?", "What is Town 4 known for?"],
-                }
-            )
-        if "Answer the question from the passages" in text:
-            return "Ada Moor" if "founded" in text else "Lund"
-        if "Short answer" in text:
-            return "Lund"
-        return "Ada Moor was born in Lund [1][2]."
+    """Each role's reply, keyed by the template its request names."""
 
-    return reply
+    def rerank(body):  # only passages about towns 3 and 4 are relevant
+        passage = body["messages"][0]["content"].split("Question:")[0]
+        return "Yes" if ("Town 3" in passage or "Town 4" in passage) else "No"
+
+    def sub_answer(body):
+        return "Ada Moor" if "founded" in json.dumps(body["messages"]) else "Lund"
+
+    qdc = {
+        "replacements": [{"reference": "the old port", "entity": "Town 3"}],
+        "subquestions": ["Who founded Town 3?", "What is Town 4 known for?"],
+    }
+    return by_template(
+        {
+            "qdrag/rerank": rerank,
+            "qdrag/decompose_qdc": json.dumps(qdc),
+            "qdrag/plan_qdr": json.dumps({"subquestions": plan}),
+            "qdrag/sub_answer": sub_answer,
+            "rag/answer": "Ada Moor was born in Lund [1][2].",
+            "rag/short_answer": "Lund",
+            "polarmem/parse_query": json.dumps({"positive": ["Lund"], "negative": []}),
+        }
+    )
 
 
 @pytest.fixture(scope="module")
