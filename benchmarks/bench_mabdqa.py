@@ -2,6 +2,7 @@
 
     .venv/bin/hopgraph index ../shared/data/mmlongbench/pdfs --kb runs/mmlb-kb --no-render
     .venv/bin/python benchmarks/bench_mabdqa.py --kb runs/mmlb-kb [--data ../shared/data]
+        [--questions runs/mmlb-q-spread1.jsonl]
 
 Plain late interaction (the M3DocRAG-style baseline, Eq. 1) over the text-line page vectors of
 every MMLongBench-Doc question with evidence pages: page Recall / Precision / NDCG / MRR at
@@ -34,12 +35,18 @@ def main() -> None:
     ap.add_argument("--kb", type=Path, required=True)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--questions", type=Path, help="only these questions (a canonical JSONL, e.g. a spread)"
+    )
     args = ap.parse_args()
     samples = args.data / "mmlongbench" / "samples.json"
     if not samples.is_file():
         raise SystemExit(f"skipped: {samples} is absent")
     kb = KnowledgeBase(args.kb, must_exist=True)
     questions = [q for q in convert_mmlongbench(samples) if q.evidence]
+    if args.questions:
+        wanted = {json.loads(line)["id"] for line in args.questions.open() if line.strip()}
+        questions = [q for q in questions if q.id in wanted]
     docs, build, rows, shapes = {}, {}, [], []
     for q in questions:
         if q.doc not in docs:

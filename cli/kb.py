@@ -31,6 +31,14 @@ def index(
     images: Annotated[str, typer.Option(help="MultimodalQA image folder")] = "",
     limit: Annotated[int | None, typer.Option(help="index at most this many items")] = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="PDFs: skip page PNGs")] = False,
+    ocr: Annotated[
+        str,
+        typer.Option(
+            help="OCR for PDF pages without a text layer and for images: auto (RapidOCR, else "
+            "tesseract) | rapidocr | tesseract | off"
+        ),
+    ] = "auto",
+    no_ocr: Annotated[bool, typer.Option("--no-ocr", help="the same as --ocr off")] = False,
     triplets: Annotated[
         bool, typer.Option("--triplets", help="also store LLM-extracted triplets (MMAPG)")
     ] = False,
@@ -48,9 +56,16 @@ def index(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from hopgraph.memory.indexing import index_source
+    from hopgraph.models.errors import HopgraphModelError
+    from hopgraph.models.ocr import ocr_engine
 
     if not Path(source).exists():
         refuse(f"nothing to index at {source}: no such file or folder")
+    ocr = "off" if no_ocr else ocr
+    try:
+        ocr_engine(ocr)
+    except (ValueError, HopgraphModelError) as e:
+        refuse(f"--ocr {ocr}: {e}")
     store = open_kb(kb, sets)
     derive = None
     if triplets:
@@ -87,6 +102,7 @@ def index(
             images_dir=images or None,
             render_pages=not no_render,
             derive=derive,
+            ocr=ocr,
             on_batch=show,
         )
     console.print(

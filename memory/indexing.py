@@ -12,6 +12,7 @@ from pathlib import Path
 from hopgraph.memory.files import Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.memory.sources import detect_format, read_source
+from hopgraph.models.ocr import ocr_engine
 
 
 @dataclass
@@ -82,17 +83,23 @@ def index_source(
     render_pages: bool = True,
     page_pixels: int = 1024 * 28 * 28,
     derive: Callable[[Item], list[Item]] | None = None,
+    ocr: str = "auto",
     on_batch: Callable[[IndexReport], None] | None = None,
 ) -> IndexReport:
     """Read ``source`` and add its items; already indexed items are counted, not re-embedded.
 
     Batches are committed as they fill, so an interrupted run keeps what it stored and the next
     run skips it (ids are content-derived). ``derive`` adds items made from each text item
-    (MMAPG's triplets); a failure there is reported for that item and the rest goes on."""
+    (MMAPG's triplets); a failure there is reported for that item and the rest goes on.
+    ``ocr`` (auto | rapidocr | tesseract | off) reads PDF pages without a text layer and image
+    files; its results are cached under the KB folder."""
     began = time.perf_counter()
     path = Path(source)
     resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
     report = IndexReport(source=str(path), format=resolved)
+    engine = ocr_engine(ocr)
+    if engine is None and ocr == "auto":
+        report.notes.append("no OCR engine found: pip install rapidocr_onnxruntime")
     records = read_source(
         path,
         resolved,
@@ -100,6 +107,8 @@ def index_source(
         pages_dir=(kb.path / "pages") if render_pages else None,
         page_pixels=page_pixels,
         images_dir=Path(images_dir) if images_dir else None,
+        ocr=engine,
+        ocr_cache=kb.path / "ocr",
     )
     items = _items(records, report.skipped)
     if limit is not None:

@@ -8,10 +8,10 @@ one bad file, line or page never stops the rest. Ids come from ``memory.ids``, f
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import re
-import shutil
-import subprocess
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from hopgraph.memory.ids import (
     passage_key,
 )
 from hopgraph.memory.kb import Item
+from hopgraph.models.ocr import OcrEngine, OcrText, read_image_text
 
 FORMATS = ("folder", "pdf", "hotpotqa", "musique", "multimodalqa")
 
@@ -164,13 +165,26 @@ def read_multimodalqa(
 
 
 # -- PDFs ------------------------------------------------------------------------------------------
-def _ocr(png: Path) -> str | None:
-    """Text of a page image through the system's tesseract, or None when it is not installed."""
-    exe = shutil.which("tesseract")
-    if exe is None:
+MIN_TEXT_CHARS = 20  # a text layer shorter than this (a page number, a logo) is OCR'd
+
+
+def ocr_text(ocr: OcrEngine | None, image: bytes, cache: Path | None = None) -> OcrText | None:
+    """OCR of an encoded image, remembered in ``cache`` by the image's hash and the engine, so
+    re-indexing a source does not read its pages again."""
+    if ocr is None:
         return None
-    out = subprocess.run([exe, str(png), "stdout"], capture_output=True, text=True, timeout=120)
-    return out.stdout.strip() if out.returncode == 0 else None
+    file = None
+    if cache is not None:
+        digest = hashlib.sha1(image).hexdigest()[:20]
+        file = cache / f"{re.sub(r'[^A-Za-z0-9.-]', '_', ocr.name)}-{digest}.txt"
+        if file.is_file():
+            text = file.read_text(encoding="utf-8")
+            return OcrText(text, ocr.name) if text else None
+    found = read_image_text(ocr, image)
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(found.text if found else "", encoding="utf-8")
+    return found
 
 
 def read_pdf(
@@ -178,11 +192,14 @@ def read_pdf(
     *,
     pages_dir: Path | None = None,
     page_pixels: int = 1024 * 28 * 28,
+    ocr: OcrEngine | None = None,
+    ocr_cache: Path | None = None,
     notes: list[str] | None = None,
     **_: Any,
 ) -> Iterator[Record]:
-    """Each page as a ``page`` item: its text layer (OCR when empty and tesseract exists) and,
-    with ``pages_dir``, the page rendered to PNG within ``page_pixels``."""
+    """Each page as a ``page`` item: its text layer, or OCR of the rendered page where that layer
+    is (nearly) empty and an engine is given, and with ``pages_dir`` the page rendered to PNG
+    within ``page_pixels``. OCR'd pages name their engine in ``meta["ocr"]``."""
     import pymupdf
 
     notes = notes if notes is not None else []
@@ -199,23 +216,28 @@ def read_pdf(
         if pages_dir is not None:
             folder = pages_dir / f"{path.stem[:60]}-{_sha1_file(path)[:10]}"
             folder.mkdir(parents=True, exist_ok=True)
-        no_text = 0
+        no_text = ocred = 0
+        ocr_seconds = 0.0
         for number, page in enumerate(doc, 1):
             where = f"{path}#page{number}"
             try:
-                text = page.get_text().strip()
-                png = ""
-                ocr = None
+                layer = page.get_text().strip()
+                text, meta = layer, {"pages": len(doc)}
+                png, image = "", None
                 if folder is not None:
                     png_path = folder / f"page-{number:04d}.png"
                     if not png_path.is_file():
-                        w, h = page.rect.width, page.rect.height
-                        zoom = min(4.0, (page_pixels / max(w * h, 1.0)) ** 0.5)
-                        page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom)).save(png_path)
+                        _render(page, page_pixels).save(png_path)
                     png = str(png_path)
-                    if not text:
-                        ocr = _ocr(png_path)
-                        text = ocr or ""
+                if len(layer) < MIN_TEXT_CHARS and ocr is not None:
+                    began = time.perf_counter()
+                    image = Path(png).read_bytes() if png else _render(page, page_pixels).tobytes()
+                    found = ocr_text(ocr, image, ocr_cache)
+                    ocr_seconds += time.perf_counter() - began
+                    if found is not None:
+                        text = f"{layer}\n{found.text}".strip()
+                        meta |= {"ocr": found.engine, "text_layer_chars": len(layer)}
+                        ocred += 1
             except Exception as e:  # a damaged page: skip it, keep the document
                 yield Skipped(where, f"page failed: {e}")
                 continue
@@ -228,13 +250,24 @@ def read_pdf(
                 source=path.name,
                 page=number,
                 path=png,
-                meta={"ocr": ocr is not None, "pages": len(doc)},
+                meta=meta,
+            )
+        if ocred:
+            notes.append(
+                f"{path.name}: {ocred} page(s) read by OCR ({ocr.name}, {ocr_seconds:.1f} s)"
             )
         if no_text:
-            notes.append(
-                f"{path.name}: {no_text} page(s) without text"
-                + ("" if shutil.which("tesseract") else " (tesseract not installed: no OCR)")
-            )
+            why = "" if ocr is not None else " (no OCR engine: pip install rapidocr_onnxruntime)"
+            notes.append(f"{path.name}: {no_text} page(s) without text{why}")
+
+
+def _render(page, page_pixels: int):  # noqa: ANN001, ANN202 - a pymupdf Page and Pixmap
+    """The page as a pixmap of at most ``page_pixels`` pixels (zoom capped at 4x)."""
+    import pymupdf
+
+    w, h = page.rect.width, page.rect.height
+    zoom = min(4.0, (page_pixels / max(w * h, 1.0)) ** 0.5)
+    return page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom))
 
 
 # -- a folder of files ---------------------------------------------------------------------------
@@ -261,23 +294,31 @@ def chunk_paragraphs(text: str, max_words: int = 180) -> list[str]:
     return chunks
 
 
-def image_item(path: Path, caption: str = "") -> Record:
+def image_item(
+    path: Path, caption: str = "", ocr: OcrEngine | None = None, ocr_cache: Path | None = None
+) -> Record:
+    """An image file as an ``image`` item: its caption (else its name), then any text OCR reads
+    in it, so text search reaches a chart's or a sign's words."""
     from hopgraph.models.errors import ImageInputError
     from hopgraph.models.images import load_image
 
     try:
         load_image(path)
+        found = ocr_text(ocr, path.read_bytes(), ocr_cache)
     except ImageInputError as e:
         return Skipped(str(path), str(e))
     title = path.stem.replace("_", " ").replace("-", " ")
+    meta: dict[str, Any] = {"caption": bool(caption)}
+    if found is not None:
+        meta["ocr"] = found.engine
     return Item(
         "image",
         image_key(path),
-        caption or title,
+        f"{caption or title}\n{found.text}" if found else caption or title,
         title=title,
         source=path.name,
         path=str(path.resolve()),
-        meta={"caption": bool(caption)},
+        meta=meta,
     )
 
 
@@ -357,7 +398,8 @@ def read_folder(path: Path, **opts: Any) -> Iterator[Record]:
         if file.name == "captions.json" or file.name.startswith("."):
             continue
         if suffix in IMAGE_SUFFIXES:
-            yield image_item(file, captions.get(file.name, captions.get(file.stem, "")))
+            caption = captions.get(file.name, captions.get(file.stem, ""))
+            yield image_item(file, caption, opts.get("ocr"), opts.get("ocr_cache"))
         elif suffix in TEXT_SUFFIXES:
             yield from read_text_file(file)
         elif suffix == ".csv":
