@@ -63,7 +63,9 @@ class Context:
 
     # -- embedders and paths -------------------------------------------------------------
     text_embedder: str = "all-MiniLM-L6-v2"
-    image_embedder: str = "clip-ViT-B-32"
+    image_embedder: str = "openai/clip-vit-base-patch32"
+    """A CLIP / SigLIP model (local folder or HF-cache id) that puts indexed images and query
+    texts in one space; where its weights are absent, images are found by their text. Empty: off."""
     embed_batch_size: int = 16
     """Texts per encoder batch: 16 is fastest for passages on 2 CPU cores (measured)."""
     kb_dir: str = "kb"

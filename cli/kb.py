@@ -109,6 +109,7 @@ def index(
         f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
         f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "
         + (f"{report.derived} triplets added, " if triplets else "")
+        + (f"{report.visual} images in the visual space, " if report.visual else "")
         + f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.3g} items/s; "
         f"embedding {report.embed_seconds:.1f}s)"
     )

@@ -22,6 +22,8 @@ class IndexReport:
     added: int = 0
     existing: int = 0
     derived: int = 0
+    visual: int = 0
+    """Images embedded into the visual space (the image embedder's)."""
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     by_modality: Counter = field(default_factory=Counter)
@@ -40,6 +42,7 @@ class IndexReport:
             "added": self.added,
             "existing": self.existing,
             "derived": self.derived,
+            "visual": self.visual,
             "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
             "notes": self.notes,
             "by_modality": dict(self.by_modality),
@@ -72,6 +75,20 @@ def _derive(kb: KnowledgeBase, batch: list[Item], derive, report: IndexReport) -
     return stats.added
 
 
+def _visual_embedder(kb: KnowledgeBase, report: IndexReport):  # noqa: ANN202
+    """The KB's image embedder, or None with one note saying why images go without it."""
+    from hopgraph.models.embedders import image_embedder
+    from hopgraph.models.errors import ModelPackageMissing, ModelWeightsMissing
+
+    if not kb.image_embedder_name:
+        return None
+    try:
+        return image_embedder(kb.image_embedder_name)
+    except (ModelWeightsMissing, ModelPackageMissing) as e:
+        report.notes.append(f"{e} Images are indexed by their titles, captions and OCR text only.")
+        return None
+
+
 def index_source(
     kb: KnowledgeBase,
     source: str | Path,
@@ -92,7 +109,8 @@ def index_source(
     run skips it (ids are content-derived). ``derive`` adds items made from each text item
     (MMAPG's triplets); a failure there is reported for that item and the rest goes on.
     ``ocr`` (auto | rapidocr | tesseract | off) reads PDF pages without a text layer and image
-    files; its results are cached under the KB folder."""
+    files; its results are cached under the KB folder. Image files also go into the visual space
+    when the KB's image embedder (CLIP / SigLIP) has weights here; else a note says so once."""
     began = time.perf_counter()
     path = Path(source)
     resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -113,12 +131,20 @@ def index_source(
     items = _items(records, report.skipped)
     if limit is not None:
         items = itertools.islice(items, limit)
+    visual, tried = None, False
     while batch := list(itertools.islice(items, batch_size)):
         stats = kb.add(batch)
         report.added += stats.added
         report.existing += stats.existing
         report.embed_seconds += stats.embed_seconds
         report.store_seconds += stats.store_seconds
+        pictures = [it for it in batch if it.modality == "image" and it.path]
+        if pictures and not tried:
+            visual, tried = _visual_embedder(kb, report), True
+        if pictures and visual is not None:
+            seen = kb.add_visual(pictures, visual)
+            report.visual += seen.added
+            report.embed_seconds += seen.embed_seconds
         report.by_modality.update(it.modality for it in batch)
         if derive is not None:
             report.derived += _derive(kb, batch, derive, report)

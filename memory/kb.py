@@ -25,6 +25,9 @@ from hopgraph.memory.evidence import Evidence, evidence
 
 MODALITIES = ("text", "table", "image", "page")
 COLLECTION_PREFIX = "hopgraph-"
+VISUAL = COLLECTION_PREFIX + "visual"
+"""Image items' vectors in the image embedder's space (CLIP / SigLIP), beside the text space:
+MMAPG's KB_img (Eq. 3) where such weights exist."""
 
 
 class KnowledgeBaseError(RuntimeError):
@@ -116,11 +119,13 @@ class KnowledgeBase:
         *,
         chroma_url: str = "",
         embedder: str = "all-MiniLM-L6-v2",
+        image_embedder: str = "",
         batch_size: int = 16,
         must_exist: bool = False,
     ):
         self.path = Path(path).expanduser()
         self.embedder_name = embedder
+        self.image_embedder_name = image_embedder
         self.batch_size = batch_size
         if chroma_url:
             self.client = chroma_client(url=chroma_url)
@@ -146,6 +151,7 @@ class KnowledgeBase:
             ctx.kb_dir,
             chroma_url=ctx.chroma_url,
             embedder=ctx.text_embedder,
+            image_embedder=ctx.image_embedder,
             batch_size=ctx.embed_batch_size,
             must_exist=must_exist,
         )
@@ -316,6 +322,88 @@ class KnowledgeBase:
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
         self._vectors[modality] = (ids, matrix, size)
         return ids, matrix
+
+    # -- the visual space -----------------------------------------------------------------
+    def visual_collection(self, create: bool = False):
+        """The collection of image vectors, checked to be in the configured image embedder's
+        space; None where there is none (and ``create`` is False)."""
+        with self._lock:
+            col = self._collections.get(VISUAL)
+            if col is None and create:
+                col = cosine_collection(self.client, VISUAL, self.image_embedder_name)
+            elif col is None:
+                try:
+                    col = self.client.get_collection(VISUAL, embedding_function=None)
+                except Exception:  # chromadb raises NotFoundError (varies by version)
+                    return None
+            indexed_with = (col.metadata or {}).get("embedder")
+            if indexed_with != self.image_embedder_name:
+                raise KnowledgeBaseError(
+                    f"the images of {self.location} were embedded with {indexed_with!r}, but "
+                    f"image_embedder is {self.image_embedder_name!r}; their vectors are not "
+                    "comparable (set image_embedder or index again)"
+                )
+            self._collections[VISUAL] = col
+            return col
+
+    def add_visual(self, items: Sequence[Item], embedder) -> AddStats:  # noqa: ANN001
+        """Embed the image files of ``items`` (image items with a path) with ``embedder`` into
+        the visual space; items already there are skipped."""
+        stats = AddStats()
+        todo = {it.id: it for it in items if it.modality == "image" and it.path}
+        if not todo:
+            return stats
+        col = self.visual_collection(create=True)
+        present = set(col.get(ids=list(todo), include=[])["ids"])
+        stats.existing = len(present)
+        fresh = [it for id_, it in todo.items() if id_ not in present]
+        if fresh:
+            began = time.perf_counter()
+            vecs = embedder.encode_images([it.path for it in fresh])
+            stats.embed_seconds = time.perf_counter() - began
+            col.add(
+                ids=[it.id for it in fresh],
+                embeddings=vecs,
+                documents=[it.text for it in fresh],
+                metadatas=[_metadata(it) for it in fresh],
+            )
+            stats.added = len(fresh)
+        return stats
+
+    def visual_count(self) -> int:
+        """How many images the visual space holds (0 where it is absent)."""
+        try:
+            col = self.visual_collection()
+        except KnowledgeBaseError:
+            return 0
+        return col.count() if col is not None else 0
+
+    def search_visual(
+        self, query: str, *, k: int = 5, radius: float | None = None, max_hits: int = 100
+    ) -> list[Evidence]:
+        """Images by the image embedder's similarity between ``query`` (its text tower) and each
+        image (its vision tower): top-``k``, or every image within cosine distance ``radius``."""
+        from hopgraph.models.embedders import image_embedder
+
+        col = self.visual_collection()
+        size = col.count() if col is not None else 0
+        if not size:
+            return []
+        vec = image_embedder(self.image_embedder_name).encode_texts([query])[0]
+        res = col.query(
+            query_embeddings=vec[None, :],
+            n_results=min(max_hits if radius is not None else k, size),
+            include=["documents", "metadatas", "distances"],
+        )
+        hits = [
+            _evidence(i, d, m, 1.0 - float(dist))
+            for i, d, m, dist in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+                strict=True,
+            )
+            if radius is None or dist <= radius
+        ]  # fmt: skip
+        return hits if radius is not None else hits[:k]
 
     def pages_of(self, source: str) -> list[Evidence]:
         """One document's page items (by file name) in page order; empty if none."""

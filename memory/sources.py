@@ -257,7 +257,7 @@ def read_pdf(
                 f"{path.name}: {ocred} page(s) read by OCR ({ocr.name}, {ocr_seconds:.1f} s)"
             )
         if no_text:
-            why = "" if ocr is not None else " (no OCR engine: pip install rapidocr_onnxruntime)"
+            why = "" if ocr is not None else " (no OCR: --ocr off, or no engine installed)"
             notes.append(f"{path.name}: {no_text} page(s) without text{why}")
 
 

@@ -1,4 +1,5 @@
-"""Embedders: text (sentence-transformers, packaged all-MiniLM-L6-v2) and images (CLIP).
+"""Embedders: text (sentence-transformers, packaged all-MiniLM-L6-v2) and images (CLIP / SigLIP
+through transformers).
 
 Weights load only from local files: the packaged MiniLM, a local folder, or a model already in
 the Hugging Face cache. Nothing is downloaded; a missing model fails with a clear message and
@@ -101,30 +102,75 @@ class ImageEmbedder(Protocol):
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class ClipEmbedder:
-    """CLIP through sentence-transformers (e.g. ``clip-ViT-B-32``), where its weights exist."""
+class VisionTextEmbedder:
+    """A CLIP- or SigLIP-family dual encoder through transformers (``AutoModel`` with
+    ``get_image_features`` / ``get_text_features``), from a local folder or a model id already in
+    the Hugging Face cache. Vectors are L2-normalised float32, so cosine is a dot product."""
 
-    def __init__(self, name: str = "clip-ViT-B-32", batch_size: int = 32):
+    def __init__(self, name: str, batch_size: int = 16):
+        from transformers import AutoModel, AutoProcessor
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
         self.name = name
         self.batch_size = batch_size
-        self.model = _load_sentence_transformer(name, "image embedder")
-        self.dim = int(self.model.get_embedding_dimension() or 512)
+        try:
+            self.processor = AutoProcessor.from_pretrained(name, local_files_only=True)
+            self.model = AutoModel.from_pretrained(name, local_files_only=True).eval()
+        except (OSError, ValueError) as e:
+            where = "folder" if Path(name).exists() else "local Hugging Face cache"
+            raise ModelWeightsMissing(
+                f"image embedder {name!r}: weights not found in the {where} and hopgraph never "
+                f"downloads weights ({type(e).__name__}: {str(e)[:200]}). Put a CLIP or SigLIP "
+                "model in the HF cache or set image_embedder to a local folder."
+            ) from e
+        if not hasattr(self.model, "get_image_features"):
+            raise ModelWeightsMissing(
+                f"image embedder {name!r} is a {type(self.model).__name__}, not an image-text "
+                "dual encoder (CLIP, SigLIP)"
+            )
+        # SigLIP was trained on texts padded to the full length; CLIP on the longest in a batch.
+        kind = getattr(self.model.config, "model_type", "")
+        self._padding = "max_length" if kind.startswith("siglip") else True
+        self._lock = threading.Lock()
+        self.dim = int(self.encode_texts(["probe"]).shape[1])
+
+    def _features(self, output) -> np.ndarray:  # noqa: ANN001 - a tensor or a ModelOutput
+        import torch
+
+        vecs = output if torch.is_tensor(output) else output.pooler_output
+        vecs = torch.nn.functional.normalize(vecs.float(), dim=-1)
+        return vecs.cpu().numpy().astype(np.float32)
 
     def encode_images(self, images: Sequence[str | Path | Image.Image]) -> np.ndarray:
-        pics = [im if isinstance(im, Image.Image) else load_image(im) for im in images]
-        vecs = self.model.encode(
-            pics, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True
-        )
-        return np.asarray(vecs, dtype=np.float32)
+        import torch
+
+        out = []
+        for i in range(0, len(images), self.batch_size):
+            pics = [
+                im if isinstance(im, Image.Image) else load_image(im)
+                for im in images[i : i + self.batch_size]
+            ]
+            batch = self.processor(images=pics, return_tensors="pt")
+            with self._lock, torch.inference_mode():
+                out.append(self._features(self.model.get_image_features(**batch)))
+        return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        vecs = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-        )
-        return np.asarray(vecs, dtype=np.float32)
+        import torch
+
+        out = []
+        for i in range(0, len(texts), self.batch_size):
+            batch = self.processor(
+                text=list(texts[i : i + self.batch_size]),
+                return_tensors="pt",
+                padding=self._padding,
+                truncation=True,
+            )
+            with self._lock, torch.inference_mode():
+                out.append(self._features(self.model.get_text_features(**batch)))
+        return np.concatenate(out) if out else np.zeros((0, getattr(self, "dim", 0)), np.float32)
 
 
 @lru_cache(maxsize=4)
@@ -134,5 +180,6 @@ def text_embedder(name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> TextE
 
 
 @lru_cache(maxsize=2)
-def image_embedder(name: str = "clip-ViT-B-32") -> ImageEmbedder:
-    return ClipEmbedder(name)
+def image_embedder(name: str = "openai/clip-vit-base-patch32") -> ImageEmbedder:
+    """One shared image-text embedder per name (``ModelWeightsMissing`` where none is found)."""
+    return VisionTextEmbedder(name)

@@ -58,7 +58,7 @@ def test_no_ocr_leaves_the_page_empty_and_says_so(slides_pdf):
     notes: list[str] = []
     pages = list(read_pdf(slides_pdf, ocr=ocr_engine("off"), notes=notes))
     assert pages[0].text == ""
-    assert any("1 page(s) without text" in n and "no OCR engine" in n for n in notes)
+    assert any("1 page(s) without text" in n and "no OCR:" in n for n in notes)
 
 
 def test_ocr_results_are_cached_so_a_second_index_reads_nothing_again(slides_pdf, tmp_path):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence, rescored
-from hopgraph.tools.retrieval import knowledge_base, search
+from hopgraph.tools.retrieval import knowledge_base, search, search_images
 
 TEXT_SIDE = ("text", "table", "page", "image")
 """The text knowledge space: passages, table rows, page text, and images by their titles and
 captions (Sec. 3.2 keeps those in KB_text)."""
 IMAGE_SIDE = ("image",)
-"""KB_img: image embeddings (CLIP where weights exist; on CPU the image's own text)."""
+"""KB_img (Eq. 3): the visual space (CLIP / SigLIP image vectors) where the KB has one, else the
+images' titles, captions and OCR text."""
 
 
 def find_candidates(
@@ -29,18 +30,28 @@ def find_candidates(
     steer = ctx.grail_mode if modalities != IMAGE_SIDE else ""
     best: dict[str, Evidence] = {}
     for phrase in phrases:
-        hits = search(
-            phrase,
-            ctx,
-            k=ctx.mmapg_max_candidates,
-            held=held,
-            steer=steer,
-            radius=radius,
-            modalities=modalities,
-            derived=None if ctx.mmapg_triplets else False,
-            role="mmapg_retriever",
-            max_hits=4 * ctx.mmapg_max_candidates,
-        )
+        if modalities == IMAGE_SIDE:
+            hits = search_images(
+                phrase,
+                ctx,
+                k=ctx.mmapg_max_candidates,
+                radius=radius,
+                role="mmapg_retriever",
+                max_hits=4 * ctx.mmapg_max_candidates,
+            )
+        else:
+            hits = search(
+                phrase,
+                ctx,
+                k=ctx.mmapg_max_candidates,
+                held=held,
+                steer=steer,
+                radius=radius,
+                modalities=modalities,
+                derived=None if ctx.mmapg_triplets else False,
+                role="mmapg_retriever",
+                max_hits=4 * ctx.mmapg_max_candidates,
+            )
         for hit in hits:
             if hit["id"] not in best or hit["score"] > best[hit["id"]]["score"]:
                 best[hit["id"]] = hit

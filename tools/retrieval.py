@@ -21,7 +21,7 @@ _lock = threading.Lock()
 
 def knowledge_base(ctx: Context) -> KnowledgeBase:
     """The one shared KnowledgeBase that ``ctx`` names (opened once, refused if absent)."""
-    key = (ctx.kb_dir, ctx.chroma_url, ctx.text_embedder)
+    key = (ctx.kb_dir, ctx.chroma_url, ctx.text_embedder, ctx.image_embedder)
     with _lock:
         if key not in _kbs:
             _kbs[key] = KnowledgeBase.from_context(ctx, must_exist=True)
@@ -59,6 +59,30 @@ def search(
         query, k=k, modalities=modalities, radius=radius, max_hits=max_hits, derived=derived
     )
     emit(Retrieval.of(role, shown, hits, began))
+    return hits
+
+
+def search_images(
+    query: str,
+    ctx: Context,
+    *,
+    k: int | None = None,
+    radius: float | None = None,
+    role: str = "retriever",
+    max_hits: int = 100,
+) -> list[Evidence]:
+    """Images for ``query``: in the visual space (the image embedder's text tower against its
+    image vectors) where the KB has one, else by their titles, captions and OCR text in the
+    text space. The trace event names the ``space`` searched."""
+    began = time.perf_counter()
+    kb = knowledge_base(ctx)
+    k = k or ctx.top_k
+    if kb.visual_count():
+        hits = kb.search_visual(query, k=k, radius=radius, max_hits=max_hits)
+        emit(Retrieval.of(role, query, hits, began, space="visual", embedder=ctx.image_embedder))
+        return hits
+    hits = kb.search(query, k=k, modalities=["image"], radius=radius, max_hits=max_hits)
+    emit(Retrieval.of(role, query, hits, began, space="text"))
     return hits
 
 
