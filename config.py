@@ -66,6 +66,9 @@ class Context:
     image_embedder: str = "openai/clip-vit-base-patch32"
     """A CLIP / SigLIP model (local folder or HF-cache id) that puts indexed images and query
     texts in one space; where its weights are absent, images are found by their text. Empty: off."""
+    page_embedder: str = ""
+    """MAB-DQA's page vectors: a ColPali / ColQwen2 model (local folder or HF-cache id) that
+    embeds rendered page images (Sec. 3.1); empty: each page's text lines (the CPU default)."""
     embed_batch_size: int = 16
     """Texts per encoder batch: 16 is fastest for passages on 2 CPU cores (measured)."""
     kb_dir: str = "kb"

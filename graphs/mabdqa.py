@@ -62,7 +62,7 @@ def _document(state: State, ctx: Context) -> DocumentPages:
     doc = state.get("doc", "")
     if not doc:
         raise ValueError("mabdqa answers over one document: the question names none (field doc)")
-    return document_pages(knowledge_base(ctx), doc)
+    return document_pages(knowledge_base(ctx), doc, ctx.page_embedder)
 
 
 def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
@@ -71,7 +71,7 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
     subqueries = state.get("subqueries") or [state["question"]]
     return build_hypergraph(
         subqueries,
-        [query_vectors(kb, q) for q in subqueries],
+        [query_vectors(kb, q, ctx.page_embedder) for q in subqueries],
         pages.vectors,
         theta_g=ctx.mabdqa_theta_g,
         theta_h=ctx.mabdqa_theta_h,
@@ -136,10 +136,12 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
         return _walk(state, ctx, state["question"], ctx.mabdqa_m, 0)
     began = time.perf_counter()  # the baseline: LI(q, p) of the raw question, top-k
     pages = _document(state, ctx)
-    scores = late_interaction(query_vectors(knowledge_base(ctx), state["question"]), pages.vectors)
+    query = query_vectors(knowledge_base(ctx), state["question"], ctx.page_embedder)
+    scores = late_interaction(query, pages.vectors)
     order = np.argsort(-scores, kind="stable")
     ranked = [rescored(pages.pages[p], float(scores[p])) for p in order]
-    emit(Retrieval.of("mabdqa_li", state["question"], ranked, began))
+    space = ctx.page_embedder or "text lines"
+    emit(Retrieval.of("mabdqa_li", state["question"], ranked, began, space=space))
     return {"ranking": [h["id"] for h in ranked]}
 
 

@@ -183,3 +183,71 @@ def text_embedder(name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> TextE
 def image_embedder(name: str = "openai/clip-vit-base-patch32") -> ImageEmbedder:
     """One shared image-text embedder per name (``ModelWeightsMissing`` where none is found)."""
     return VisionTextEmbedder(name)
+
+
+PAGE_RETRIEVERS = {"colpali": "ColPaliForRetrieval", "colqwen2": "ColQwen2ForRetrieval"}
+"""The ColPali-family classes transformers ships (config ``model_type`` -> model class)."""
+
+
+class PageEmbedder:
+    """A ColPali-family multi-vector retriever through transformers (``ColPaliForRetrieval``,
+    ``ColQwen2ForRetrieval``): a page image becomes one vector per image token, a query one per
+    text token (mab-dqa.txt Sec. 3.1), each L2-normalised, padding removed. Loaded from a local
+    folder or a model id already in the Hugging Face cache; never downloaded."""
+
+    def __init__(self, name: str, batch_size: int = 4):
+        import transformers
+        from transformers import AutoConfig, AutoProcessor
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+        self.name = name
+        self.batch_size = batch_size
+        try:
+            kind = AutoConfig.from_pretrained(name, local_files_only=True).model_type
+            if kind not in PAGE_RETRIEVERS:
+                raise ModelWeightsMissing(
+                    f"page embedder {name!r} is a {kind!r} model, not one of the ColPali family "
+                    f"({', '.join(PAGE_RETRIEVERS)})"
+                )
+            model_class = getattr(transformers, PAGE_RETRIEVERS[kind])
+            self.processor = AutoProcessor.from_pretrained(name, local_files_only=True)
+            self.model = model_class.from_pretrained(name, local_files_only=True).eval()
+        except (OSError, ValueError) as e:
+            where = "folder" if Path(name).exists() else "local Hugging Face cache"
+            raise ModelWeightsMissing(
+                f"page embedder {name!r}: weights not found in the {where} and hopgraph never "
+                f"downloads weights ({type(e).__name__}: {str(e)[:200]}). Put a ColPali or "
+                "ColQwen2 model in the HF cache or set page_embedder to a local folder."
+            ) from e
+        self._lock = threading.Lock()
+
+    def _vectors(self, batch) -> list[np.ndarray]:  # noqa: ANN001 - a BatchFeature
+        import torch
+
+        with self._lock, torch.inference_mode():
+            out = self.model(**batch).embeddings.float()
+        keep = batch["attention_mask"].bool()
+        return [out[i][keep[i]].cpu().numpy().astype(np.float32) for i in range(len(out))]
+
+    def encode_pages(self, images: Sequence[str | Path | Image.Image]) -> list[np.ndarray]:
+        """Each page image's multi-vector embedding, (tokens_i, d)."""
+        out: list[np.ndarray] = []
+        for i in range(0, len(images), self.batch_size):
+            pics = [
+                im if isinstance(im, Image.Image) else load_image(im)
+                for im in images[i : i + self.batch_size]
+            ]
+            out += self._vectors(self.processor(images=pics, return_tensors="pt"))
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The query's multi-vector embedding, (tokens, d)."""
+        return self._vectors(self.processor(text=[text], return_tensors="pt", padding=True))[0]
+
+
+@lru_cache(maxsize=2)
+def page_embedder(name: str) -> PageEmbedder:
+    """One shared ColPali-family page embedder per name (``ModelWeightsMissing`` if absent)."""
+    return PageEmbedder(name)

@@ -82,3 +82,62 @@ def trained_tiny_clip(folder: Path, steps: int = 60) -> Path:
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def tiny_colpali(folder: Path) -> Path:
+    """A 2-layer ColPali (PaliGemma: a SigLIP vision tower over 32x32 images in 8x8 patches,
+    so 16 image tokens, and a Gemma text tower; 16-d output vectors) with random weights and a
+    word-level tokenizer, saved to ``folder``."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        ColPaliConfig,
+        ColPaliForRetrieval,
+        ColPaliProcessor,
+        PaliGemmaConfig,
+        PreTrainedTokenizerFast,
+        SiglipImageProcessor,
+    )
+
+    words = ["<pad>", "<eos>", "<bos>", "<unk>", "question", ":", "describe", "the", "image"]
+    words += [
+        "what",
+        "was",
+        "revenue",
+        "in",
+        "2021",
+        "which",
+        "page",
+        "shows",
+        "a",
+        "red",
+        "chart",
+        "blue",
+        "table",
+    ]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<bos>",
+        eos_token="<eos>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+    )
+    images = SiglipImageProcessor(size={"height": 32, "width": 32})
+    images.image_seq_length = 16
+    processor = ColPaliProcessor(image_processor=images, tokenizer=tokenizer)
+    tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    vlm = PaliGemmaConfig(
+        text_config=tower
+        | dict(model_type="gemma", vocab_size=len(tokenizer), num_key_value_heads=1, head_dim=16),
+        vision_config=tower
+        | dict(model_type="siglip_vision_model", image_size=32, patch_size=8, projection_dim=32),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        projection_dim=32,
+        hidden_size=32,
+    )
+    torch.manual_seed(0)
+    ColPaliForRetrieval(ColPaliConfig(vlm_config=vlm, embedding_dim=16)).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder

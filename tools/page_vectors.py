@@ -1,10 +1,12 @@
 """Multi-vector page and query embeddings for late interaction (mab-dqa.txt Sec. 3.1).
 
-The paper embeds page images with ColPali. hopgraph has no ColPali path yet (no weights reach
-these machines; the multimodal issue tracks it): a page is its own text split into lines
-(short lines merged, long ones split into sentences), each line one text-encoder vector, so
-LI(q, p) of Eq. 1 keeps its multi-vector shape. The vectors of one document are cached beside
-the knowledge base, keyed by the page texts and the encoder.
+The paper embeds page images with ColPali. With ``page_embedder`` set (a ColPali-family model,
+``models.embedders.PageEmbedder``), pages are their rendered images' token vectors and queries
+their text tokens'. Without it (the CPU default, since no such weights reach every machine), a
+page is its own text split into lines (short lines merged, long ones split into sentences),
+each line one text-encoder vector, so LI(q, p) of Eq. 1 keeps its multi-vector shape either way.
+The vectors of one document are cached beside the knowledge base, keyed by the encoder and the
+page texts or images.
 """
 
 from __future__ import annotations
@@ -65,37 +67,73 @@ class DocumentPages:
     vectors: list[np.ndarray]
 
 
-def document_pages(kb: KnowledgeBase, doc: str) -> DocumentPages:
-    """The pages the knowledge base holds for ``doc`` (a PDF's file name) and their vectors."""
+def document_pages(kb: KnowledgeBase, doc: str, page_embedder: str = "") -> DocumentPages:
+    """The pages the knowledge base holds for ``doc`` (a PDF's file name) and their vectors:
+    ColPali-family image-token vectors with ``page_embedder``, else text-line vectors."""
     hits = kb.pages_of(doc)
     if not hits:
         raise LookupError(
             f"the knowledge base at {kb.path} holds no pages of {doc!r}; index the PDF first "
             f"(hopgraph index <folder of PDFs> --kb ...)"
         )
-    units = [page_units(h["text"]) for h in hits]
-    key = hashlib.sha1(
-        "\x00".join([kb.embedder.name, *("\x01".join(u) for u in units)]).encode()
-    ).hexdigest()[:16]
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
-    cache = Path(kb.path) / "page_vectors" / f"{name}-{key}.npz"
-    if cache.is_file():
-        with np.load(cache) as z:
-            flat, offsets = z["flat"], z["offsets"]
+    if page_embedder:
+        unrendered = [h["page"] for h in hits if not h["path"] or not Path(h["path"]).is_file()]
+        if unrendered:
+            raise LookupError(
+                f"page_embedder {page_embedder!r} reads page images, but {doc!r} has no rendered "
+                f"image for page(s) {unrendered[:5]}; index the PDF again without --no-render"
+            )
+        images = [Path(h["path"]).read_bytes() for h in hits]
+        key = _key([page_embedder, *(hashlib.sha1(b).hexdigest() for b in images)])
+        flat, offsets = _cached(kb, doc, key, lambda: _page_images(page_embedder, hits))
     else:
-        flat = kb.embedder.encode([u for page in units for u in page])
-        offsets = np.cumsum([0, *(len(u) for u in units)])
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp.npz")
-        np.savez(tmp, flat=flat, offsets=offsets)
-        tmp.replace(cache)
-    dim = kb.embedder.dim
+        units = [page_units(h["text"]) for h in hits]
+        key = _key([kb.embedder.name, *("\x01".join(u) for u in units)])
+        flat, offsets = _cached(kb, doc, key, lambda: _text_lines(kb, units))
     vectors = [
-        flat[offsets[i] : offsets[i + 1]] if offsets[i + 1] > offsets[i] else np.zeros((0, dim))
+        flat[offsets[i] : offsets[i + 1]]
+        if offsets[i + 1] > offsets[i]
+        else np.zeros((0, flat.shape[1]), np.float32)
         for i in range(len(hits))
     ]
     return DocumentPages(doc, hits, vectors)
 
 
-def query_vectors(kb: KnowledgeBase, query: str) -> np.ndarray:
+def _key(parts: list[str]) -> str:
+    return hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def _text_lines(kb: KnowledgeBase, units: list[list[str]]) -> tuple[np.ndarray, np.ndarray]:
+    flat = kb.embedder.encode([u for page in units for u in page])
+    return flat, np.cumsum([0, *(len(u) for u in units)])
+
+
+def _page_images(name: str, hits: list[Evidence]) -> tuple[np.ndarray, np.ndarray]:
+    from hopgraph.models.embedders import page_embedder
+
+    per_page = page_embedder(name).encode_pages([h["path"] for h in hits])
+    return np.concatenate(per_page), np.cumsum([0, *(len(v) for v in per_page)])
+
+
+def _cached(kb: KnowledgeBase, doc: str, key: str, build) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """A document's (flat vectors, page offsets) from the cache beside the KB, else built."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
+    cache = Path(kb.path) / "page_vectors" / f"{name}-{key}.npz"
+    if cache.is_file():
+        with np.load(cache) as z:
+            return z["flat"], z["offsets"]
+    flat, offsets = build()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp.npz")
+    np.savez(tmp, flat=flat, offsets=offsets)
+    tmp.replace(cache)
+    return flat, offsets
+
+
+def query_vectors(kb: KnowledgeBase, query: str, page_embedder: str = "") -> np.ndarray:
+    """The query's vectors in the pages' space: ColPali-family text tokens, else clauses."""
+    if page_embedder:
+        from hopgraph.models.embedders import page_embedder as load
+
+        return load(page_embedder).encode_query(query)
     return kb.embedder.encode(query_units(query))
