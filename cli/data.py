@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,7 +18,13 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("convert")
 def data_convert(
-    name: Annotated[str, typer.Argument(help="hotpotqa | musique | multimodalqa | mmlongbench")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="hotpotqa | musique | multimodalqa | mmlongbench | image-vqa (InfoSeek / "
+            "E-VQA style: question, image, answer)"
+        ),
+    ],
     source: str,
     out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
 ) -> None:
@@ -26,6 +33,19 @@ def data_convert(
 
     n = convert(name, source, out)
     console.print(f"{n} questions -> {out}")
+    from hopgraph.evals.datasets import read_questions
+
+    missing = [
+        q.id
+        for q in read_questions(out)[0]
+        for ref in q.images
+        if "://" not in ref and not Path(ref).is_file()
+    ]
+    if missing:
+        console.print(
+            f"[yellow]{len(missing)} question(s) name an image that is not there[/yellow] "
+            f"(first: {missing[0]}); put the images beside the file or in its images/ folder"
+        )
 
 
 @data_app.command("download")

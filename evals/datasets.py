@@ -191,11 +191,67 @@ def _sources(value: Any) -> list[str]:
     return [str(v) for v in parsed] if isinstance(parsed, list | tuple) else [str(parsed)]
 
 
+IMAGE_SUFFIXES_TRIED = (".jpg", ".jpeg", ".png", ".JPEG", ".JPG", ".webp")
+
+
+def _image_ref(ref: str, root: Path) -> str:
+    """An image reference as an absolute path where a file is found (as given, by id under the
+    file's folder or its ``images/``, with the usual suffixes); URLs and misses as given."""
+    if not ref or "://" in ref:
+        return ref
+    for folder in (root, root / "images"):
+        for candidate in (folder / ref, *(folder / f"{ref}{s}" for s in IMAGE_SUFFIXES_TRIED)):
+            if candidate.is_file():
+                return str(candidate.resolve())
+    return ref
+
+
+def _answers(*values: Any) -> list[str]:
+    """Answer strings from strings ("a|b" splits), lists of strings, and the rest ignored
+    (InfoSeek's numeric ranges are dicts)."""
+    out: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            out += [a.strip() for a in value.split("|") if a.strip()]
+        elif isinstance(value, list):
+            out += [str(a).strip() for a in value if isinstance(a, str | int | float)]
+    return list(dict.fromkeys(out))
+
+
+def convert_image_vqa(path: Path) -> Iterator[Question]:
+    """Questions about a picture, InfoSeek / Encyclopedic-VQA style: JSONL or CSV rows with a
+    question, its answer(s), and its image as ``image_path`` / ``image`` / ``image_id`` (InfoSeek)
+    or ``dataset_image_ids`` (E-VQA, the first of "a|b"). An image id is looked up beside the
+    file and in its ``images/`` folder. No evidence ids: the knowledge base is the user's."""
+    import csv
+
+    root = path.parent
+    if path.suffix.lower() == ".csv":
+        with open(path, encoding="utf-8", newline="") as f:
+            rows: Iterable[Any] = list(csv.DictReader(f))
+    else:
+        rows = (r for r in read_jsonl(path) if not isinstance(r, Skipped))
+    for n, row in enumerate(rows):
+        ref = next(
+            (str(row[k]) for k in ("image_path", "image", "image_id") if row.get(k)),
+            str(row.get("dataset_image_ids") or "").split("|")[0],
+        )
+        yield Question(
+            id=str(row.get("data_id") or row.get("id") or f"{path.stem}-{n:05d}"),
+            question=str(row.get("question", "")),
+            answers=_answers(row.get("answer"), row.get("answer_eval")),
+            type=str(row.get("question_type") or row.get("data_split") or ""),
+            images=[_image_ref(ref, root)] if ref else [],
+            meta={k: row[k] for k in ("entity_id", "wikipedia_url", "dataset_name") if row.get(k)},
+        )
+
+
 CONVERTERS: dict[str, Callable[[Path], Iterator[Question]]] = {
     "hotpotqa": convert_hotpotqa,
     "musique": convert_musique,
     "multimodalqa": convert_multimodalqa,
     "mmlongbench": convert_mmlongbench,
+    "image-vqa": convert_image_vqa,
 }
 
 

@@ -149,3 +149,50 @@ def test_failed_download_leaves_no_partial_file(local_server, tmp_path):
     with pytest.raises(ValueError, match="unknown dataset"):
         download("nope", tmp_path)
     assert "multimodalqa" in DATASETS
+
+
+def test_image_vqa_files_convert_with_their_images_resolved(tmp_path):
+    from PIL import Image
+
+    from hopgraph.evals.datasets import convert, read_questions
+
+    (tmp_path / "images").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "images" / "oven_0001.jpg")
+    Image.new("RGB", (8, 8)).save(tmp_path / "tower.png")
+    infoseek = tmp_path / "infoseek.jsonl"
+    infoseek.write_text(
+        json.dumps({"data_id": "val_1", "image_id": "oven_0001", "question": "Who built this?",
+                    "answer": ["Gustave Eiffel"], "answer_eval": ["Eiffel", {"range": [1, 2]}],
+                    "data_split": "val_unseen_entity", "entity_id": "Q243"}) + "\n"
+        + json.dumps({"data_id": "val_2", "image_id": "absent", "question": "What is it?",
+                      "answer": ["a bridge"]}) + "\n"
+    )  # fmt: skip
+    assert convert("image-vqa", infoseek, tmp_path / "a.jsonl") == 2
+    first, second = read_questions(tmp_path / "a.jsonl")[0]
+    assert first.images == [str((tmp_path / "images" / "oven_0001.jpg").resolve())]
+    assert first.answers == ["Gustave Eiffel", "Eiffel"] and first.meta == {"entity_id": "Q243"}
+    assert second.images == ["absent"]  # kept as given; the CLI warns (a run refuses it)
+
+    evqa = tmp_path / "evqa.csv"
+    evqa.write_text(
+        "question,answer,dataset_image_ids,question_type,dataset_name\n"
+        "In which year was this tower finished?,1889|1890,tower|other,templated,landmarks\n"
+    )
+    assert convert("image-vqa", evqa, tmp_path / "b.jsonl") == 1
+    [q] = read_questions(tmp_path / "b.jsonl")[0]
+    assert q.id == "evqa-00000" and q.answers == ["1889", "1890"]
+    assert q.images == [str((tmp_path / "tower.png").resolve())] and q.type == "templated"
+
+
+def test_data_convert_warns_about_images_that_are_not_there(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "q.jsonl"
+    src.write_text(json.dumps({"id": "x", "question": "What is this?", "image": "nope.jpg"}) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "data", "convert", "image-vqa", str(src),
+         "--out", str(tmp_path / "out.jsonl")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "1 question(s) name an image that is not there" in out.stdout
