@@ -28,6 +28,7 @@ from hopgraph.tools.page_vectors import document_pages, query_vectors
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 KS = (1, 3, 5)
+PER_QUESTION = ("recall@1", "recall@3", "recall@5", "mrr@5")
 
 
 def main() -> None:
@@ -47,7 +48,7 @@ def main() -> None:
     if args.questions:
         wanted = {json.loads(line)["id"] for line in args.questions.open() if line.strip()}
         questions = [q for q in questions if q.id in wanted]
-    docs, build, rows, shapes = {}, {}, [], []
+    docs, build, rows, shapes, per_question = {}, {}, [], [], {}
     for q in questions:
         if q.doc not in docs:
             t = time.perf_counter()
@@ -57,13 +58,16 @@ def main() -> None:
         t = time.perf_counter()
         qv = query_vectors(kb, q.question)
         scores = late_interaction(qv, pages.vectors)
-        ranking = [pages.pages[p].id for p in np.argsort(-scores, kind="stable")]
+        ranking = [pages.pages[p]["id"] for p in np.argsort(-scores, kind="stable")]
         latency = time.perf_counter() - t
         row = {f"{name}@{k}": fn(ranking, q.evidence, k)
                for name, fn in m.RETRIEVAL.items() if name in ("recall", "precision", "ndcg", "mrr")
                for k in KS}  # fmt: skip
         row["latency_ms"] = 1000 * latency
         rows.append(row)
+        per_question[q.id] = {
+            k: round(row[k], 4) for k in ("recall@1", "recall@3", "recall@5", "mrr@5")
+        }
         h = build_hypergraph([q.question], [qv], pages.vectors, theta_g=0.8, theta_h=10)
         shapes.append(sum(len(a) for a in h.graph) / 2 / max(len(pages.pages), 1))
     report = {
@@ -76,9 +80,10 @@ def main() -> None:
         "page_vector_build_s": round(sum(build.values()), 1),
         "li": {k: round(statistics.mean(r[k] for r in rows), 4) for k in rows[0]},
         "page_graph_edges_per_page_at_theta_g_0.8": round(statistics.mean(shapes), 2),
+        "per_question": per_question,
     }
     text = json.dumps(report, indent=2)
-    print(text)
+    print(json.dumps({k: v for k, v in report.items() if k != "per_question"}, indent=2))
     if args.out:
         args.out.write_text(text + "\n")
 
