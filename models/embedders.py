@@ -102,29 +102,44 @@ class ImageEmbedder(Protocol):
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def _load_local(name: str, what: str, kind: str, model_class) -> tuple:  # noqa: ANN001
+    """(processor, model in eval mode) from a folder or the HF cache, never downloaded; a
+    missing or unreadable model raises ``ModelWeightsMissing`` naming ``what`` it was for."""
+    from transformers import AutoProcessor
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        processor = AutoProcessor.from_pretrained(name, local_files_only=True)
+        model = model_class().from_pretrained(name, local_files_only=True).eval()
+    except (OSError, ValueError) as e:
+        where = "folder" if Path(name).exists() else "local Hugging Face cache"
+        raise ModelWeightsMissing(
+            f"{what} {name!r}: weights not found in the {where} and hopgraph never downloads "
+            f"weights ({type(e).__name__}: {str(e)[:200]}). Put {kind} model in the HF cache "
+            f"or set {what.replace(' ', '_')} to a local folder."
+        ) from e
+    return processor, model
+
+
+def _pictures(images: Sequence[str | Path | Image.Image]) -> list[Image.Image]:
+    return [im if isinstance(im, Image.Image) else load_image(im) for im in images]
+
+
 class VisionTextEmbedder:
     """A CLIP- or SigLIP-family dual encoder through transformers (``AutoModel`` with
     ``get_image_features`` / ``get_text_features``), from a local folder or a model id already in
     the Hugging Face cache. Vectors are L2-normalised float32, so cosine is a dot product."""
 
     def __init__(self, name: str, batch_size: int = 16):
-        from transformers import AutoModel, AutoProcessor
-        from transformers.utils import logging as hf_logging
+        from transformers import AutoModel
 
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
         self.name = name
         self.batch_size = batch_size
-        try:
-            self.processor = AutoProcessor.from_pretrained(name, local_files_only=True)
-            self.model = AutoModel.from_pretrained(name, local_files_only=True).eval()
-        except (OSError, ValueError) as e:
-            where = "folder" if Path(name).exists() else "local Hugging Face cache"
-            raise ModelWeightsMissing(
-                f"image embedder {name!r}: weights not found in the {where} and hopgraph never "
-                f"downloads weights ({type(e).__name__}: {str(e)[:200]}). Put a CLIP or SigLIP "
-                "model in the HF cache or set image_embedder to a local folder."
-            ) from e
+        self.processor, self.model = _load_local(
+            name, "image embedder", "a CLIP or SigLIP", lambda: AutoModel
+        )
         if not hasattr(self.model, "get_image_features"):
             raise ModelWeightsMissing(
                 f"image embedder {name!r} is a {type(self.model).__name__}, not an image-text "
@@ -148,11 +163,9 @@ class VisionTextEmbedder:
 
         out = []
         for i in range(0, len(images), self.batch_size):
-            pics = [
-                im if isinstance(im, Image.Image) else load_image(im)
-                for im in images[i : i + self.batch_size]
-            ]
-            batch = self.processor(images=pics, return_tensors="pt")
+            batch = self.processor(
+                images=_pictures(images[i : i + self.batch_size]), return_tensors="pt"
+            )
             with self._lock, torch.inference_mode():
                 out.append(self._features(self.model.get_image_features(**batch)))
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
@@ -196,31 +209,11 @@ class PageEmbedder:
     folder or a model id already in the Hugging Face cache; never downloaded."""
 
     def __init__(self, name: str, batch_size: int = 4):
-        import transformers
-        from transformers import AutoConfig, AutoProcessor
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
         self.name = name
         self.batch_size = batch_size
-        try:
-            kind = AutoConfig.from_pretrained(name, local_files_only=True).model_type
-            if kind not in PAGE_RETRIEVERS:
-                raise ModelWeightsMissing(
-                    f"page embedder {name!r} is a {kind!r} model, not one of the ColPali family "
-                    f"({', '.join(PAGE_RETRIEVERS)})"
-                )
-            model_class = getattr(transformers, PAGE_RETRIEVERS[kind])
-            self.processor = AutoProcessor.from_pretrained(name, local_files_only=True)
-            self.model = model_class.from_pretrained(name, local_files_only=True).eval()
-        except (OSError, ValueError) as e:
-            where = "folder" if Path(name).exists() else "local Hugging Face cache"
-            raise ModelWeightsMissing(
-                f"page embedder {name!r}: weights not found in the {where} and hopgraph never "
-                f"downloads weights ({type(e).__name__}: {str(e)[:200]}). Put a ColPali or "
-                "ColQwen2 model in the HF cache or set page_embedder to a local folder."
-            ) from e
+        self.processor, self.model = _load_local(
+            name, "page embedder", "a ColPali or ColQwen2", lambda: _retrieval_class(name)
+        )
         self._lock = threading.Lock()
 
     def _vectors(self, batch) -> list[np.ndarray]:  # noqa: ANN001 - a BatchFeature
@@ -235,16 +228,29 @@ class PageEmbedder:
         """Each page image's multi-vector embedding, (tokens_i, d)."""
         out: list[np.ndarray] = []
         for i in range(0, len(images), self.batch_size):
-            pics = [
-                im if isinstance(im, Image.Image) else load_image(im)
-                for im in images[i : i + self.batch_size]
-            ]
-            out += self._vectors(self.processor(images=pics, return_tensors="pt"))
+            batch = self.processor(
+                images=_pictures(images[i : i + self.batch_size]), return_tensors="pt"
+            )
+            out += self._vectors(batch)
         return out
 
     def encode_query(self, text: str) -> np.ndarray:
         """The query's multi-vector embedding, (tokens, d)."""
         return self._vectors(self.processor(text=[text], return_tensors="pt", padding=True))[0]
+
+
+def _retrieval_class(name: str):  # noqa: ANN202 - a transformers model class
+    """The ColPali-family class for the model at ``name``, by its config's ``model_type``."""
+    import transformers
+    from transformers import AutoConfig
+
+    kind = AutoConfig.from_pretrained(name, local_files_only=True).model_type
+    if kind not in PAGE_RETRIEVERS:
+        raise ModelWeightsMissing(
+            f"page embedder {name!r} is a {kind!r} model, not one of the ColPali family "
+            f"({', '.join(PAGE_RETRIEVERS)})"
+        )
+    return getattr(transformers, PAGE_RETRIEVERS[kind])
 
 
 @lru_cache(maxsize=2)
