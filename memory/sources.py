@@ -187,6 +187,14 @@ def ocr_text(ocr: OcrEngine | None, image: bytes, cache: Path | None = None) -> 
     return found
 
 
+def with_ocr(layer: str, ocr: str) -> str:
+    """A page's text from its short text layer and its OCR: the OCR alone where it already
+    holds the layer's words (a page number, a title), else both."""
+    if " ".join(layer.split()).lower() in " ".join(ocr.split()).lower():
+        return ocr
+    return f"{layer}\n{ocr}".strip()
+
+
 def read_pdf(
     path: Path,
     *,
@@ -235,7 +243,7 @@ def read_pdf(
                     found = ocr_text(ocr, image, ocr_cache)
                     ocr_seconds += time.perf_counter() - began
                     if found is not None:
-                        text = f"{layer}\n{found.text}".strip()
+                        text = with_ocr(layer, found.text)
                         meta |= {"ocr": found.engine, "text_layer_chars": len(layer)}
                         ocred += 1
             except Exception as e:  # a damaged page: skip it, keep the document

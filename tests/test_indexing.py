@@ -155,7 +155,7 @@ def test_demo_corpus_gold_evidence_is_all_indexed(tmp_path):
 def test_pdf_page_ids_follow_file_and_page(tmp_path):
     make_pdf(tmp_path / "r.pdf", ["one", "two"])
     kb = KnowledgeBase(tmp_path / "kb")
-    index_source(kb, tmp_path / "r.pdf", render_pages=False)
+    index_source(kb, tmp_path / "r.pdf", render_pages=False, ocr="off")
     got = kb.get([page_id("r.pdf", 2), item_id("page", "r.pdf#1")])
     assert [(h["page"], h["text"], h["path"]) for h in got] == [(2, "two", ""), (1, "one", "")]
 

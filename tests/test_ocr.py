@@ -77,6 +77,14 @@ def test_ocr_results_are_cached_so_a_second_index_reads_nothing_again(slides_pdf
     assert Counting.calls == 1
 
 
+def test_a_short_text_layer_is_not_repeated_when_ocr_reads_it_too():
+    from hopgraph.memory.sources import with_ocr
+
+    assert with_ocr("12", "Quarterly results\nPage 12") == "Quarterly results\nPage 12"
+    assert with_ocr("two", "two") == "two"
+    assert with_ocr("Fig. 3", "Sales by region") == "Fig. 3\nSales by region"
+
+
 def test_an_indexed_image_carries_the_text_read_in_it(tmp_path):
     folder = tmp_path / "pictures"
     folder.mkdir()
