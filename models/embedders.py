@@ -114,11 +114,13 @@ def _load_local(name: str, what: str, kind: str, model_class) -> tuple:  # noqa:
         processor = AutoProcessor.from_pretrained(name, local_files_only=True)
         model = model_class().from_pretrained(name, local_files_only=True).eval()
     except (OSError, ValueError) as e:
-        where = "folder" if Path(name).exists() else "local Hugging Face cache"
+        # transformers' own message for a cache miss speaks of connecting; nothing connected
+        why = f"the folder cannot be read ({type(e).__name__}: {str(e)[:200]})"
+        if not Path(name).exists():
+            why = "it is not in the local Hugging Face cache"
         raise ModelWeightsMissing(
-            f"{what} {name!r}: weights not found in the {where} and hopgraph never downloads "
-            f"weights ({type(e).__name__}: {str(e)[:200]}). Put {kind} model in the HF cache "
-            f"or set {what.replace(' ', '_')} to a local folder."
+            f"{what} {name!r}: no weights here: {why}, and hopgraph never downloads weights. "
+            f"Put {kind} model in the HF cache or set {what.replace(' ', '_')} to a local folder."
         ) from e
     return processor, model
 

@@ -75,7 +75,7 @@ def test_without_weights_index_says_so_once_and_keeps_every_image(pictures, tmp_
     kb = KnowledgeBase(tmp_path / "kb", image_embedder=str(tmp_path / "no-such-model"))
     report = index_source(kb, pictures, ocr="off", batch_size=2)
     assert report.added == 4 and report.visual == 0
-    said = [n for n in report.notes if "weights not found" in n]
+    said = [n for n in report.notes if "no weights here" in n]
     assert len(said) == 1 and "titles, captions and OCR text" in said[0]
     with pytest.raises(ModelWeightsMissing, match="never downloads"):
         VisionTextEmbedder(str(tmp_path / "no-such-model"))
