@@ -168,6 +168,10 @@ def read_multimodalqa(
 MIN_TEXT_CHARS = 20  # a text layer shorter than this (a page number, a logo) is OCR'd
 
 
+class OcrFailed(RuntimeError):
+    """The OCR engine failed on one image; the item keeps its other text."""
+
+
 def ocr_text(ocr: OcrEngine | None, image: bytes, cache: Path | None = None) -> OcrText | None:
     """OCR of an encoded image, remembered in ``cache`` by the image's hash and the engine, so
     re-indexing a source does not read its pages again."""
@@ -180,7 +184,10 @@ def ocr_text(ocr: OcrEngine | None, image: bytes, cache: Path | None = None) -> 
         if file.is_file():
             text = file.read_text(encoding="utf-8")
             return OcrText(text, ocr.name) if text else None
-    found = read_image_text(ocr, image)
+    try:
+        found = read_image_text(ocr, image)
+    except Exception as e:  # an engine's failure on one image costs that image's OCR only
+        raise OcrFailed(f"OCR ({ocr.name}) failed: {type(e).__name__}: {str(e)[:200]}") from e
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(found.text if found else "", encoding="utf-8")
@@ -240,7 +247,11 @@ def read_pdf(
                 if len(layer) < MIN_TEXT_CHARS and ocr is not None:
                     began = time.perf_counter()
                     image = Path(png).read_bytes() if png else _render(page, page_pixels).tobytes()
-                    found = ocr_text(ocr, image, ocr_cache)
+                    try:
+                        found = ocr_text(ocr, image, ocr_cache)
+                    except OcrFailed as e:
+                        found, meta["ocr_error"] = None, str(e)
+                        notes.append(f"{where}: {e}; the page keeps its text layer")
                     ocr_seconds += time.perf_counter() - began
                     if found is not None:
                         text = with_ocr(layer, found.text)
@@ -312,11 +323,14 @@ def image_item(
 
     try:
         load_image(path)
-        found = ocr_text(ocr, path.read_bytes(), ocr_cache)
     except ImageInputError as e:
         return Skipped(str(path), str(e))
     title = path.stem.replace("_", " ").replace("-", " ")
     meta: dict[str, Any] = {"caption": bool(caption)}
+    try:
+        found = ocr_text(ocr, path.read_bytes(), ocr_cache)
+    except OcrFailed as e:
+        found, meta["ocr_error"] = None, str(e)
     if found is not None:
         meta["ocr"] = found.engine
     return Item(

@@ -85,6 +85,25 @@ def test_a_short_text_layer_is_not_repeated_when_ocr_reads_it_too():
     assert with_ocr("Fig. 3", "Sales by region") == "Fig. 3\nSales by region"
 
 
+def test_an_ocr_failure_costs_only_that_page_or_image_its_ocr(slides_pdf, tmp_path):
+    class Broken:
+        name = "broken"
+
+        def read(self, image: bytes) -> str:
+            raise RuntimeError("engine crashed")
+
+    notes: list[str] = []
+    pages = list(read_pdf(slides_pdf, ocr=Broken(), notes=notes))
+    assert [p.page for p in pages] == [1, 2] and pages[0].text == ""
+    assert "engine crashed" in pages[0].meta["ocr_error"]
+    assert any("page1: OCR (broken) failed" in n for n in notes)
+    from hopgraph.memory.sources import image_item
+
+    (tmp_path / "chart.png").write_bytes(picture_of(WORDS))
+    item = image_item(tmp_path / "chart.png", "a sales chart", ocr=Broken())
+    assert item.text == "a sales chart" and "engine crashed" in item.meta["ocr_error"]
+
+
 def test_an_indexed_image_carries_the_text_read_in_it(tmp_path):
     folder = tmp_path / "pictures"
     folder.mkdir()
