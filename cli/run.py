@@ -336,6 +336,14 @@ def evaluate(
     for k, v in headline(result):
         table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
     console.print(table)
+    if result["by_template"]:
+        per = Table(title="per question, by prompt template")
+        for col in ("template", "calls", "prompt tokens", "completion tokens", "LLM seconds"):
+            per.add_column(col)
+        for name, t in result["by_template"].items():
+            per.add_row(name, *(f"{t[k]:g}" for k in ("calls", "prompt_tokens",
+                        "completion_tokens", "seconds")))  # fmt: skip
+        console.print(per)
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
 
 

@@ -80,6 +80,20 @@ def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: round(mean(r[k] for r in rows if k in r), 4) for k in keys}
 
 
+def by_template(preds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Calls, prompt and completion tokens and LLM seconds per question, by prompt template,
+    over the questions whose record lists them (runs before they were recorded list none)."""
+    listed = [p["by_template"] for p in preds if "by_template" in p]
+    names = sorted({name for t in listed for name in t})
+    return {
+        name: {
+            key: round(sum(t.get(name, {}).get(key, 0) for t in listed) / len(listed), 3)
+            for key in ("calls", "prompt_tokens", "completion_tokens", "seconds")
+        }
+        for name in names
+    }
+
+
 def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) -> dict[str, Any]:  # noqa: ANN001
     """Score every prediction; write ``metrics.json``; return it."""
     run_dir = Path(run_dir)
@@ -103,6 +117,7 @@ def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) 
         "failed": len(preds) - len(ok),
         "overall": aggregate(list(per_question.values())) if per_question else {},
         "by_type": {t: aggregate(rows) | {"n": len(rows)} for t, rows in sorted(by_type.items())},
+        "by_template": by_template(ok),
         "per_question": per_question,
     }
     (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))

@@ -204,6 +204,9 @@ class EventCounts:
     def __init__(self) -> None:
         self.calls = self.prompt = self.completion = self.fallbacks = self.empty = 0
         self.intervals: list[tuple[float, float]] = []
+        self.templates: dict[str, dict[str, float]] = {}
+        """Per prompt template: calls, prompt and completion tokens, seconds (where a
+        question's tokens and time go, for the CPU-frugality tables)."""
         self.retrieved: dict[str, None] = {}
         self.summary: dict[str, Any] = {}
 
@@ -228,6 +231,14 @@ class EventCounts:
             self.calls += 1
             self.prompt += event.get("prompt_tokens", 0)
             self.completion += event.get("completion_tokens", 0)
+            tally = self.templates.setdefault(
+                event.get("template") or "?",
+                {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
+            )
+            tally["calls"] += 1
+            tally["prompt_tokens"] += event.get("prompt_tokens", 0)
+            tally["completion_tokens"] += event.get("completion_tokens", 0)
+            tally["seconds"] += event.get("latency_s", 0.0)
             if event.get("started"):
                 self.intervals.append((event["started"], event["started"] + event["latency_s"]))
         elif kind == Fallback.event:  # a role's output, replaced by its declared fallback
@@ -248,6 +259,10 @@ class EventCounts:
             "empty_replies": self.empty,
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),
+            "by_template": {
+                name: {**t, "seconds": round(t["seconds"], 3)}
+                for name, t in sorted(self.templates.items())
+            },
             **({"summary": self.summary} if self.summary else {}),
         }
 

@@ -12,6 +12,7 @@ from scripted_server import ScriptedServer, deterministic_reply
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.evaluate import evaluate_run
 from hopgraph.evals.run_folder import RunError, read_predictions
 from hopgraph.evals.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -55,6 +56,11 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     assert p["answer"].startswith("answer-") and p["llm_calls"] == 2
     assert p["prompt_tokens"] == 20 and len(p["retrieved"]) == 5 and len(p["citations"]) == 2
     assert p["depth"] == 2  # the answer, then the short answer: two rounds one after another
+    by = p["by_template"]  # where the question's tokens went, by prompt template
+    assert set(by) == {"rag/answer", "rag/short_answer"}
+    assert sum(t["prompt_tokens"] for t in by.values()) == 20
+    assert all(t["calls"] == 1 and t["seconds"] >= 0 for t in by.values())
+    assert evaluate_run(tmp_path / "run")["by_template"]["rag/answer"]["calls"] == 1.0
     trace = (tmp_path / "run" / "traces" / "q0.jsonl").read_text().splitlines()
     events = [json.loads(line)["data"].get("event") for line in trace if '"custom"' in line]
     assert events.count("llm_call") == 2 and events.count("retrieval") == 1
@@ -254,6 +260,7 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     run = lambda *args: subprocess.run([*base, *args], capture_output=True, text=True, timeout=300)  # noqa: E731
     out = run("eval", str(tmp_path / "a"))
     assert out.returncode == 0 and "recall@5" not in out.stderr and "llm_calls" in out.stdout
+    assert "by prompt template" in out.stdout and "rag/short_answer" in out.stdout
     out = run("trace", str(tmp_path / "a"), "q0")
     assert "● retrieve" in out.stdout and "llm generator [rag/answer]" in out.stdout
     assert "flowchart TD" in run("trace", str(tmp_path / "a"), "--format", "mermaid").stdout
