@@ -84,14 +84,16 @@ OWNED_BY = {"vllm": "vllm", "me": "llamacpp", "llamacpp": "llamacpp"}
 def user(
     text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0
 ) -> Message:
-    """A user message; images become data-URL content parts (resized to ``max_pixels``)."""
+    """A user message; images become data-URL content parts (resized to ``max_pixels``). The
+    images come first: calls that read the same pages then share them as a prefix, which
+    vLLM's prefix cache reuses (their text differs, and follows)."""
     images = list(images)
     if not images:
         return {"role": "user", "content": text}
     kw = {"max_pixels": max_pixels} if max_pixels else {}
     return {
         "role": "user",
-        "content": [{"type": "text", "text": text}, *(image_part(im, **kw) for im in images)],
+        "content": [*(image_part(im, **kw) for im in images), {"type": "text", "text": text}],
     }
 
 

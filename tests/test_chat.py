@@ -161,8 +161,8 @@ def test_images_travel_as_data_urls(endpoint, tmp_path):
     msg = user("color?", images=[tmp_path / "big.jpg"], max_pixels=model.max_image_pixels)
     assert model.complete([msg], role="vlm") == "blue"
     parts = ep.requests[0]["messages"][0]["content"]
-    assert parts[0] == {"type": "text", "text": "color?"}
-    assert parts[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert parts[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert parts[1] == {"type": "text", "text": "color?"}  # after the image: a shared prefix
 
 
 def test_extract_json():

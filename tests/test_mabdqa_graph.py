@@ -1,6 +1,7 @@
 """The mabdqa graph end to end: scripted model over HTTP, real knowledge base, runner, traces."""
 
 import json
+import os
 
 import pytest
 from scripted_server import ScriptedServer, by_template
@@ -54,9 +55,11 @@ def kb_dir(tmp_path_factory):
     return path
 
 
-def reply_for(calls, first_answer="Not answerable", asked=None):
-    """Each role's reply, keyed by the template its request names; ``calls`` records them."""
+def reply_for(calls, first_answer="Not answerable", asked=None, bodies=None):
+    """Each role's reply, keyed by the template its request names; ``calls`` records them
+    (and ``bodies`` the requests)."""
     asked = [] if asked is None else asked
+    bodies = [] if bodies is None else bodies
 
     def text_of(body):
         text = body["messages"][-1]["content"]
@@ -100,6 +103,7 @@ def reply_for(calls, first_answer="Not answerable", asked=None):
     def reply(body):
         name = body["_template"].split("/", 1)[1]
         calls.append(names.get(name, name))
+        bodies.append(body)
         return by_template(script, default=lambda b: pytest.fail(f"unscripted {name}"))(body)
 
     return reply
@@ -115,7 +119,8 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
         qfile,
     )  # fmt: skip
     first = fields.pop("first_answer", "Not answerable")
-    with ScriptedServer(reply_for(calls, first, fields.pop("asked", None))) as server:
+    script = reply_for(calls, first, fields.pop("asked", None), fields.pop("bodies", None))
+    with ScriptedServer(script) as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
                       mabdqa_m=6, mabdqa_reentry_m=3, mabdqa_theta_h=4, **fields)  # fmt: skip
         Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
@@ -244,3 +249,40 @@ def test_batched_judgements_reach_the_trace_and_still_find_the_pages(tmp_path, k
     assert len(steps) == 6 and [s["round"] for s in steps] == [1, 1, 1, 2, 2, 2]
     assert len(judge_calls) == calls.count("judge") == 6
     assert {page_id(DOC, 8), page_id(DOC, 9)} <= set(preds["q1"]["retrieved"][:3])
+
+
+def prompt_of(body):
+    """The request's messages as one text, in the order a server tokenises them."""
+    return "\n".join(
+        m["content"]
+        if isinstance(m["content"], str)
+        else " ".join(p.get("text", "") for p in m["content"])
+        for m in body["messages"]
+    )
+
+
+def test_page_reading_calls_share_their_pages_as_a_prompt_prefix(tmp_path):
+    """llama.cpp reuses the previous prompt's KV cache up to the first differing token, and
+    vLLM caches shared prefixes: the answer after the question reflection must find the same
+    pages at the start of its prompt, and each judgement of one question the question."""
+    kb_dir = tmp_path / "kb"
+    KnowledgeBase(kb_dir).add([
+        Item("page", page_key(DOC, n), page_text(n, t) + " ".join(
+            f"Paragraph {k} on page {n} goes on about {t}, point {k} of many." for k in range(30)),
+            source=DOC, page=n)
+        for n, t in enumerate(TOPICS, 1)
+    ])  # fmt: skip
+    calls, bodies = [], []
+    preds, _ = run(tmp_path, kb_dir, calls, first_answer="4.2 million", bodies=bodies,
+                   mabdqa_judge="p_yes")  # fmt: skip
+    assert preds["q1"]["error"] is None
+    names = [b["_template"] for b in bodies]
+    i = names.index("mabdqa/answer")
+    assert names[i - 1] == "mabdqa/reflect_question"
+    shared = os.path.commonprefix([prompt_of(bodies[i - 1]), prompt_of(bodies[i])])
+    assert len(shared) > 4 * 1400, len(shared)  # the four pages (1,500 characters each)
+    assert shared.count("[Page ") == 4
+    judgements = [prompt_of(b) for b in bodies if b["_template"] == "mabdqa/judge_page_p_yes"]
+    question = "How large was the 2021 budget?"
+    for a, b in zip(judgements, judgements[1:], strict=False):
+        assert question in os.path.commonprefix([a, b])
