@@ -110,6 +110,27 @@ def _evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float
     )
 
 
+def _nearest(
+    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None = None
+) -> list[Evidence]:
+    """A collection's ``n`` nearest items to ``vec`` as Evidence (score = 1 - cosine distance),
+    best first; with ``radius``, only those within that distance."""
+    res = col.query(
+        query_embeddings=vec[None, :],
+        n_results=n,
+        where=where,
+        include=["documents", "metadatas", "distances"],
+    )
+    return [
+        _evidence(id_, doc, md, 1.0 - float(dist))
+        for id_, doc, md, dist in zip(
+            res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+            strict=True,
+        )
+        if radius is None or dist <= radius
+    ]  # fmt: skip
+
+
 class KnowledgeBase:
     """Chroma collections per modality, local files (``PersistentClient``) or a server."""
 
@@ -274,21 +295,9 @@ class KnowledgeBase:
             clauses.append({"parent": {"$ne": ""}} if derived else {"parent": ""})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         n = max_hits if radius is not None else k
-        hits: list[Evidence] = []
-        for col, size in collections:
-            res = col.query(
-                query_embeddings=vec[None, :],
-                n_results=min(n, size),
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-            for id_, doc, md, dist in zip(
-                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
-                strict=True,
-            ):  # fmt: skip
-                if radius is not None and dist > radius:
-                    continue
-                hits.append(_evidence(id_, doc, md, 1.0 - float(dist)))
+        hits = [
+            h for col, size in collections for h in _nearest(col, vec, min(n, size), radius, where)
+        ]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]
 
@@ -390,19 +399,7 @@ class KnowledgeBase:
         if not size:
             return []
         vec = image_embedder(self.image_embedder_name).encode_texts([query])[0]
-        res = col.query(
-            query_embeddings=vec[None, :],
-            n_results=min(max_hits if radius is not None else k, size),
-            include=["documents", "metadatas", "distances"],
-        )
-        hits = [
-            _evidence(i, d, m, 1.0 - float(dist))
-            for i, d, m, dist in zip(
-                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
-                strict=True,
-            )
-            if radius is None or dist <= radius
-        ]  # fmt: skip
+        hits = _nearest(col, vec, min(max_hits if radius is not None else k, size), radius)
         return hits if radius is not None else hits[:k]
 
     def pages_of(self, source: str) -> list[Evidence]:
