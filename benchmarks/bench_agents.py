@@ -8,8 +8,9 @@ at most ``--slots`` calls served at once, as vLLM's continuous batching serves t
 calls are answered with an instance of the role's own JSON schema (first enum value, one item
 per list), P(Yes) calls with 0.7, text calls with a cited sentence; so every agent walks a fixed,
 complete path (MMAPG's planner, never answering, runs to its iteration cap). The figures are
-counts and ratios: LLM calls, tokens and critical-path depth per question, wall seconds per
-question at run concurrency 1, and throughput at run concurrency 1, 8 and 32.
+counts and ratios: LLM calls, tokens (and prompt tokens by template) and critical-path depth per
+question (MMAPG's also per planner iteration), wall seconds per question at run concurrency 1,
+and throughput at run concurrency 1, 8 and 32.
 
 Agents: rag, qdrag (QD-C and QD-R), mmapg, mabdqa over the demo questions (MAB-DQA over the
 demo passages laid out as the pages of one document).
@@ -34,6 +35,7 @@ from scripted_server import ScriptedServer  # noqa: E402
 from hopgraph.config import Context, parse_sets  # noqa: E402
 from hopgraph.evals.datasets import Question, read_questions, write_questions  # noqa: E402
 from hopgraph.evals.demo import PASSAGES, write_demo  # noqa: E402
+from hopgraph.evals.evaluate import by_template  # noqa: E402
 from hopgraph.evals.run_folder import read_predictions  # noqa: E402
 from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.memory.ids import page_key  # noqa: E402
@@ -129,6 +131,15 @@ def measure(name: str, root: Path, kb: Path, qfile: Path, url: str, first: int,
             preds = list(read_predictions(run / "predictions.jsonl").values())
             for key in ("llm_calls", "prompt_tokens", "completion_tokens", "depth", "seconds"):
                 row[key] = round(statistics.mean(p.get(key, 0) for p in preds), 1)
+            iterations = [p.get("summary", {}).get("iterations") for p in preds]
+            if all(iterations):  # MMAPG: the planner loop's rounds, per iteration
+                row["depth_per_iteration"] = round(
+                    statistics.mean(p["depth"] / i for p, i in zip(preds, iterations, strict=True)),
+                    2,
+                )
+            row["prompt_tokens_by_template"] = {
+                name: t["prompt_tokens"] for name, t in by_template(preds).items()
+            }
     row["speedup_c8"] = round(row["questions_per_s_c8"] / row["questions_per_s_c1"], 1)
     row["speedup_c32"] = round(row["questions_per_s_c32"] / row["questions_per_s_c1"], 1)
     return row
