@@ -276,6 +276,9 @@ class EmbeddedServer:
                 "--n_ctx", str(self.n_ctx),
                 "--n_threads", str(self.n_threads),
                 "--n_threads_batch", str(self.n_threads_batch),
+                # by default the server ends a streamed reply early (an empty or cut reply,
+                # with [DONE]) as soon as another request waits: concurrent calls must queue
+                "--interrupt_requests", "False",
             ]  # fmt: skip
             log.info("starting embedded %s on port %d", self.model, self.port)
             with open(self.log_path, "wb") as out:

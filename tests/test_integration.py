@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,23 @@ def test_the_embedded_model_streams_with_the_same_replies_and_token_counts(serve
     assert counts["plain"] == counts["streamed"]
     assert all(p > 0 and c > 0 for p, c in counts["streamed"][1])
     assert chat_model(ctx).stream is True  # the embedded default is the streamed path
+
+
+def test_concurrent_calls_each_get_their_whole_reply(server):
+    """The embedded server serves one request at a time; calls sent together (QDRAG's
+    reranking, MMAPG's examinations, PolarMem's verifications) must queue, not cut the reply
+    in progress short (llama-cpp-python's interrupt_requests default ended it with [DONE])."""
+    streamed = ChatModel(server.base_url, SMALL, backend="llamacpp", stream=True,
+                         count_prompt_tokens=server.prompt_tokens)  # fmt: skip
+    asks = [
+        [user(f"Write the numbers from {i} to {i + 20}, separated by commas.")] for i in range(4)
+    ]
+
+    def ask(messages):
+        return streamed.complete(messages, role="t", max_tokens=60)
+
+    alone = [ask(m) for m in asks]
+    with ThreadPoolExecutor(len(asks)) as pool:
+        together = list(pool.map(ask, asks))
+    assert all(len(a) > 20 for a in alone)
+    assert all(len(t) > 20 for t in together), together  # before: three of four came back empty
