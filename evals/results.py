@@ -57,6 +57,8 @@ class RunTable:
     command: str = ""
     target: int = 0
     """Questions the issue asks for; fewer are reported as partial."""
+    by_template: bool = False
+    """Also list each prompt template's calls and LLM seconds per call, per column."""
 
 
 @dataclass
@@ -77,6 +79,8 @@ def _load(rel: str) -> dict[str, Any] | None:
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 1000:
+        return f"{v:,}"
     if isinstance(v, float):
         return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
     return "" if v is None else str(v)
@@ -104,6 +108,8 @@ def run_table(t: RunTable) -> list[str]:
                 cells.append(_fmt(mean(vals)) if vals else "")
             out.append(f"| {metric} | " + " | ".join(cells) + " |")
         out.append("")
+        if t.by_template:
+            out += _template_rows(have)
         for c in t.claims:
             out.append("- " + _claim_line(c, have, common))
         if t.claims:
@@ -113,6 +119,23 @@ def run_table(t: RunTable) -> list[str]:
     if t.command:
         out += ["Reproduce (resumes the committed records):", "", f"    {t.command}", ""]
     return out
+
+
+def _template_rows(have: dict[str, dict]) -> list[str]:
+    """Calls per question and LLM seconds per call, by prompt template (over each column's
+    questions that list them)."""
+    names = sorted({n for m in have.values() for n in m.get("by_template", {})})
+    out = [
+        "| template: calls per question, LLM seconds per call | " + " | ".join(have) + " |",
+        "|---" * (len(have) + 1) + "|",
+    ]
+    for name in names:
+        cells = []
+        for m in have.values():
+            t = m.get("by_template", {}).get(name)
+            cells.append(f"{t['calls']:.2f}, {t['seconds'] / t['calls']:.1f} s" if t else "")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def _claim_line(c: Claim, have: dict[str, dict], common: list[str]) -> str:
@@ -519,6 +542,7 @@ TABLES: list[RunTable | BenchTable] = [
         [Claim("after", "before", "seconds", lower=True)],
         command="benchmarks/prefix_mmlb.sh",
         target=10,
+        by_template=True,
     ),
     BenchTable(
         "MAB-DQA",
