@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,6 +157,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_LAUNCHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopgraph-server-launcher")
+"""The one thread that starts embedded servers; it lives until the interpreter exits."""
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
     """Linux: kill the server at once if hopgraph dies, even by SIGKILL (a SIGTERM let it
     finish its in-flight request first, up to a minute later)."""
@@ -282,7 +287,11 @@ class EmbeddedServer:
             ]  # fmt: skip
             log.info("starting embedded %s on port %d", self.model, self.port)
             with open(self.log_path, "wb") as out:
-                self.proc = subprocess.Popen(
+                # spawned from one thread that lives as long as hopgraph: the kernel sends the
+                # parent-death signal when the *thread* that forked the server ends, and a
+                # server started lazily from a pool's worker died with that worker
+                self.proc = _LAUNCHER.submit(
+                    subprocess.Popen,
                     cmd,
                     stdout=out,
                     stderr=subprocess.STDOUT,
@@ -291,7 +300,7 @@ class EmbeddedServer:
                     # its own process group: a terminal's Ctrl-C goes to hopgraph, which stops
                     # the server itself, instead of killing the server under a running batch
                     start_new_session=True,
-                )
+                ).result()
             _LIVE.add(self)
         try:
             self._wait_ready()

@@ -314,3 +314,18 @@ def test_concurrent_calls_each_get_their_whole_reply(server):
         together = list(pool.map(ask, asks))
     assert all(len(a) > 20 for a in alone)
     assert all(len(t) > 20 for t in together), together  # before: three of four came back empty
+
+
+def test_a_server_started_from_a_passing_thread_outlives_it(tmp_path):
+    """A library user's first model call may come from a pool's worker (QDRAG's reranking,
+    a LangGraph branch): the server it starts must not die when that thread ends (the
+    kernel's parent-death signal follows the thread that forked the server)."""
+    server = EmbeddedServer(SMALL, cache_dir=Context().cache_dir, n_ctx=2048)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(server.start).result()
+        model = ChatModel(server.base_url, SMALL, backend="llamacpp")
+        assert model.complete([user("Say hello.")], role="t", max_tokens=8).strip()
+        assert server.proc is not None and server.proc.poll() is None
+    finally:
+        server.stop()
