@@ -43,7 +43,8 @@ class Context:
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
     max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
     ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
-    server answers one at a time, so it changes nothing there."""
+    server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
+    by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
     max_retries: int = 3
     """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""
     temperature: float = 0.0

@@ -28,6 +28,7 @@ from hopgraph.graphs.shared import (
     images_need_a_vlm,
 )
 from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.models import parallel_calls
 from hopgraph.models.events import Retrieval, Step, emit
 from hopgraph.tools.bandit import Arms, bandit_retrieve
 from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
@@ -107,7 +108,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta, lam=ctx.mabdqa_lambda,
         seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
         start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
-        workers=ctx.max_concurrency,
+        workers=parallel_calls(ctx),
     )  # fmt: skip
     ids = [pages.pages[p]["id"] for p in walk.ranking]
     if not prior:

@@ -256,3 +256,28 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
     assert "Town 3 was founded" in answer_prompt  # beside the knowledge base's passages
     assert "[Fact Check: VERIFIED (lund)] Lund's parish" in answer_prompt
     assert "A harbour without any parish" not in answer_prompt  # verified absent: not recalled
+
+
+def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
+    """The embedded server keeps only the last prompt's KV cache: its P(Yes) calls go one by
+    one in the passage-major order rerank laid out; a configured endpoint gets them at once."""
+    import threading
+
+    from hopgraph.agents import reranker
+
+    seen = []
+
+    def relevance(question, context, ctx):
+        seen.append((question, context["id"], threading.current_thread().name))
+        return 0.5
+
+    monkeypatch.setattr(reranker, "relevance", relevance)
+    pairs = [(q, {"id": f"c{i}"}) for i in range(10) for q in ("q", "s1", "s2")]
+    main = threading.current_thread().name
+    reranker.score_all(pairs, Context(model="qwen2.5-coder-1.5b"))  # the embedded server
+    assert [(q, c) for q, c, _ in seen] == [(q, c["id"]) for q, c in pairs]
+    assert {t for *_, t in seen} == {main}
+    seen.clear()
+    reranker.score_all(pairs, Context(base_url="http://vllm:8000/v1", model="m"))
+    assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
+    assert main not in {t for *_, t in seen}
