@@ -2,13 +2,15 @@
 and judgement rounds for b = 1, 2, 4 on the same questions, from one recorded b = 1 run.
 
     .venv/bin/python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit \\
-        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch
+        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch \\
+        --prompts benchmarks/results/mmlongbench/batch/prompts
 
 For each question of the run (its traces are needed), the hypergraph is rebuilt from the
 recorded aspects, and the first walk (m judgements against the raw question, the run's seed and
 Context) is run again with each b. A page judged in the recorded first walk keeps its recorded
 s_vlm: the judge is one forward pass at temperature 0. Any other page is judged live, by the
-same model and template, and saved in ``<out>/judgements.json``, so a re-run resumes and a
+same model and template (``--prompts DIR`` when the template has changed since the run: the
+script refuses any other), and saved in ``<out>/judgements.json``, so a re-run resumes and a
 fresh clone re-checks the table without an LLM. b = 1 replayed should reproduce the recorded
 top 5 (``reproduced``); the trace rounds s_vlm to 4 places, so a near-tie may flip.
 
@@ -29,6 +31,7 @@ from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.results import sign_test
 from hopgraph.evals.run_folder import read_predictions
+from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.tools.bandit import bandit_retrieve
 from hopgraph.tools.page_hypergraph import build_hypergraph
 from hopgraph.tools.page_vectors import document_pages, query_vectors
@@ -132,11 +135,20 @@ def main() -> None:
     ap.add_argument("--kb", required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
+    ap.add_argument("--prompts", default="", help="a prompt overlay holding the run's judge")
     args = ap.parse_args()
     manifest = json.loads((args.run / "manifest.json").read_text())
     known = set(Context().as_dict())
     recorded = {k: v for k, v in manifest["context"].items() if k in known}
-    ctx = Context(**{**recorded, "kb_dir": args.kb, "base_url": ""})
+    ctx = Context(**{**recorded, "kb_dir": args.kb, "base_url": "", "prompts_dir": args.prompts})
+    judge = roles.JUDGE_P_YES if ctx.mabdqa_judge == "p_yes" else roles.JUDGE
+    used = sha256_file(prompts_for(ctx.prompts_dir).source_path(judge.template))
+    if used != manifest["prompts"][judge.template]:  # live judgements must match recorded ones
+        raise SystemExit(
+            f"{judge.template} is not the template the run judged with (sha256 "
+            f"{manifest['prompts'][judge.template][:12]}…): pass --prompts DIR holding it, e.g. "
+            f"git show {manifest['git_revision'][:7]}:prompts/{judge.template}.j2"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     result = replay(args.run, ctx, args.out, tuple(args.batches))
     (args.out / "batch.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -529,8 +529,9 @@ TABLES: list[RunTable | BenchTable] = [
         ["mmlongbench/batch/batch.json"],
         _batch,
         command="python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit "
-        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch (needs the run's traces "
-        "and runs/mmlb-kb from benchmarks/mabdqa_runs.sh)",
+        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch --prompts "
+        "benchmarks/results/mmlongbench/batch/prompts (needs the run's traces and runs/mmlb-kb "
+        "from benchmarks/mabdqa_runs.sh; the judgements it made live are in judgements.json)",
     ),
     RunTable(
         "MAB-DQA",
