@@ -27,6 +27,7 @@ from pathlib import Path
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
+from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.results import sign_test
@@ -57,9 +58,7 @@ def first_walk(trace: Path) -> tuple[list[str], dict[str, float], list[str]]:
 
 def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHES) -> dict:
     manifest = json.loads((run / "manifest.json").read_text())
-    questions = {
-        q["id"]: q for q in map(json.loads, Path(manifest["questions"]).read_text().splitlines())
-    }
+    questions = {q.id: q for q in read_questions(manifest["questions"])[0]}
     cache_path = out / "judgements.json"
     cache: dict[str, dict[str, float]] = (
         json.loads(cache_path.read_text()) if cache_path.exists() else {}
@@ -72,7 +71,7 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
             continue
         q = questions[qid]
         arms_of_run, recorded, recorded_ranking = first_walk(trace)
-        pages = document_pages(kb, q["doc"], ctx.page_embedder)
+        pages = document_pages(kb, q.doc, ctx.page_embedder)
         atoms = arms_of_run if ctx.mabdqa_atoms_only else arms_of_run[:-1]
         h = build_hypergraph(
             atoms, [query_vectors(kb, a, ctx.page_embedder) for a in atoms], pages.vectors,
@@ -88,11 +87,11 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
             if pid in recorded:
                 return recorded[pid]
             if pid not in live:
-                live[pid] = round(roles.judge_page(q["question"], pages.pages[p], ctx), 4)
+                live[pid] = round(roles.judge_page(q.question, pages.pages[p], ctx), 4)
                 cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
             return live[pid]
 
-        row = {"id": qid, "doc": q["doc"], "evidence": q["evidence"]}
+        row = {"id": qid, "doc": q.doc, "evidence": q.evidence}
         for b in batches:
             walk = bandit_retrieve(
                 h, judge, m=ctx.mabdqa_m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
@@ -102,14 +101,14 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
             if b == 1:  # the recorded s_vlm are rounded to 4 places: near-ties may flip
                 row["reproduced"] = ranking[:5] == recorded_ranking[:5]
             row[f"b{b}"] = {
-                **{f"recall@{k}": recall_at_k(ranking, q["evidence"], k) for k in KS},
+                **{f"recall@{k}": recall_at_k(ranking, q.evidence, k) for k in KS},
                 "rounds": max((s["round"] for s in walk.steps), default=0),
                 "judged": len(walk.judged),
                 "live": sum(ids[p] not in recorded for p in walk.judged),
             }
         rows.append(row)
         print(qid, {b: row[f"b{b}"]["recall@3"] for b in batches}, flush=True)
-    return summarise(rows, manifest, batches)
+    return summarise(rows, manifest, batches) | {"m": ctx.mabdqa_m}
 
 
 def summarise(rows: list[dict], manifest: dict, batches: tuple[int, ...]) -> dict:

@@ -308,8 +308,8 @@ def _batch(reports: list[dict[str, Any] | None]) -> list[str]:
         return ["Not measured yet.", ""]
     s = rep["summary"]
     out = [
-        f"{rep['questions']} questions (one per PDF), m = 10 judgements, the same judge and "
-        f"seed; b = 1 replayed reproduces the recorded walk's top 5 on {s['reproduced']} of "
+        f"{rep['questions']} questions (one per PDF), m = {rep['m']} judgements, the same judge "
+        f"and seed; b = 1 replayed reproduces the recorded walk's top 5 on {s['reproduced']} of "
         f"them. Depth: LLM calls one after another on a question's first pass (aspects, "
         "judgement rounds, question reflection, answer, answer reflection).",
         "",

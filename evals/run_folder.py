@@ -202,11 +202,11 @@ class EventCounts:
     from a question's events as they stream (or from a trace a resumed question already has)."""
 
     def __init__(self) -> None:
-        self.calls = self.prompt = self.completion = self.fallbacks = self.empty = 0
+        self.fallbacks = self.empty = 0
         self.intervals: list[tuple[float, float]] = []
         self.templates: dict[str, dict[str, float]] = {}
         """Per prompt template: calls, prompt and completion tokens, seconds (where a
-        question's tokens and time go, for the CPU-frugality tables)."""
+        question's tokens and time go); the question's totals are their sums."""
         self.retrieved: dict[str, None] = {}
         self.summary: dict[str, Any] = {}
 
@@ -228,9 +228,6 @@ class EventCounts:
             return
         kind = event.get("event")
         if kind == LLMCall.event:
-            self.calls += 1
-            self.prompt += event.get("prompt_tokens", 0)
-            self.completion += event.get("completion_tokens", 0)
             tally = self.templates.setdefault(
                 event.get("template") or "?",
                 {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
@@ -251,10 +248,13 @@ class EventCounts:
             self.summary = {k: v for k, v in event.items() if k != "event"}
 
     def stats(self) -> dict[str, Any]:
+        def total(key: str) -> int:
+            return sum(t[key] for t in self.templates.values())
+
         return {
-            "llm_calls": self.calls,
-            "prompt_tokens": self.prompt,
-            "completion_tokens": self.completion,
+            "llm_calls": total("calls"),
+            "prompt_tokens": total("prompt_tokens"),
+            "completion_tokens": total("completion_tokens"),
             "fallbacks": self.fallbacks,
             "empty_replies": self.empty,
             "depth": critical_path_depth(self.intervals),

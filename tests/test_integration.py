@@ -298,7 +298,7 @@ def test_the_embedded_model_streams_with_the_same_replies_and_token_counts(serve
 
 def test_concurrent_calls_each_get_their_whole_reply(server):
     """The embedded server serves one request at a time; calls sent together (QDRAG's
-    reranking, MMAPG's examinations, PolarMem's verifications) must queue, not cut the reply
+    reranking, MMAPG's examinations, MAB-DQA's batched judgements) must queue, not cut the reply
     in progress short (llama-cpp-python's interrupt_requests default ended it with [DONE])."""
     streamed = ChatModel(server.base_url, SMALL, backend="llamacpp", stream=True,
                          count_prompt_tokens=server.prompt_tokens)  # fmt: skip
