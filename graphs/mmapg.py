@@ -35,7 +35,13 @@ from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Repair, Step, emit, tally_calls
-from hopgraph.tools.mmapg_search import IMAGE_SIDE, TEXT_SIDE, find_candidates, top_k
+from hopgraph.tools.mmapg_search import (
+    IMAGE_SIDE,
+    TEXT_SIDE,
+    find_candidates,
+    has_image_side,
+    top_k,
+)
 
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
 EMPTY = {"", "none", "n/a", "na", "null", "nothing", "no image part"}
@@ -64,8 +70,13 @@ class ExamineInput(TypedDict):
 
 
 def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
-    """Eq. 5: the instruction's text-related and image-related parts."""
-    out = examiner.split_instruction(state["instruction"], state.get("parents", []), _ctx(runtime))
+    """Eq. 5: the instruction's text-related and image-related parts. A KB without images has
+    no image side to route a part to: there the whole instruction is the text part, and no
+    call is made (an image part would search nothing, and its words would be lost)."""
+    ctx = _ctx(runtime)
+    if not has_image_side(ctx):
+        return {"text_part": state["instruction"], "image_part": "", "image_kind": "descriptive"}
+    out = examiner.split_instruction(state["instruction"], state.get("parents", []), ctx)
     text_part = out.text_part.strip()
     image_part = out.image_part.strip()
     if image_part.lower().strip(".") in EMPTY:

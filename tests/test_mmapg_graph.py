@@ -1,7 +1,9 @@
 """MMAPG with a scripted model: the planner's decisions come from a script, everything else
 (state machine, retrieval subgraph, Chroma knowledge base, runner, traces) is real."""
 
+import itertools
 import json
+import os
 
 import pytest
 from scripted_server import ScriptedServer, by_template
@@ -251,8 +253,38 @@ def test_an_image_candidate_without_a_vlm_is_examined_through_its_text(tmp_path,
     fallback = events(records, "fallback")
     assert fallback and fallback[0]["role"] == "examiner"
     assert fallback[0]["reason"].startswith("no VLM configured")
-    assert any("No one can look at this picture" in p and "Crest of Town 3" in p for p in seen)
+    assert any("No one can look at the picture" in p and "Crest of Town 3" in p for p in seen)
     assert any(h["modality"] == "image" for h in final["nodes"][1]["hits"])
+
+
+def test_a_text_only_kb_makes_no_split_call_and_searches_the_whole_instruction(tmp_path):
+    kb_dir = tmp_path / "kb"
+    KnowledgeBase(kb_dir).add(
+        [Item("text", f"t{i}", f"Town {i} was founded by person {i}.") for i in range(4)]
+    )
+    instruction = "Find who founded Town 3"
+    _, final, records, seen = run(
+        tmp_path, kb_dir, [step("retrieval", ["Q0"], instruction), step("stop")]
+    )
+    templates = [c["template"] for c in events(records, "llm_call")]
+    assert "mmapg/decompose" not in templates and "mmapg/keyphrases" in templates
+    # the key phrases are asked for the whole instruction
+    assert any(f"Instruction: {instruction}\nReply with JSON" in p for p in seen)
+    assert final["nodes"][1]["sources"]
+
+
+def test_examinations_share_all_but_their_source_as_a_prompt_prefix(tmp_path, kb_dir):
+    """The candidates of one search are examined against one instruction: everything but the
+    source comes first, so llama.cpp's server (and vLLM) reuse it from the KV cache."""
+    _, _, _, seen = run(
+        tmp_path, kb_dir, [step("retrieval", ["Q0"], "Find who founded Town 3"), step("stop")]
+    )
+    examined = [p for p in seen if "Copy out the facts" in p]
+    assert len(examined) >= 2
+    for a, b in itertools.pairwise(examined):
+        source = a.index("\nSource")
+        assert len(os.path.commonprefix([a, b])) > source  # all before the source is shared
+        assert "\n" not in a[source + 1 :].strip()  # and the source is the last line
 
 
 def test_single_path_ablation_always_builds_on_the_latest_node(tmp_path, kb_dir):

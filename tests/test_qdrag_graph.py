@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 from scripted_server import ScriptedServer, by_template
@@ -281,3 +282,17 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     reranker.score_all(pairs, Context(base_url="http://vllm:8000/v1", model="m"))
     assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
     assert main not in {t for *_, t in seen}
+
+
+def test_rerank_prompts_of_one_passage_differ_only_in_their_closing_question():
+    """Reranking goes passage by passage: the instruction and the passage come first, so the
+    calls on one passage reuse all of it from the server's KV cache and read only the question."""
+    from hopgraph.agents.reranker import RERANKER
+
+    passage = {"title": "Town 3", "text": "Town 3 was founded by Ada Moor in 1820. " * 20}
+    questions = ["Who founded Town 3?", "Where was the founder of the old port born?"]
+    a, b = (RERANKER.render(Context(), question=q, context=passage) for q in questions)
+    shared = len(os.path.commonprefix([a, b]))
+    assert shared >= a.rindex("Question: ") + len("Question: ")
+    assert passage["text"].strip() in a[:shared]
+    assert a.rstrip().endswith(questions[0]) and b.rstrip().endswith(questions[1])

@@ -16,6 +16,11 @@ IMAGE_SIDE = ("image",)
 images' titles, captions and OCR text."""
 
 
+def has_image_side(ctx: Context) -> bool:
+    """Whether the KB holds any image for KB_img to search (a text-only corpus has none)."""
+    return knowledge_base(ctx).counts().get("image", 0) > 0
+
+
 def find_candidates(
     phrases: list[str],
     modalities: tuple[str, ...],
