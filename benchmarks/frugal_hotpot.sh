@@ -4,7 +4,8 @@
 # questions, run with the code of f86e059 (before) and of this checkout or REV (after). Result
 # records under benchmarks/results/hotpotqa/frugal/; each run resumes. Run nothing else on the
 # machine meanwhile: the figure compared is seconds per question.
-# Usage: benchmarks/frugal_hotpot.sh before|after|report [qdc|mmapg|all] [REV]
+# Usage: [LIMIT=n] benchmarks/frugal_hotpot.sh before|after|report [qdc|mmapg|all] [REV]
+# (LIMIT: the first n of the 10 questions, for a measurement spread over sittings)
 set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
@@ -14,7 +15,7 @@ phase=${1:-report}; agents=${2:-all}; rev=${3:-}
 [ "$phase" = before ] && rev=${rev:-f86e059}
 [ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
 [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
-common=(--questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit 10)
+common=(--questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit "${LIMIT:-10}")
 declare -A args=(
   [qdc]="--agent qdrag --set qdrag_mode=qdc"
   [mmapg]="--agent mmapg --set mmapg_triplets=false"
