@@ -296,3 +296,31 @@ def test_rerank_prompts_of_one_passage_differ_only_in_their_closing_question():
     assert shared >= a.rindex("Question: ") + len("Question: ")
     assert passage["text"].strip() in a[:shared]
     assert a.rstrip().endswith(questions[0]) and b.rstrip().endswith(questions[1])
+
+
+def test_qdc_drops_the_equivalence_check_of_a_passage_number():
+    """A 1.5B model named the passage it read ("[1]") as the reference: "Is [1] equivalent to
+    Christopher Nolan?" carries nothing to rerank with, and costs a call per context."""
+    question = "Are the director of Inception and Sathish Kalathil both film directors?"
+    out = QDCOutput.model_validate(
+        {
+            "replacements": [
+                {"reference": "[1]", "entity": "Christopher Nolan", "substituted": ""},
+                {"reference": "Passage 3", "entity": "Sathish Kalathil"},
+                {
+                    "reference": "the director of Inception",
+                    "entity": "Christopher Nolan",
+                    "substituted": "Are Christopher Nolan and Sathish Kalathil both directors?",
+                },
+            ],
+            "subquestions": ["Is Christopher Nolan a film director?"],
+        }
+    )
+    subs, dropped, _ = qdc_subquestions(out, question)
+    assert subs == [
+        "Is the director of Inception equivalent to Christopher Nolan?",
+        "Are Christopher Nolan and Sathish Kalathil both directors?",
+        "Is Christopher Nolan a film director?",
+    ]
+    assert "Is [1] equivalent to Christopher Nolan?" in dropped
+    assert "Is Passage 3 equivalent to Sathish Kalathil?" in dropped

@@ -36,8 +36,9 @@ def qdc_subquestions(out: Any, question: str) -> tuple[list[str], list[str], lis
     subquestions follow; duplicates merged. A substituted question the model left out, or
     that lacks the entity, is rebuilt by putting the entity in place of the reference in the
     question (listed in ``rebuilt``), or dropped where the reference is not in the question.
-    Dropped: a replacement of a phrase by itself, any part with no word in it (a copied
-    "..." from the reply format) and the raw question. Such a subquestion carries nothing to
+    Dropped: a replacement of a phrase by itself, the equivalence check of a "reference"
+    that is a passage's number ("Is [1] equivalent to ...?"), any part with no word in it (a
+    copied "..." from the reply format) and the raw question. Such a subquestion carries nothing to
     rerank with, yet its flat scores have the highest entropy, so the budget would give it
     the most contexts."""
     subs, dropped, rebuilt = [], [], []
@@ -46,7 +47,10 @@ def qdc_subquestions(out: Any, question: str) -> tuple[list[str], list[str], lis
         if not (_has_word(ref) and _has_word(ent) and ref.casefold() != ent.casefold()):
             dropped.append(f"Is {ref} equivalent to {ent}?")
             continue
-        subs.append(f"Is {ref} equivalent to {ent}?")
+        if _SOURCE_MARK.match(ref):  # "[1]" names a passage, not a phrase of the question
+            dropped.append(f"Is {ref} equivalent to {ent}?")
+        else:
+            subs.append(f"Is {ref} equivalent to {ent}?")
         given = r.substituted.strip()
         if _has_word(given) and ent.casefold() in given.casefold():
             subs.append(given)
@@ -63,6 +67,9 @@ def qdc_subquestions(out: Any, question: str) -> tuple[list[str], list[str], lis
     raw = question.strip()
     dropped += [s for s in subs if s == raw]
     return [s for s in dict.fromkeys(subs) if s != raw], dropped, rebuilt
+
+
+_SOURCE_MARK = re.compile(r"^\W*(?:passage|source|context)?\s*\d+\W*$", re.IGNORECASE)
 
 
 def _has_word(text: str) -> bool:
