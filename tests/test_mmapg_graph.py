@@ -287,6 +287,25 @@ def test_examinations_share_all_but_their_source_as_a_prompt_prefix(tmp_path, kb
         assert "\n" not in a[source + 1 :].strip()  # and the source is the last line
 
 
+def test_each_planner_prompt_extends_the_one_before_it(tmp_path, kb_dir):
+    """The fixed instructions, question and plan come first and the graph grows at the end,
+    so vLLM's prefix cache reuses every earlier planner prompt but its closing line."""
+    _, _, _, seen = run(
+        tmp_path,
+        kb_dir,
+        [
+            step("retrieval", ["Q0"], "Find who founded Town 3"),
+            step("question", ["R1"], "Where was Ada Moor born?"),
+            step("stop"),
+        ],
+    )
+    planned = [p for p in seen if "reasoning graph" in p]
+    assert len(planned) == 3
+    for a, b in itertools.pairwise(planned):
+        closing = a.rstrip().rsplit("\n", 1)[1]
+        assert len(os.path.commonprefix([a, b])) >= len(a.rstrip()) - len(closing)
+
+
 def test_single_path_ablation_always_builds_on_the_latest_node(tmp_path, kb_dir):
     _, final, _, seen = run(
         tmp_path,
