@@ -532,8 +532,9 @@ TABLES: list[RunTable | BenchTable] = [
         "MMAPG",
         "mmapg",
         "CPU cost on the embedded model, before and after the frugality pass (no triplets)",
-        "examinations put the instruction before the source, and a KB without images makes no "
-        "text / image split call (Eq. 5 has nothing to route to).",
+        "examinations put the instruction before the source, each planner prompt extends the "
+        "one before it, and a KB without images makes no text / image split call (Eq. 5 has "
+        "nothing to route to).",
     ),
     RunTable(
         "MAB-DQA",
