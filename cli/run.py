@@ -126,7 +126,10 @@ def run(
         refuse(f"{questions} holds no valid question")
     endpoint = checked_endpoint(ctx)
     try:
-        runner = Runner(agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease)
+        runner = Runner(
+            agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
+            speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
+        )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")
     otel = otel_export(otel_endpoint)

@@ -56,6 +56,8 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     if "depth" in pred:  # sequential LLM rounds on the critical path
         out["depth"] = pred["depth"]
     out["seconds"] = pred.get("seconds", 0.0)
+    # the endpoint's rates in the question's sitting: seconds compare only at equal speed
+    out |= {k: float(v) for k, v in (pred.get("speed") or {}).items()}
     summary = pred.get("summary") or {}
     out |= {k: float(v) for k, v in summary.items() if isinstance(v, int | float)}
     return out
@@ -145,6 +147,8 @@ HEADLINE = (
     "fallbacks",
     "empty_replies",
     "seconds",
+    "prefill_tokens_per_s",
+    "decode_tokens_per_s",
     "iterations",
     "hit_cap",
     "planner_repairs",

@@ -106,7 +106,8 @@ def run_table(t: RunTable) -> list[str]:
                 vals = [m["per_question"][q].get(metric) for q in common]
                 vals = [v for v in vals if v is not None]
                 cells.append(_fmt(mean(vals)) if vals else "")
-            out.append(f"| {metric} | " + " | ".join(cells) + " |")
+            if any(cells):  # a metric no column recorded (e.g. an old run's decode rate)
+                out.append(f"| {metric} | " + " | ".join(cells) + " |")
         out.append("")
         if t.by_template:
             out += _template_rows(have)
@@ -154,10 +155,37 @@ def _claim_line(c: Claim, have: dict[str, dict], common: list[str]) -> str:
     verdict = (
         "holds" if p < 0.05 and wins > losses else "reversed" if p < 0.05 else "not significant"
     )
-    return (
+    line = (
         f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(ma)} vs {_fmt(mb)}; "
         f"better on {wins}, worse on {losses} of {len(pairs)} questions; sign test p = {p:.3g})."
     )
+    return line + (
+        _speed_caveat(have[c.better], have[c.worse], common) if c.metric == "seconds" else ""
+    )
+
+
+def _speed_caveat(a: dict, b: dict, common: list[str]) -> str:
+    """Seconds compare only where the endpoint ran equally fast: two hosts of one kind read
+    the embedded model's prompts 1.65x apart. Flags columns whose recorded rates (each
+    sitting's probe) differ by more than SPEED_TOLERANCE."""
+    differ = []
+    for key, label in SPEEDS:
+        rates = []
+        for m in (a, b):
+            vals = [v for q in common if (v := m["per_question"][q].get(key))]
+            rates.append(mean(vals) if vals else None)
+        if None not in rates and max(rates) > (1 + SPEED_TOLERANCE) * min(rates):
+            differ.append(f"{label} {rates[0]:.1f} vs {rates[1]:.1f} tokens/s")
+    if not differ:
+        return ""
+    return (
+        f" The endpoint's speed differed between these runs ({'; '.join(differ)}), so the "
+        "seconds do not compare; the token counts do."
+    )
+
+
+SPEEDS = (("prefill_tokens_per_s", "prompt reading"), ("decode_tokens_per_s", "generation"))
+SPEED_TOLERANCE = 0.15
 
 
 def _manifest_model(rel: str) -> str:
@@ -433,7 +461,17 @@ def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
         title,
         f"Not a paper claim: {change}",
         {"before": f"hotpotqa/frugal/{agent}-before", "after": f"hotpotqa/frugal/{agent}-after"},
-        ["em", "f1", "llm_calls", "prompt_tokens", "completion_tokens", "depth", "seconds"],
+        [
+            "em",
+            "f1",
+            "llm_calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "depth",
+            "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
+        ],  # fmt: skip
         [Claim("after", "before", "seconds", lower=True), Claim("after", "before", "f1")],
         command=f"benchmarks/frugal_hotpot.sh before {agent}; "
         f"benchmarks/frugal_hotpot.sh after {agent}",
@@ -453,7 +491,17 @@ TABLES: list[RunTable | BenchTable] = [
             "QD-R": "hotpotqa/qdrag-qdr",
             "MMAPG": "hotpotqa/mmapg-hotpot-full",
         },  # fmt: skip
-        ["em", "f1", "kept_recall", "llm_calls", "prompt_tokens", "completion_tokens", "seconds"],
+        [
+            "em",
+            "f1",
+            "kept_recall",
+            "llm_calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
+        ],  # fmt: skip
         [Claim(m, "rag", "f1") for m in ("QD-C", "QD-R", "MMAPG")],
         command="benchmarks/hotpot_rag.sh 30; benchmarks/qdrag_hotpot.sh; "
         "benchmarks/mmapg_runs.sh hotpot 30 10",
@@ -481,6 +529,8 @@ TABLES: list[RunTable | BenchTable] = [
             "fallbacks",
             "llm_calls",
             "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
         ],  # fmt: skip
         [
             Claim("QD-C", "sparse", "kept_recall"),
@@ -519,6 +569,8 @@ TABLES: list[RunTable | BenchTable] = [
             "llm_calls",
             "prompt_tokens",
             "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
         ],  # fmt: skip
         [
             Claim("full", "single path", "f1"),
@@ -553,6 +605,8 @@ TABLES: list[RunTable | BenchTable] = [
             "reentries",
             "refined",
             "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
         ],  # fmt: skip
         [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
         command="benchmarks/mabdqa_runs.sh 1 10 p_yes",
@@ -577,7 +631,16 @@ TABLES: list[RunTable | BenchTable] = [
         "Not a paper claim: the pages the question reflection reads open the answer's prompt "
         "too, and each judgement starts with its question, so llama.cpp reuses the KV cache.",
         {"before": "mmlongbench/prefix/before", "after": "mmlongbench/prefix/after"},
-        ["recall@3", "mmlb_acc", "llm_calls", "prompt_tokens", "depth", "seconds"],
+        [
+            "recall@3",
+            "mmlb_acc",
+            "llm_calls",
+            "prompt_tokens",
+            "depth",
+            "seconds",
+            "prefill_tokens_per_s",
+            "decode_tokens_per_s",
+        ],  # fmt: skip
         [Claim("after", "before", "seconds", lower=True)],
         command="benchmarks/prefix_mmlb.sh",
         target=10,

@@ -9,6 +9,7 @@ continues interrupted ones from their last checkpoint, and retries the ones that
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -35,7 +36,10 @@ from hopgraph.evals.run_folder import (
 from hopgraph.graphs import load_graph, recursion_limit
 from hopgraph.graphs.shared import output_of
 from hopgraph.memory.files import Skipped
+from hopgraph.models.errors import HopgraphModelError
 from hopgraph.prompts import prompts_for
+
+log = logging.getLogger(__name__)
 
 
 class RunAborted(RunError):
@@ -70,6 +74,19 @@ def preflight(ctx: Context) -> None:
         vlm.check()
 
 
+def sitting_speed(ctx: Context) -> dict[str, float]:
+    """The endpoint's prompt-reading and generation rates now (about 500 tokens of probe), or
+    an empty dict, logged, when the probe fails: a run does not stop for want of it."""
+    from hopgraph.models import chat_model
+    from hopgraph.models.doctor import measure_speed
+
+    try:
+        return measure_speed(chat_model(ctx), entries=20)
+    except (HopgraphModelError, ValueError) as e:
+        log.warning("speed probe failed, the sitting records no speed: %s", e)
+        return {}
+
+
 class Runner:
     """Runs one agent over questions into a run folder."""
 
@@ -83,17 +100,23 @@ class Runner:
         on_record: Callable[[str, list[str], str, Any], None] | None = None,
         checkpointer: str = "",
         lease: float = 60.0,
+        speed_probe: bool = False,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
         happens, and each node's start (``tasks`` mode, not kept in the trace).
         ``checkpointer`` a ``postgres://`` URL: the run is shared with every worker that names
-        the same database, agent and run folder name (``evals.shared_run``)."""
+        the same database, agent and run folder name (``evals.shared_run``). ``speed_probe``:
+        time the endpoint once per sitting (``measure_speed``) and record its rates with the
+        sitting and every question it answers; the CLI sets it for the embedded server, whose
+        speed is the host's (two hosts of one kind read prompts 1.65x apart)."""
         self.agent = agent
         self.on_record = on_record
         self.graph_builder = load_graph(agent)
         self.run_dir = Path(run_dir)
         self.ctx = ctx
         self.endpoint = endpoint
+        self.speed_probe = speed_probe
+        self.speed: dict[str, float] = {}
         self.run_name = self.run_dir.resolve().name
         (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
         self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
@@ -139,6 +162,7 @@ class Runner:
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            | ({"speed": self.speed} if self.speed else {})
         )
         path.write_text(json.dumps(fresh, indent=2) + "\n")
 
@@ -217,6 +241,7 @@ class Runner:
             "contexts_ids": [e["id"] for e in out.get("evidence", [])],
             **counts.stats(),
             "seconds": round(seconds, 3),
+            **({"speed": self.speed} if self.speed else {}),
             "error": error,
             "evidence": q.evidence,
             "type": q.type,
@@ -256,6 +281,8 @@ class Runner:
         unknown = sorted(set(redo) - {q.id for q in questions})
         if unknown:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
+        if self.speed_probe:
+            self.speed = sitting_speed(self.ctx)
         self.check_manifest(questions_file)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         if self.shared is not None:

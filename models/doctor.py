@@ -42,7 +42,7 @@ def diagnose(model: ChatModel) -> list[Probe]:
     def attempt(name: str, fn) -> None:
         try:
             ok, detail = fn()
-        except HopgraphModelError as e:
+        except (HopgraphModelError, ValueError) as e:
             ok, detail = False, str(e).splitlines()[0][:160]
         rows.append(Probe(name, ok, detail))
 
@@ -82,32 +82,17 @@ def diagnose(model: ChatModel) -> list[Probe]:
 
     rates: dict[str, float] = {}
 
-    def timed(text: str, max_tokens: int) -> tuple[float, int, int]:
-        began = time.perf_counter()
-        resp = model.request(
-            [user(f"Probe {time.time_ns()}. {text}")],  # a fresh prefix: no cached prompt
-            role="doctor", template="probe", kind="probe", max_tokens=max_tokens, temperature=0.0,
-        )  # fmt: skip
-        usage = resp.usage
-        return (time.perf_counter() - began, usage.prompt_tokens if usage else 0,
-                usage.completion_tokens if usage else 0)  # fmt: skip
-
     def prefill():
-        seconds, n, _ = timed(PREFILL_TEXT, 1)
-        if not n:
-            return False, "no prompt tokens reported"
-        rates["prefill"] = n / seconds
+        rates.update(measure_speed(model))
         return True, (
-            f"{rates['prefill']:.0f} prompt tokens/s ({n} tokens in {seconds:.1f}s); a "
-            f"1,700-token prompt waits ~{1700 / rates['prefill']:.0f}s before its first token"
+            f"{rates['prefill_tokens_per_s']:.0f} prompt tokens/s; a 1,700-token prompt waits "
+            f"~{1700 / rates['prefill_tokens_per_s']:.0f}s before its first token"
         )
 
     def decode():
-        seconds, n_prompt, n = timed("Write a long story about a lighthouse keeper.", 64)
-        if not n:
-            return False, "no completion tokens reported"
-        seconds -= n_prompt / rates["prefill"] if rates.get("prefill") else 0.0
-        return True, f"{n / seconds:.1f} tokens/s generated ({n} tokens)"
+        if not rates:
+            return False, "not measured (the prefill probe failed)"
+        return True, f"{rates['decode_tokens_per_s']:.1f} tokens/s generated"
 
     def machine():
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
@@ -128,11 +113,34 @@ def diagnose(model: ChatModel) -> list[Probe]:
     return rows
 
 
-PREFILL_TEXT = (
-    " ".join(
+def measure_speed(model: ChatModel, entries: int = 60) -> dict[str, float]:
+    """How fast ``model``'s endpoint reads a prompt and generates, from two calls on our own
+    filler behind a fresh nonce (so nothing is cached): ``entries`` log lines (about 20 tokens
+    each) read for one token, then a 64-token reply whose prompt time is taken off. Raises
+    ``HopgraphModelError`` when the endpoint fails, ``ValueError`` when it reports no usage."""
+
+    def timed(text: str, max_tokens: int) -> tuple[float, int, int]:
+        began = time.perf_counter()
+        resp = model.request(
+            [user(f"Probe {time.time_ns()}. {text}")],  # a fresh prefix: no cached prompt
+            role="doctor", template="probe", kind="probe", max_tokens=max_tokens, temperature=0.0,
+        )  # fmt: skip
+        usage = resp.usage
+        return (time.perf_counter() - began, usage.prompt_tokens if usage else 0,
+                usage.completion_tokens if usage else 0)  # fmt: skip
+
+    filler = " ".join(
         f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."
-        for i in range(60)
+        for i in range(entries)
     )
-    + " Reply with one word: done."
-)
-"""About 1,200 tokens of our own filler, to time how fast the endpoint reads a prompt."""
+    seconds, n_prompt, _ = timed(filler + " Reply with one word: done.", 1)
+    if not n_prompt:
+        raise ValueError("the endpoint reported no prompt tokens")
+    prefill = n_prompt / seconds
+    seconds, n_prompt, n = timed("Write a long story about a lighthouse keeper.", 64)
+    if not n:
+        raise ValueError("the endpoint reported no completion tokens")
+    return {
+        "prefill_tokens_per_s": round(prefill, 2),
+        "decode_tokens_per_s": round(n / max(seconds - n_prompt / prefill, 1e-6), 2),
+    }

@@ -130,3 +130,13 @@ def test_critical_path_depth_counts_sequential_rounds():
     calls = [(0, 1), (1.1, 2), (1.2, 2.5), (1.1, 1.9), (2.6, 3)]
     assert critical_path_depth(calls) == 3
     assert critical_path_depth([(0, 1), (0.5, 2), (1.2, 1.4), (2.1, 3)]) == 3
+
+
+def test_score_prediction_carries_the_sittings_speed():
+    from hopgraph.evals.evaluate import score_prediction
+
+    speed = {"prefill_tokens_per_s": 41.3, "decode_tokens_per_s": 24.5}
+    pred = {"id": "q", "answer": "a", "gold": ["a"], "seconds": 3.0, "speed": speed}
+    assert score_prediction(pred) | speed == score_prediction(pred)
+    del pred["speed"]  # a run recorded before sittings were timed
+    assert "prefill_tokens_per_s" not in score_prediction(pred)

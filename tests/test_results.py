@@ -46,3 +46,32 @@ def test_a_claim_line_names_its_questions_and_test(tmp_path, monkeypatch):
     assert "A beats B on em: **holds** (0.857 vs 0.000; better on 6, worse on 0 of 7" in text
     assert "B beats A on em: **reversed**" in text
     assert "Not measured yet: C." in text
+
+
+def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeypatch):
+    """Two sittings on hosts of one kind read the embedded model's prompts 1.65x apart; a
+    seconds verdict across such runs must say so, and one at equal speed must not."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+
+    def record(name, seconds, prefill):
+        (tmp_path / name).mkdir()
+        speed = {"prefill_tokens_per_s": prefill, "decode_tokens_per_s": 24.0}
+        per_q = {f"q{i}": {"seconds": s} | speed for i, s in enumerate(seconds)}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+
+    record("slow", [300.0] * 8, 23.0)
+    record("fast", [200.0] * 8, 38.0)
+    record("fast2", [210.0] * 8, 37.0)
+    table = results.RunTable(
+        "M", "t", "finding", {"before": "slow", "after": "fast", "again": "fast2"},
+        ["seconds", "prefill_tokens_per_s", "decode_tokens_per_s"],
+        [results.Claim("after", "before", "seconds", lower=True),
+         results.Claim("after", "again", "seconds", lower=True)],
+    )  # fmt: skip
+    lines = results.run_table(table)
+    across, same = (line for line in lines if line.startswith("- after beats"))
+    assert "(prompt reading 38.0 vs 23.0 tokens/s)" in across and "do not compare" in across
+    assert "tokens/s" not in same
+    assert "| prefill_tokens_per_s | 23.000 | 38.000 | 37.000 |" in lines

@@ -67,6 +67,27 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["agent"] == "rag" and len(manifest["questions_sha256"]) == 64
     assert "rag/answer" in manifest["prompts"] and manifest["context"]["model"] == "scripted"
+    assert "speed" not in p and "speed" not in manifest["sittings"][-1]  # no probe asked for
+
+
+def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path, kb_dir):
+    """Seconds measured on two hosts differ by the hosts' speed: a sitting with the probe on
+    (the CLI's choice for the embedded server) times the endpoint once and every question it
+    answers carries that speed into eval. The latency model sleeps 2 ms per token, so neither
+    rate can exceed 500 tokens/s."""
+    with ScriptedServer(per_token=0.002) as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True).run(
+            questions(tmp_path, n=2)
+        )
+        assert server.calls == 2 + 2 * 2  # the probe's two calls, then two per question
+    sitting = json.loads((tmp_path / "run" / "manifest.json").read_text())["sittings"][-1]
+    speed = sitting["speed"]
+    assert set(speed) == {"prefill_tokens_per_s", "decode_tokens_per_s"}
+    assert 0 < speed["prefill_tokens_per_s"] <= 500 and speed["decode_tokens_per_s"] > 0
+    preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    assert all(p["speed"] == speed for p in preds.values())
+    per_q = evaluate_run(tmp_path / "run")["per_question"]
+    assert per_q["q0"]["prefill_tokens_per_s"] == speed["prefill_tokens_per_s"]
 
 
 def test_rerun_skips_finished_questions(tmp_path, kb_dir):
