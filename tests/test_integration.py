@@ -85,12 +85,14 @@ def test_unknown_model_name_is_refused(server):
 def test_doctor_table(small):
     from hopgraph.models.doctor import diagnose
 
-    rows = {r.capability: r for r in diagnose(small)}
+    rows = {r.capability: r for r in diagnose(small, embedded=True)}
     assert rows["chat"].ok and rows["structured output"].ok and rows["logprobs / P(Yes)"].ok
     assert not rows["image input"].ok  # llama.cpp's server takes no image parts
     assert "prompt tokens/s" in rows["prefill rate"].detail
     assert "tokens/s generated" in rows["decode rate"].detail
     assert "cores" in rows["machine load"].detail
+    build = rows["llama.cpp build"]  # which vector extensions, and any this CPU has unused
+    assert build.detail.startswith("uses ") and build.ok == ("make native" not in build.detail)
 
 
 def test_direct_graph_on_a_configured_endpoint(server):

@@ -83,6 +83,7 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
     sitting = json.loads((tmp_path / "run" / "manifest.json").read_text())["sittings"][-1]
     speed = sitting["speed"]
     assert set(speed) == {"prefill_tokens_per_s", "decode_tokens_per_s"}
+    assert isinstance(sitting["llama_cpp_build"], list)  # which vector extensions it used
     assert 0 < speed["prefill_tokens_per_s"] <= 500 and speed["decode_tokens_per_s"] > 0
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
     assert all(p["speed"] == speed for p in preds.values())
