@@ -184,6 +184,8 @@ def unused_cpu_features(
                 if line.startswith("flags"):
                     cpu_flags = set(line.split(":", 1)[1].split())
                     break
+    if system_info is None and importlib.util.find_spec("llama_cpp") is None:
+        return []  # no embedded server here: nothing to compare
     built = set(llama_build_features(system_info))
     return [name for name, flag in VECTOR_EXTENSIONS if flag in cpu_flags and name not in built]
 

@@ -75,3 +75,16 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
     assert "(prompt reading 38.0 vs 23.0 tokens/s)" in across and "do not compare" in across
     assert "tokens/s" not in same
     assert "| prefill_tokens_per_s | 23.000 | 38.000 | 37.000 |" in lines
+
+    (tmp_path / "old").mkdir()  # a record from before sittings were timed
+    per_q = {f"q{i}": {"seconds": 250.0} for i in range(8)}
+    (tmp_path / "old" / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    table.rows, table.claims = (
+        {"after": "fast", "old": "old"},
+        [results.Claim("after", "old", "seconds", lower=True)],
+    )
+    (line,) = (line for line in results.run_table(table) if line.startswith("- after beats"))
+    assert "old's runs recorded no speed" in line
+    table.speed_is_compared = True  # two builds on one machine: the speed is the finding
+    (line,) = (line for line in results.run_table(table) if line.startswith("- after beats"))
+    assert "speed" not in line
