@@ -129,10 +129,14 @@ def diagnose(model: ChatModel, *, embedded: bool = False) -> list[Probe]:
     return rows
 
 
+DECODE_TOKENS = 64
+
+
 def measure_speed(model: ChatModel, entries: int = 60) -> dict[str, float]:
-    """How fast ``model``'s endpoint reads a prompt and generates, from two calls on our own
-    filler behind a fresh nonce (so nothing is cached): ``entries`` log lines (about 20 tokens
-    each) read for one token, then a 64-token reply whose prompt time is taken off. Raises
+    """How fast ``model``'s endpoint reads a prompt and generates, from calls on our own text
+    behind a fresh nonce (so nothing is cached), after one untimed call that warms the server
+    up: ``entries`` log lines (about 20 tokens each) read for one token, then a 64-token count
+    whose prompt time is taken off. Raises
     ``HopgraphModelError`` when the endpoint fails, ``ValueError`` when it reports no usage."""
 
     def timed(text: str, max_tokens: int) -> tuple[float, int, int]:
@@ -149,13 +153,16 @@ def measure_speed(model: ChatModel, entries: int = 60) -> dict[str, float]:
         f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."
         for i in range(entries)
     )
+    # untimed: a server just started reads its first prompt slower (weights paged in, buffers)
+    timed(filler[: len(filler) // 4] + " Reply with one word: done.", 1)
     seconds, n_prompt, _ = timed(filler + " Reply with one word: done.", 1)
     if not n_prompt:
         raise ValueError("the endpoint reported no prompt tokens")
     prefill = n_prompt / seconds
-    seconds, n_prompt, n = timed("Write a long story about a lighthouse keeper.", 64)
-    if not n:
-        raise ValueError("the endpoint reported no completion tokens")
+    # a reply that surely runs to max_tokens: a short one times little but the request itself
+    seconds, n_prompt, n = timed("Count from 1 to 200, one number per line.", DECODE_TOKENS)
+    if n < DECODE_TOKENS // 2:
+        raise ValueError(f"the reply was too short to time ({n} tokens)")
     return {
         "prefill_tokens_per_s": round(prefill, 2),
         "decode_tokens_per_s": round(n / max(seconds - n_prompt / prefill, 1e-6), 2),

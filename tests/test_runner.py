@@ -75,11 +75,14 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
     (the CLI's choice for the embedded server) times the endpoint once and every question it
     answers carries that speed into eval. The latency model sleeps 2 ms per token, so neither
     rate can exceed 500 tokens/s."""
-    with ScriptedServer(per_token=0.002) as server:
+    def reply(body):  # the probe's count runs to its token limit, as a real model's does
+        return "1 2 3 4 " * 40 if body["_template"] == "probe" else deterministic_reply(body)
+
+    with ScriptedServer(reply, per_token=0.002) as server:
         Runner("rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True).run(
             questions(tmp_path, n=2)
         )
-        assert server.calls == 2 + 2 * 2  # the probe's two calls, then two per question
+        assert server.calls == 3 + 2 * 2  # the probe's three calls, then two per question
     sitting = json.loads((tmp_path / "run" / "manifest.json").read_text())["sittings"][-1]
     speed = sitting["speed"]
     assert set(speed) == {"prefill_tokens_per_s", "decode_tokens_per_s"}
