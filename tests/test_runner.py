@@ -75,6 +75,7 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
     (the CLI's choice for the embedded server) times the endpoint once and every question it
     answers carries that speed into eval. The latency model sleeps 2 ms per token, so neither
     rate can exceed 500 tokens/s."""
+
     def reply(body):  # the probe's count runs to its token limit, as a real model's does
         return "1 2 3 4 " * 40 if body["_template"] == "probe" else deterministic_reply(body)
 
