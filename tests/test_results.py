@@ -88,3 +88,22 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
     table.speed_is_compared = True  # two builds on one machine: the speed is the finding
     (line,) = (line for line in results.run_table(table) if line.startswith("- after beats"))
     assert "speed" not in line
+
+
+def test_the_latency_model_table_reads_its_targets_from_the_record():
+    def row(agent, depth, c32, **extra):
+        return {"agent": agent, "llm_calls": 2, "prompt_tokens": 300.0, "depth": depth,
+                "seconds": 0.5, "questions_per_s_c1": 1.0, "questions_per_s_c8": 6.0,
+                "questions_per_s_c32": c32, "speedup_c8": 6.0,
+                "speedup_c32": c32} | extra  # fmt: skip
+
+    rep = {
+        "server": {"latency_s": 0.2, "per_token_s": 2e-05, "slots": 32},
+        "rows": [row("rag", 2, 9.0), row("qdrag QD-C", 5, 7.8),
+                 row("mmapg", 12, 22.0, depth_per_iteration=1.2)],
+    }  # fmt: skip
+    text = "\n".join(results._agents([rep]))
+    assert "| mmapg | 2 | 300 | 12 (1.2 per planner iteration) |" in text
+    assert "QD-C depth <= 4: not met; MMAPG <= 3 rounds per planner iteration: met" in text
+    assert "met by mmapg, not by rag, qdrag QD-C" in text
+    assert results._agents([None]) == ["Not measured yet.", ""]
