@@ -98,7 +98,7 @@ def run_table(t: RunTable) -> list[str]:
         out += ["Not measured yet.", ""]
     else:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
-        model = _manifest_model(next(iter(t.rows.values())))
+        model = _manifest_model(t.rows[next(iter(have))])
         n = len(common)
         part = f" (of {t.target} planned)" if t.target and n < t.target else ""
         out += [f"{n} questions{part}, every column on the same ones; model {model}.", ""]
@@ -115,8 +115,11 @@ def run_table(t: RunTable) -> list[str]:
         if t.by_template:
             out += _template_rows(have)
         for c in t.claims:
-            out.append("- " + _claim_line(c, have, common, t.speed_is_compared))
-        if t.claims:
+            out.append("- " + _claim_line(c, have, common))
+        caveat = "" if t.speed_is_compared else _speed_caveat(have, common)
+        if "seconds" in t.metrics and caveat:
+            out.append("- " + caveat)
+        if t.claims or caveat:
             out.append("")
     if missing and have:
         out += [f"Not measured yet: {', '.join(missing)}.", ""]
@@ -142,9 +145,7 @@ def _template_rows(have: dict[str, dict]) -> list[str]:
     return out + [""]
 
 
-def _claim_line(
-    c: Claim, have: dict[str, dict], common: list[str], speed_is_compared: bool = False
-) -> str:
+def _claim_line(c: Claim, have: dict[str, dict], common: list[str]) -> str:
     if c.better not in have or c.worse not in have:
         return f"{c.better} vs {c.worse} on {c.metric}: not measured yet."
     a = [have[c.better]["per_question"][q].get(c.metric) for q in common]
@@ -160,40 +161,38 @@ def _claim_line(
     verdict = (
         "holds" if p < 0.05 and wins > losses else "reversed" if p < 0.05 else "not significant"
     )
-    line = (
+    return (
         f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(ma)} vs {_fmt(mb)}; "
         f"better on {wins}, worse on {losses} of {len(pairs)} questions; sign test p = {p:.3g})."
     )
-    if c.metric != "seconds" or speed_is_compared:
-        return line
-    return line + _speed_caveat((c.better, have[c.better]), (c.worse, have[c.worse]), common)
 
 
-def _speed_caveat(a: tuple[str, dict], b: tuple[str, dict], common: list[str]) -> str:
+def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
     """Seconds compare only where the endpoint ran equally fast: two hosts of one kind read
     the embedded model's prompts 1.65x apart, and two llama.cpp builds 1.9x apart on one.
-    Flags columns whose recorded rates (each sitting's probe) differ by more than
-    SPEED_TOLERANCE, or where only one of them recorded any."""
-    differ, unknown = [], []
+    Says so when the columns' recorded rates (each sitting's probe) differ by more than
+    SPEED_TOLERANCE, or when some columns recorded none and others did."""
+    differ, unknown = [], set()
     for key, label in SPEEDS:
         rates = {}
-        for name, m in (a, b):
+        for name, m in have.items():
             vals = [v for q in common if (v := m["per_question"][q].get(key))]
             rates[name] = mean(vals) if vals else None
-        known = [r for r in rates.values() if r is not None]
-        if len(known) == 1:
-            unknown = [name for name, r in rates.items() if r is None]
-        elif known and max(known) > (1 + SPEED_TOLERANCE) * min(known):
-            differ.append(f"{label} {rates[a[0]]:.1f} vs {rates[b[0]]:.1f} tokens/s")
+        known = {n: r for n, r in rates.items() if r is not None}
+        if known and len(known) < len(rates):
+            unknown |= set(rates) - set(known)
+        elif known and max(known.values()) > (1 + SPEED_TOLERANCE) * min(known.values()):
+            differ.append(f"{label} " + " / ".join(f"{r:.1f}" for r in known.values()))
     if differ:
         return (
-            f" The endpoint's speed differed between these runs ({'; '.join(differ)}), so the "
-            "seconds do not compare; the token counts do."
+            f"Seconds: the endpoint's speed differed between these columns ({'; '.join(differ)} "
+            "tokens/s), so their seconds do not compare; their token counts do."
         )
     if unknown:
         return (
-            f" {unknown[0]}'s runs recorded no speed (they predate timed sittings), so these "
-            "seconds may come from machines of different speed; the token counts compare."
+            f"Seconds: {', '.join(sorted(unknown))} recorded no endpoint speed (run before "
+            "sittings were timed), so the seconds may come from machines of different speed; "
+            "the token counts compare."
         )
     return ""
 

@@ -50,44 +50,41 @@ def test_a_claim_line_names_its_questions_and_test(tmp_path, monkeypatch):
 
 def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeypatch):
     """Two sittings on hosts of one kind read the embedded model's prompts 1.65x apart; a
-    seconds verdict across such runs must say so, and one at equal speed must not."""
+    table whose seconds come from such runs must say so, one at equal speed must not, and one
+    with a column that recorded no speed says that instead."""
     import json
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
 
-    def record(name, seconds, prefill):
+    def record(name, seconds, prefill=None):
         (tmp_path / name).mkdir()
-        speed = {"prefill_tokens_per_s": prefill, "decode_tokens_per_s": 24.0}
+        speed = {"prefill_tokens_per_s": prefill, "decode_tokens_per_s": 24.0} if prefill else {}
         per_q = {f"q{i}": {"seconds": s} | speed for i, s in enumerate(seconds)}
         (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
 
     record("slow", [300.0] * 8, 23.0)
     record("fast", [200.0] * 8, 38.0)
     record("fast2", [210.0] * 8, 37.0)
-    table = results.RunTable(
-        "M", "t", "finding", {"before": "slow", "after": "fast", "again": "fast2"},
-        ["seconds", "prefill_tokens_per_s", "decode_tokens_per_s"],
-        [results.Claim("after", "before", "seconds", lower=True),
-         results.Claim("after", "again", "seconds", lower=True)],
-    )  # fmt: skip
-    lines = results.run_table(table)
-    across, same = (line for line in lines if line.startswith("- after beats"))
-    assert "(prompt reading 38.0 vs 23.0 tokens/s)" in across and "do not compare" in across
-    assert "tokens/s" not in same
-    assert "| prefill_tokens_per_s | 23.000 | 38.000 | 37.000 |" in lines
+    record("old", [250.0] * 8)  # a record from before sittings were timed
 
-    (tmp_path / "old").mkdir()  # a record from before sittings were timed
-    per_q = {f"q{i}": {"seconds": 250.0} for i in range(8)}
-    (tmp_path / "old" / "metrics.json").write_text(json.dumps({"per_question": per_q}))
-    table.rows, table.claims = (
-        {"after": "fast", "old": "old"},
-        [results.Claim("after", "old", "seconds", lower=True)],
-    )
-    (line,) = (line for line in results.run_table(table) if line.startswith("- after beats"))
-    assert "old's runs recorded no speed" in line
-    table.speed_is_compared = True  # two builds on one machine: the speed is the finding
-    (line,) = (line for line in results.run_table(table) if line.startswith("- after beats"))
-    assert "speed" not in line
+    def caveat(rows, **kw):
+        table = results.RunTable(
+            "M", "t", "finding", rows, ["seconds", "prefill_tokens_per_s"],
+            [results.Claim("after", "before", "seconds", lower=True)], **kw,
+        )  # fmt: skip
+        lines = results.run_table(table)
+        assert any(line.startswith("- after beats before on seconds") for line in lines)
+        return [line for line in lines if line.startswith("- Seconds:")]
+
+    (line,) = caveat({"before": "slow", "after": "fast"})
+    assert "(prompt reading 23.0 / 38.0 tokens/s)" in line and "do not compare" in line
+    assert caveat({"before": "fast2", "after": "fast"}) == []
+    (line,) = caveat({"before": "old", "after": "fast"})
+    assert "old recorded no endpoint speed" not in line and "before recorded no" in line
+    # two builds on one machine: the speed is the finding
+    assert caveat({"before": "slow", "after": "fast"}, speed_is_compared=True) == []
+    table = results.RunTable("M", "t", "f", {"a": "slow", "b": "fast2"}, ["prefill_tokens_per_s"])
+    assert "| prefill_tokens_per_s | 23.000 | 37.000 |" in results.run_table(table)
 
 
 def test_the_latency_model_table_reads_its_targets_from_the_record():
