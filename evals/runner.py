@@ -286,8 +286,11 @@ class Runner:
         unknown = sorted(set(redo) - {q.id for q in questions})
         if unknown:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
-        if self.speed_probe:
-            self.speed = sitting_speed(self.ctx)
+        finished = {
+            qid for qid, p in read_predictions(self.predictions.path).items() if not p.get("error")
+        } - set(redo)
+        if self.speed_probe and (self.shared or any(q.id not in finished for q in questions)):
+            self.speed = sitting_speed(self.ctx)  # ~15 s, so not for a sitting with nothing to do
         self.check_manifest(questions_file)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         if self.shared is not None:

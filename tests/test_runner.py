@@ -93,6 +93,11 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
     assert all(p["speed"] == speed for p in preds.values())
     per_q = evaluate_run(tmp_path / "run")["per_question"]
     assert per_q["q0"]["prefill_tokens_per_s"] == speed["prefill_tokens_per_s"]
+    with ScriptedServer(reply) as server:  # a sitting with nothing left to answer: no probe
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True).run(
+            questions(tmp_path, n=2)
+        )
+        assert server.calls == 0
 
 
 def test_rerun_skips_finished_questions(tmp_path, kb_dir):
