@@ -567,7 +567,7 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         [Claim(m, "rag", "f1") for m in ("QD-C", "QD-R", "MMAPG")],
         command="benchmarks/hotpot_rag.sh 30; benchmarks/qdrag_hotpot.sh; "
-        "benchmarks/mmapg_runs.sh hotpot 30 10",
+        "benchmarks/mmapg_runs.sh hotpot 30 10 15",
         target=30,
     ),
     RunTable(
@@ -663,7 +663,7 @@ TABLES: list[RunTable | BenchTable] = [
             Claim("full", "no triplets", "f1"),
             Claim("full", "similarity retrieval", "f1"),
         ],  # fmt: skip
-        command="benchmarks/mmapg_runs.sh hotpot 30 10",
+        command="benchmarks/mmapg_runs.sh hotpot 30 10 15",
         target=30,
     ),
     _frugal(
