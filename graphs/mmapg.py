@@ -240,9 +240,10 @@ def check_step(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
     ones are dropped, and a step left without a parent hangs off the latest node. Single-path
-    planning always builds on the latest node. A search that already ran becomes an answer to
-    the question from the searches that found something; an answer already given from the same
-    parents becomes Stop. Each change is returned as a repair."""
+    planning always builds on the latest node. A question already asked becomes a search for it;
+    a search that already ran becomes an answer to the question from the searches that found
+    something; an answer already given from the same parents, or built only on that answer,
+    becomes Stop. Each change is returned as a repair."""
     known = {n["id"].upper(): n["id"] for n in nodes}
     latest = nodes[-1]["id"]
     step = {
@@ -270,6 +271,14 @@ def check_step(
     if not step["instruction"]:
         step["instruction"] = question
         repairs.append({"kind": "empty_instruction", "used": question})
+    asked = _asked(nodes, "question", step["instruction"]) or (
+        [nodes[0]] if _norm(step["instruction"]) == _norm(question) else []
+    )
+    if step["type"] == "question" and asked:
+        # asking it again adds nothing (a small single-path planner re-asked until the cap):
+        # search for it instead, which the next check turns into an answer if that ran too
+        step["type"] = "retrieval"
+        repairs.append({"kind": "repeated_question", "of": asked[0]["id"]})
     if step["type"] == "retrieval" and _asked(nodes, "retrieval", step["instruction"]):
         # the same search again finds the same things: answer the question from what the
         # searches found instead (a small planner otherwise loops here until the cap)
@@ -278,11 +287,13 @@ def check_step(
         parents = found or [latest]
         step |= {"type": "answer", "instruction": question}
         repairs.append({"kind": "repeated_retrieval", "of": of, "used": parents})
-    given = [
-        n for n in _asked(nodes, "answer", step["instruction"]) if set(n["parents"]) == set(parents)
-    ]
+    same = _asked(nodes, "answer", step["instruction"])
+    given = [n for n in same if set(n["parents"]) == set(parents)]
+    if not given and set(parents) <= {n["id"] for n in same}:
+        given = [n for n in same if n["id"] in parents]  # built on the same answer: nothing new
     if step["type"] == "answer" and given:
-        # the same answer from the same nodes again: the graph has nothing more to give
+        # the same answer from the same nodes again, or from that answer itself (the only
+        # parent single-path planning allows): the graph has nothing more to give
         repairs.append({"kind": "repeated_answer", "of": given[0]["id"], "used": "stop"})
         return {**step, "type": "stop", "parents": []}, repairs
     return {**step, "parents": parents}, repairs

@@ -321,6 +321,32 @@ def test_single_path_ablation_always_builds_on_the_latest_node(tmp_path, kb_dir)
     assert any("The new node is built on the latest node" in p for p in seen)
 
 
+@pytest.mark.parametrize(
+    "loop",
+    [
+        # what the 1.5B planner did on HotpotQA with single-path planning: the latest node is
+        # the question it just asked, so it asks it again, to the cap, with no search at all
+        [step("question", ["Q1"], "Who founded Town 3?")],
+        # or it answers, then answers again from that answer (each built on the last)
+        [step("retrieval", ["Q0"], "Find who founded Town 3"), step("answer", [], QUESTION)],
+    ],
+    ids=["re-asked question", "answer on answer"],
+)
+def test_a_single_path_planner_that_repeats_itself_stops_before_the_cap(tmp_path, kb_dir, loop):
+    """The baseline must be able to stop: a repeat whose parent is the latest node (the only
+    parent single-path planning allows) never matched the same-parents check, so these ran
+    all ten iterations while the full method stopped (a baseline that could only lose)."""
+    steps = itertools.chain(loop, itertools.repeat(loop[-1]))
+    pred, final, records, _ = run(
+        tmp_path, kb_dir, steps, mmapg_single_path=True, mmapg_max_iterations=10
+    )
+    assert final["stopped"] == "stop" and len(final["nodes"]) <= 5
+    assert pred["answer"] == "Lund"
+    assert any(n["type"] == "retrieval" for n in final["nodes"])  # it searched
+    kinds = [e["detail"]["kind"] for e in events(records, "repair")]
+    assert "repeated_answer" in kinds
+
+
 def test_similarity_ablation_makes_no_examination_calls(tmp_path, kb_dir):
     _, final, records, seen = run(
         tmp_path,
