@@ -43,7 +43,7 @@ def test_a_claim_line_names_its_questions_and_test(tmp_path, monkeypatch):
     )
     text = "\n".join(results.run_table(table))
     assert "7 questions" in text and "| em | 0.857 | 0.000 |" in text
-    assert "A beats B on em: **holds** (0.857 vs 0.000; better on 6, worse on 0 of 7" in text
+    assert "A beats B on em: **holds** (0.857 vs 0.000; better on 6, worse on 0 of the 7" in text
     assert "B beats A on em: **reversed**" in text
     assert "Not measured yet: C." in text
 
@@ -104,3 +104,25 @@ def test_the_latency_model_table_reads_its_targets_from_the_record():
     assert "QD-C depth <= 4: not met; MMAPG <= 3 rounds per planner iteration: met" in text
     assert "met by mmapg, not by rag, qdrag QD-C" in text
     assert results._agents([None]) == ["Not measured yet.", ""]
+
+
+def test_a_claim_is_tested_on_every_question_its_two_variants_finished(tmp_path, monkeypatch):
+    """MMAPG's full method and single path at 30 questions, an ablation at 3: the table shows
+    the 3 all share, but full vs single path is tested on its 30 (it was tested on 3)."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    for name, vals in (("a", [1] * 25 + [0] * 5), ("b", [0] * 30), ("c", [0] * 3)):
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"f1": float(v)} for i, v in enumerate(vals)}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    claims = [results.Claim("A", "B", "f1"), results.Claim("A", "C", "f1")]
+    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b", "C": "c"}, ["f1"], claims)
+    text = "\n".join(results.run_table(table))
+    assert "3 questions, every column on the same ones" in text
+    assert "| f1 | 1.000 | 0.000 | 0.000 |" in text  # the table: the 3 all three finished
+    assert "A beats B on f1: **holds** (0.833 vs 0.000; better on 25, worse on 0 of the 30" in text
+    assert (
+        "A beats C on f1: **not significant** (1.000 vs 0.000; better on 3, worse on 0 of the 3"
+        in text
+    )
