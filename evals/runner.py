@@ -286,9 +286,8 @@ class Runner:
         unknown = sorted(set(redo) - {q.id for q in questions})
         if unknown:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
-        finished = {
-            qid for qid, p in read_predictions(self.predictions.path).items() if not p.get("error")
-        } - set(redo)
+        done = read_predictions(self.predictions.path)
+        finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
         if self.speed_probe and (self.shared or any(q.id not in finished for q in questions)):
             self.speed = sitting_speed(self.ctx)  # ~15 s, so not for a sitting with nothing to do
         self.check_manifest(questions_file)
@@ -297,7 +296,6 @@ class Runner:
             if redo:
                 raise RunError("--redo is not available on a shared (postgres) run")
             return self._run_shared(questions, concurrency, summary, on_done, began)
-        done = read_predictions(self.predictions.path)
         for qid in redo:
             done.pop(qid, None)
             self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
