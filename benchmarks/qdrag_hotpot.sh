@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # QDRAG on HotpotQA with the embedded qwen2.5-coder-1.5b: every variant on the same questions,
-# first the first 20, then up to 50, then scores them (ALCE citations by the LLM judge) and
-# prints them side by side. Every run resumes where it stopped, so re-running this
-# script continues the measurement. Runs are result records under benchmarks/results/hotpotqa/
-# (commit them as they grow). Usage: benchmarks/qdrag_hotpot.sh  (from any folder)
+# first the first 20, then 30 (the size of the table against rag), then up to 50; then scores
+# them (ALCE citations by the LLM judge) and prints them side by side. Every run resumes where
+# it stopped, so re-running this script continues the measurement. Runs are result records
+# under benchmarks/results/hotpotqa/ (commit them as they grow).
+# Usage: benchmarks/qdrag_hotpot.sh  (from any folder)
 set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 R=benchmarks/results/hotpotqa
 [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
 [ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-for limit in 20 50; do
+for limit in 20 30 50; do
   for variant in dense sparse qdc qdr qdc-nobudget; do
     mode=${variant%-nobudget}
     budget=true; [ "$variant" = qdc-nobudget ] && budget=false

@@ -126,3 +126,27 @@ def test_a_claim_is_tested_on_every_question_its_two_variants_finished(tmp_path,
         "A beats C on f1: **not significant** (1.000 vs 0.000; better on 3, worse on 0 of the 3"
         in text
     )
+
+
+def test_a_column_at_its_own_target_is_not_reported_as_partial(tmp_path, monkeypatch):
+    """MMAPG's ablations are asked for at 15 beside the full method and single path at 30: with
+    all four done the page said "15 questions (of 30 planned)", as if unfinished."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    for name, n in (("a", 30), ("b", 30), ("c", 15), ("d", 9)):
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"f1": 1.0} for i in range(n)}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    rows = {"A": "a", "B": "b", "C": "c"}
+    table = results.RunTable("M", "t", "f", rows, ["f1"], target={"A": 30, "B": 30, "C": 15})
+    text = "\n".join(results.run_table(table))
+    assert "planned" not in text
+    assert "15 questions, every column on the same ones" in text
+    assert (
+        "Questions finished per column (of its target): A 30 of 30, B 30 of 30, C 15 of 15." in text
+    )
+    short = results.RunTable("M", "t", "f", rows | {"D": "d"}, ["f1"], target=30)
+    assert "A 30 of 30, B 30 of 30, C 15 of 30, D 9 of 30." in "\n".join(results.run_table(short))
+    even = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1"], target=50)
+    assert "30 questions (of 50 planned), every column" in "\n".join(results.run_table(even))
