@@ -76,13 +76,13 @@ def preflight(ctx: Context) -> None:
 
 
 def sitting_speed(ctx: Context) -> dict[str, float]:
-    """The endpoint's prompt-reading and generation rates now (about 500 tokens of probe), or
+    """The endpoint's prompt-reading and generation rates now (about 1,800 tokens of probe), or
     an empty dict, logged, when the probe fails: a run does not stop for want of it."""
     from hopgraph.models import chat_model
     from hopgraph.models.doctor import measure_speed
 
     try:
-        return measure_speed(chat_model(ctx), entries=20)
+        return measure_speed(chat_model(ctx))
     except (HopgraphModelError, ValueError) as e:
         log.warning("speed probe failed, the sitting records no speed: %s", e)
         return {}

@@ -83,7 +83,8 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
         Runner("rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True).run(
             questions(tmp_path, n=2)
         )
-        assert server.calls == 3 + 2 * 2  # the probe's three calls, then two per question
+        # the probe (a warm-up, 3 reads, 3 counts), then two calls per question
+        assert server.calls == 1 + 3 + 3 + 2 * 2
     sitting = json.loads((tmp_path / "run" / "manifest.json").read_text())["sittings"][-1]
     speed = sitting["speed"]
     assert set(speed) == {"prefill_tokens_per_s", "decode_tokens_per_s"}
@@ -98,6 +99,34 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
             questions(tmp_path, n=2)
         )
         assert server.calls == 0
+
+
+def test_the_speed_probe_keeps_its_fastest_read(monkeypatch):
+    """One sitting's single probe read the embedded model's prompts at 67.8 tokens/s while its
+    answer calls ran as fast as those of sittings probed at 77-79: the read caught a stall, and
+    RESULTS.md then said the sittings' seconds did not compare. An endpoint at 80 prompt and 30
+    generated tokens/s that stalls (x1.5) on the first timed read of each kind."""
+    from types import SimpleNamespace
+
+    from hopgraph.models import doctor
+
+    clock = [0.0]
+    stalls = iter([False, True, False, False, True, False, False])  # warm-up, reads, counts
+
+    class Endpoint:
+        def request(self, messages, max_tokens, **kw):
+            prompt = 450 if max_tokens == 1 else 30
+            clock[0] += (prompt / 80 + max_tokens / 30) * (1.5 if next(stalls) else 1.0)
+            usage = SimpleNamespace(prompt_tokens=prompt, completion_tokens=max_tokens)
+            return SimpleNamespace(usage=usage)
+
+    fake_time = SimpleNamespace(perf_counter=lambda: clock[0], time_ns=lambda: 0)
+    monkeypatch.setattr(doctor, "time", fake_time)
+    rates = doctor.measure_speed(Endpoint())
+    prefill = 450 / (450 / 80 + 1 / 30)
+    assert rates["prefill_tokens_per_s"] == pytest.approx(prefill, abs=0.01)
+    decode = 64 / (30 / 80 + 64 / 30 - 30 / prefill)
+    assert rates["decode_tokens_per_s"] == pytest.approx(decode, abs=0.01)
 
 
 def test_rerun_skips_finished_questions(tmp_path, kb_dir):
