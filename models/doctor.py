@@ -139,7 +139,7 @@ def measure_speed(model: ChatModel, entries: int = 20, reads: int = 3) -> dict[s
     up: ``entries`` log lines (about 20 tokens each) read for one token, then a 64-token count
     whose prompt time is taken off, each ``reads`` times, the median kept. One read per
     sitting gave 68-79 tokens/s across four sittings whose answer calls ran within 2 % of each
-    other, and the median of three gives 85.5 on the same host: one slow read must not set the
+    other, and the median of three gave 81-88 on the same host: one slow read must not set the
     sitting's speed. Records probed with one read (before 5c6c450) read low by up to a fifth,
     so RESULTS.md's seconds caveat errs towards flagging them. Raises
     ``HopgraphModelError`` when the endpoint fails, ``ValueError`` when it reports no usage."""
