@@ -289,7 +289,7 @@ class Runner:
         done = read_predictions(self.predictions.path)
         finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
         if self.speed_probe and (self.shared or any(q.id not in finished for q in questions)):
-            self.speed = sitting_speed(self.ctx)  # ~15 s, so not for a sitting with nothing to do
+            self.speed = sitting_speed(self.ctx)  # ~30 s, so not for a sitting with nothing to do
         self.check_manifest(questions_file)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         if self.shared is not None:

@@ -137,11 +137,9 @@ def measure_speed(model: ChatModel, entries: int = 20, reads: int = 3) -> dict[s
     """How fast ``model``'s endpoint reads a prompt and generates, from calls on our own text
     behind a fresh nonce (so nothing is cached), after one untimed call that warms the server
     up: ``entries`` log lines (about 20 tokens each) read for one token, then a 64-token count
-    whose prompt time is taken off, each ``reads`` times, the median kept. One read per
-    sitting gave 68-79 tokens/s across four sittings whose answer calls ran within 2 % of each
-    other, and the median of three gave 81-88 on the same host: one slow read must not set the
-    sitting's speed. Records probed with one read (before 5c6c450) read low by up to a fifth,
-    so RESULTS.md's seconds caveat errs towards flagging them. Raises
+    whose prompt time is taken off, each ``reads`` times, the median kept: single reads gave
+    68-79 tokens/s on sittings whose own calls ran within 2 % of each other (the median of
+    three, 81-88), so one slow read must not set a sitting's speed. Raises
     ``HopgraphModelError`` when the endpoint fails, ``ValueError`` when it reports no usage."""
 
     def timed(text: str, max_tokens: int) -> tuple[float, int, int]:
