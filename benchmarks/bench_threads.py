@@ -6,11 +6,12 @@ llama.cpp spins one thread per core; other work on the same cores slows it sever
 For (n_threads, n_threads_batch) = (all, all), (all - 1, all - 1) (the default) and (all - 1,
 all), each beside 0, 1 and all-cores competing busy
 processes (what a test run or an index build beside a measurement looks like), this starts the
-embedded server and times a ~300-token prompt read (prefill, max_tokens 1) and 32 generated
-tokens (decode), each the median of ``--reps`` requests with a fresh prompt prefix (no KV reuse).
-Run it on an otherwise idle machine; the default thread count follows these figures. The decode
-rate subtracts the short prompt's reading time estimated from the long one's rate, so it is
-rough where short prompts read much slower than long ones (the collapsed rows).
+embedded server and reads its prefill and decode rates with the probe ``hopgraph doctor`` and
+the runner use (``models/doctor.py::measure_speed``: the median of ``--reps`` reads of each kind,
+behind a fresh prompt prefix). Run it on an otherwise idle machine; the default thread count
+follows these figures. The decode rate subtracts the prompt's reading time estimated from the
+prefill rate, so it is rough where short prompts read much slower than long ones (the collapsed
+rows).
 """
 
 from __future__ import annotations
@@ -19,33 +20,17 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import statistics
-import time
 from pathlib import Path
 
 from hopgraph.config import Context
-from hopgraph.models.chat import ChatModel, user
+from hopgraph.models.chat import ChatModel
+from hopgraph.models.doctor import measure_speed
 from hopgraph.models.embedded import EmbeddedServer
-
-PROMPT = (
-    " ".join(
-        f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."
-        for i in range(15)
-    )
-    + " Reply with one word: done."
-)
 
 
 def spin() -> None:  # a competing process: one core busy
     while True:
         pass
-
-
-def timed(model: ChatModel, text: str, max_tokens: int) -> tuple[float, int, int]:
-    began = time.perf_counter()
-    resp = model.request([user(f"Probe {time.time_ns()}. {text}")], role="bench", template="",
-                         kind="probe", max_tokens=max_tokens, temperature=0.0)  # fmt: skip
-    return time.perf_counter() - began, resp.usage.prompt_tokens, resp.usage.completion_tokens
 
 
 def measure(model_name: str, threads: int, batch: int, load: int, reps: int) -> dict:
@@ -56,13 +41,7 @@ def measure(model_name: str, threads: int, batch: int, load: int, reps: int) -> 
         with EmbeddedServer(model_name, cache_dir=Context().cache_dir, n_threads=threads,
                             n_threads_batch=batch) as s:  # fmt: skip
             model = ChatModel(s.base_url, model_name, backend="llamacpp", timeout=1800)
-            timed(model, "Hi.", 1)  # weights paged in
-            prefill, decode = [], []
-            for _ in range(reps):
-                seconds, n_prompt, _ = timed(model, PROMPT, 1)
-                prefill.append(n_prompt / seconds)
-                seconds, n_prompt2, n = timed(model, "Tell a long story about the sea.", 32)
-                decode.append(n / max(seconds - n_prompt2 / prefill[-1], 1e-3))
+            rates = measure_speed(model, reads=reps)
     finally:
         for h in hogs:
             h.kill()
@@ -70,16 +49,14 @@ def measure(model_name: str, threads: int, batch: int, load: int, reps: int) -> 
         "n_threads": threads,
         "n_threads_batch": batch,
         "competing_busy_processes": load,
-        "prompt_tokens": n_prompt,
-        "prefill_tokens_per_s": round(statistics.median(prefill), 1),
-        "decode_tokens_per_s": round(statistics.median(decode), 2),
+        **rates,
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path)
     ap.add_argument(
         "--only-default",
