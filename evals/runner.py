@@ -143,7 +143,10 @@ class Runner:
             "max_concurrency": self.ctx.max_concurrency,  # parallel tasks (MMAPG's Send fan-out)
         }
 
-    def check_manifest(self, questions_file: Path) -> None:
+    def check_manifest(self, questions_file: Path, *, sitting: bool = True) -> None:
+        """Refuses a folder of another agent or question file; ``sitting``: this sitting has
+        questions to answer, so it is recorded (one with nothing to do leaves the manifest as
+        it was: a finished record re-run by its script must not churn)."""
         path = self.run_dir / "manifest.json"
         fresh = manifest(self.agent, questions_file, self.ctx, self.endpoint)
         if path.exists():
@@ -157,6 +160,8 @@ class Runner:
                     f"{self.run_dir} was run on another question file "
                     f"({old.get('questions')}); use a new --out folder"
                 )
+            if not sitting:
+                return
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
             fresh["sittings"] = old.get("sittings", [])
@@ -288,9 +293,10 @@ class Runner:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
         done = read_predictions(self.predictions.path)
         finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
-        if self.speed_probe and (self.shared or any(q.id not in finished for q in questions)):
+        pending = bool(self.shared) or any(q.id not in finished for q in questions)
+        if self.speed_probe and pending:
             self.speed = sitting_speed(self.ctx)  # ~30 s, so not for a sitting with nothing to do
-        self.check_manifest(questions_file)
+        self.check_manifest(questions_file, sitting=pending)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         if self.shared is not None:
             if redo:

@@ -422,6 +422,13 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
             summary = Runner("rag", record, ctx_for(server, kb_dir)).run(qfile)
         assert (summary.skipped_done, summary.finished) == (4, 2)
         assert len(json.loads((record / "manifest.json").read_text())["sittings"]) == 2
+        # the script re-run on a finished record: nothing to answer, the manifest is untouched
+        # (it used to gain a sitting and a new revision and endpoint on every re-run)
+        before = (record / "manifest.json").read_text()
+        with ScriptedServer() as server:
+            summary = Runner("rag", record, ctx_for(server, kb_dir)).run(qfile)
+        assert (summary.skipped_done, summary.finished) == (6, 0)
+        assert (record / "manifest.json").read_text() == before
         qfile.write_text(qfile.read_text().replace("answer-1", "other"))
         with pytest.raises(RunError, match="needs its question file .* other content"):
             evaluate_run(record)
