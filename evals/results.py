@@ -130,15 +130,21 @@ def run_table(t: RunTable) -> list[str]:
 def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str) -> str:
     """How many questions the table shows; when the columns finished different numbers, each
     one's count against its own target (an ablation at its 15 beside two at 30 is complete,
-    not "15 of 30 planned")."""
+    not "15 of 30 planned"; QD-C grown to 50 for its own table is not "50 of 30")."""
     counts = {k: len(m["per_question"]) for k, m in have.items()}
     target = t.target if isinstance(t.target, dict) else dict.fromkeys(t.rows, t.target)
     if set(counts.values()) == {n} and len(set(target.values())) == 1:
         goal = next(iter(target.values()))
         part = f" (of {goal} planned)" if goal and n < goal else ""
         return f"{n} questions{part}, every column on the same ones; model {model}."
-    per = ", ".join(f"{k} {c}" + (f" of {target[k]}" if target.get(k) else "")
-                    for k, c in counts.items())  # fmt: skip
+
+    def finished(k: str, c: int) -> str:  # a record grown past this table's size for another
+        goal = target.get(k)
+        return f"{k} {c}" + (
+            "" if not goal else f" of {goal}" if c <= goal else f" ({goal} asked here)"
+        )
+
+    per = ", ".join(finished(k, c) for k, c in counts.items())
     return (
         f"{n} questions, every column on the same ones; model {model}. "
         f"Questions finished per column (of its target): {per}."

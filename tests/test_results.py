@@ -148,5 +148,7 @@ def test_a_column_at_its_own_target_is_not_reported_as_partial(tmp_path, monkeyp
     )
     short = results.RunTable("M", "t", "f", rows | {"D": "d"}, ["f1"], target=30)
     assert "A 30 of 30, B 30 of 30, C 15 of 30, D 9 of 30." in "\n".join(results.run_table(short))
+    grown = results.RunTable("M", "t", "f", {"C": "c", "A": "a"}, ["f1"], target=15)
+    assert "C 15 of 15, A 30 (15 asked here)." in "\n".join(results.run_table(grown))
     even = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1"], target=50)
     assert "30 questions (of 50 planned), every column" in "\n".join(results.run_table(even))
