@@ -321,10 +321,12 @@ def evaluate(
     from hopgraph.evals.evaluate import evaluate_run, headline
 
     judge = kb_store = None
+    judge_name = ""
     if citations:
         import json as _json
 
-        from hopgraph.agents.judge import supports
+        from hopgraph.agents.judge import JUDGE, supports
+        from hopgraph.prompts import prompts_for, sha256_file
         from hopgraph.tools.retrieval import knowledge_base
 
         saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
@@ -338,7 +340,11 @@ def evaluate(
         def judge(evidence, claim):
             return supports(evidence, claim, ctx)
 
-    result = evaluate_run(run_dir, judge=judge, kb=kb_store)
+        # scores from another judge model or prompt are not kept: every question is judged anew
+        prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
+        judge_name = f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
+
+    result = evaluate_run(run_dir, judge=judge, kb=kb_store, judge_name=judge_name)
     table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
     table.add_column("metric")
     table.add_column("value")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -96,21 +97,64 @@ def by_template(preds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     }
 
 
-def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) -> dict[str, Any]:  # noqa: ANN001
-    """Score every prediction; write ``metrics.json``; return it."""
+CITATION_SCORES = ("citation_recall", "citation_precision")
+
+
+def judged_key(pred: dict[str, Any]) -> str:
+    """What a question's citation scores depend on besides the judge: its response and the
+    numbered contexts its [n] point at. A question answered afresh (``--redo``) changes it."""
+    contexts = pred.get("contexts_ids") or pred.get("retrieved") or []
+    text = json.dumps([pred.get("response", ""), contexts])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _written_metrics(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    *,
+    judge: m.Judge | None = None,
+    kb=None,  # noqa: ANN001
+    judge_name: str = "",
+) -> dict[str, Any]:
+    """Score every prediction; write ``metrics.json``; return it. LLM-judged citation scores
+    last: a question whose response and contexts are unchanged keeps the scores the last
+    judging gave it (a plain re-score keeps them too), so a resumed run judges only its new
+    questions. A ``judge_name`` other than the one recorded judges every question afresh."""
     run_dir = Path(run_dir)
     preds = list(scored_predictions(run_dir).values())
     ok = [p for p in preds if not p.get("error")]
+    old = _written_metrics(run_dir)
+    record = old.get("citations") or {}
+    if judge is not None and record.get("judge") != judge_name:
+        record = {}
+    judged: dict[str, str] = {}
+    kept = {
+        p["id"]: old["per_question"][p["id"]]
+        for p in ok
+        if record.get("questions", {}).get(p["id"]) == judged_key(p)
+        and all(k in old.get("per_question", {}).get(p["id"], {}) for k in CITATION_SCORES)
+    }
+    todo = [p for p in ok if p["id"] not in kept and p.get("response")] if judge else []
+    texts: dict[str, str] = {}
+    if todo and kb is not None:
+        ids = sorted({i for p in todo for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
+        texts = {h["id"]: h["text"] for h in kb.get(ids)}
     per_question = {}
     by_type: dict[str, list[dict[str, float]]] = defaultdict(list)
-    texts: dict[str, str] = {}
-    if judge is not None and kb is not None:
-        ids = sorted({i for p in ok for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
-        texts = {h["id"]: h["text"] for h in kb.get(ids)}
     for p in ok:
         scores = score_prediction(p)
-        if judge is not None and p.get("response"):
+        if p["id"] in kept:
+            scores |= {k: kept[p["id"]][k] for k in CITATION_SCORES}
+            judged[p["id"]] = judged_key(p)
+        elif judge is not None and p.get("response"):
             scores.update(citation_metrics(p, texts, judge))
+            judged[p["id"]] = judged_key(p)
         per_question[p["id"]] = scores
         by_type[p.get("type") or "all"].append(scores)
     result = {
@@ -120,6 +164,11 @@ def evaluate_run(run_dir: str | Path, *, judge: m.Judge | None = None, kb=None) 
         "overall": aggregate(list(per_question.values())) if per_question else {},
         "by_type": {t: aggregate(rows) | {"n": len(rows)} for t, rows in sorted(by_type.items())},
         "by_template": by_template(ok),
+        **(
+            {"citations": {"judge": judge_name or record.get("judge", ""), "questions": judged}}
+            if judged
+            else {}
+        ),
         "per_question": per_question,
     }
     (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))
@@ -207,7 +256,7 @@ def compare_runs(
 
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:
     """``metrics.json``, re-scored when the run has finished questions since it was written (a
-    resumed run); LLM-judged citation scores then need ``hopgraph eval --citations`` again."""
+    resumed run); the new questions' citation scores then need ``hopgraph eval --citations``."""
     path = Path(run_dir) / "metrics.json"
     preds = Path(run_dir) / "predictions.jsonl"
     if path.exists() and not (preds.exists() and preds.stat().st_mtime > path.stat().st_mtime):

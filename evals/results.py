@@ -107,7 +107,9 @@ def run_table(t: RunTable) -> list[str]:
             for m in have.values():
                 vals = [m["per_question"][q].get(metric) for q in common]
                 vals = [v for v in vals if v is not None]
-                cells.append(_fmt(mean(vals)) if vals else "")
+                # a score some questions lack yet (citations judged before the run grew)
+                part = f" ({len(vals)} of {len(common)})" if 0 < len(vals) < len(common) else ""
+                cells.append(_fmt(mean(vals)) + part if vals else "")
             if any(cells):  # a metric no column recorded (e.g. an old run's decode rate)
                 out.append(f"| {metric} | " + " | ".join(cells) + " |")
         out.append("")

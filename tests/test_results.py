@@ -152,3 +152,18 @@ def test_a_column_at_its_own_target_is_not_reported_as_partial(tmp_path, monkeyp
     assert "C 15 of 15, A 30 (15 asked here)." in "\n".join(results.run_table(grown))
     even = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1"], target=50)
     assert "30 questions (of 50 planned), every column" in "\n".join(results.run_table(even))
+
+
+def test_a_score_judged_on_part_of_the_questions_says_on_how_many(tmp_path, monkeypatch):
+    """Citations are judged after a run, so a record that grew holds them for its first
+    questions only: the cell was the mean of those, shown as if of all."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    for name, judged in (("a", 50), ("b", 30)):
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"f1": 1.0} | ({"citation_recall": 0.5} if i < judged else {})
+                 for i in range(50)}  # fmt: skip
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1", "citation_recall"])
+    assert "| citation_recall | 0.500 | 0.500 (30 of 50) |" in "\n".join(results.run_table(table))

@@ -294,6 +294,36 @@ def test_eval_with_citation_judge_and_compare(tmp_path, kb_dir):
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["questions"] == 3
 
 
+def test_citation_scores_last_and_a_resumed_run_judges_only_its_new_questions(tmp_path, kb_dir):
+    """Judging a record's citations takes the LLM about a minute a question on CPU. A plain
+    re-score (the commit of a resumed run) used to drop every judged score, and each
+    ``--citations`` judged all questions again; now a question keeps its scores while its
+    response and contexts stand, and a new judge judges afresh."""
+    qfile = questions(tmp_path, 5)
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(qfile, limit=3)
+    claims: list[str] = []
+
+    def judge(evidence, claim):
+        claims.append(claim)
+        return True
+
+    kb = KnowledgeBase(kb_dir)
+    first = evaluate_run(tmp_path / "run", judge=judge, kb=kb, judge_name="j1")
+    per_run = len(claims)
+    assert per_run >= 3 and first["overall"]["citation_recall"] == 1.0
+    assert evaluate_run(tmp_path / "run")["overall"]["citation_recall"] == 1.0  # plain re-score
+    evaluate_run(tmp_path / "run", judge=judge, kb=kb, judge_name="j1")
+    assert len(claims) == per_run  # nothing judged twice
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(qfile)
+    result = evaluate_run(tmp_path / "run", judge=judge, kb=kb, judge_name="j1")
+    assert len(claims) == per_run + per_run * 2 // 3  # the two new questions only
+    assert sorted(result["citations"]["questions"]) == [f"q{i}" for i in range(5)]
+    evaluate_run(tmp_path / "run", judge=judge, kb=kb, judge_name="j2")
+    assert len(claims) == per_run * 5 // 3 * 2  # another judge: every question anew
+
+
 def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     qfile = questions(tmp_path, 2)
     with ScriptedServer() as server:
