@@ -124,8 +124,9 @@ def evaluate_run(
 ) -> dict[str, Any]:
     """Score every prediction; write ``metrics.json``; return it. LLM-judged citation scores
     last: a question whose response and contexts are unchanged keeps the scores the last
-    judging gave it (a plain re-score keeps them too), so a resumed run judges only its new
-    questions. A ``judge_name`` other than the one recorded judges every question afresh."""
+    judging gave it (a plain re-score keeps them too), and the file is rewritten after each
+    question judged, so an interrupted or resumed run judges only what it has not. A
+    ``judge_name`` other than the one recorded judges every question afresh."""
     run_dir = Path(run_dir)
     preds = list(scored_predictions(run_dir).values())
     ok = [p for p in preds if not p.get("error")]
@@ -133,45 +134,45 @@ def evaluate_run(
     record = old.get("citations") or {}
     if judge is not None and record.get("judge") != judge_name:
         record = {}
+    name = judge_name or record.get("judge", "")
     judged: dict[str, str] = {}
-    kept = {
-        p["id"]: old["per_question"][p["id"]]
-        for p in ok
-        if record.get("questions", {}).get(p["id"]) == judged_key(p)
-        and all(k in old.get("per_question", {}).get(p["id"], {}) for k in CITATION_SCORES)
-    }
-    todo = [p for p in ok if p["id"] not in kept and p.get("response")] if judge else []
+    per_question = {p["id"]: score_prediction(p) for p in ok}
+    for p in ok:
+        before = old.get("per_question", {}).get(p["id"], {})
+        key = judged_key(p)
+        if record.get("questions", {}).get(p["id"]) == key and all(
+            k in before for k in CITATION_SCORES
+        ):
+            per_question[p["id"]] |= {k: before[k] for k in CITATION_SCORES}
+            judged[p["id"]] = key
+
+    def write() -> dict[str, Any]:
+        by_type: dict[str, list[dict[str, float]]] = defaultdict(list)
+        for p in ok:
+            by_type[p.get("type") or "all"].append(per_question[p["id"]])
+        result = {
+            "run": str(run_dir),
+            "questions": len(preds),
+            "failed": len(preds) - len(ok),
+            "overall": aggregate(list(per_question.values())) if per_question else {},
+            "by_type": {t: aggregate(r) | {"n": len(r)} for t, r in sorted(by_type.items())},
+            "by_template": by_template(ok),
+            **({"citations": {"judge": name, "questions": judged}} if judged else {}),
+            "per_question": per_question,
+        }
+        (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))
+        return result
+
+    result = write()
+    todo = [p for p in ok if p["id"] not in judged and p.get("response")] if judge else []
     texts: dict[str, str] = {}
     if todo and kb is not None:
         ids = sorted({i for p in todo for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
         texts = {h["id"]: h["text"] for h in kb.get(ids)}
-    per_question = {}
-    by_type: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for p in ok:
-        scores = score_prediction(p)
-        if p["id"] in kept:
-            scores |= {k: kept[p["id"]][k] for k in CITATION_SCORES}
-            judged[p["id"]] = judged_key(p)
-        elif judge is not None and p.get("response"):
-            scores.update(citation_metrics(p, texts, judge))
-            judged[p["id"]] = judged_key(p)
-        per_question[p["id"]] = scores
-        by_type[p.get("type") or "all"].append(scores)
-    result = {
-        "run": str(run_dir),
-        "questions": len(preds),
-        "failed": len(preds) - len(ok),
-        "overall": aggregate(list(per_question.values())) if per_question else {},
-        "by_type": {t: aggregate(rows) | {"n": len(rows)} for t, rows in sorted(by_type.items())},
-        "by_template": by_template(ok),
-        **(
-            {"citations": {"judge": judge_name or record.get("judge", ""), "questions": judged}}
-            if judged
-            else {}
-        ),
-        "per_question": per_question,
-    }
-    (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))
+    for p in todo:
+        per_question[p["id"]] |= citation_metrics(p, texts, judge)
+        judged[p["id"]] = judged_key(p)
+        result = write()
     return result
 
 

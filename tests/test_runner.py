@@ -322,6 +322,19 @@ def test_citation_scores_last_and_a_resumed_run_judges_only_its_new_questions(tm
     assert sorted(result["citations"]["questions"]) == [f"q{i}" for i in range(5)]
     evaluate_run(tmp_path / "run", judge=judge, kb=kb, judge_name="j2")
     assert len(claims) == per_run * 5 // 3 * 2  # another judge: every question anew
+    each, stop = per_run // 3, {"after": len(claims) + 2 * per_run // 3}
+
+    def interrupted(evidence, claim):  # stopped (Ctrl-C, a timeout) on the third question
+        if len(claims) == stop["after"]:
+            raise RuntimeError("stopped")
+        return judge(evidence, claim)
+
+    with pytest.raises(RuntimeError):
+        evaluate_run(tmp_path / "run", judge=interrupted, kb=kb, judge_name="j3")
+    stop["after"] = -1
+    evaluate_run(tmp_path / "run", judge=interrupted, kb=kb, judge_name="j3")
+    assert len(claims) == per_run * 5 // 3 * 3  # the two judged before the stop were kept
+    assert each * 3 == per_run
 
 
 def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
