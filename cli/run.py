@@ -344,7 +344,12 @@ def evaluate(
         prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
         judge_name = f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
 
-    result = evaluate_run(run_dir, judge=judge, kb=kb_store, judge_name=judge_name)
+    def judged(i: int, n: int) -> None:
+        err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
+
+    result = evaluate_run(
+        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged
+    )
     table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
     table.add_column("metric")
     table.add_column("value")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import mean
@@ -121,12 +122,14 @@ def evaluate_run(
     judge: m.Judge | None = None,
     kb=None,  # noqa: ANN001
     judge_name: str = "",
+    on_judged: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Score every prediction; write ``metrics.json``; return it. LLM-judged citation scores
     last: a question whose response and contexts are unchanged keeps the scores the last
     judging gave it (a plain re-score keeps them too), and the file is rewritten after each
     question judged, so an interrupted or resumed run judges only what it has not. A
-    ``judge_name`` other than the one recorded judges every question afresh."""
+    ``judge_name`` other than the one recorded judges every question afresh. ``on_judged(i,
+    n)`` after each of the ``n`` questions judged now."""
     run_dir = Path(run_dir)
     preds = list(scored_predictions(run_dir).values())
     ok = [p for p in preds if not p.get("error")]
@@ -169,10 +172,12 @@ def evaluate_run(
     if todo and kb is not None:
         ids = sorted({i for p in todo for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
         texts = {h["id"]: h["text"] for h in kb.get(ids)}
-    for p in todo:
+    for i, p in enumerate(todo, 1):
         per_question[p["id"]] |= citation_metrics(p, texts, judge)
         judged[p["id"]] = judged_key(p)
         result = write()
+        if on_judged is not None:
+            on_judged(i, len(todo))
     return result
 
 

@@ -361,6 +361,12 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
             )
             assert out.returncode == 0, out.stderr
             assert "2 finished, 0 failed" in out.stdout
+        out = subprocess.run([*base, "eval", str(tmp_path / "b"), "--citations", *common[2:]],
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        assert "citations judged: 2/2" in out.stderr and "citation_recall" in out.stdout
+        judge = json.loads((tmp_path / "b" / "metrics.json").read_text())["citations"]["judge"]
+        assert judge.startswith("scripted common/supports ")
     run = lambda *args: subprocess.run([*base, *args], capture_output=True, text=True, timeout=300)  # noqa: E731
     out = run("eval", str(tmp_path / "a"))
     assert out.returncode == 0 and "recall@5" not in out.stderr and "llm_calls" in out.stdout
