@@ -163,7 +163,9 @@ def evaluate_run(
             **({"citations": {"judge": name, "questions": judged}} if judged else {}),
             "per_question": per_question,
         }
-        (run_dir / "metrics.json").write_text(json.dumps(result, indent=2))
+        tmp = run_dir / "metrics.json.tmp"  # replaced whole: a stop mid-write loses nothing
+        tmp.write_text(json.dumps(result, indent=2))
+        tmp.replace(run_dir / "metrics.json")
         return result
 
     result = write()
