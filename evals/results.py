@@ -191,8 +191,8 @@ def _claim_line(c: Claim, have: dict[str, dict]) -> str:
     )
     return (
         f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(ma)} vs {_fmt(mb)}; "
-        f"better on {wins}, worse on {losses} of the {len(pairs)} questions both "
-        f"{'finished' if len(pairs) == len(common) else 'have it for'}; "
+        f"better on {wins}, worse on {losses} of the {len(pairs)} questions "
+        f"{'both finished' if len(pairs) == len(common) else 'scored in both'}; "
         f"sign test p = {p:.3g})."
     )
 
