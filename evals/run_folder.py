@@ -42,6 +42,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def extends(path: Path, sha256: str) -> bool:
+    """Whether the file's first lines are, byte for byte, a file whose sha256 is ``sha256``:
+    a longer question file that keeps a record's questions (MMLongBench's second question
+    per PDF after the first 24) lets the record grow instead of starting over."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for line in f:
+            h.update(line)
+            if h.hexdigest() == sha256:
+                return True
+    return False
+
+
 def _git_revision() -> str:
     try:
         out = subprocess.run(

@@ -29,6 +29,7 @@ from hopgraph.evals.run_folder import (
     RunError,
     _line,
     _rewrite,
+    extends,
     manifest,
     read_predictions,
     trace_path,
@@ -155,16 +156,22 @@ class Runner:
                 raise RunError(
                     f"{self.run_dir} holds a run of agent {old.get('agent')!r}, not {self.agent!r}"
                 )
-            if old.get("questions_sha256") != fresh["questions_sha256"]:
+            grows = old.get("questions_sha256") != fresh["questions_sha256"]
+            if grows and not extends(questions_file, old.get("questions_sha256", "")):
                 raise RunError(
                     f"{self.run_dir} was run on another question file "
-                    f"({old.get('questions')}); use a new --out folder"
+                    f"({old.get('questions')}); use a new --out folder (a file that starts "
+                    "with that one's lines, unchanged, would extend it)"
                 )
             if not sitting:
                 return
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
             fresh["sittings"] = old.get("sittings", [])
+            # the shorter files it grew from (scoring reads gold from the longest, which holds all)
+            extended = old.get("extends", []) + ([old.get("questions", "")] if grows else [])
+            if extended:
+                fresh["extends"] = extended
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

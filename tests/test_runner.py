@@ -230,10 +230,27 @@ def test_run_folder_refuses_another_agent_or_question_file(tmp_path, kb_dir):
         with pytest.raises(RunError, match="agent 'rag'"):
             Runner("direct", tmp_path / "run", ctx_for(server, kb_dir)).run(questions(tmp_path, 1))
         (tmp_path / "other").mkdir()
+        other = questions(tmp_path / "other", 2)
+        other.write_text(other.read_text().replace("town 0", "city 0"))
         with pytest.raises(RunError, match="another question file"):
-            Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(
-                questions(tmp_path / "other", 2)
-            )
+            Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(other)
+
+
+def test_a_record_grows_to_a_question_file_that_extends_its_own(tmp_path, kb_dir):
+    """MMLongBench's two-per-PDF spread starts with the 24 questions of the one-per-PDF spread;
+    the record of those 24 refused it as "another question file", so a second question per
+    PDF meant starting both records over. Now it grows, and scoring reads the longer file."""
+    for name in ("short", "long"):
+        (tmp_path / name).mkdir()
+    short, longer = questions(tmp_path / "short", 3), questions(tmp_path / "long", 5)
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(short)
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(longer)
+    assert (summary.skipped_done, summary.finished) == (3, 2)
+    man = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert man["questions"] == str(longer) and man["extends"] == [str(short)]
+    assert len(man["sittings"]) == 2
+    assert evaluate_run(tmp_path / "run")["questions"] == 5  # gold joined from the longer file
 
 
 KILL_SCRIPT = """
