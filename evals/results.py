@@ -588,6 +588,8 @@ TABLES: list[RunTable | BenchTable] = [
             "em",
             "f1",
             "kept_recall",
+            "citation_recall",
+            "citation_precision",
             "llm_calls",
             "prompt_tokens",
             "completion_tokens",
