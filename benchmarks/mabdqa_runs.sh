@@ -6,6 +6,7 @@
 # benchmarks/results/mmlongbench/ (commit them as they grow).
 # Usage: benchmarks/mabdqa_runs.sh [PER_DOC] [M] [JUDGE]
 #   defaults 1, 10 (the paper's m is 20) and p_yes (mabdqa_judge; the paper's is scale)
+#   PER_DOC 2 lists the one-per-PDF questions first, so it extends those records (not anew).
 set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
