@@ -201,6 +201,17 @@ class Context:
         return d
 
 
+SERVING_FIELDS = frozenset(
+    {
+        "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
+        "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
+        "chroma_url", "prompts_dir",
+    }
+)  # fmt: skip
+"""Fields that say where and how fast a run is served, not what it answers (a record may resume
+with others; the KB's contents and the prompts' hashes are checked apart from their paths)."""
+
+
 def _default_of(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default

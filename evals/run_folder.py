@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hopgraph.config import Context
+from hopgraph.config import SERVING_FIELDS, Context
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
@@ -117,6 +117,61 @@ def _gguf_sha256(ctx: Context) -> str:
         return ""
 
 
+def kb_description(ctx: Context) -> dict[str, Any]:
+    """The KB a run reads: items per modality and the settings it was indexed with; {} where
+    none opens (a graph that needs one says why when it runs)."""
+    from hopgraph.memory.kb import KnowledgeBase
+
+    try:
+        kb = KnowledgeBase.from_context(ctx, must_exist=True)
+        return {"counts": kb.counts(), "builds": kb.build_settings()}
+    except Exception:  # no KB, another embedder's, a server down: the manifest only describes
+        return {}
+
+
+def answer_settings(ctx: Context) -> dict[str, Any]:
+    """What decides a run's answers besides its questions: the Context apart from how it is
+    served, the GGUF, every template's sha256 and the KB."""
+    return {
+        "context": {k: v for k, v in ctx.as_dict().items() if k not in SERVING_FIELDS},
+        "gguf_sha256": _gguf_sha256(ctx),
+        "prompts": prompt_hashes(ctx),
+        "kb": kb_description(ctx),
+    }
+
+
+def settings_key(ctx: Context) -> str:
+    """12 hex of ``answer_settings``: a question's checkpoint thread is tied to them, so a
+    checkpoint left from other settings (another KB, an edited template) is never resumed."""
+    blob = json.dumps(answer_settings(ctx), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]) -> list[str]:
+    """How a sitting's manifest ``new`` would answer differently from the record's ``old``: the
+    Context apart from SERVING_FIELDS, the GGUF, the ``templates`` its questions used, the KB's
+    items and build settings. [] lets it resume. What an older manifest did not record is not
+    compared, nor KB builds that one side does not know."""
+    changes = []
+    if old.get("gguf_sha256") and new.get("gguf_sha256") != old["gguf_sha256"]:
+        changes.append(f"GGUF {old['gguf_sha256'][:12]} (now {new.get('gguf_sha256', '')[:12]})")
+    was, now = old.get("context", {}), new.get("context", {})
+    changes += [
+        f"{k}={was[k]!r} (now {now[k]!r})"
+        for k in sorted((was.keys() & now.keys()) - SERVING_FIELDS)
+        if was[k] != now[k]
+    ]
+    was, now = old.get("prompts", {}), new.get("prompts", {})
+    changes += [f"template {t} (edited since)" for t in sorted(templates & was.keys())
+                if now.get(t) != was[t]]  # fmt: skip
+    was, now = old.get("kb") or {}, new.get("kb") or {}
+    if was and now and was.get("counts") != now.get("counts"):
+        changes.append(f"KB items {was.get('counts')} (now {now.get('counts')})")
+    if was.get("builds") and now.get("builds") and was["builds"] != now["builds"]:
+        changes.append(f"KB indexed with {was['builds']} (now {now['builds']})")
+    return changes
+
+
 def manifest(
     agent: str, questions_file: Path | None, ctx: Context, endpoint: str
 ) -> dict[str, Any]:
@@ -130,6 +185,7 @@ def manifest(
         "model": ctx.model,
         "gguf_sha256": _gguf_sha256(ctx),
         "prompts": prompt_hashes(ctx),
+        "kb": kb_description(ctx),
         "git_revision": _git_revision(),
         "versions": _versions(),
         "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",

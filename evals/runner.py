@@ -32,6 +32,8 @@ from hopgraph.evals.run_folder import (
     extends,
     manifest,
     read_predictions,
+    record_changes,
+    settings_key,
     trace_path,
 )
 from hopgraph.graphs import load_graph, recursion_limit
@@ -120,6 +122,7 @@ class Runner:
         self.speed_probe = speed_probe
         self.speed: dict[str, float] = {}
         self.run_name = self.run_dir.resolve().name
+        self.settings_key = settings_key(ctx)
         (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
         self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
         self.shared = None
@@ -139,7 +142,7 @@ class Runner:
 
     def thread(self, qid: str) -> dict[str, Any]:
         return {
-            "configurable": {"thread_id": f"{self.run_name}:{qid}"},
+            "configurable": {"thread_id": f"{self.run_name}:{self.settings_key}:{qid}"},
             "recursion_limit": recursion_limit(self.agent, self.ctx),
             "max_concurrency": self.ctx.max_concurrency,  # parallel tasks (MMAPG's Send fan-out)
         }
@@ -165,6 +168,18 @@ class Runner:
                 )
             if not sitting:
                 return
+            done = read_predictions(self.predictions.path).values()
+            used = {t for p in done for t in p.get("by_template", {})} or {
+                t for t in old.get("prompts", {}) if t.startswith(f"{self.agent}/")
+            }  # records older than by_template: the agent's own templates
+            changes = record_changes(old, fresh, used)
+            if changes:
+                raise RunError(
+                    f"{self.run_dir} was answered with other settings than this run's: "
+                    + "; ".join(changes)
+                    + ". Its questions would mix them: use a new --out folder, or run with "
+                    "the record's settings"
+                )
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
             fresh["sittings"] = old.get("sittings", [])

@@ -110,7 +110,9 @@ def index_source(
     (MMAPG's triplets); a failure there is reported for that item and the rest goes on.
     ``ocr`` (auto | rapidocr | tesseract | off) reads PDF pages without a text layer and image
     files; its results are cached under the KB folder. Image files also go into the visual space
-    when the KB's image embedder (CLIP / SigLIP) has weights here; else a note says so once."""
+    when the KB's image embedder (CLIP / SigLIP) has weights here; else a note says so once.
+    The settings are recorded with the KB (``builds.jsonl``) before anything is read, so a run's
+    manifest names the KB it read and a record never resumes on one built another way."""
     began = time.perf_counter()
     path = Path(source)
     resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -118,6 +120,16 @@ def index_source(
     engine = ocr_engine(ocr)
     if engine is None and ocr == "auto":
         report.notes.append("no OCR engine found: pip install rapidocr_onnxruntime")
+    kb.record_build(
+        {
+            "source": path.name,
+            "format": resolved,
+            "ocr": engine.name if engine is not None else "off",
+            "page_pixels": page_pixels if render_pages else 0,
+            "limit": limit,
+            "derived": derive is not None,
+        }
+    )
     records = read_source(
         path,
         resolved,

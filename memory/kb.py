@@ -25,6 +25,8 @@ from hopgraph.memory.evidence import Evidence, evidence
 
 MODALITIES = ("text", "table", "image", "page")
 COLLECTION_PREFIX = "hopgraph-"
+BUILDS = "builds.jsonl"
+"""One line per ``hopgraph index`` run beside a local KB: the settings it indexed with."""
 VISUAL = COLLECTION_PREFIX + "visual"
 """Image items' vectors in the image embedder's space (CLIP / SigLIP), beside the text space:
 MMAPG's KB_img (Eq. 3) where such weights exist."""
@@ -217,6 +219,26 @@ class KnowledgeBase:
         for modality in MODALITIES:
             col = self.collection(modality, create=False)
             out[modality] = col.count() if col is not None else 0
+        return out
+
+    # -- how it was built -------------------------------------------------------------------
+    def record_build(self, settings: dict[str, Any]) -> None:
+        """Append one index run's settings (source, format, OCR engine ...) to ``builds.jsonl``;
+        a KB on a Chroma server keeps none."""
+        if self.location == str(self.path):
+            with open(self.path / BUILDS, "a", encoding="utf-8") as f:
+                f.write(json.dumps(settings, sort_keys=True) + "\n")
+
+    def build_settings(self) -> list[dict[str, Any]]:
+        """The distinct settings it was indexed with, first seen first; [] where unknown (a KB
+        built before they were recorded, or on a server)."""
+        out: list[dict[str, Any]] = []
+        path = self.path / BUILDS
+        if self.location == str(self.path) and path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                settings = json.loads(line)
+                if settings not in out:
+                    out.append(settings)
         return out
 
     def existing(self, ids: Sequence[str], modality: str) -> set[str]:

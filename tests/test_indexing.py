@@ -73,6 +73,20 @@ def test_reindexing_adds_nothing(messy_folder, tmp_path):
     assert again.added == 0 and again.existing == first.added
 
 
+def test_a_kb_records_the_settings_it_was_indexed_with(messy_folder, tmp_path):
+    """A run's manifest names the KB it read by these: MAB-DQA's records once grew on a KB that
+    OCR had read, where their first answers had read one without, and nothing told them apart."""
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, messy_folder, ocr="off", render_pages=False)
+    index_source(kb, messy_folder, ocr="off", render_pages=False)  # the same build: one entry
+    assert kb.build_settings() == [
+        {"source": "corpus", "format": "folder", "ocr": "off", "page_pixels": 0, "limit": None,
+         "derived": False}
+    ]  # fmt: skip
+    index_source(kb, messy_folder, ocr="off")
+    assert [b["page_pixels"] for b in kb.build_settings()] == [0, 1024 * 28 * 28]
+
+
 def test_interrupted_index_resumes(tmp_path):
     corpus = {f"Title {i}": [f"Passage number {i} about topic {i % 7}."] for i in range(40)}
     src = tmp_path / "corpus.json"

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.evaluate import evaluate_run
 from hopgraph.evals.run_folder import RunError, read_predictions
 from hopgraph.evals.runner import Runner
+from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
 
 TESTS = Path(__file__).parent
@@ -251,6 +253,59 @@ def test_a_record_grows_to_a_question_file_that_extends_its_own(tmp_path, kb_dir
     assert man["questions"] == str(longer) and man["extends"] == [str(short)]
     assert len(man["sittings"]) == 2
     assert evaluate_run(tmp_path / "run")["questions"] == 5  # gold joined from the longer file
+
+
+def test_a_record_refuses_to_resume_with_settings_that_change_its_answers(tmp_path, kb_dir):
+    """MAB-DQA's LI record grew from 24 answers written with one set of its prompts to 48 with
+    another, and nothing said so: a record resumed with another --set, an edited template its
+    questions used, or a KB indexed another way mixes two configurations in one table cell.
+    Where and how fast it is served may change between sittings."""
+    qfile, run = questions(tmp_path, 3), tmp_path / "run"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "towns.txt").write_text("Town 1 has a lighthouse. Town 2 has a harbour.")
+    index_source(KnowledgeBase(tmp_path / "kb"), corpus, render_pages=False)
+    index_source(KnowledgeBase(tmp_path / "kb-rendered"), corpus)  # same items, another build
+    with ScriptedServer() as server:
+        ctx = ctx_for(server, tmp_path / "kb")
+        Runner("rag", run, ctx).run(qfile, limit=1)
+        with pytest.raises(RunError, match=r"top_k=5 \(now 3\)"):
+            Runner("rag", run, ctx.replace(top_k=3)).run(qfile)
+        (tmp_path / "mine" / "rag").mkdir(parents=True)
+        (tmp_path / "mine" / "rag" / "answer.j2").write_text(
+            "Sources: {{ contexts }} Q: {{ question }}"
+        )
+        with pytest.raises(RunError, match="template rag/answer"):
+            Runner("rag", run, ctx.replace(prompts_dir=str(tmp_path / "mine"))).run(qfile)
+        with pytest.raises(RunError, match="KB indexed with"):
+            Runner("rag", run, ctx.replace(kb_dir=str(tmp_path / "kb-rendered"))).run(qfile)
+        with pytest.raises(RunError, match="KB items"):
+            Runner("rag", run, ctx_for(server, kb_dir)).run(qfile)
+        calls = server.calls
+        served = ctx.replace(request_timeout=99.0, max_concurrency=2)  # serving only: resumes
+        assert Runner("rag", run, served).run(qfile).finished == 2
+    assert server.calls - calls == 4 and len(read_predictions(run / "predictions.jsonl")) == 3
+
+
+def test_a_checkpoint_left_from_other_settings_is_never_resumed(tmp_path, kb_dir):
+    """Records put back to an earlier commit keep, in the (uncommitted) checkpoints, the
+    questions they dropped; answered again on another KB, those came back from the old
+    checkpoints without a call (the MAB-DQA records, which predate the manifest's KB field, got
+    24 answers from an OCR'd KB that way). A question's thread is tied to its settings now."""
+    qfile, run, kb = questions(tmp_path, 2), tmp_path / "run", tmp_path / "kb"
+    shutil.copytree(kb_dir, kb)
+    with ScriptedServer() as server:
+        Runner("rag", run, ctx_for(server, kb)).run(qfile, limit=1)
+        committed = {f: (run / f).read_text() for f in ("manifest.json", "predictions.jsonl")}
+        Runner("rag", run, ctx_for(server, kb)).run(qfile)  # q1 answered, then put back:
+        older = json.loads(committed["manifest.json"])
+        older.pop("kb", None)  # as a manifest written before the field
+        (run / "manifest.json").write_text(json.dumps(older))
+        (run / "predictions.jsonl").write_text(committed["predictions.jsonl"])
+        KnowledgeBase(kb).add([Item("text", "k99", "Fact 99 about town 1.", title="Town 1")])
+        calls = server.calls
+        assert Runner("rag", run, ctx_for(server, kb)).run(qfile).finished == 1
+    assert server.calls - calls == 2  # q1 answered afresh on this KB, not read back
 
 
 KILL_SCRIPT = """
