@@ -147,10 +147,11 @@ class Runner:
             "max_concurrency": self.ctx.max_concurrency,  # parallel tasks (MMAPG's Send fan-out)
         }
 
-    def check_manifest(self, questions_file: Path, *, sitting: bool = True) -> None:
-        """Refuses a folder of another agent or question file; ``sitting``: this sitting has
-        questions to answer, so it is recorded (one with nothing to do leaves the manifest as
-        it was: a finished record re-run by its script must not churn)."""
+    def check_manifest(self, questions_file: Path, *, sitting: bool = True) -> dict | None:
+        """Refuses a folder of another agent or question file and, where this sitting has
+        questions to answer (``sitting``), one answered with other settings; returns the
+        manifest the sitting will write (``record_sitting``), None when it has nothing to do
+        (a finished record re-run by its script must not churn)."""
         path = self.run_dir / "manifest.json"
         fresh = manifest(self.agent, questions_file, self.ctx, self.endpoint)
         if path.exists():
@@ -167,7 +168,7 @@ class Runner:
                     "with that one's lines, unchanged, would extend it)"
                 )
             if not sitting:
-                return
+                return None
             done = read_predictions(self.predictions.path).values()
             used = {t for p in done for t in p.get("by_template", {})} or {
                 t for t in old.get("prompts", {}) if t.startswith(f"{self.agent}/")
@@ -187,6 +188,10 @@ class Runner:
             extended = old.get("extends", []) + ([old.get("questions", "")] if grows else [])
             if extended:
                 fresh["extends"] = extended
+        return fresh if sitting else None
+
+    def record_sitting(self, fresh: dict[str, Any]) -> None:
+        """Write the manifest with this sitting (and its speed, where probed) appended."""
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -196,7 +201,7 @@ class Runner:
                 else {}
             )
         )
-        path.write_text(json.dumps(fresh, indent=2) + "\n")
+        (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
 
     def run_question(self, q: Question) -> dict[str, Any]:
         """Stream the graph for one question into its trace; returns the prediction line."""
@@ -316,9 +321,11 @@ class Runner:
         done = read_predictions(self.predictions.path)
         finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
         pending = bool(self.shared) or any(q.id not in finished for q in questions)
-        if self.speed_probe and pending:
-            self.speed = sitting_speed(self.ctx)  # ~30 s, so not for a sitting with nothing to do
-        self.check_manifest(questions_file, sitting=pending)
+        fresh = self.check_manifest(questions_file, sitting=pending)  # refusals come first
+        if fresh is not None:
+            if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
+                self.speed = sitting_speed(self.ctx)
+            self.record_sitting(fresh)
         summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
         if self.shared is not None:
             if redo:
