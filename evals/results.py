@@ -746,7 +746,10 @@ TABLES: list[RunTable | BenchTable] = [
         command="python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit "
         "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch --prompts "
         "benchmarks/results/mmlongbench/batch/prompts (needs the run's traces and runs/mmlb-kb "
-        "from benchmarks/mabdqa_runs.sh; the judgements it made live are in judgements.json)",
+        "from benchmarks/mabdqa_runs.sh; the judgements it made live are in judgements.json). "
+        "Made from the bandit record of 4d93452 (24 questions, the judge template kept in "
+        "batch/prompts); the record that replaced it runs the current template, so re-making "
+        "the table from it means a new --out and no --prompts",
     ),
     RunTable(
         "MAB-DQA",
