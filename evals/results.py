@@ -100,7 +100,7 @@ def run_table(t: RunTable) -> list[str]:
     else:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
         model = _manifest_model(t.rows[next(iter(have))])
-        out += [_size_line(t, have, len(common), model), ""]
+        out += [_size_line(t, have, len(common), model) + _kb_line(t, have), ""]
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
             cells = []
@@ -150,6 +150,33 @@ def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str) -> str:
     return (
         f"{n} questions, every column on the same ones; model {model}. "
         f"Questions finished per column (of its target): {per}."
+    )
+
+
+def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
+    """The KB the columns read, as their manifests recorded it ('' where none did): columns
+    that read KBs built two ways (with OCR and without) say so, each its own."""
+
+    def words(kb: dict[str, Any]) -> str:
+        builds = "; ".join(
+            f"{b['source']} ({b['format']}, OCR {b['ocr']}{', triplets' if b['derived'] else ''})"
+            for b in kb["builds"]
+        )
+        items = ", ".join(f"{n:,} {m}" for m, n in kb["counts"].items() if n)
+        return f"{builds}, {items} items"
+
+    kbs = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("kb") or {} for k in have}
+    known = {k: words(kb) for k, kb in kbs.items() if kb.get("builds")}
+    if not known:
+        return ""
+    if len(known) == len(have) and len(set(known.values())) == 1:
+        return f" KB: {next(iter(known.values()))}."
+    unknown = [k for k in have if k not in known]
+    return (
+        " KB per column: "
+        + "; ".join(f"{k}: {w}" for k, w in known.items())
+        + (f"; {', '.join(unknown)}: not recorded" if unknown else "")
+        + "."
     )
 
 

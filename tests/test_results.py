@@ -167,3 +167,36 @@ def test_a_score_judged_on_part_of_the_questions_says_on_how_many(tmp_path, monk
         (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
     table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1", "citation_recall"])
     assert "| citation_recall | 0.500 | 0.500 (30 of 50) |" in "\n".join(results.run_table(table))
+
+
+def test_a_table_names_the_kb_its_columns_read(tmp_path, monkeypatch):
+    """MAB-DQA's records once mixed a KB read with OCR and one without, and the page could not
+    show it: each column now names the KB its manifest recorded, and columns that differ say so."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    build = {"source": "pdfs", "format": "folder", "ocr": "off", "page_pixels": 0,
+             "limit": None, "derived": False}  # fmt: skip
+    kbs = {
+        "a": {"counts": {"text": 0, "page": 988}, "builds": [build]},
+        "b": {"counts": {"text": 0, "page": 988}, "builds": [build]},
+        "c": {"counts": {"text": 0, "page": 988}, "builds": [build | {"ocr": "rapidocr-1.4"}]},
+        "d": {},  # a manifest from before the field
+    }
+    for name, kb in kbs.items():
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"f1": 1.0} for i in range(3)}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"model": "m", "kb": kb}))
+
+    def text(*names):
+        rows = {n.upper(): n for n in names}
+        return "\n".join(results.run_table(results.RunTable("M", "t", "f", rows, ["f1"])))
+
+    assert "model m. KB: pdfs (folder, OCR off), 988 page items." in text("a", "b")
+    mixed = text("a", "c", "d")
+    assert (
+        "KB per column: A: pdfs (folder, OCR off), 988 page items; C: pdfs (folder, OCR " in mixed
+    )
+    assert "rapidocr-1.4), 988 page items; D: not recorded." in mixed
+    assert "KB" not in text("d")
