@@ -226,8 +226,10 @@ class KnowledgeBase:
         """Append one index run's settings (source, format, OCR engine ...) to ``builds.jsonl``;
         a KB on a Chroma server keeps none."""
         if self.location == str(self.path):
-            with open(self.path / BUILDS, "a", encoding="utf-8") as f:
-                f.write(json.dumps(settings, sort_keys=True) + "\n")
+            path = self.path / BUILDS
+            torn = path.exists() and not path.read_bytes().endswith(b"\n")  # a crash mid-line
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(("\n" if torn else "") + json.dumps(settings, sort_keys=True) + "\n")
 
     def build_settings(self) -> list[dict[str, Any]]:
         """The distinct settings it was indexed with, first seen first; [] where unknown (a KB
@@ -236,7 +238,10 @@ class KnowledgeBase:
         path = self.path / BUILDS
         if self.location == str(self.path) and path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
-                settings = json.loads(line)
+                try:
+                    settings = json.loads(line)
+                except json.JSONDecodeError:  # a line torn by a crash mid-write
+                    continue
                 if settings not in out:
                     out.append(settings)
         return out

@@ -83,6 +83,8 @@ def test_a_kb_records_the_settings_it_was_indexed_with(messy_folder, tmp_path):
         {"source": "corpus", "format": "folder", "ocr": "off", "page_pixels": 0, "limit": None,
          "derived": False}
     ]  # fmt: skip
+    with open(tmp_path / "kb" / "builds.jsonl", "a") as f:
+        f.write('{"source": "cor')  # torn by a crash mid-write: skipped, the rest still read
     index_source(kb, messy_folder, ocr="off")
     assert [b["page_pixels"] for b in kb.build_settings()] == [0, 1024 * 28 * 28]
 
