@@ -2,8 +2,7 @@
 and judgement rounds for b = 1, 2, 4 on the same questions, from one recorded b = 1 run.
 
     .venv/bin/python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit \\
-        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch \\
-        --prompts benchmarks/results/mmlongbench/batch/prompts
+        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch
 
 For each question of the run (its traces are needed), the hypergraph is rebuilt from the
 recorded aspects, and the first walk (m judgements against the raw question, the run's seed and

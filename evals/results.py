@@ -406,7 +406,8 @@ def _batch(reports: list[dict[str, Any] | None]) -> list[str]:
         return ["Not measured yet.", ""]
     s = rep["summary"]
     out = [
-        f"{rep['questions']} questions (one per PDF), m = {rep['m']} judgements, the same judge "
+        f"{rep['questions']} questions from {len({r['doc'] for r in rep['rows']})} PDFs, "
+        f"m = {rep['m']} judgements, the same judge "
         f"and seed; b = 1 replayed reproduces the recorded walk's top 5 on {s['reproduced']} of "
         f"them. Depth: LLM calls one after another on a question's first pass (aspects, "
         "judgement rounds, question reflection, answer, answer reflection).",
@@ -771,12 +772,9 @@ TABLES: list[RunTable | BenchTable] = [
         ["mmlongbench/batch/batch.json"],
         _batch,
         command="python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit "
-        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch --prompts "
-        "benchmarks/results/mmlongbench/batch/prompts (needs the run's traces and runs/mmlb-kb "
-        "from benchmarks/mabdqa_runs.sh; the judgements it made live are in judgements.json). "
-        "Made from the bandit record of 4d93452 (24 questions, the judge template kept in "
-        "batch/prompts); the record that replaced it runs the current template, so re-making "
-        "the table from it means a new --out and no --prompts",
+        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch (needs the run's traces and "
+        "runs/mmlb-kb from benchmarks/mabdqa_runs.sh; the judgements it made live are in "
+        "judgements.json)",
     ),
     RunTable(
         "MAB-DQA",
