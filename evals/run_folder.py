@@ -129,21 +129,14 @@ def kb_description(ctx: Context) -> dict[str, Any]:
         return {}
 
 
-def answer_settings(ctx: Context) -> dict[str, Any]:
-    """What decides a run's answers besides its questions: the Context apart from how it is
-    served, the GGUF, every template's sha256 and the KB."""
-    return {
-        "context": {k: v for k, v in ctx.as_dict().items() if k not in SERVING_FIELDS},
-        "gguf_sha256": _gguf_sha256(ctx),
-        "prompts": prompt_hashes(ctx),
-        "kb": kb_description(ctx),
-    }
-
-
-def settings_key(ctx: Context) -> str:
-    """12 hex of ``answer_settings``: a question's checkpoint thread is tied to them, so a
-    checkpoint left from other settings (another KB, an edited template) is never resumed."""
-    blob = json.dumps(answer_settings(ctx), sort_keys=True, default=str)
+def settings_key(m: dict[str, Any]) -> str:
+    """12 hex of what in manifest ``m`` decides answers besides the questions: the Context apart
+    from how it is served, the GGUF, every template's sha256 and the KB. A question's checkpoint
+    thread is tied to it, so a checkpoint left from other settings (another KB, an edited
+    template) is never resumed."""
+    context = {k: v for k, v in m["context"].items() if k not in SERVING_FIELDS}
+    settings = {"context": context} | {k: m[k] for k in ("gguf_sha256", "prompts", "kb")}
+    blob = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

@@ -122,7 +122,6 @@ class Runner:
         self.speed_probe = speed_probe
         self.speed: dict[str, float] = {}
         self.run_name = self.run_dir.resolve().name
-        self.settings_key = settings_key(ctx)
         (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
         self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
         self.shared = None
@@ -154,6 +153,7 @@ class Runner:
         (a finished record re-run by its script must not churn)."""
         path = self.run_dir / "manifest.json"
         fresh = manifest(self.agent, questions_file, self.ctx, self.endpoint)
+        self.settings_key = settings_key(fresh)  # names the questions' checkpoint threads
         if path.exists():
             old = json.loads(path.read_text())
             if old.get("agent") != self.agent:
@@ -289,6 +289,7 @@ class Runner:
         """One question given directly (``hopgraph ask``): the run folder gets a manifest, the
         trace and the prediction line; no question file is written or read."""
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
+        self.settings_key = settings_key(fresh)
         (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
         pred = self.run_question(q)
         self.predictions.append(pred)
