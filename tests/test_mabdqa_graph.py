@@ -121,8 +121,8 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
     first = fields.pop("first_answer", "Not answerable")
     script = reply_for(calls, first, fields.pop("asked", None), fields.pop("bodies", None))
     with ScriptedServer(script) as server:
-        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
-                      mabdqa_m=6, mabdqa_reentry_m=3, mabdqa_theta_h=4, **fields)  # fmt: skip
+        fields = {"mabdqa_m": 6, "mabdqa_reentry_m": 3, "mabdqa_theta_h": 4} | fields
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), **fields)
         Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
     events = [
@@ -286,3 +286,12 @@ def test_page_reading_calls_share_their_pages_as_a_prompt_prefix(tmp_path):
     question = "How large was the 2021 budget?"
     for a, b in zip(judgements, judgements[1:], strict=False):
         assert question in os.path.commonprefix([a, b])
+
+
+def test_a_walk_without_judgements_ranks_pages_as_the_li_baseline(tmp_path, kb_dir):
+    """mabdqa_m = 0: nothing judged, so the bandit's ranking is LI(q, p)'s (Alg. 2 line 4)."""
+    li, _ = run(tmp_path / "li", kb_dir, [], mabdqa_retriever="li", first_answer="4.2 million")
+    calls = []
+    walk, _ = run(tmp_path / "m0", kb_dir, calls, mabdqa_m=0, first_answer="4.2 million")
+    assert "judge" not in calls and walk["q1"]["error"] is None
+    assert walk["q1"]["retrieved"] == li["q1"]["retrieved"]

@@ -147,3 +147,39 @@ def test_a_batched_walk_judges_each_round_concurrently_in_ceil_m_over_b_rounds()
     one = bandit_retrieve(planted(), lambda p: 1.0 if 10 <= p < 20 else 0.0, m=15, alpha=0.8,
                           beta=0.1, lam=0.75, seed=42, batch=1)  # fmt: skip
     assert [s["round"] for s in one.steps] == list(range(1, 16))  # the paper's walk
+
+
+def document(seed=7, n_pages=60, dim=96, arms=4):
+    """A real-sized document: 60 pages of 25 unit vectors, four atoms of 6 vectors, and the
+    question's own 8 vectors."""
+    rng = np.random.default_rng(seed)
+
+    def unit(n):
+        v = rng.normal(size=(n, dim))
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    pages = [unit(25) for _ in range(n_pages)]
+    atoms = [unit(6) for _ in range(arms)]
+    h = build_hypergraph([f"a{j}" for j in range(arms)], atoms, pages, theta_g=0.3, theta_h=10)
+    return h, late_interaction(unit(8), pages)
+
+
+def test_without_judgements_the_bandit_ranks_as_the_question_li_does():  # Alg. 2 line 4
+    h, li_q = document()
+    walk = bandit_retrieve(h, lambda p: pytest.fail("m = 0 judges nothing"), prior=li_q, m=0,
+                           alpha=0.8, beta=0.1, lam=0.75)  # fmt: skip
+    assert walk.ranking == [int(p) for p in np.argsort(-li_q, kind="stable")]
+
+
+def test_an_unjudged_page_keeps_its_li_place_against_pages_judged_low():
+    h, li_q = document()
+    walk = bandit_retrieve(h, lambda p: 0.0, prior=li_q, m=6, alpha=0.8, beta=0.1, lam=0.75)
+    unjudged = [p for p in walk.ranking if p not in walk.judged]
+    assert unjudged == [int(p) for p in np.argsort(-li_q, kind="stable") if p not in walk.judged]
+    best = unjudged[0]  # the question's best page the walk left alone
+    assert all(walk.ranking.index(best) < walk.ranking.index(p) for p in walk.judged)
+    # a page judged relevant still rises above every page the walk did not judge
+    liked = bandit_retrieve(h, lambda p: 1.0, prior=li_q, m=3, alpha=0.8, beta=0.1, lam=0.75)
+    assert set(liked.ranking[:3]) == set(liked.judged)
+    with pytest.raises(ValueError, match="prior scores 5 pages"):
+        bandit_retrieve(h, lambda p: 0.0, prior=li_q[:5], m=1, alpha=0.8, beta=0.1, lam=0.75)

@@ -7,7 +7,11 @@ best-scoring unvisited neighbour in H (Alg. 2 lines 17-21) inside that arm's hyp
 is; otherwise go to the arm's best unvisited page. (Algorithm 2 as printed judges every page in
 its first round and never uses the draw; Sec. 3.3 says the sampled arm guides retrieval, which
 is what a budget of m judgements needs.) The chosen page is judged, its
-arms are updated (Eq. 10), and every page is finally ranked by the composite score (Eq. 8).
+arms are updated (Eq. 10), and a judged page is finally ranked by the composite score (Eq. 8).
+A page the walk never judged keeps the score Alg. 2 line 4 starts every page with, LI(q, p)
+(min-max normalised like every LI term), so the walk only moves the pages it judged: with
+m = 0 the ranking is the late-interaction baseline's, and a page judged irrelevant falls below
+an unjudged page the question's LI ranks well.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.tools.page_hypergraph import Hypergraph
+from hopgraph.tools.page_hypergraph import Hypergraph, minmax
 
 
 @dataclass
@@ -81,6 +85,7 @@ def bandit_retrieve(
     h: Hypergraph,
     judge: Callable[[int], float],
     *,
+    prior: np.ndarray | None = None,
     m: int,
     alpha: float,
     beta: float,
@@ -94,6 +99,8 @@ def bandit_retrieve(
     workers: int = 8,
 ) -> Walk:
     """Judge at most ``m`` pages (fewer when every page is judged), walking H as above.
+    ``prior`` is LI(q, p) of the question for every page (Alg. 2 line 4), the score of a page
+    not judged; None takes max_j LI(Q_j, p) over the arms instead.
     ``arms``/``judged``/``start`` continue an earlier walk (HRRA re-entering the hypergraph).
     ``batch`` b > 1 (ours, not the paper's): each round draws b Thompson samples, picks b
     distinct pages, judges them concurrently and then updates the arms, so the critical path
@@ -103,9 +110,15 @@ def bandit_retrieve(
     arms = arms or Arms.uniform(len(h.subqueries))
     judged = dict(judged or {})
     max_degree = max((h.degree(p) for p in range(h.n_pages)), default=0)
+    initial = minmax(np.asarray(prior, dtype=np.float64)) if prior is not None else h.li.max(0)
+    if len(initial) != h.n_pages:
+        raise ValueError(f"prior scores {len(initial)} pages, the hypergraph holds {h.n_pages}")
 
     def score(p: int) -> float:
-        return composite_score(h, arms, p, judged.get(p, 0.0), alpha=alpha, beta=beta, lam=lam,
+        """Eq. 8 for a judged page; an unjudged one keeps its LI(q, p) (Alg. 2 line 4)."""
+        if p not in judged:
+            return float(initial[p])
+        return composite_score(h, arms, p, judged[p], alpha=alpha, beta=beta, lam=lam,
                                max_degree=max_degree)  # fmt: skip
 
     current = start
