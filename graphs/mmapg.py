@@ -242,8 +242,8 @@ def check_step(
     ones are dropped, and a step left without a parent hangs off the latest node. Single-path
     planning always builds on the latest node. A question already asked becomes a search for it;
     a search that already ran becomes an answer to the question from the searches that found
-    something; an answer already given from the same parents, or built only on that answer,
-    becomes Stop. Each change is returned as a repair."""
+    something (single path: from the latest node); an answer already given from the same
+    parents, or built only on that answer, becomes Stop. Each change is returned as a repair."""
     known = {n["id"].upper(): n["id"] for n in nodes}
     latest = nodes[-1]["id"]
     step = {
@@ -284,7 +284,8 @@ def check_step(
         # searches found instead (a small planner otherwise loops here until the cap)
         found = [n["id"] for n in nodes if n["type"] == "retrieval" and n.get("sources")]
         of = _asked(nodes, "retrieval", step["instruction"])[0]["id"]
-        parents = found or [latest]
+        # single path (A.7): each step builds on the previous one only, never on several
+        parents = [latest] if single_path else (found or [latest])
         step |= {"type": "answer", "instruction": question}
         repairs.append({"kind": "repeated_retrieval", "of": of, "used": parents})
     same = _asked(nodes, "answer", step["instruction"])

@@ -492,3 +492,20 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
     # targeted: the names go to KB_text with the key phrases, one cap over that search
     got = mmapg.search({**state, "image_kind": "targeted"}, Runtime(context=ctx))
     assert len(got["candidates"]) == 4
+
+
+def test_a_repeated_search_in_single_path_mode_builds_on_the_latest_node_only():  # A.7
+    nodes = [
+        {"id": "Q0", "type": "question", "instruction": "", "parents": []},
+        {"id": "R1", "type": "retrieval", "instruction": "Find X", "parents": ["Q0"],
+         "sources": ["a"]},
+        {"id": "R2", "type": "retrieval", "instruction": "Find Y", "parents": ["R1"],
+         "sources": ["b"]},
+        {"id": "A3", "type": "answer", "instruction": "Who is X?", "parents": ["R2"]},
+    ]  # fmt: skip
+    raw = {"type": "retrieval", "parents": ["A3"], "instruction": "Find X"}
+    ok, repairs = check_step(raw, nodes, "q?", True)
+    assert ok["type"] == "answer" and ok["parents"] == ["A3"]
+    assert repairs == [{"kind": "repeated_retrieval", "of": "R1", "used": ["A3"]}]
+    ok, _ = check_step(raw, nodes, "q?", False)  # the full method answers from both searches
+    assert ok["parents"] == ["R1", "R2"]
