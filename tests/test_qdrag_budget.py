@@ -33,9 +33,19 @@ def test_ties_one_question_and_all_zero():
     assert allocate({"only": 0.4}, 5) == {"only": 5}
     assert allocate({"a": 0.0, "b": 0.0, "c": 0.0}, 6) == {"a": 2, "b": 2, "c": 2}
     assert sum(allocate({"a": 2.0, "b": 1e-9, "c": 1e-9}, 5).values()) == 5
-    assert min(allocate({"a": 2.0, "b": 1e-9, "c": 1e-9}, 5).values()) == 1  # at least one each
-    assert allocate({"a": 1.0, "b": 1.0, "c": 1.0}, 2) == {"a": 1, "b": 1, "c": 1}  # |Q| > N
+    assert allocate({"a": 2.0, "b": 1e-9, "c": 1e-9}, 5) == {"a": 5, "b": 0, "c": 0}
+    assert allocate({"a": 1.0, "b": 1.0, "c": 1.0}, 2) == {"a": 1, "b": 1, "c": 0}  # |Q| > N
     assert equal_split(["x", "y"], 4) == {"x": 2, "y": 2}
+
+
+def test_six_equally_uncertain_subquestions_share_a_budget_of_five():
+    """The raw question and five subquestions, each reranking the same 20 candidates with the
+    same scores: N = 5 contexts are kept, not one per (sub)question (it kept 7 of 5 before)."""
+    scores = [round(0.9 - 0.04 * i, 2) for i in range(20)]
+    per_q = {f"Q{j}": {f"c{(i + 3 * j) % 20}": s for i, s in enumerate(scores)} for j in range(6)}
+    alloc = allocate({q: entropy(list(s.values())) for q, s in per_q.items()}, 5)
+    assert sum(alloc.values()) == 5 and sorted(alloc.values()) == [0, 1, 1, 1, 1, 1]
+    assert len(keep_contexts(per_q, alloc)) == 5
 
 
 def test_kept_contexts_merge_duplicates_and_refill_the_freed_slot():

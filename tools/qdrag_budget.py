@@ -26,21 +26,19 @@ def entropy(scores: Sequence[float]) -> float:
 
 
 def allocate(entropies: Mapping[str, float], budget: int) -> dict[str, int]:
-    """n(Q_i) = N · E(Q_i) / Σ E, rounded by largest remainder, at least one each (so the total
-    is max(N, |Q|)); equal shares when every entropy is zero."""
+    """n(Q_i) = N · E(Q_i) / Σ E, rounded by largest remainder (ties to the earlier question),
+    so the (sub)questions share exactly N slots: with more questions than N, or a near-zero
+    entropy, a question may keep none. Equal shares when every entropy is zero."""
     keys = list(entropies)
     if not keys:
         return {}
-    budget = max(budget, len(keys))
+    budget = max(0, budget)
     total = sum(entropies.values())
     raw = {k: budget * (entropies[k] / total if total > 0 else 1 / len(keys)) for k in keys}
-    alloc = {k: max(1, math.floor(v)) for k, v in raw.items()}
+    alloc = {k: math.floor(v) for k, v in raw.items()}
     while sum(alloc.values()) < budget:  # hand out the rest by largest remainder
         k = max(keys, key=lambda k: (raw[k] - alloc[k], -keys.index(k)))
         alloc[k] += 1
-    while sum(alloc.values()) > budget:  # the floor of 1 may overshoot: take from the largest
-        k = max((k for k in keys if alloc[k] > 1), key=lambda k: (alloc[k] - raw[k], alloc[k]))
-        alloc[k] -= 1
     return alloc
 
 
