@@ -161,15 +161,21 @@ def gather(state: State) -> State:
     return {}
 
 
-def candidates(state: State, mode: str) -> dict[str, list[str]]:
-    """Which contexts each (sub)question reranks: its own retrievals for QD-R, the shared
-    initial retrieval otherwise; the raw question always reranks everything."""
+RAW = "raw"
+"""The raw question's key among the reranked (sub)questions (plan ids are upper case)."""
+
+
+def candidates(state: State, mode: str) -> dict[str, tuple[str, list[str]]]:
+    """Which contexts each (sub)question reranks, keyed by subquestion id (the raw question by
+    ``RAW``), so a subquestion worded like the raw question keeps its own list: its own
+    retrievals for QD-R, the shared initial retrieval otherwise; the raw question always
+    reranks everything. Values are (question text, context ids)."""
     every = [c["id"] for c in state.get("contexts", [])]
-    out = {state["question"]: every}
+    out = {RAW: (state["question"], every)}
     if mode == "qdc":
-        out |= {s["question"]: every for s in state.get("subquestions", [])}
+        out |= {s["id"]: (s["question"], every) for s in state.get("subquestions", [])}
     elif mode == "qdr":
-        out |= {s["question"]: s["context_ids"] for s in state.get("solved", [])}
+        out |= {s["id"]: (s["question"], s["context_ids"]) for s in state.get("solved", [])}
     return out
 
 
@@ -179,12 +185,12 @@ def rerank(state: State, runtime: Runtime[Context]) -> State:
     plan = candidates(state, ctx.qdrag_mode)
     # context-major order: consecutive prompts share the passage prefix, which llama.cpp's
     # server reuses from its KV cache (the rerank prompt starts with the passage)
-    order = list(dict.fromkeys(cid for ids in plan.values() for cid in ids))
-    pairs = [(q, cid) for cid in order for q, ids in plan.items() if cid in ids]
-    values = score_all([(q, by_id[cid]) for q, cid in pairs], ctx)
-    scores: dict[str, dict[str, float]] = {q: {} for q in plan}
-    for (q, cid), s in zip(pairs, values, strict=True):
-        scores[q][cid] = round(s, 6)
+    order = list(dict.fromkeys(cid for _, ids in plan.values() for cid in ids))
+    pairs = [(key, cid) for cid in order for key, (_, ids) in plan.items() if cid in ids]
+    values = score_all([(plan[key][0], by_id[cid]) for key, cid in pairs], ctx)
+    scores: dict[str, dict[str, float]] = {key: {} for key in plan}
+    for (key, cid), s in zip(pairs, values, strict=True):
+        scores[key][cid] = round(s, 6)
     return {"scores": scores}
 
 
@@ -222,24 +228,18 @@ def view(state: State, kept: list[Evidence], allocation: dict[str, int]) -> dict
     """The decomposition tree for ``hopgraph trace``: question → subquestions → kept contexts."""
     nodes = [{"id": "q", "label": state["question"], "kind": "question"}]
     edges = []
-    answers = {s["question"]: s.get("answer") for s in state.get("solved", [])}
-    subs = [s["question"] for s in state.get("solved", [])] or [
-        s["question"] for s in state.get("subquestions", [])
-    ]
-    for i, text in enumerate(subs, 1):
-        label = f"{text} → {answers[text]}" if answers.get(text) else text
-        nodes.append(
-            {"id": f"s{i}", "label": f"{label} (n={allocation.get(text, 0)})", "kind": "question"}
-        )
-        edges.append(["q", f"s{i}"])
+    subs = state.get("solved") or state.get("subquestions", [])
+    for s in subs:
+        label = f"{s['question']} → {s['answer']}" if s.get("answer") else s["question"]
+        n = allocation.get(s["id"], 0)
+        nodes.append({"id": f"s{s['id']}", "label": f"{label} (n={n})", "kind": "question"})
+        edges.append(["q", f"s{s['id']}"])
     scores = state.get("scores", {})
     for j, c in enumerate(kept, 1):
         nodes.append(
             {"id": f"c{j}", "label": f"[{j}] {c.get('title') or c['id']}", "kind": "retrieval"}
         )
-        owners = [f"s{i}" for i, text in enumerate(subs, 1) if c["id"] in scores.get(text, {})] or [
-            "q"
-        ]
+        owners = [f"s{s['id']}" for s in subs if c["id"] in scores.get(s["id"], {})] or ["q"]
         edges += [[o, f"c{j}"] for o in owners[:2]]
     return {"nodes": nodes, "edges": edges}
 
