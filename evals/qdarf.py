@@ -9,23 +9,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hopgraph.agents.decomposer import PLAN_QDR, plan_qdr
+from hopgraph.agents.decomposer import PLAN_QDR, answer_from, plan_qdr
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question
-from hopgraph.tools.qdrag_budget import PLACEHOLDER
+from hopgraph.tools.qdrag_budget import parse_plan, ready
 from hopgraph.tools.retrieval import search
 
 
 def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: int) -> float:
-    """Recall of gold contexts by the union of each subquestion's top-k retrieval (placeholders
-    are left out of the query text: no answering is needed to score a plan)."""
+    """Recall of gold contexts by the union of each subquestion's top-k retrieval (Eq. 1), with
+    the plan run as QD-R runs it at inference: wave by wave, each ``<Ans_of_Qi>`` filled with
+    the answer to Qi from its own top ``qdrag_budget`` contexts, so a dependent subquestion
+    searches for what it will really ask. A plan that cannot be resolved raises ``PlanError``."""
+    subs = parse_plan(plan)
     if not gold:
         return 0.0
+    needed = {d for s in subs for d in s.depends}  # only answers a later question uses
+    answers: dict[str, str] = {}
     found: set[str] = set()
-    for sub in plan:
-        query = " ".join(PLACEHOLDER.sub(" ", sub.get("question", "")).split())
-        if query:
-            found |= {h["id"] for h in search(query, ctx, k=k, role="qdarf")}
+    while wave := ready(subs, answers):
+        for sub in wave:
+            query = sub.resolved(answers)
+            hits = search(query, ctx, k=k, role="qdarf")
+            found |= {h["id"] for h in hits}
+            answers[sub.id] = answer_from(query, hits[: ctx.qdrag_budget], ctx) if (
+                sub.id in needed
+            ) else ""  # fmt: skip
     return len(found & set(gold)) / len(set(gold))
 
 
@@ -45,9 +54,9 @@ def preference_pairs(
         for _ in range(samples):
             try:
                 plan = plan_qdr(q.question, ctx, temperature=temperature)
-            except ValueError:  # not JSON / not a plan: this sample is dropped
+                scored.append((plan_reward(plan, q.evidence, ctx, k), plan))
+            except ValueError:  # not JSON, not a plan, a cycle: this sample is dropped
                 continue
-            scored.append((plan_reward(plan, q.evidence, ctx, k), plan))
         info: dict[str, Any] = {"samples": len(scored), "rewards": [r for r, _ in scored]}
         if len(scored) >= 2:
             best = max(scored, key=lambda x: x[0])

@@ -324,3 +324,40 @@ def test_qdc_drops_the_equivalence_check_of_a_passage_number():
     ]
     assert "Is [1] equivalent to Christopher Nolan?" in dropped
     assert "Is Passage 3 equivalent to Sathish Kalathil?" in dropped
+
+
+def test_a_subquestion_worded_as_the_raw_question_keeps_its_own_candidates(tmp_path, kb_dir):
+    """Reranking is keyed by subquestion id: Q1 repeating the raw question no longer replaces
+    the raw question's candidates (every context) with its own ten."""
+    question = "Where was the founder of the old port born?"
+    plan = [{"id": "Q1", "question": question}, PLAN[1] | {"id": "Q2"}]
+    plan[1]["question"] = "Where was <Ans_of_Q1> born?"
+    _, _, final, _ = run(tmp_path, kb_dir, plan=plan, qdrag_mode="qdr")
+    assert set(final["scores"]) == {"raw", "Q1", "Q2"}
+    every = {c["id"] for c in final["contexts"]}
+    assert set(final["scores"]["raw"]) == every
+    solved = {s["id"]: s for s in final["solved"]}
+    assert set(final["scores"]["Q1"]) == set(solved["Q1"]["context_ids"])
+    assert set(final["allocation"]) == {"raw", "Q1", "Q2"}
+
+
+def test_qdarf_scores_a_two_step_plan_with_its_placeholder_resolved(monkeypatch, tmp_path):
+    """Eq. 1's reward runs the plan as QD-R does: Q2 searches "Where was Ada Moor born?", which
+    finds the second gold passage; with the placeholder deleted it searched "Where was born?"
+    and the plan scored 0.5."""
+    from hopgraph.evals import qdarf
+
+    passages = {"Town 3 was founded by Ada Moor.": "g1", "Ada Moor was born in Lund.": "g2"}
+
+    def search(query, ctx, k, role):  # a scripted retriever: each passage for its question
+        if "founded" in query:
+            return [{"id": "g1", "text": "Town 3 was founded by Ada Moor.", "title": "Town 3"}]
+        if "Ada Moor" in query:
+            return [{"id": "g2", "text": "Ada Moor was born in Lund.", "title": "Ada Moor"}]
+        return [{"id": "other", "text": "Bread recipes.", "title": "Bread"}]
+
+    monkeypatch.setattr(qdarf, "search", search)
+    with ScriptedServer(lambda body: "Ada Moor") as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path))
+        reward = qdarf.plan_reward(PLAN, sorted(passages.values()), ctx, k=1)
+    assert reward == 1.0
