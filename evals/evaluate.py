@@ -67,14 +67,16 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
 
 def citation_metrics(pred: dict[str, Any], texts: dict[str, str], judge: m.Judge) -> dict:
     """ALCE citation recall/precision of one prediction's response."""
-    from hopgraph.tools.replies import parse_citations, strip_citations
+    from hopgraph.tools.replies import CITATION, strip_citations
 
     contexts = pred.get("contexts_ids") or pred.get("retrieved") or []
     pairs = []
     for sentence in m.split_sentences(pred.get("response", "")):
-        cited, _ = parse_citations(sentence, len(contexts))
-        passages = [texts.get(contexts[i - 1], "") for i in cited]
-        pairs.append((strip_citations(sentence), [p for p in passages if p]))
+        cited = [int(n) for group in CITATION.findall(sentence) for n in group.split(",")]
+        passages = [
+            texts.get(contexts[i - 1], "") if 1 <= i <= len(contexts) else None for i in cited
+        ]  # None: a number with no context behind it (ALCE scores its sentence 0)
+        pairs.append((strip_citations(sentence), passages))
     recall, precision = m.citation_scores(pairs, judge)
     return {"citation_recall": recall, "citation_precision": precision}
 

@@ -29,17 +29,28 @@ def test_anls():
 
 @pytest.mark.parametrize(
     "pred, gold, fmt, expected",
-    [
-        ("There were 42 stores.", "42", "Int", 1.0),
+    [  # MMLongBench-Doc's own eval_score rules
+        ("42", "42", "Int", 1.0),
+        ("42.0", "42", "Int", 1.0),
+        ("There were 42 stores.", "42", "Int", 0.0),  # int(float(answer)) fails: no credit
         ("41", "42", "Int", 0.0),
-        ("about 3.14", "3.141", "Float", 1.0),
+        ("1,200", "1200", "Int", 0.0),
+        ("3.14", "3.141", "Float", 1.0),  # within 1 %
         ("3.3", "3.141", "Float", 0.0),
-        ("1,200", "1200", "Int", 1.0),
+        ("25%", "0.25", "Float", 1.0),  # the gold x100
+        ("0.25", "25", "Float", 1.0),  # the gold /100
+        ("$1.5", "1.5", "Float", 1.0),
         ("Not answerable", "Not answerable", "None", 1.0),
         ("42", "Not answerable", "None", 0.0),
         ("['a', 'b']", "['b', 'a']", "List", 1.0),
-        ("a, b, c", "['a', 'b']", "List", pytest.approx(2 / 3)),
+        ("b, a", "['a', 'b']", "List", 1.0),
+        ("a, b, c", "['a', 'b']", "List", 0.0),  # lengths differ: no partial credit
+        ("[3, 2, 1]", "[3, 2, 3]", "List", 0.0),
+        ("['Paris', 'Lyon']", "['paris', 'lyons']", "List", pytest.approx(1 - 1 / 5)),
         ("Acme Corp", "ACME Corp.", "Str", pytest.approx(1 - 1 / 10)),
+        ("2009-08", "2009-07", "Str", 0.0),  # a date matches exactly or not at all
+        ("info@acme.com", "info@acme.org", "Str", 0.0),
+        ('"Harbour Office"', "harbour office (main)", "Str", 1.0),  # cleaned
     ],
 )
 def test_mmlongbench_scoring(pred, gold, fmt, expected):
@@ -89,6 +100,36 @@ def test_sentence_split():
         "Then more [2]!",
         "End",
     ]
+    # abbreviations end no sentence; a trailing citation stays with its sentence
+    answer = (
+        "Homer's boss is known as Waylon J. Smithers Jr.'s employer, Mr. Burns. [1] "
+        "He owns the plant [2]."
+    )
+    assert m.split_sentences(answer) == [
+        "Homer's boss is known as Waylon J. Smithers Jr.'s employer, Mr. Burns. [1]",
+        "He owns the plant [2].",
+    ]
+
+
+def test_alce_reads_three_citations_and_zeroes_out_of_range_ones():
+    def judge(evidence, claim):
+        return "fact" in evidence
+
+    # four citations: only the first three are read (all irrelevant here)
+    recall, precision = m.citation_scores([("claim", ["x", "y", "z", "fact"])], judge)
+    assert (recall, precision) == (0.0, 0.0)
+    # a supporting passage and a citation with nothing behind it: the sentence scores 0
+    recall, precision = m.citation_scores([("claim", ["fact", None])], judge)
+    assert (recall, precision) == (0.0, 0.0)
+    recall, precision = m.citation_scores([("claim", ["fact"]), ("claim", [])], judge)
+    assert (recall, precision) == (0.5, 1.0)
+
+
+def test_hotpotqa_f1_gives_yes_and_no_only_to_the_same_word():
+    assert m.f1_score("yes it is", ["yes"]) == 0.0
+    assert m.f1_score("no", ["no"]) == 1.0
+    assert m.f1_score("yes", ["Yes."]) == 1.0
+    assert m.f1_score("the Lund museum", ["Lund"]) == pytest.approx(2 / 3)
 
 
 def test_score_prediction_kept_recall_and_mmlongbench_format():
