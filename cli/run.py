@@ -96,6 +96,13 @@ def run(
     lease: Annotated[
         float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
     ] = 60.0,
+    accept_code_change: Annotated[
+        bool,
+        typer.Option(
+            help="extend a record whose answers came from other method code (its table in "
+            "RESULTS.md then says that its columns mix code fingerprints)"
+        ),
+    ] = False,
     sets: Sets = None,
 ) -> None:
     """Run an agent over a question file: checkpointed, resumable, traced."""
@@ -135,6 +142,7 @@ def run(
         runner = Runner(
             agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
             speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
+            accept_code_change=accept_code_change,
         )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Any
+
+from hopgraph.evals.run_folder import read_predictions
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "RESULTS.md"
@@ -58,6 +61,9 @@ class RunTable:
     target: int | dict[str, int] = 0
     """Questions the issue asks for (one number, or one per column label); fewer are reported
     as partial."""
+    deviations: list[str] = field(default_factory=list)
+    """Each setting of these records that differs from the paper, and why (one line each),
+    shown above the table."""
     by_template: bool = False
     """Also list each prompt template's calls and LLM seconds per call, per column."""
     speed_is_compared: bool = False
@@ -94,6 +100,8 @@ def run_table(t: RunTable) -> list[str]:
     metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
     have = {k: v for k, v in metrics.items() if v and v.get("per_question")}
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    if t.deviations:
+        out += ["**Differs from the paper:**", ""] + [f"- {d}" for d in t.deviations] + [""]
     missing = [k for k in t.rows if k not in have]
     if not have:
         out += ["Not measured yet.", ""]
@@ -101,6 +109,7 @@ def run_table(t: RunTable) -> list[str]:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model) + _kb_line(t, have), ""]
+        out += _code_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
             cells = []
@@ -178,6 +187,36 @@ def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
         + (f"; {', '.join(unknown)}: not recorded" if unknown else "")
         + "."
     )
+
+
+def code_by_column(t: RunTable, labels: list[str]) -> dict[str, Counter]:
+    """Answers per method-code fingerprint in each column ("unrecorded" for answers made
+    before fingerprints were kept)."""
+    out = {}
+    for k in labels:
+        preds = read_predictions(RESULTS_DIR / t.rows[k] / "predictions.jsonl").values()
+        out[k] = Counter(p.get("code") or "unrecorded" for p in preds if not p.get("error"))
+    return out
+
+
+def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+    """A warning where the table's answers mix method code: a column answered by two code
+    fingerprints, or two columns of one agent by different ones (columns of different agents
+    run different graphs, so their fingerprints differ by nature)."""
+    codes = code_by_column(t, list(have))
+    agent = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("agent", "") for k in have}
+    mixed = [k for k, c in codes.items() if len(c) > 1]
+    per_agent: dict[str, set] = {}
+    for k, c in codes.items():
+        per_agent.setdefault(agent[k], set()).update(c)
+    split = [a for a, fps in per_agent.items() if len(fps) > 1]
+    if not mixed and not split:
+        return []
+    words = "; ".join(
+        f"{k}: " + ", ".join(f"{fp} ({n})" for fp, n in c.most_common()) for k, c in codes.items()
+    )
+    return [f"**Mixed code:** these answers come from more than one revision of the method's "
+            f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
 
 
 def _template_rows(have: dict[str, dict]) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.config import SERVING_FIELDS, Context
+from hopgraph.evals.code_fingerprint import code_fingerprint
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
@@ -165,6 +166,14 @@ def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]
     return changes
 
 
+def method_code(agent: str) -> dict[str, Any]:
+    """The code fingerprint of the agent's graph module ({} for an agent hopgraph does not
+    register)."""
+    from hopgraph.graphs import GRAPHS
+
+    return code_fingerprint(GRAPHS[agent]) if agent in GRAPHS else {}
+
+
 def manifest(
     agent: str, questions_file: Path | None, ctx: Context, endpoint: str
 ) -> dict[str, Any]:
@@ -179,6 +188,7 @@ def manifest(
         "gguf_sha256": _gguf_sha256(ctx),
         "prompts": prompt_hashes(ctx),
         "kb": kb_description(ctx),
+        "code": method_code(agent),
         "git_revision": _git_revision(),
         "versions": _versions(),
         "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",

@@ -22,6 +22,7 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
+from hopgraph.evals.code_fingerprint import code_changes
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.evals.run_folder import (
     EventCounts,
@@ -31,6 +32,7 @@ from hopgraph.evals.run_folder import (
     _rewrite,
     extends,
     manifest,
+    method_code,
     read_predictions,
     record_changes,
     settings_key,
@@ -105,6 +107,7 @@ class Runner:
         checkpointer: str = "",
         lease: float = 60.0,
         speed_probe: bool = False,
+        accept_code_change: bool = False,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
         happens, and each node's start (``tasks`` mode, not kept in the trace).
@@ -114,6 +117,8 @@ class Runner:
         sitting and every question it answers; the CLI sets it for the embedded server, whose
         speed is the host's (two hosts of one kind read prompts 1.65x apart)."""
         self.agent = agent
+        self.accept_code_change = accept_code_change
+        self.code = method_code(agent).get("fingerprint", "")
         self.on_record = on_record
         self.graph_builder = load_graph(agent)
         self.run_dir = Path(run_dir)
@@ -148,7 +153,8 @@ class Runner:
 
     def check_manifest(self, questions_file: Path, *, sitting: bool = True) -> dict | None:
         """Refuses a folder of another agent or question file and, where this sitting has
-        questions to answer (``sitting``), one answered with other settings; returns the
+        questions to answer (``sitting``), one answered with other settings or other method
+        code (unless ``accept_code_change``); returns the
         manifest the sitting will write (``record_sitting``), None when it has nothing to do
         (a finished record re-run by its script must not churn)."""
         path = self.run_dir / "manifest.json"
@@ -174,12 +180,20 @@ class Runner:
                 t for t in old.get("prompts", {}) if t.startswith(f"{self.agent}/")
             }  # records older than by_template: the agent's own templates
             changes = record_changes(old, fresh, used)
+            code = fresh.get("code") or {}
+            if not self.accept_code_change and code:
+                if not old.get("code"):
+                    changes.append("the method's code (the record predates code fingerprints)")
+                elif old["code"].get("fingerprint") != code.get("fingerprint"):
+                    edited = code_changes(old["code"], code)
+                    changes.append(f"the method's code: {', '.join(edited)}")
             if changes:
                 raise RunError(
                     f"{self.run_dir} was answered with other settings than this run's: "
                     + "; ".join(changes)
                     + ". Its questions would mix them: use a new --out folder, or run with "
-                    "the record's settings"
+                    "the record's settings (--accept-code-change extends it across a code "
+                    "change, and RESULTS.md then flags its table)"
                 )
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
@@ -194,6 +208,7 @@ class Runner:
         """Write the manifest with this sitting (and its speed, where probed) appended."""
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
+            | {"code": (fresh.get("code") or {}).get("fingerprint", "")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
             | (
                 {"speed": self.speed, "llama_cpp_build": llama_build_features()}
@@ -279,6 +294,7 @@ class Runner:
             **counts.stats(),
             "seconds": round(seconds, 3),
             **({"speed": self.speed} if self.speed else {}),
+            "code": self.code,  # the method's code fingerprint: a table shows if columns mix
             "error": error,
             "evidence": q.evidence,
             "type": q.type,

@@ -612,3 +612,46 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
     assert order == sorted(order)
     trace = (tmp_path / "ask" / "traces").glob("*.jsonl")
     assert all('"mode": "tasks"' not in t.read_text() for t in trace)  # not kept in traces
+
+
+def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
+    tmp_path, kb_dir, monkeypatch
+):
+    """Table 3's columns were answered by two revisions of the planner and nothing said so.
+    Each sitting and answer records the fingerprint of the method's own code; a record made
+    by other code is refused (naming the modules that changed) unless the user accepts the
+    change, and RESULTS.md then says that the table mixes code."""
+    from hopgraph.evals import results
+    from hopgraph.evals.code_fingerprint import method_files
+
+    qfile, run = questions(tmp_path, 3), tmp_path / "results" / "rag-run"
+    with ScriptedServer() as server:
+        ctx = ctx_for(server, kb_dir)
+        Runner("rag", run, ctx).run(qfile, limit=1)
+        man = json.loads((run / "manifest.json").read_text())
+        code = man["code"]
+        assert (
+            "hopgraph.agents.generator" in code["files"] and "hopgraph.graphs.rag" in code["files"]
+        )
+        assert not any(m.startswith(("hopgraph.cli", "hopgraph.evals")) for m in code["files"])
+        assert set(method_files("hopgraph.graphs.rag")) == set(code["files"])
+        (first,) = read_predictions(run / "predictions.jsonl").values()
+        assert first["code"] == code["fingerprint"] == man["sittings"][0]["code"]
+        # as if the first answer came from an older generator
+        old = {"fingerprint": "0ld0ld0ld0ld", "files": code["files"] | {
+            "hopgraph.agents.generator": "0" * 16, "hopgraph.tools.gone": "1" * 16}}  # fmt: skip
+        (run / "manifest.json").write_text(json.dumps(man | {"code": old}))
+        (run / "predictions.jsonl").write_text(json.dumps(first | {"code": "0ld0ld0ld0ld"}) + "\n")
+        with pytest.raises(RunError) as refused:
+            Runner("rag", run, ctx).run(qfile)
+        assert "hopgraph.agents.generator (edited)" in str(refused.value)
+        assert "hopgraph.tools.gone (no longer used)" in str(refused.value)
+        assert len(read_predictions(run / "predictions.jsonl")) == 1  # nothing was answered
+        assert Runner("rag", run, ctx, accept_code_change=True).run(qfile).finished == 2
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "results")
+    table = results.RunTable("rag", "t", "f", {"rag": "rag-run"}, ["em"])
+    (line, _) = results._code_lines(table, {"rag": {}})
+    assert (
+        "Mixed code" in line and f"{code['fingerprint']} (2)" in line and "0ld0ld0ld0ld (1)" in line
+    )
+    assert results.code_by_column(table, ["rag"])["rag"].total() == 3

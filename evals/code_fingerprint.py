@@ -1,0 +1,84 @@
+"""Which code a method's answers come from: the graph module and every hopgraph module of the
+method layers (graphs, agents, tools, memory, prompts) it imports, followed statically through
+their ``import`` lines. The CLI, evals and the model backends are left out: a change there does
+not change what a method answers. Templates are hashed apart, in the manifest's ``prompts``."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts")
+ROOT = "hopgraph"
+
+
+def _in_layers(module: str) -> bool:
+    parts = module.split(".")
+    return len(parts) >= 2 and parts[0] == ROOT and parts[1] in METHOD_LAYERS
+
+
+def _file_of(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec else None
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Modules a file names in its import lines (``from a.b import c`` names a.b and, where c is
+    a module, a.b.c); relative imports resolved against ``module``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}
+    return out
+
+
+def method_files(module: str) -> dict[str, Path]:
+    """Module name -> file, for ``module`` and what it imports within the method layers."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = _file_of(name)
+        if path is None:
+            continue
+        seen[name] = path
+        todo += [m for m in _imports(path, name) if _in_layers(m) and m not in seen]
+    return seen
+
+
+def code_fingerprint(module: str) -> dict[str, object]:
+    """``{"fingerprint": 12 hex, "files": {module: sha256[:16]}}`` of a graph module's code."""
+    files = {
+        name: hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        for name, path in sorted(method_files(module).items())
+    }
+    blob = json.dumps(files, sort_keys=True).encode()
+    return {"fingerprint": hashlib.sha256(blob).hexdigest()[:12], "files": files}
+
+
+def code_changes(old: dict[str, object], new: dict[str, object]) -> list[str]:
+    """The modules whose code differs between two fingerprints: edited, added or gone."""
+    was, now = old.get("files") or {}, new.get("files") or {}
+    assert isinstance(was, dict) and isinstance(now, dict)
+    return [
+        f"{m} ({'edited' if m in was and m in now else 'new' if m in now else 'no longer used'})"
+        for m in sorted(was.keys() | now.keys())
+        if was.get(m) != now.get(m)
+    ]
