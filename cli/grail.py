@@ -41,7 +41,9 @@ def grail_train(
     questions: Annotated[str, typer.Option(help="question JSONL with gold evidence ids")],
     kb: KbDir,
     out: Annotated[str, typer.Option(help="folder for grail.safetensors + card.json")],
-    epochs: int = 20,
+    epochs: Annotated[
+        int, typer.Option(help="epochs of the gap module and of the adapter (B.3: 100)")
+    ] = 100,
     seed: int = 0,
     test_share: Annotated[float, typer.Option(help="share of questions held out")] = 0.5,
     align: Annotated[bool, typer.Option(help="train the query-evidence adapter")] = True,

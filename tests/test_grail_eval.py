@@ -42,31 +42,33 @@ def test_completion_recall_and_escape_margin_by_hand():
 def test_pool_metrics_by_hand(monkeypatch):
     searcher = fan()
     grail = Grail(searcher, GrailModel(4))
-    qs = [
-        Question("a", "?", evidence=["e1", "e1", "e7", "e9"], type="Compose"),  # base holds e1
+    qs = [  # a: base holds e1, and one gold item is not in the index
+        Question("a", "?", evidence=["e1", "e1", "e7", "e9", "gone"], type="Compose"),
         Question("b", "?", evidence=["e5"], type="Compose"),  # base holds no gold: noisy
         Question("c", "?", evidence=["unknown"], type="Compose"),  # no gold in the index
     ]
     planted = {
         "a": [PoolStep(2, "query", ["e0", "e1"]), PoolStep(1, "gap", ["e7"])],
         "b": [PoolStep(2, "query", ["e0", "e1"]), PoolStep(1, "gap", ["e5"])],
+        "c": [PoolStep(2, "query", ["e0", "e1"]), PoolStep(1, "gap", ["e2"])],
     }
-    order = iter(["a", "b"])
+    order = iter(["a", "b", "c"])
     monkeypatch.setattr(grail, "build_pool", lambda q, sizes, mode: planted[next(order)])
     qvecs = torch.tensor([[1.0, 0, 0, 0]] * 3).numpy()
     out = pools(grail, qs, qvecs, "2+1", "gap")["overall"]
-    # query-only top 3 = e0, e1, e2. a: pool {e0,e1,e7} vs gold {e1,e7,e9} → 2/3, base 1/3;
-    # b: pool finds e5, base does not → 1 vs 0. Jump: ranks of the elevated e7 (8) and e5 (6).
-    assert out["n"] == 2
-    assert out["set_rec@3"] == pytest.approx((2 / 3 + 1) / 2, abs=1e-4)
-    assert out["delta_vs_query_pp"] == pytest.approx(100 * (1 / 3 + 1) / 2, abs=0.01)
+    # Eq. 14 divides by |E*|, indexed or not. Query-only top 3 = e0, e1, e2. a: pool
+    # {e0,e1,e7} holds 2 of its 4 gold → 1/2, base 1/4; b: 1 vs 0; c: 0 vs 0 (its gold is
+    # absent). Jump: ranks of the elevated e7 (8) and e5 (6).
+    assert out["n"] == 3 and (out["gold_absent"], out["gold_total"]) == (2, 6)
+    assert out["set_rec@3"] == pytest.approx((1 / 2 + 1 + 0) / 3, abs=1e-4)
+    assert out["delta_vs_query_pp"] == pytest.approx(100 * (1 / 4 + 1) / 3, abs=0.01)
     assert out["jump_mean"] == 7.0 and out["jump_p90"] == 6.0
-    assert out["nrm_pp"] == 100.0 and out["n_noisy"] == 1
+    assert out["nrm_pp"] == 50.0 and out["n_noisy"] == 2
 
 
-def test_pool_metrics_over_no_answerable_question_are_empty():
+def test_pool_metrics_over_questions_without_gold_are_empty():
     grail = Grail(fan(), GrailModel(4))
-    qs = [Question("c", "?", evidence=["unknown"])]
+    qs = [Question("c", "?", evidence=[])]
     assert pools(grail, qs, torch.zeros(1, 4).numpy(), "2+1", "query") == {}
 
 
@@ -77,3 +79,25 @@ def test_split_is_stable_disjoint_and_near_its_share():
     assert 0.45 < len(test) / len(ids) < 0.55
     assert {i for i in ids if split_of(i, seed=1) == "test"} != test  # the seed matters
     assert sum(split_of(i, test_share=0.2) == "test" for i in ids) < 0.25 * len(ids)
+
+
+def test_the_gap_specialist_trains_on_its_own_question_types(tmp_path):
+    """Sec. 5.3: each specialist is optimised on its own question types; the gap module on
+    the compositional ones where a set has both kinds, on all where it has one (HotpotQA)."""
+    from hopgraph.evals.grail import run_train
+    from hopgraph.memory.kb import Item, KnowledgeBase, item_id
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", f"k{i}", f"Town {i} lies on river {i % 5}.") for i in range(40)])
+
+    def q(i, qtype):
+        gold = [item_id("text", f"k{i}"), item_id("text", f"k{i + 20}")]
+        return Question(f"q{i}", f"Which river runs by town {i}?", evidence=gold, type=qtype)
+
+    mixed = [q(i, "Compose(TextQ,ImageQ)" if i % 2 else "ImageListQ") for i in range(20)]
+    card = run_train(kb, mixed, str(tmp_path / "w"), epochs=2, test_share=0.3)
+    assert card["gap_trained_on"] == ["Compose(TextQ,ImageQ)"]
+    assert 0 < card["gap_instances"] < card["instances"] and card["align_epochs"] == 2
+    bridge = [q(i, "bridge") for i in range(20)]
+    card = run_train(kb, bridge, str(tmp_path / "w2"), epochs=2, test_share=0.3)
+    assert card["gap_trained_on"] == ["bridge"] and card["gap_instances"] == card["instances"]
