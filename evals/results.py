@@ -81,6 +81,8 @@ class BenchTable:
     files: list[str]
     render: Callable[[list[dict[str, Any] | None]], list[str]]
     command: str = ""
+    deviations: list[str] = field(default_factory=list)
+    """As ``RunTable.deviations``."""
 
 
 def _load(rel: str) -> dict[str, Any] | None:
@@ -100,8 +102,7 @@ def run_table(t: RunTable) -> list[str]:
     metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
     have = {k: v for k, v in metrics.items() if v and v.get("per_question")}
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
-    if t.deviations:
-        out += ["**Differs from the paper:**", ""] + [f"- {d}" for d in t.deviations] + [""]
+    out += _deviation_lines(t.deviations) if t.deviations else []
     missing = [k for k in t.rows if k not in have]
     if not have:
         out += ["Not measured yet.", ""]
@@ -210,6 +211,11 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     for k, c in codes.items():
         per_agent.setdefault(agent[k], set()).update(c)
     split = [a for a, fps in per_agent.items() if len(fps) > 1]
+    unrecorded = [k for k, c in codes.items() if "unrecorded" in c]
+    if not mixed and not split and unrecorded:
+        return [f"**Code:** not fingerprinted ({', '.join(unrecorded)}: answers made before "
+                "fingerprints were kept), so the columns may come from different revisions of "
+                "the method's code.", ""]  # fmt: skip
     if not mixed and not split:
         return []
     words = "; ".join(
@@ -302,8 +308,13 @@ def _manifest_model(rel: str) -> str:
     return str(man.get("model", "?"))
 
 
+def _deviation_lines(deviations: list[str]) -> list[str]:
+    return ["**Differs from the paper:**", ""] + [f"- {d}" for d in deviations] + [""]
+
+
 def bench_table(t: BenchTable) -> list[str]:
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    out += _deviation_lines(t.deviations) if t.deviations else []
     out += t.render([_load(f) for f in t.files])
     if t.command:
         out += ["", "Reproduce:", "", f"    {t.command}", ""]
@@ -593,8 +604,30 @@ def _grail(reports: list[dict[str, Any] | None]) -> list[str]:
                     + " | ".join(_fmt(o.get(k)) for k in ("R@1", "R@5", "R@10", "d_esc"))
                     + " |"
                 )
-            out += [""] + _grail_claims(rep.get("instances", {})) + _grail_pools(rep)
+            out += [""] + _composition_caveat(name, rep)
+            out += _grail_claims(rep.get("instances", {})) + _grail_pools(rep)
     return out
+
+
+COMPOSITIONAL = ("Compose", "Compare")
+
+
+def _composition_caveat(name: str, rep: dict[str, Any]) -> list[str]:
+    """Where MultimodalQA (whose types name the compositional ones) has no compositional
+    question, the paper's compositional claim cannot be tested on it: say so, with the types
+    it does hold."""
+    if not name.startswith("MultimodalQA"):
+        return []
+    types = {t: per.get("n", 0) for per in rep["completion"].values() for t, per in per.items()}
+    types.pop("overall", None)
+    if not types or any(t.startswith(COMPOSITIONAL) for t in types):
+        return []
+    held = ", ".join(f"{t} {n}" for t, n in sorted(types.items()))
+    return [
+        f"{name} holds no Compose or Compare instance here (instances by type: {held}), so "
+        "this table cannot test the paper's claim about compositional questions.",
+        "",
+    ]
 
 
 def _grail_pools(rep: dict[str, Any]) -> list[str]:
@@ -603,6 +636,7 @@ def _grail_pools(rep: dict[str, Any]) -> list[str]:
         out += [f"Pool {schedule} (Set-Rec@K, change against query-only, Jump, NRM):", "",
                 "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
                 "|---|---|---|---|---|---|"]  # fmt: skip
+        absent = None
         for mode, per in per_mode.items():
             o = per.get("overall", {})
             rec = next((v for k, v in o.items() if k.startswith("set_rec@")), None)
@@ -610,6 +644,13 @@ def _grail_pools(rep: dict[str, Any]) -> list[str]:
                 f"| {mode} | {_fmt(rec)} | {_fmt(o.get('delta_vs_query_pp'))} | "
                 f"{_fmt(o.get('jump_mean'))} | {_fmt(o.get('nrm_pp'))} | {o.get('n_noisy', '')} |"
             )
+            absent = absent or (o.get("gold_absent"), o.get("gold_total"))
+        if absent and absent[1] is not None:
+            out += ["", f"Set-Rec divides by all {absent[1]} gold items (|E*|, Eq. 14), "
+                    f"{absent[0]} of which are not in the knowledge base."]  # fmt: skip
+        else:
+            out += ["", "Set-Rec here divides by the gold items the knowledge base holds (this "
+                    "record predates the |E*| denominator of Eq. 14)."]  # fmt: skip
         out.append("")
     return out
 
@@ -639,6 +680,47 @@ def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
         by_template=True,
     )
 
+
+MABDQA_DEVIATIONS = [
+    "m = 10 pages judged per walk, not the paper's 20: a judgement reads a whole page on a "
+    "2-core CPU, and 20 doubles the hours of every sitting.",
+    "The page judge is P(Yes) that the page shows the facts asked for (`mabdqa_judge=p_yes`), "
+    "not the paper's 1-5 rating (App. C.2): the 1.5B model's ratings barely vary. Whether it "
+    "helps on these questions is not measured head to head yet.",
+    "Model qwen2.5-coder-1.5b (text only), not Qwen2.5-VL-7B; pages are their text layer "
+    "(`--ocr off`) as one text-encoder vector per line, not ColPali page-image patches.",
+    "mmlb_acc is MMLongBench-Doc's rule-based eval_score per answer format applied to the "
+    "agent's own short answer; the benchmark first has GPT-4o extract that answer.",
+    "Page recall, precision and NDCG count each gold page once (repeated gold pages folded); "
+    "NDCG is binary with the ideal min(|gold|, k). Neither paper defines them otherwise.",
+]
+
+QDRAG_DEVIATIONS = [
+    "HotpotQA text passages with qwen2.5-coder-1.5b, not MMQA / WebQA with an MLLM; N = 5 "
+    "contexts kept from 10 retrieved.",
+    "Citation recall and precision follow ALCE's rules (first three citations per sentence, "
+    "an out-of-range citation scores its sentence 0, pysbd sentences), judged by the same "
+    "1.5B model, not AutoAIS's T5-11B NLI model. Records judged before these rules (1f84e1a) "
+    "split sentences at every full stop.",
+    "F1 follows HotpotQA's official rule (yes / no / noanswer score only against the same "
+    "word) in records scored after 1f84e1a.",
+]
+
+GRAIL_DEVIATIONS = [
+    "Encoders: all-MiniLM-L6-v2 (d = 384) for every item, not BGE-large (d = 1024) with "
+    "CLIP ViT-B/32 for images (no CLIP weights reach these machines).",
+    "Training: AdamW, batch 32, lr 1e-4 and 100 epochs for the gap module and the adapter, as "
+    "B.3, in records made after that default changed (the card names its epochs); older "
+    "records trained 20 and 5.",
+    "The router is one linear layer over the (adapted) sentence embedding, not a bert-base "
+    "encoder fine-tuned for 3 epochs (B.3); HotpotQA's hybrid uses the router trained on "
+    "MultimodalQA's type labels (HotpotQA has no aggregation type to route to).",
+    "The gap specialist trains on its own (Compose / Compare) questions where a set has both "
+    "kinds (Sec. 5.3); the additive specialist has no weights. Older records trained the gap "
+    "module on every type.",
+    "Our MultimodalQA copy holds image titles only (no texts or tables), so its completion "
+    "rows are ImageListQ and Intersect questions and no Compose or Compare instance.",
+]
 
 TABLES: list[RunTable | BenchTable] = [
     RunTable(
@@ -706,6 +788,7 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         command="benchmarks/qdrag_hotpot.sh",
         target=50,
+        deviations=QDRAG_DEVIATIONS,
     ),
     _frugal(
         "QDRAG",
@@ -769,6 +852,14 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         command="benchmarks/mmapg_runs.sh hotpot 30 10 15",
         target={"full": 30, "single path": 30, "no triplets": 15, "similarity retrieval": 15},
+        deviations=[
+            "HotpotQA text passages with qwen2.5-coder-1.5b as planner and examiner, not "
+            "MultimodalQA / WebQA with GPT-4o; at most 10 planner iterations.",
+            "A planner step that repeats a question, a search or an answer is repaired (our "
+            "rule, for a small planner that loops): a repeated search becomes an answer from "
+            "the searches that found something, in single-path mode from the latest node "
+            "only (fixed in d01dc58; the single-path record before it could build on several).",
+        ],
     ),
     _frugal(
         "MMAPG",
@@ -801,6 +892,7 @@ TABLES: list[RunTable | BenchTable] = [
         [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
         command="benchmarks/mabdqa_runs.sh 2 10 p_yes",
         target=48,  # two questions per PDF (the first 24: one per PDF)
+        deviations=MABDQA_DEVIATIONS,
     ),
     BenchTable(
         "MAB-DQA",
@@ -896,6 +988,7 @@ TABLES: list[RunTable | BenchTable] = [
         _grail_files(),
         _grail,
         command="benchmarks/grail_runs.sh",
+        deviations=GRAIL_DEVIATIONS,
     ),
 ]
 
