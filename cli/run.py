@@ -390,22 +390,73 @@ def compare(
             help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
         ),
     ] = None,
+    questions: Annotated[
+        bool,
+        typer.Option("--questions", help="list the questions whose 0/1 score flipped (two runs)"),
+    ] = False,
+    by: Annotated[str, typer.Option(help="the 0/1 metric --questions reads")] = "em",
+    fmt: Annotated[
+        str, typer.Option("--format", help="text | html (html: a page of the flips)")
+    ] = "text",
+    out: Annotated[str, typer.Option(help="where --format html writes its page")] = "",
 ) -> None:
-    """Runs' metrics side by side (with the change from the first run)."""
-    from hopgraph.evals.evaluate import compare_runs
+    """Runs side by side, and each run against the first on the questions both scored: better /
+    worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
+    difference, and the questions 80 % power would need."""
+    from hopgraph.evals.evaluate import compare_runs, flipped
 
     if len(runs) < 2:
         refuse("compare needs at least two run folders")
+    if fmt not in ("text", "html"):
+        refuse(f"unknown --format {fmt!r}: text or html")
+    if (questions or fmt == "html") and len(runs) != 2:
+        refuse("--questions and --format html compare exactly two runs")
     done = compare_runs(runs, common=common, metrics=metrics)
     if done.unknown:
         err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")
+    labels = run_labels(runs)
     table = Table(title=f"compare ({' vs '.join(map(str, done.sizes))} questions)")
     table.add_column("metric", no_wrap=True)
-    for col in run_labels(runs):
+    for col in labels:
         table.add_column(col, overflow="fold")
     for metric, values, deltas in done.rows:
         table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
     console.print(table)
+    verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
+    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
+                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
+        verdicts.add_column(col, overflow="fold")
+    for metric, i, r in done.paired:
+        ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
+        needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
+        verdicts.add_row(
+            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
+            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
+            r.verdict, needed,
+        )  # fmt: skip
+    console.print(verdicts)
+    if not (questions or fmt == "html"):
+        return
+    flips = flipped(runs[0], runs[1], by)
+    if fmt == "html":
+        from hopgraph.evals import report
+        from hopgraph.evals.evaluate import load_metrics
+
+        for run in runs:  # the pages the flips link to
+            report.render_html(Path(run), load_metrics(run))
+        page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
+        path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page)
+        console.print(f"flips page: {path}")
+        return
+    for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
+        console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")
+        for f in flips[key]:
+            console.print(
+                f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
+                f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s)\n"
+                f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
+                markup=False,
+            )
 
 
 def _cell(value: float | None, delta: float | None) -> str:

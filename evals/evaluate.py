@@ -6,13 +6,14 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
 from hopgraph.evals.run_folder import scored_predictions
+from hopgraph.evals.stats import Paired, paired, paired_scores
 
 KS = (1, 3, 5, 10)
 MMLB_FORMATS = {"int", "float", "str", "list", "none"}
@@ -230,6 +231,13 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     }
 
 
+LOWER_IS_BETTER = {
+    "llm_calls", "prompt_tokens", "completion_tokens", "depth", "fallbacks", "empty_replies",
+    "seconds", "invalid_citations", "hit_cap", "planner_repairs",
+}  # fmt: skip
+"""Metrics where a smaller value is the better one (costs and faults)."""
+
+
 @dataclass
 class Comparison:
     sizes: list[int]
@@ -238,6 +246,8 @@ class Comparison:
     """(metric, each run's value, each run's change from the first run)."""
     unknown: list[str]
     """Metrics asked for that no run has."""
+    paired: list[tuple[str, int, Paired]] = field(default_factory=list)
+    """(metric, run index, that run against the first on the questions both scored)."""
 
 
 def compare_runs(
@@ -254,14 +264,51 @@ def compare_runs(
         unknown = [k for k in metrics if not any(k in h for h in heads)]
     else:
         heads, unknown = [dict(headline(r)) for r in results], []
-    rows = []
+    rows, tests = [], []
     for k in dict.fromkeys(k for h in heads for k in h):
         values = [h.get(k) for h in heads]
         base = values[0]
         deltas = [None if v is None or base is None or i == 0 else v - base
                   for i, v in enumerate(values)]  # fmt: skip
         rows.append((k, values, deltas))
-    return Comparison([len(r["per_question"]) for r in results], rows, unknown)
+        for i, r in enumerate(results[1:], 1):
+            _, a, b = paired_scores(results[0]["per_question"], r["per_question"], k)
+            if a:
+                tests.append((k, i, paired(a, b, lower=k in LOWER_IS_BETTER)))
+    return Comparison([len(r["per_question"]) for r in results], rows, unknown, tests)
+
+
+@dataclass
+class Flip:
+    """One question whose 0/1 score differs between two runs."""
+
+    id: str
+    gold: list[str]
+    answers: tuple[str, str]
+    calls: tuple[float, float]
+    seconds: tuple[float, float]
+
+
+def flipped(run_a: str | Path, run_b: str | Path, metric: str = "em") -> dict[str, list[Flip]]:
+    """The questions both runs finished whose ``metric`` went right -> wrong (``lost``) or
+    wrong -> right (``gained``) from A to B, with both answers, the gold and each run's cost."""
+    preds = [scored_predictions(r) for r in (run_a, run_b)]
+    scores = [load_metrics(r)["per_question"] for r in (run_a, run_b)]
+    ids, a, b = paired_scores(scores[0], scores[1], metric)
+    out: dict[str, list[Flip]] = {"lost": [], "gained": []}
+    for qid, x, y in zip(ids, a, b, strict=True):
+        if x == y:
+            continue
+        pa, pb = preds[0][qid], preds[1][qid]
+        flip = Flip(
+            qid,
+            list(pa.get("gold") or []),
+            (pa.get("answer", ""), pb.get("answer", "")),
+            (pa.get("llm_calls", 0), pb.get("llm_calls", 0)),
+            (pa.get("seconds", 0.0), pb.get("seconds", 0.0)),
+        )
+        out["gained" if y > x else "lost"].append(flip)
+    return out
 
 
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -322,5 +323,44 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         )
     parts.append("</body></html>")
     out = run_dir / "report.html"
+    out.write_text("".join(parts), encoding="utf-8")
+    return out
+
+
+def render_flips_html(
+    runs: list[Path], labels: list[str], metric: str, flips: dict[str, list[Any]], out: Path
+) -> Path:
+    """One page listing the questions whose ``metric`` flipped between two runs (``flips``
+    from ``evaluate.flipped``), each linking to its two executions in the runs' reports."""
+    base = out.resolve().parent
+
+    def link(run: Path, qid: str, label: str) -> str:
+        target = Path(os.path.relpath((run / "report.html").resolve(), base)).as_posix()
+        return f"<a href='{html.escape(target)}#{html.escape(qid)}'>{html.escape(label)}</a>"
+
+    a, b = labels
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>",
+        html.escape(f"{a} vs {b}: {metric} flips"),
+        f"</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(a)} → {html.escape(b)}: questions whose "
+        f"{html.escape(metric)} flipped</h1>",
+    ]
+    for key, title in (("lost", "right → wrong"), ("gained", "wrong → right")):
+        rows = "".join(
+            f"<tr><td>{html.escape(f.id)}</td><td>{html.escape(' | '.join(f.gold))}</td>"
+            f"<td>{html.escape(str(f.answers[0]))}</td><td>{html.escape(str(f.answers[1]))}</td>"
+            f"<td>{f.calls[0]:g} / {f.calls[1]:g}</td>"
+            f"<td>{f.seconds[0]:.1f} / {f.seconds[1]:.1f}</td>"
+            f"<td>{link(runs[0], f.id, a)} · {link(runs[1], f.id, b)}</td></tr>"
+            for f in flips[key]
+        )
+        parts.append(
+            f"<h2 id='{key}'>{title} ({len(flips[key])})</h2><table><tr><th>question</th>"
+            f"<th>gold</th><th>{html.escape(a)}</th><th>{html.escape(b)}</th><th>calls</th>"
+            f"<th>seconds</th><th>traces</th></tr>{rows}</table>"
+        )
+    parts.append("</body></html>")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(parts), encoding="utf-8")
     return out

@@ -11,7 +11,6 @@ can check that the committed page is current.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,20 +19,11 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.stats import paired
+from hopgraph.evals.stats import sign_counts as sign_test
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "RESULTS.md"
-
-
-def sign_test(a: list[float], b: list[float]) -> tuple[int, int, float]:
-    """(wins of a, wins of b, two-sided exact p) over paired values; ties are left out."""
-    wins = sum(x > y for x, y in zip(a, b, strict=True))
-    losses = sum(x < y for x, y in zip(a, b, strict=True))
-    n = wins + losses
-    if n == 0:
-        return 0, 0, 1.0
-    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
-    return wins, losses, min(1.0, 2 * tail)
 
 
 @dataclass
@@ -64,6 +54,8 @@ class RunTable:
     deviations: list[str] = field(default_factory=list)
     """Each setting of these records that differs from the paper, and why (one line each),
     shown above the table."""
+    pool: int = 0
+    """Questions the data holds for this table (a verdict needing more says so)."""
     by_template: bool = False
     """Also list each prompt template's calls and LLM seconds per call, per column."""
     speed_is_compared: bool = False
@@ -126,7 +118,7 @@ def run_table(t: RunTable) -> list[str]:
         if t.by_template:
             out += _template_rows(have)
         for c in t.claims:
-            out.append("- " + _claim_line(c, have))
+            out.append("- " + _claim_line(c, have, t.pool))
         caveat = "" if t.speed_is_compared else _speed_caveat(have, common)
         if "seconds" in t.metrics and caveat:
             out.append("- " + caveat)
@@ -242,7 +234,7 @@ def _template_rows(have: dict[str, dict]) -> list[str]:
     return out + [""]
 
 
-def _claim_line(c: Claim, have: dict[str, dict]) -> str:
+def _claim_line(c: Claim, have: dict[str, dict], pool: int = 0) -> str:
     """The sign test on every question both variants finished: a third column that has run
     fewer (an ablation sized 15 beside two at 30) narrows the table, not the test."""
     if c.better not in have or c.worse not in have:
@@ -253,20 +245,32 @@ def _claim_line(c: Claim, have: dict[str, dict]) -> str:
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
     if not pairs:
         return f"{c.better} vs {c.worse} on {c.metric}: no question has both scored yet."
-    xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
-    if c.lower:
-        xs, ys = [-x for x in xs], [-y for y in ys]
-    wins, losses, p = sign_test(xs, ys)
-    ma, mb = mean(x for x, _ in pairs), mean(y for _, y in pairs)
-    verdict = (
-        "holds" if p < 0.05 and wins > losses else "reversed" if p < 0.05 else "not significant"
+    worse, better = [y for _, y in pairs], [x for x, _ in pairs]
+    r = paired(worse, better, lower=c.lower)
+    verdict = {"better": "holds", "worse": "reversed"}.get(r.verdict, "not significant")
+    both = "both finished" if len(pairs) == len(common) else "scored in both"
+    interval = f"; difference {r.diff:+.3f}" + (
+        f", 95 % interval [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
     )
     return (
-        f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(ma)} vs {_fmt(mb)}; "
-        f"better on {wins}, worse on {losses} of the {len(pairs)} questions "
-        f"{'both finished' if len(pairs) == len(common) else 'scored in both'}; "
-        f"sign test p = {p:.3g})."
+        f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({_fmt(r.mean_b)} vs "
+        f"{_fmt(r.mean_a)}; better on {r.better}, worse on {r.worse} of the {r.n} questions "
+        f"{both}; sign test p = {r.sign_p:.3g}{interval})" + _needed(r, pool) + "."
     )
+
+
+def _needed(r, pool: int) -> str:  # noqa: ANN001 - a stats.Paired
+    """Where a verdict is not significant: how many questions its effect would need, and
+    whether the data holds that many."""
+    if r.verdict != "not significant":
+        return ""
+    if r.needed_n is None:
+        return "; no difference to detect"
+    if pool and r.needed_n > pool:
+        return (
+            f"; about {r.needed_n:,} questions for 80 % power, more than the {pool} the data holds"
+        )
+    return f"; about {r.needed_n:,} questions would give it 80 % power"
 
 
 def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
@@ -750,6 +754,7 @@ TABLES: list[RunTable | BenchTable] = [
         command="benchmarks/hotpot_rag.sh 30; benchmarks/qdrag_hotpot.sh; "
         "benchmarks/mmapg_runs.sh hotpot 30 10 15",
         target=30,
+        pool=100,  # the HotpotQA slice
     ),
     RunTable(
         "QDRAG",
@@ -788,6 +793,7 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         command="benchmarks/qdrag_hotpot.sh",
         target=50,
+        pool=100,
         deviations=QDRAG_DEVIATIONS,
     ),
     _frugal(
@@ -852,6 +858,7 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         command="benchmarks/mmapg_runs.sh hotpot 30 10 15",
         target={"full": 30, "single path": 30, "no triplets": 15, "similarity retrieval": 15},
+        pool=100,
         deviations=[
             "HotpotQA text passages with qwen2.5-coder-1.5b as planner and examiner, not "
             "MultimodalQA / WebQA with GPT-4o; at most 10 planner iterations.",
@@ -892,6 +899,7 @@ TABLES: list[RunTable | BenchTable] = [
         [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
         command="benchmarks/mabdqa_runs.sh 2 10 p_yes",
         target=48,  # two questions per PDF (the first 24: one per PDF)
+        pool=162,  # MMLongBench-Doc questions with evidence pages in the shared data
         deviations=MABDQA_DEVIATIONS,
     ),
     BenchTable(

@@ -6,6 +6,7 @@ import math
 import pytest
 
 from hopgraph.evals import results
+from hopgraph.evals.stats import sign_counts
 
 
 def test_the_committed_results_page_is_what_the_records_give():
@@ -18,11 +19,11 @@ def test_sign_test_by_hand():
     # 8 wins, 2 losses, 3 ties: p = 2 * P(X <= 2 | n = 10, 1/2) = 2 * 56 / 1024
     a = [1.0] * 8 + [0.0] * 2 + [0.5] * 3
     b = [0.0] * 8 + [1.0] * 2 + [0.5] * 3
-    assert results.sign_test(a, b) == (8, 2, pytest.approx(2 * 56 / 1024))
-    assert results.sign_test([1.0], [1.0]) == (0, 0, 1.0)
-    assert results.sign_test([1.0] * 5, [0.0] * 5)[2] == pytest.approx(2 / 32)
-    assert results.sign_test([0.0] * 3 + [1.0] * 3, [1.0] * 3 + [0.0] * 3)[2] == 1.0
-    assert math.isclose(results.sign_test([1.0] * 20, [0.0] * 20)[2], 2 / 2**20)
+    assert sign_counts(a, b) == (8, 2, pytest.approx(2 * 56 / 1024))
+    assert sign_counts([1.0], [1.0]) == (0, 0, 1.0)
+    assert sign_counts([1.0] * 5, [0.0] * 5)[2] == pytest.approx(2 / 32)
+    assert sign_counts([0.0] * 3 + [1.0] * 3, [1.0] * 3 + [0.0] * 3)[2] == 1.0
+    assert math.isclose(sign_counts([1.0] * 20, [0.0] * 20)[2], 2 / 2**20)
 
 
 def test_a_claim_line_names_its_questions_and_test(tmp_path, monkeypatch):
