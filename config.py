@@ -61,6 +61,9 @@ class Context:
     faster on a machine where nothing else runs)."""
     cache_dir: str = field(default_factory=_default_cache_dir)
     """Where assembled GGUF files and other caches live."""
+    response_cache: str = ""
+    """A folder where greedy (temperature 0) replies are kept by their exact request and read
+    back, so a re-run pays only for the calls that changed (``--cache DIR``); "" keeps none."""
 
     # -- embedders and paths -------------------------------------------------------------
     text_embedder: str = "all-MiniLM-L6-v2"
@@ -205,7 +208,7 @@ SERVING_FIELDS = frozenset(
     {
         "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
         "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
-        "chroma_url", "prompts_dir",
+        "chroma_url", "prompts_dir", "response_cache",
     }
 )  # fmt: skip
 """Fields that say where and how fast a run is served, not what it answers (a record may resume

@@ -55,10 +55,24 @@ Sets = Annotated[
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
 
 
-def build_context(base_url: str = "", model: str = "", prompts: str = "", sets=None) -> Context:
+CacheDir = Annotated[
+    str,
+    typer.Option(
+        "--cache",
+        help="folder of greedy replies kept by their exact request: a re-run pays only for "
+        "the calls that changed (response_cache)",
+    ),
+]
+
+
+def build_context(
+    base_url: str = "", model: str = "", prompts: str = "", sets=None, cache: str = ""
+) -> Context:
     """Context from defaults, HOPGRAPH_* environment, then command-line options (which win)."""
     changes: dict[str, str] = parse_sets(sets)
-    for key, value in (("base_url", base_url), ("model", model), ("prompts_dir", prompts)):
+    options = (("base_url", base_url), ("model", model), ("prompts_dir", prompts),
+               ("response_cache", cache))  # fmt: skip
+    for key, value in options:
         if value:
             changes[key] = value
     return Context().replace(**changes)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from hopgraph.cli.app import (
     BaseUrl,
+    CacheDir,
     ModelName,
     OtelEndpoint,
     PromptsDir,
@@ -96,6 +97,7 @@ def run(
     lease: Annotated[
         float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
     ] = 60.0,
+    cache: CacheDir = "",
     accept_code_change: Annotated[
         bool,
         typer.Option(
@@ -118,7 +120,7 @@ def run(
     from hopgraph.evals.runner import RunAborted, Runner
 
     ctx = build_context(
-        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
+        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache
     )
     # what fails every question is refused once, before a folder or a model server exists
     if agent not in GRAPHS:
@@ -207,6 +209,7 @@ def ask(
     model: ModelName = "",
     prompts: PromptsDir = "",
     otel_endpoint: OtelEndpoint = "",
+    cache: CacheDir = "",
     sets: Sets = None,
 ) -> None:
     """Answer one question, showing each step live (nodes starting and ending, LLM calls,
@@ -219,7 +222,7 @@ def ask(
     from hopgraph.evals.run_folder import trace_path
     from hopgraph.evals.runner import Runner
 
-    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
+    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache)
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")

@@ -206,6 +206,7 @@ HEADLINE = (
     "depth",
     "fallbacks",
     "empty_replies",
+    "cache_hits",
     "seconds",
     "prefill_tokens_per_s",
     "decode_tokens_per_s",

@@ -274,7 +274,7 @@ class EventCounts:
     from a question's events as they stream (or from a trace a resumed question already has)."""
 
     def __init__(self) -> None:
-        self.fallbacks = self.empty = 0
+        self.fallbacks = self.empty = self.cache_hits = 0
         self.intervals: list[tuple[float, float]] = []
         self.templates: dict[str, dict[str, float]] = {}
         """Per prompt template: calls, prompt and completion tokens, seconds (where a
@@ -305,6 +305,7 @@ class EventCounts:
                 {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
             )
             tally["calls"] += 1
+            self.cache_hits += bool((event.get("extra") or {}).get("cached"))
             tally["prompt_tokens"] += event.get("prompt_tokens", 0)
             tally["completion_tokens"] += event.get("completion_tokens", 0)
             tally["seconds"] += event.get("latency_s", 0.0)
@@ -329,6 +330,7 @@ class EventCounts:
             "completion_tokens": total("completion_tokens"),
             "fallbacks": self.fallbacks,
             "empty_replies": self.empty,
+            **({"cache_hits": self.cache_hits} if self.cache_hits else {}),
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),
             "by_template": {

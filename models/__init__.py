@@ -20,6 +20,7 @@ from hopgraph.models.errors import (
     ModelWeightsMissing,
     StructuredOutputError,
 )
+from hopgraph.models.response_cache import ResponseCache
 
 __all__ = [
     "CapabilityError", "ChatModel", "EmbeddedServer", "EmbeddedServerError", "EndpointError",
@@ -49,7 +50,8 @@ def _model(
     ctx: Context, base_url: str, name: str, backend: str, server: EmbeddedServer | None = None
 ) -> ChatModel:
     key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
-           ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir)  # fmt: skip
+           ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir,
+           ctx.response_cache)  # fmt: skip
     with _lock:
         model = _models.get(key)
         if model is None:
@@ -67,6 +69,7 @@ def _model(
                 # the embedded server is judged by progress (streamed; see models.chat)
                 stream=server is not None,
                 count_prompt_tokens=server.prompt_tokens if server is not None else None,
+                cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
             )
     return model
 

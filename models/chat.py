@@ -47,6 +47,7 @@ from hopgraph.models.errors import (
 )
 from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, emit
 from hopgraph.models.images import image_part
+from hopgraph.models.response_cache import ResponseCache, request_key
 from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,7 @@ class ChatModel:
         http_client: httpx.Client | None = None,
         stream: bool = False,
         count_prompt_tokens: Callable[[Sequence[Message]], int] | None = None,
+        cache: ResponseCache | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -182,6 +184,8 @@ class ChatModel:
         self.stream = stream
         self.count_prompt_tokens = count_prompt_tokens
         """A streamed reply carries no usage; the embedded server's tokenizer counts it."""
+        self.cache = cache
+        """Greedy replies read back by request (``models.response_cache``), when set."""
         self._http = http_client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
         self.client = openai.OpenAI(
             base_url=self.base_url,
@@ -459,6 +463,18 @@ class ChatModel:
         extra = dict(extra or {})
         if pictures := image_count(messages):
             extra["images"] = pictures  # the trace shows which calls saw a picture
+        key = ""
+        if self.cache is not None and self.cache.cacheable(kwargs):
+            key = request_key(self.model, messages, kwargs)
+            if (hit := self.cache.get(key)) is not None:
+                call = LLMCall(role=role, template=template, model=self.model, kind=kind,
+                               extra=extra | {"cached": True})  # fmt: skip
+                call.started, call.latency_s = round(time.time(), 4), 0.0
+                if hit.usage is not None:
+                    call.prompt_tokens = hit.usage.prompt_tokens or 0
+                    call.completion_tokens = hit.usage.completion_tokens or 0
+                emit(call, self.on_event)
+                return hit
         call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra)
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
@@ -516,6 +532,8 @@ class ChatModel:
         if resp.usage is not None:
             call.prompt_tokens = resp.usage.prompt_tokens or 0
             call.completion_tokens = resp.usage.completion_tokens or 0
+        if key:
+            self.cache.put(key, self.model, resp)
         emit(call, self.on_event)
         return resp
 
