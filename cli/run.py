@@ -3,6 +3,7 @@ model server commands serve and doctor."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -286,14 +287,43 @@ def ask(
 
 @app.command()
 def trace(
-    run_dir: str,
-    qid: Annotated[str | None, typer.Argument()] = None,
+    args: Annotated[
+        list[str],
+        typer.Argument(help="RUN [QID], or RUN_A RUN_B QID: one question's two executions"),
+    ],
     fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
+    out: Annotated[str, typer.Option(help="where the html of a two-run diff goes")] = "",
 ) -> None:
-    """Show a run's traces: a step tree, Mermaid, or the HTML report of the whole run."""
+    """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
+    put one question's executions in two runs side by side with their first divergence."""
     from hopgraph.evals import report
+    from hopgraph.evals.run_folder import trace_path
 
-    folder = Path(run_dir)
+    if len(args) == 3:
+        runs, qid = [Path(a) for a in args[:2]], args[2]
+        paths = [trace_path(r, qid) for r in runs]
+        for path in paths:
+            if not path.exists():
+                refuse(f"no trace for question {qid!r} at {path}")
+        records = tuple(report.read_trace(p) for p in paths)
+        hashes = tuple(
+            json.loads((r / "manifest.json").read_text()).get("prompts", {})
+            if (r / "manifest.json").exists() else {}
+            for r in runs
+        )  # fmt: skip
+        labels = tuple(run_labels([str(r) for r in runs]))
+        if fmt == "html":
+            page = Path(out or f"trace-{qid}.html")
+            report.render_trace_diff_html(records, labels, qid, page, hashes)
+            console.print(f"trace diff: {page}")
+            return
+        rows, first = report.trace_diff(*records, hashes)
+        console.print(report.format_trace_diff(rows, first, labels, hashes), markup=False)
+        return
+    if len(args) > 2:
+        refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
+    folder = Path(args[0])
+    qid = args[1] if len(args) == 2 else None
     if fmt == "html":
         from hopgraph.evals.evaluate import load_metrics
 
@@ -302,8 +332,6 @@ def trace(
         return
     traces = sorted((folder / "traces").glob("*.jsonl"))
     if qid is not None:
-        from hopgraph.evals.run_folder import trace_path
-
         traces = [trace_path(folder, qid)]
         if not traces[0].exists():
             raise ValueError(f"no trace for question {qid!r} in {folder}")

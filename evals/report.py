@@ -40,6 +40,8 @@ class Step:
     ns: list[str]
     keys: list[str]
     events: list[dict[str, Any]] = field(default_factory=list)
+    update: dict[str, Any] = field(default_factory=dict)
+    """What the node wrote (its state update)."""
 
 
 def steps(records: list[dict[str, Any]]) -> list[Step]:
@@ -53,7 +55,8 @@ def steps(records: list[dict[str, Any]]) -> list[Step]:
         elif rec.get("mode") == "updates" and isinstance(data, dict):
             for node, update in data.items():
                 keys = sorted(update) if isinstance(update, dict) else []
-                out.append(Step(node, rec.get("ns", []), keys, pending))
+                wrote = update if isinstance(update, dict) else {}
+                out.append(Step(node, rec.get("ns", []), keys, pending, wrote))
                 pending = []
         elif rec.get("mode") == "error":
             out.append(Step("error", [], [], [*pending, data or {}]))
@@ -363,4 +366,120 @@ def render_flips_html(
     parts.append("</body></html>")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(parts), encoding="utf-8")
+    return out
+
+
+@dataclass
+class StepDiff:
+    """One position of two executions of a question, side by side."""
+
+    a: Step | None
+    b: Step | None
+    differs: str
+    """"" where both did the same; else what differs: the node, the prompt it used (template or
+    its hash), the retrieved ids, or what it wrote (the keys named)."""
+
+
+def _templates(step: Step) -> list[str]:
+    return [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
+
+
+def _retrieved(step: Step) -> list[list[str]]:
+    return [e.get("ids", []) for e in step.events if e.get("event") == "retrieval"]
+
+
+def _written(step: Step) -> dict[str, str]:
+    return {k: json.dumps(v, sort_keys=True, default=str) for k, v in step.update.items()
+            if k != "graph_view"}  # fmt: skip
+
+
+def _difference(a: Step, b: Step, hashes: tuple[dict, dict]) -> str:
+    if "/".join([*a.ns, a.node]) != "/".join([*b.ns, b.node]):
+        return "another node"
+    if _templates(a) != _templates(b):
+        return "other prompts"
+    changed = [t for t in dict.fromkeys(_templates(a)) if hashes[0].get(t) != hashes[1].get(t)]
+    if changed:
+        return f"edited template {', '.join(changed)}"
+    if _retrieved(a) != _retrieved(b):
+        return "other retrieved ids"
+    wa, wb = _written(a), _written(b)
+    keys = sorted(k for k in wa.keys() | wb.keys() if wa.get(k) != wb.get(k))
+    return f"wrote another {', '.join(keys)}" if keys else ""
+
+
+def trace_diff(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], hashes: tuple[dict, dict] = ({}, {})
+) -> tuple[list[StepDiff], int | None]:
+    """Two executions of one question aligned step by step, and the index of the first step
+    where they diverge (None where they never do). ``hashes``: each run's template sha256s
+    (its manifest's ``prompts``), so a node that read an edited template is marked too."""
+    sa, sb = steps(a), steps(b)
+    rows = []
+    for i in range(max(len(sa), len(sb))):
+        x, y = (sa[i] if i < len(sa) else None), (sb[i] if i < len(sb) else None)
+        why = "only in one run" if x is None or y is None else _difference(x, y, hashes)
+        rows.append(StepDiff(x, y, why))
+    first = next((i for i, r in enumerate(rows) if r.differs), None)
+    return rows, first
+
+
+def _step_cell(step: Step | None, hashes: dict) -> str:
+    if step is None:
+        return ""
+    used = ", ".join(
+        f"{t} {hashes.get(t, '')[:8]}".strip() for t in dict.fromkeys(_templates(step))
+    )
+    hits = sum(len(ids) for ids in _retrieved(step))
+    return "/".join([*step.ns, step.node]) + (f" [{used}]" if used else "") + (
+        f" {hits} ids" if hits else ""
+    )  # fmt: skip
+
+
+def format_trace_diff(rows: list[StepDiff], first: int | None, labels: tuple[str, str],
+                      hashes: tuple[dict, dict] = ({}, {})) -> str:  # fmt: skip
+    """The diff as text: one line per step, both runs' node, prompts (hash) and ids, and the
+    first divergence marked."""
+    width = max([len(labels[0]), *(len(_step_cell(r.a, hashes[0])) for r in rows)]) + 2
+    lines = [f"    {labels[0]:<{width}}{labels[1]}"]
+    for i, r in enumerate(rows):
+        mark = "▶" if i == first else " "
+        note = f"   <- {r.differs}" if r.differs else ""
+        lines.append(
+            f"{mark}{i:>2} {_step_cell(r.a, hashes[0]):<{width}}{_step_cell(r.b, hashes[1])}{note}"
+        )
+    lines.append("the executions never diverge" if first is None else
+                 f"first divergence at step {first}: {rows[first].differs}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def render_trace_diff_html(
+    records: tuple[list, list], labels: tuple[str, str], qid: str, out: Path,
+    hashes: tuple[dict, dict] = ({}, {}),
+) -> Path:  # fmt: skip
+    """The two executions side by side: each run's drawing (MMAPG: its planning graph), then
+    the step table with the first divergence marked."""
+    rows, first = trace_diff(*records, hashes)
+    cells = "".join(
+        f"<tr{' class=bad' if i == first else ''}><td>{i}</td>"
+        f"<td>{html.escape(_step_cell(r.a, hashes[0]))}</td>"
+        f"<td>{html.escape(_step_cell(r.b, hashes[1]))}</td><td>{html.escape(r.differs)}</td></tr>"
+        for i, r in enumerate(rows)
+    )
+    drawings = "".join(
+        f"<div style='flex:1;min-width:0'><h2>{html.escape(label)}</h2>"
+        f"{_drawing(graph_view(recs))}</div>"
+        for label, recs in zip(labels, records, strict=True)
+    )
+    verdict = "never diverge" if first is None else f"first diverge at step {first}"
+    page = (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(qid)}</title>"
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(qid)}: "
+        f"{html.escape(labels[0])} vs {html.escape(labels[1])}</h1>"
+        f"<p>The executions {verdict}.</p><div style='display:flex;gap:1em'>{drawings}</div>"
+        f"<table><tr><th>step</th><th>{html.escape(labels[0])}</th>"
+        f"<th>{html.escape(labels[1])}</th><th>differs</th></tr>{cells}</table></body></html>"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
     return out
