@@ -475,8 +475,13 @@ def compare(
 
         for run in runs:  # the pages the flips link to
             report.render_html(Path(run), load_metrics(run))
+        from hopgraph.evals import plots
+        from hopgraph.evals.evaluate import LOWER_IS_BETTER
+
+        scores = [load_metrics(r)["per_question"] for r in runs]
+        figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
         page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
-        path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page)
+        path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page, figures)
         console.print(f"flips page: {path}")
         return
     for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):

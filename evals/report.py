@@ -331,7 +331,12 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
 
 
 def render_flips_html(
-    runs: list[Path], labels: list[str], metric: str, flips: dict[str, list[Any]], out: Path
+    runs: list[Path],
+    labels: list[str],
+    metric: str,
+    flips: dict[str, list[Any]],
+    out: Path,
+    figures: list[str] = (),
 ) -> Path:
     """One page listing the questions whose ``metric`` flipped between two runs (``flips``
     from ``evaluate.flipped``), each linking to its two executions in the runs' reports."""
@@ -348,6 +353,7 @@ def render_flips_html(
         f"</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(a)} → {html.escape(b)}: questions whose "
         f"{html.escape(metric)} flipped</h1>",
+        *(f"<div class='plot'>{svg}</div>" for svg in figures),
     ]
     for key, title in (("lost", "right → wrong"), ("gained", "wrong → right")):
         rows = "".join(

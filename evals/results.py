@@ -11,6 +11,7 @@ can check that the committed page is current.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,6 +120,10 @@ def run_table(t: RunTable) -> list[str]:
             out += _template_rows(have)
         for c in t.claims:
             out.append("- " + _claim_line(c, have, t.pool))
+        figures = list(table_plots(t, have, common))
+        if figures:
+            what = {"cost.svg": "quality against cost", "strip.svg": "wins and losses"}
+            out += [""] + [f"![{what[name.rsplit('-', 1)[-1]]}](plots/{name})" for name in figures]
         caveat = "" if t.speed_is_compared else _speed_caveat(have, common)
         if "seconds" in t.metrics and caveat:
             out.append("- " + caveat)
@@ -1016,6 +1021,69 @@ def render(tables: list[RunTable | BenchTable] = TABLES) -> str:
 
 
 def write(path: Path = PAGE) -> Path:
+    """The page, and the plots it shows in ``plots/`` beside it (only those, fresh)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render())
+    folder = path.parent / "plots"
+    folder.mkdir(exist_ok=True)
+    made = {}
+    for t in TABLES:
+        if isinstance(t, RunTable):
+            have = _have(t)
+            if have:
+                common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
+                made |= table_plots(t, have, common)
+    for old in folder.glob("*.svg"):
+        if old.name not in made:
+            old.unlink()
+    for name, svg in made.items():
+        (folder / name).write_text(svg)
     return path
+
+
+def _have(t: RunTable) -> dict[str, dict]:
+    metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
+    return {k: v for k, v in metrics.items() if v and v.get("per_question")}
+
+
+def _slug(t: RunTable) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", f"{t.method} {t.title}".lower()).strip("-")[:60]
+
+
+def table_plots(t: RunTable, have: dict[str, dict], common: list[str]) -> dict[str, str]:
+    """File name -> SVG: quality against cost for the table's first quality claim (one point
+    per column, the paired interval against that claim's base as the bar), and the claims'
+    per-question win / loss strips. {} for a table without claims."""
+    from hopgraph.evals import plots
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
+
+    out: dict[str, str] = {}
+    claims = [c for c in t.claims if c.better in have and c.worse in have]
+    quality = [c for c in claims if c.metric not in LOWER_IS_BETTER]
+    costs = [k for k, _ in plots.COSTS if k in t.metrics]
+    if quality and costs and len(have) > 1:
+        metric, base = quality[0].metric, quality[0].worse
+        scores = {k: have[k]["per_question"] for k in have}
+        points = []
+        for k in have:
+            ids = [q for q in common if metric in scores[k][q] and metric in scores[base][q]]
+            if not ids:
+                continue
+            vals = [scores[k][q][metric] for q in ids]
+            base_vals = [scores[base][q][metric] for q in ids]
+            r = paired(base_vals, vals) if k != base else None
+            interval = (r.mean_a + r.ci[0], r.mean_a + r.ci[1]) if r and r.ci else None
+            cost = {c: mean(scores[k][q].get(c, 0.0) for q in ids) for c in costs}
+            points.append(plots.Point(k, mean(vals), cost, interval))
+        out[f"{_slug(t)}-cost.svg"] = plots.quality_cost(points, metric)
+    rows = []
+    for c in claims:
+        per = (have[c.better]["per_question"], have[c.worse]["per_question"])
+        ids = [q for q in common if c.metric in per[0][q] and c.metric in per[1][q]]
+        if ids:
+            row = plots.verdicts([per[1][q][c.metric] for q in ids],
+                                 [per[0][q][c.metric] for q in ids], c.lower)  # fmt: skip
+            rows.append((f"{c.better} vs {c.worse}, {c.metric}", row))
+    if rows:
+        out[f"{_slug(t)}-strip.svg"] = plots.win_loss_strip(rows)
+    return out

@@ -132,3 +132,40 @@ def test_compare_prints_verdicts_and_the_flipped_questions(tmp_path):
     html = page.read_text()
     assert "right → wrong (2)" in html and "wrong → right (1)" in html
     assert "href='a/report.html#q2'" in html and (tmp_path / "b" / "report.html").exists()
+    assert html.count("<svg") == 2  # quality against cost, and the win / loss strip
+    if __import__("shutil").which("chromium"):
+        browse = [*CHROMIUM, f"--user-data-dir={tmp_path / 'p'}", "--dump-dom", page.as_uri()]
+        out = subprocess.run(browse, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and out.stdout.count("<svg") == 2
+        assert "right → wrong (2)" in out.stdout and "b vs a" in out.stdout
+
+
+CHROMIUM = [
+    "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.mark.skipif(
+    __import__("shutil").which("chromium") is None,
+    reason="chromium not installed (.ci/run installs it)",
+)
+def test_the_plots_show_in_a_real_browser(tmp_path, monkeypatch):
+    """RESULTS.md's plots, written beside the page, and the comparison page with its plots:
+    Chromium renders each as an SVG with the points, bars and cells they should hold."""
+    page = results.write(tmp_path / "RESULTS.md")
+    figures = sorted((tmp_path / "plots").glob("*.svg"))
+    shown = [line.split("(plots/")[1].rstrip(")") for line in page.read_text().splitlines()
+             if line.startswith("![")]  # fmt: skip
+    assert sorted(shown) == [f.name for f in figures] and len(figures) >= 4
+    cost = next(f for f in figures if f.name.startswith("every-method") and "cost" in f.name)
+    flags = [f"--user-data-dir={tmp_path / 'profile'}"]
+    out = subprocess.run([*CHROMIUM, *flags, "--dump-dom", cost.as_uri()], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0 and "<svg" in out.stdout
+    for label in ("rag", "QD-C", "QD-R", "MMAPG", "LLM calls per question"):
+        assert label in out.stdout  # matplotlib writes text as text
+    shot = tmp_path / "cost.png"
+    subprocess.run([*CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1100,400",
+                    cost.as_uri()], capture_output=True, timeout=120)  # fmt: skip
+    assert shot.exists() and shot.stat().st_size > 10_000
