@@ -13,6 +13,19 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 ENV_PREFIX = "HOPGRAPH_"
+OPERATOR = {"owner": "operator"}
+"""Field metadata of the operator's settings: endpoints, keys, models, folders, caches, timeouts,
+concurrency and the limits on a request. A client of a served graph may set only the others,
+the method's knobs (``ClientContext``)."""
+
+
+KNOB_LIMITS = (
+    "top_k=50,mmapg_max_iterations=20,mmapg_max_candidates=20,qdrag_budget=20,"
+    "qdrag_retrieve_k=50,mabdqa_m=50,mabdqa_reentry_m=20,mabdqa_reentries=3,mabdqa_batch=16,"
+    "mabdqa_max_aspects=10,mabdqa_top_pages=10,mabdqa_theta_h=50,polar_templates=10,"
+    "polar_max_concepts=100,polar_top_k=20"
+)
+"""Served defaults of ``limit_knobs``: each knob's cap on what one client request may ask."""
 
 
 def _default_cache_dir() -> str:
@@ -25,60 +38,62 @@ class Context:
     """Endpoint, models, paths and each method's hyperparameters (papers' defaults)."""
 
     # -- model endpoint ------------------------------------------------------------------
-    base_url: str = ""
+    base_url: str = field(default="", metadata=OPERATOR)
     """OpenAI-compatible endpoint (vLLM in production). Empty: start the embedded llama.cpp."""
-    model: str = "qwen2.5-coder-1.5b"
+    model: str = field(default="qwen2.5-coder-1.5b", metadata=OPERATOR)
     """Model name served at ``base_url``, or an embedded GGUF name when ``base_url`` is empty."""
-    api_key: str = "EMPTY"
-    backend: Literal["auto", "vllm", "llamacpp", "openai"] = "auto"
+    api_key: str = field(default="EMPTY", metadata=OPERATOR)
+    backend: Literal["auto", "vllm", "llamacpp", "openai"] = field(
+        default="auto", metadata=OPERATOR
+    )
     """Endpoint dialect: auto | vllm | llamacpp | openai (structured output and image support)."""
-    vlm_base_url: str = ""
+    vlm_base_url: str = field(default="", metadata=OPERATOR)
     """Endpoint of a vision-language model for image calls; empty: same as ``base_url``."""
-    vlm_model: str = ""
+    vlm_model: str = field(default="", metadata=OPERATOR)
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
-    request_timeout: float = 120.0
+    request_timeout: float = field(default=120.0, metadata=OPERATOR)
     """Seconds one model request may take before it is retried (connect timeout is 5 s)."""
-    max_concurrency: int = 32
+    max_concurrency: int = field(default=32, metadata=OPERATOR)
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
     max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
     ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
     server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
     by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
-    max_retries: int = 3
+    max_retries: int = field(default=3, metadata=OPERATOR)
     """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""
     temperature: float = 0.0
-    max_tokens: int = 512
-    max_image_pixels: int = 1024 * 28 * 28
+    max_tokens: int = field(default=512, metadata=OPERATOR)
+    max_image_pixels: int = field(default=1024 * 28 * 28, metadata=OPERATOR)
     """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL grid)."""
 
     # -- embedded server -----------------------------------------------------------------
-    n_ctx: int = 4096
-    n_threads: int = 0
+    n_ctx: int = field(default=4096, metadata=OPERATOR)
+    n_threads: int = field(default=0, metadata=OPERATOR)
     """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""
-    n_threads_batch: int = 0
+    n_threads_batch: int = field(default=0, metadata=OPERATOR)
     """llama.cpp prompt-reading threads; 0 means all cores but one (all cores reads prompts
     faster on a machine where nothing else runs)."""
-    cache_dir: str = field(default_factory=_default_cache_dir)
+    cache_dir: str = field(default_factory=_default_cache_dir, metadata=OPERATOR)
     """Where assembled GGUF files and other caches live."""
-    response_cache: str = ""
+    response_cache: str = field(default="", metadata=OPERATOR)
     """A folder where greedy (temperature 0) replies are kept by their exact request and read
     back, so a re-run pays only for the calls that changed (``--cache DIR``); "" keeps none."""
 
     # -- embedders and paths -------------------------------------------------------------
-    text_embedder: str = "all-MiniLM-L6-v2"
-    image_embedder: str = "openai/clip-vit-base-patch32"
+    text_embedder: str = field(default="all-MiniLM-L6-v2", metadata=OPERATOR)
+    image_embedder: str = field(default="openai/clip-vit-base-patch32", metadata=OPERATOR)
     """A CLIP / SigLIP model (local folder or HF-cache id) that puts indexed images and query
     texts in one space; where its weights are absent, images are found by their text. Empty: off."""
-    page_embedder: str = ""
+    page_embedder: str = field(default="", metadata=OPERATOR)
     """MAB-DQA's page vectors: a ColPali / ColQwen2 model (local folder or HF-cache id) that
     embeds rendered page images (Sec. 3.1); empty: each page's text lines (the CPU default)."""
-    embed_batch_size: int = 16
+    embed_batch_size: int = field(default=16, metadata=OPERATOR)
     """Texts per encoder batch: 16 is fastest for passages on 2 CPU cores (measured)."""
-    kb_dir: str = "kb"
-    chroma_url: str = ""
+    kb_dir: str = field(default="kb", metadata=OPERATOR)
+    chroma_url: str = field(default="", metadata=OPERATOR)
     """A Chroma server (http://host:port) for a shared knowledge base; empty: local files."""
-    prompts_dir: str = ""
+    prompts_dir: str = field(default="", metadata=OPERATOR)
     """A user folder whose ``.j2`` files override the built-in templates by name."""
 
     # -- retrieval common ----------------------------------------------------------------
@@ -154,7 +169,7 @@ class Context:
     """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
     # -- PolarMem (polarmem.txt) -------------------------------------------------------
-    polar_dir: str = "polarmem"
+    polar_dir: str = field(default="polarmem", metadata=OPERATOR)
     """The memory's folder (graph.sqlite + chroma/)."""
     polar_templates: int = 3
     """Verification templates averaged per concept (Eq. 4: at least 3)."""
@@ -173,11 +188,52 @@ class Context:
 
     # -- GRAIL (grail.txt) ---------------------------------------------------------------
     grail_tau_base: float = 0.05
-    grail_weights: str = ""
+    grail_weights: str = field(default="", metadata=OPERATOR)
     """A trained GRAIL folder (``hopgraph grail train``); empty: the training-free variant."""
     grail_mode: Literal["", "query", "additive", "gap-fixed", "gap", "hybrid"] = ""
     """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
     query | additive | gap-fixed | gap | hybrid."""
+
+    # -- what one served request may ask for (the operator's) ------------------------------
+    image_roots: str = field(default="", metadata=OPERATOR)
+    """Folders (``os.pathsep``-separated) a question's image files may be read from; data URLs
+    and http(s) URLs need none. Served: none by default. ``hopgraph run``: the question file's
+    folder when empty."""
+    limit_question_chars: int = field(default=4000, metadata=OPERATOR)
+    limit_images: int = field(default=8, metadata=OPERATOR)
+    """Images one question may carry."""
+    limit_image_pixels: int = field(default=40_000_000, metadata=OPERATOR)
+    """Width x height of any one question image, as sent (before it is resized)."""
+    limit_knobs: str = field(default=KNOB_LIMITS, metadata=OPERATOR)
+    """The largest value a client may give each costly knob, ``name=max`` comma-separated."""
+
+    @property
+    def is_operator(self) -> bool:
+        """Whether the operator built this Context (the CLI, the runner): such a run may read
+        any image file and is held to no per-request limit. A graph invoked with a Context it
+        did not get this way is treated as a client's."""
+        return getattr(self, "_operator", False)
+
+    def as_operator(self) -> Context:
+        """This Context, marked as the operator's (not a field: no client can set it)."""
+        out = self.replace()
+        object.__setattr__(out, "_operator", True)
+        return out
+
+    @classmethod
+    def operator_fields(cls) -> frozenset[str]:
+        """The fields only the operator sets (``OPERATOR`` metadata)."""
+        return frozenset(f.name for f in fields(cls) if f.metadata.get("owner") == "operator")
+
+    def knob_limits(self) -> dict[str, float]:
+        """``limit_knobs`` as a dict, each name a Context field."""
+        out = {}
+        for item in filter(None, (p.strip() for p in self.limit_knobs.split(","))):
+            name, sep, value = item.partition("=")
+            if not sep or name.strip() not in {f.name for f in fields(self)}:
+                raise ValueError(f"limit_knobs: {item!r} is not field=max")
+            out[name.strip()] = float(value)
+        return out
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
@@ -195,7 +251,12 @@ class Context:
         if unknown:
             raise ValueError(f"unknown Context field(s): {', '.join(unknown)}")
         typed = {k: coerce(k, hints[k], v) if isinstance(v, str) else v for k, v in changes.items()}
-        return dataclasses.replace(self, **typed)
+        # a plain Context (a ClientContext refuses operator fields as arguments), still the
+        # operator's where this one was
+        out = Context(**({f.name: getattr(self, f.name) for f in fields(self)} | typed))
+        if self.is_operator:
+            object.__setattr__(out, "_operator", True)
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -204,11 +265,35 @@ class Context:
         return d
 
 
+class ClientContext(Context):
+    """The Context of a served graph, as LangGraph builds it from a client's ``context`` dict.
+    A client chooses the method's knobs within the operator's limits; every operator field
+    comes from the server's environment (or ``langgraph.json``), so one a client names is
+    refused, naming it, before any work. Code that passes a ``Context`` itself (the CLI, the
+    runner, ``graph.invoke(..., context=Context(...))``) is the operator and is not checked."""
+
+    def __init__(self, **given: Any):
+        operator = sorted(set(given) & Context.operator_fields())
+        if operator:
+            raise ValueError(
+                f"Context field(s) {', '.join(map(repr, operator))} belong to the operator of "
+                "this server and are set by its environment, not by a client"
+            )
+        super().__init__(**given)
+        for name, most in self.knob_limits().items():
+            value = getattr(self, name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > most:
+                raise ValueError(
+                    f"Context field {name!r} may be at most {most:g} on this server, not {value}"
+                )
+
+
 SERVING_FIELDS = frozenset(
     {
         "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
         "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
-        "chroma_url", "prompts_dir", "response_cache",
+        "chroma_url", "prompts_dir", "response_cache", "image_roots", "limit_question_chars",
+        "limit_images", "limit_image_pixels", "limit_knobs",
     }
 )  # fmt: skip
 """Fields that say where and how fast a run is served, not what it answers (a record may resume

@@ -75,7 +75,7 @@ def build_context(
     for key, value in options:
         if value:
             changes[key] = value
-    return Context().replace(**changes)
+    return Context().replace(**changes).as_operator()  # the CLI's user is the operator
 
 
 @app.callback()

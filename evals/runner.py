@@ -122,7 +122,7 @@ class Runner:
         self.on_record = on_record
         self.graph_builder = load_graph(agent)
         self.run_dir = Path(run_dir)
-        self.ctx = ctx
+        self.ctx = ctx.as_operator()  # whoever runs a Runner is the operator
         self.endpoint = endpoint
         self.speed_probe = speed_probe
         self.speed: dict[str, float] = {}
@@ -329,6 +329,8 @@ class Runner:
         file's questions and skipped lines where the caller has read it already."""
         began = time.perf_counter()
         questions_file = Path(questions_file)
+        if not self.ctx.image_roots:  # question images come from beside the question file
+            self.ctx = self.ctx.replace(image_roots=str(questions_file.resolve().parent))
         questions, problems = read or read_questions(questions_file)
         if limit is not None:
             questions = questions[:limit]

@@ -10,8 +10,8 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
+    admit,
     contract_builder,
-    images_need_a_vlm,
 )
 
 
@@ -21,7 +21,7 @@ class State(InputState, total=False):
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
     ctx = runtime.context or Context()
-    images_need_a_vlm(state, ctx)
+    admit(state, ctx)
     return {"answer": answer_closed_book(state["question"], ctx, state.get("images", []))}
 
 

@@ -24,8 +24,8 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
+    admit,
     contract_builder,
-    images_need_a_vlm,
 )
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models import parallel_calls
@@ -83,7 +83,7 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
-    images_need_a_vlm(state, ctx)
+    admit(state, ctx)
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
     return {"subqueries": roles.aspects(state["question"], ctx)}

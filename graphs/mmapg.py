@@ -28,8 +28,8 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
+    admit,
     contract_builder,
-    images_need_a_vlm,
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
@@ -186,7 +186,7 @@ def recursion_limit(ctx: Context) -> int:
 
 def begin(state: State, runtime: Runtime[Context]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
-    images_need_a_vlm(state, _ctx(runtime))
+    admit(state, _ctx(runtime))
     with tally_calls() as tally:
         plan = overall_plan(state["question"], _ctx(runtime), state.get("images", []))
     q0 = {

@@ -21,9 +21,9 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
+    admit,
     cited_output,
     contract_builder,
-    images_need_a_vlm,
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
@@ -74,7 +74,7 @@ def _ctx(runtime: Runtime[Context]) -> Context:
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = _ctx(runtime)
-    images_need_a_vlm(state, ctx)
+    admit(state, ctx)
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": search(state["question"], ctx, k=k)}
 

@@ -11,9 +11,9 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
+    admit,
     cited_output,
     contract_builder,
-    images_need_a_vlm,
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.retrieval import search
@@ -29,7 +29,7 @@ class State(InputState, total=False):
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = runtime.context or Context()
-    images_need_a_vlm(state, ctx)
+    admit(state, ctx)
     return {"contexts": search(state["question"], ctx)}
 
 

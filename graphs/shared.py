@@ -5,13 +5,15 @@ TypedDicts, from which pydantic builds the JSON schemas Studio reads on Python <
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from langgraph.graph import StateGraph
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.agents.generator import CitedAnswer
-from hopgraph.config import Context
+from hopgraph.config import ClientContext
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
 
@@ -49,12 +51,48 @@ def output_of(values: dict) -> OutputState:
     return OutputState(**out)
 
 
-def images_need_a_vlm(state: dict, ctx) -> None:  # noqa: ANN001 - a Context
-    """Before any model call: a question with images and no VLM configured is refused, never
-    answered blind (a graph whose first calls are not the question's own, MAB-DQA's page
-    judgements, would otherwise spend them first)."""
-    if state.get("images"):
-        question_model(ctx, state["images"], state.get("id") or state["question"][:60])
+REFUSED_IMAGE = "an image of this question cannot be read here"
+"""The one refusal of a question image a client may not have read, whatever the reason (outside
+the image roots, missing, unreadable), so a refusal says nothing about the server's disk."""
+
+
+def admit(state: dict, ctx) -> None:  # noqa: ANN001 - a Context
+    """Before any model call. A question a client sent (a Context not built by the operator)
+    must keep within the operator's limits (length, number and pixel size of images), may
+    name image files only inside ``image_roots`` (data and http(s) URLs need none), and a
+    ``doc`` the knowledge base holds; each refusal names the limit, never a path. Then, for
+    everyone: a question with images and no VLM configured is refused, never answered blind
+    (a graph whose first calls are not the question's own, MAB-DQA's page judgements, would
+    otherwise spend them first)."""
+    from hopgraph.models.images import image_size, is_url
+
+    images = state.get("images") or []
+    roots = [Path(r).resolve() for r in ctx.image_roots.split(os.pathsep) if r]
+    for image in images:
+        if is_url(image) or (ctx.is_operator and not roots):
+            continue
+        path = Path(image).resolve()
+        if not any(path.is_relative_to(r) for r in roots) or not path.is_file():
+            raise ValueError(REFUSED_IMAGE)
+    if not ctx.is_operator:
+        if len(state["question"]) > ctx.limit_question_chars:
+            raise ValueError(f"the question is longer than {ctx.limit_question_chars} characters")
+        if len(images) > ctx.limit_images:
+            raise ValueError(f"a question may carry at most {ctx.limit_images} images here")
+        for image in images:
+            try:
+                w, h = image_size(image)
+            except ValueError:
+                raise ValueError(REFUSED_IMAGE) from None
+            if w * h > ctx.limit_image_pixels:
+                raise ValueError(f"an image is larger than {ctx.limit_image_pixels} pixels")
+        if state.get("doc"):
+            from hopgraph.tools.retrieval import knowledge_base
+
+            if not knowledge_base(ctx).pages_of(state["doc"]):
+                raise ValueError(f"document {state['doc']!r} is not available")
+    if images:
+        question_model(ctx, images, state.get("id") or state["question"][:60])
 
 
 def cited_output(answer: CitedAnswer, evidence: list[Evidence]) -> OutputState:
@@ -71,8 +109,8 @@ def cited_output(answer: CitedAnswer, evidence: list[Evidence]) -> OutputState:
 def contract_builder(state: type, *nodes: Callable) -> StateGraph:
     """A StateGraph that speaks the contract (InputState in, OutputState out, a ``Context``),
     with ``nodes`` added under their function names."""
-    builder = StateGraph(
-        state, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    builder = StateGraph(  # a served client's context dict becomes a ClientContext
+        state, context_schema=ClientContext, input_schema=InputState, output_schema=OutputState
     )
     for node in nodes:
         builder.add_node(node)

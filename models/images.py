@@ -49,5 +49,43 @@ def data_url(image: str | Path | Image.Image, max_pixels: int = 1024 * 28 * 28) 
     return f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
 
 
+def is_url(image: object) -> bool:
+    """A data URL or an http(s) URL: an image that is not a file of this machine."""
+    return isinstance(image, str) and image.startswith(("data:image/", "http://", "https://"))
+
+
+def _decoded(url: str) -> Image.Image:
+    """The image a ``data:image/...;base64,`` URL carries."""
+    head, _, payload = url.partition(",")
+    if not head.endswith(";base64"):
+        raise ImageInputError("a data URL image must be base64")
+    try:
+        with Image.open(io.BytesIO(base64.b64decode(payload, validate=True))) as im:
+            im.load()
+            return im.copy()
+    except (ValueError, UnidentifiedImageError, OSError, SyntaxError) as e:
+        raise ImageInputError(f"not a readable data URL image ({e})") from e
+
+
+def image_size(image: str | Path) -> tuple[int, int]:
+    """(width, height) of a file or data URL image, read from its header; (0, 0) for an
+    http(s) URL, which hopgraph never fetches."""
+    if isinstance(image, str) and image.startswith(("http://", "https://")):
+        return 0, 0
+    if isinstance(image, str) and image.startswith("data:image/"):
+        return _decoded(image).size
+    try:
+        with Image.open(Path(image)) as im:
+            return im.size
+    except (UnidentifiedImageError, OSError, ValueError) as e:
+        raise ImageInputError(f"not a readable image: {image}") from e
+
+
 def image_part(image: str | Path | Image.Image, max_pixels: int = 1024 * 28 * 28) -> dict:
+    """An ``image_url`` part: a file or data URL resized to ``max_pixels`` and sent as a data
+    URL; an http(s) URL passed on as it is (the VLM server fetches it, hopgraph never does)."""
+    if isinstance(image, str) and image.startswith(("http://", "https://")):
+        return {"type": "image_url", "image_url": {"url": image}}
+    if isinstance(image, str) and image.startswith("data:image/"):
+        image = _decoded(image)
     return {"type": "image_url", "image_url": {"url": data_url(image, max_pixels)}}
