@@ -15,6 +15,7 @@ from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
+KEY, OTHER_KEY = "hg-test-key-one", "hg-test-key-two"
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 
 pytestmark = pytest.mark.skipif(
@@ -30,8 +31,12 @@ def served(tmp_path_factory):
     )
     with ScriptedServer() as model:
         port = free_port()
+        roots = tmp / "allowed"
+        roots.mkdir()
         env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
-               "HOPGRAPH_KB_DIR": str(tmp / "kb"), "LANGGRAPH_CLI_NO_ANALYTICS": "1"}  # fmt: skip
+               "HOPGRAPH_KB_DIR": str(tmp / "kb"), "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+               "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOPGRAPH_IMAGE_ROOTS": str(roots),
+               "HOPGRAPH_VLM_MODEL": "scripted-vl", "HOPGRAPH_BACKEND": "vllm"}  # fmt: skip
         log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
             [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
@@ -47,7 +52,7 @@ def served(tmp_path_factory):
                         break
                 except httpx.HTTPError:
                     time.sleep(0.3)
-            yield url, model
+            yield url, model, tmp
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -58,8 +63,8 @@ def served(tmp_path_factory):
 def test_a_served_graph_streams_and_answers_in_its_output_schema(served, agent):
     from langgraph_sdk import get_sync_client
 
-    url, model = served
-    client = get_sync_client(url=url)
+    url, model, _ = served
+    client = get_sync_client(url=url, api_key=KEY)
     thread = client.threads.create()
     question = {"id": "q3", "question": "What about town 3?"}
     stream = client.runs.stream(
@@ -77,8 +82,75 @@ def test_a_served_graph_streams_and_answers_in_its_output_schema(served, agent):
 def test_a_bad_context_is_refused_with_the_field_named(served):
     from langgraph_sdk import get_sync_client
 
-    client = get_sync_client(url=served[0])
+    client = get_sync_client(url=served[0], api_key=KEY)
     with pytest.raises(Exception, match="'qdrag_mode' must be one of"):
         client.runs.wait(client.threads.create()["thread_id"], "qdrag",
                          input={"id": "q", "question": "Why?"},
                          context={"qdrag_mode": "bogus"})  # fmt: skip
+
+
+def _client(served, key=KEY):
+    from langgraph_sdk import get_sync_client
+
+    return get_sync_client(url=served[0], api_key=key)
+
+
+def _refused(served, match, *, key=KEY, agent="rag", context=None, **question):
+    """A run that must fail with ``match`` and make no model call."""
+    client, model = _client(served, key), served[1]
+    calls = model.calls
+    payload = {"id": "q", "question": "What about town 3?", **question}
+    with pytest.raises(Exception, match=match):
+        client.runs.wait(client.threads.create()["thread_id"], agent, input=payload,
+                         context=context or {}, raise_error=True)  # fmt: skip
+    assert model.calls == calls, "a refused request reached the model"
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("kb_dir", "/"), ("base_url", "http://127.0.0.1:9/v1"), ("prompts_dir", "/tmp"),
+     ("polar_dir", "/tmp/mem"), ("vlm_base_url", "http://127.0.0.1:9/v1"),
+     ("api_key", "x"), ("image_roots", "/")],
+)  # fmt: skip
+def test_a_client_may_not_set_the_operators_fields(served, field, value):
+    _refused(served, f"'{field}' belong to the operator", context={field: value})
+    assert not Path(value, "chroma").exists() or field != "kb_dir"
+
+
+def test_an_image_outside_the_roots_gets_one_refusal_whether_or_not_it_exists(served):
+    from PIL import Image
+
+    outside = served[2] / "secret.png"
+    Image.new("RGB", (40, 40), "red").save(outside)
+    for path in (str(outside), str(served[2] / "missing.png"), "/etc/passwd"):
+        _refused(served, "an image of this question cannot be read here", images=[path])
+    inside = served[2] / "allowed" / "../secret.png"  # a way out of the root is refused too
+    _refused(served, "an image of this question cannot be read here", images=[str(inside)])
+
+
+def test_requests_over_the_operators_limits_are_refused_before_any_model_call(served):
+    _refused(served, "longer than 4000 characters", question="why? " * 1000)
+    _refused(served, "at most 8 images", images=["https://example.org/a.png"] * 9)
+    _refused(served, "'mmapg_max_iterations' may be at most 20", agent="mmapg",
+             context={"mmapg_max_iterations": 99})  # fmt: skip
+    _refused(served, "'mabdqa_m' may be at most 50", agent="mabdqa",
+             context={"mabdqa_m": 500}, doc="a.pdf")  # fmt: skip
+    _refused(served, "document 'report.pdf' is not available", agent="mabdqa", doc="report.pdf")
+
+
+def test_the_key_check_and_thread_ownership(served):
+    import httpx
+
+    r = httpx.post(f"{served[0]}/threads", json={}, timeout=30)
+    assert r.status_code == 401
+    r = httpx.post(f"{served[0]}/threads", json={}, headers={"x-api-key": "wrong"}, timeout=30)
+    assert r.status_code == 401
+    mine, theirs = _client(served), _client(served, OTHER_KEY)
+    thread = mine.threads.create()["thread_id"]
+    mine.runs.wait(thread, "rag", input={"id": "q", "question": "What about town 3?"})
+    assert mine.threads.get(thread)["thread_id"] == thread
+    with pytest.raises(Exception, match="404|not found|Not Found"):
+        theirs.threads.get(thread)
+    with pytest.raises(Exception, match="404|not found|Not Found"):
+        theirs.runs.wait(thread, "rag", input={"id": "q", "question": "What about town 4?"})
+    assert thread not in [t["thread_id"] for t in theirs.threads.search(limit=100)]

@@ -113,3 +113,33 @@ def test_run_exports_over_otlp_http_to_a_collector(tmp_path, kb_dir):
     attrs = {a.key: a.value for a in chat.attributes}
     assert attrs["gen_ai.request.model"].string_value == "scripted"
     assert attrs["gen_ai.usage.input_tokens"].int_value == 10
+
+
+def test_an_api_key_leaves_no_trace_in_the_run_folder_trace_or_spans(tmp_path, kb_dir):
+    """Served or not, the operator's key is a secret: the manifest masks it, and neither the
+    trace, the predictions, the checkpoints nor the OpenTelemetry spans carry it, also when
+    the endpoint refuses a request."""
+    secret = "sk-hopgraph-secret-7731"
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(2)], qfile)
+    with ScriptedServer() as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
+                      api_key=secret)  # fmt: skip
+        Runner("rag", tmp_path / "run", ctx).run(qfile)
+        dead = ctx.replace(base_url="http://127.0.0.1:9/v1", max_retries=1)
+        Runner("rag", tmp_path / "dead", dead).run(qfile, max_consecutive_failures=0)
+    exporter = InMemorySpanExporter()
+    otel = OtelExport(exporter=exporter)
+    for qid, pred in read_predictions(tmp_path / "run" / "predictions.jsonl").items():
+        otel.export("rag", read_trace(trace_path(tmp_path / "run", qid)), pred)
+    otel.close()
+    spans = exporter.get_finished_spans()
+    assert spans and not any(secret in s.to_json() for s in spans)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {"manifest.json", "checkpoints.sqlite", "predictions.jsonl", "q0.jsonl"} <= {
+        p.name for p in files
+    }
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path
+    dead_preds = read_predictions(tmp_path / "dead" / "predictions.jsonl")
+    assert all(p["error"] and secret not in p["error"] for p in dead_preds.values())
