@@ -59,11 +59,13 @@ def serve(
 @app.command()
 def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
     """Probe an endpoint (default: the embedded server) and print what it supports."""
-    from hopgraph.models import chat_model
-    from hopgraph.models.doctor import diagnose
+    from hopgraph.models import chat_model, vlm_model
+    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call
 
     ctx = build_context(base_url, model, sets=sets)
-    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url)
+    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
+    if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
+        rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
     table = Table(title=f"hopgraph doctor: {ctx.model}")
     for col in ("capability", "supported", "detail"):
         table.add_column(col)

@@ -82,6 +82,22 @@ OWNED_BY = {"vllm": "vllm", "me": "llamacpp", "llamacpp": "llamacpp"}
 """``/v1/models`` ``owned_by`` values that identify a server (llama-cpp-python says "me")."""
 
 
+VLLM_SAMPLING = {"top_k": -1, "repetition_penalty": 1.0}
+"""What we mean and vLLM would otherwise fill from the model's generation_config (its default
+``--generation-config auto``; for Qwen2.5-VL top_k 1, top_p 0.001, repetition_penalty 1.05):
+no top-k cut, no repetition penalty. -1 disables top-k in every vLLM version."""
+
+
+def vllm_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A request's settings with every sampling field vLLM would otherwise take from the
+    model's generation_config made explicit: top_p 1 and, in ``extra_body``, top_k and
+    repetition_penalty (fields vLLM accepts beyond OpenAI's)."""
+    out = dict(kwargs)
+    out.setdefault("top_p", 1.0)
+    out["extra_body"] = {**VLLM_SAMPLING, **(out.get("extra_body") or {})}
+    return out
+
+
 def user(
     text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0
 ) -> Message:
@@ -115,10 +131,20 @@ def has_images(messages: Sequence[Message]) -> bool:
     return image_count(messages) > 0
 
 
+_IMAGE_REJECTED = re.compile(r"image|aspect ratio|must be larger than factor|height|width", re.I)
+
+
 def _transient(exc: BaseException) -> bool:
+    """Worth sending again: a connection error, a timeout, a 5xx, except a 5xx that refuses
+    the request's image (Qwen2.5-VL's processor answers a tiny or extreme image with HTTP 500,
+    and it will refuse it again)."""
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+    return (
+        isinstance(exc, openai.APIStatusError)
+        and exc.status_code >= 500
+        and not _IMAGE_REJECTED.search(str(exc.message))
+    )
 
 
 class _NoProgress(openai.APITimeoutError):
@@ -287,13 +313,14 @@ class ChatModel:
             fmt = {"type": "json_object", "schema": json_schema}
         convo = list(messages)
         raw = ""
+        budget = max_tokens or self.max_tokens
         for attempt in (1, 2) if repair else (1,):
             resp = self.request(
                 convo,
                 role=role,
                 template=template,
                 kind="structured",
-                max_tokens=max_tokens or self.max_tokens,
+                max_tokens=budget,
                 temperature=self.temperature,
                 response_format=fmt,
                 extra={"repair": attempt == 2},
@@ -303,6 +330,11 @@ class ChatModel:
                 return schema.model_validate_json(extract_json(raw))
             except (ValidationError, ValueError) as e:
                 error = _short_error(e)
+            if resp.choices[0].finish_reason == "length":
+                # cut at max_tokens (vLLM's xgrammar may spend them on whitespace): the same
+                # budget would cut the repair too, so it gets twice the room
+                error = f"the reply was cut at {budget} tokens before it ended; {error}"
+                budget *= 2
             if attempt == 1 and repair:
                 log.info("structured reply for %s did not validate (%s); repairing", role, error)
                 repair = self.prompts.render(
@@ -460,6 +492,8 @@ class ChatModel:
                 f"{self.base_url} ({self.dialect.name}) does not accept image input; "
                 "point vlm_base_url/vlm_model at a vision-language model (e.g. vLLM Qwen2.5-VL)"
             )
+        if self.dialect.name == "vllm":
+            kwargs = vllm_sampling(kwargs)
         extra = dict(extra or {})
         if pictures := image_count(messages):
             extra["images"] = pictures  # the trace shows which calls saw a picture
@@ -546,6 +580,21 @@ def _status_error(r: httpx.Response) -> openai.APIStatusError:
     return cls(f"Error code: {r.status_code} - {r.text[:300]}", response=r, body=r.text)
 
 
+def token_text(token: str) -> str:
+    """A token as text: byte-level BPE's "Ġ" and SentencePiece's "▁" (a leading space, as
+    some servers return them) read as spaces, then stripped."""
+    return token.replace("Ġ", " ").replace("▁", " ").strip()
+
+
+def token_ids_instead_of_text(resp: Any) -> bool:
+    """Whether the server returned top tokens as ``token_id:N`` (vLLM's
+    ``--return-tokens-as-token-ids``), which no Yes / No can be read from."""
+    choice = resp.choices[0]
+    content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+    tops = content[0].top_logprobs if content else []
+    return bool(tops) and all(t.token.startswith("token_id:") for t in tops)
+
+
 def p_yes_from_response(resp: Any) -> tuple[float, bool]:
     """(P(Yes), whether Yes/No appeared) from a chat completion with top_logprobs."""
     choice = resp.choices[0]
@@ -554,7 +603,7 @@ def p_yes_from_response(resp: Any) -> tuple[float, bool]:
         return P_YES_FALLBACK, False
     yes = no = 0.0
     for top in content[0].top_logprobs or []:
-        token = top.token.strip().strip(".,!:;\"'").lower()
+        token = token_text(top.token).strip(".,!:;\"'").lower()
         if token in YES_TOKENS:
             yes += math.exp(top.logprob)
         elif token in NO_TOKENS:

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from PIL import Image, ImageDraw
 from pydantic import BaseModel
 
-from hopgraph.models.chat import ChatModel, p_yes_from_response, user
+from hopgraph.models.chat import (
+    ChatModel,
+    p_yes_from_response,
+    token_ids_instead_of_text,
+    user,
+)
 from hopgraph.models.errors import HopgraphModelError
 
 
@@ -32,10 +37,60 @@ def _probe_image() -> Image.Image:
     return im
 
 
-def diagnose(model: ChatModel, *, embedded: bool = False) -> list[Probe]:
+def images_per_call(ctx) -> int:  # noqa: ANN001 - a Context
+    """The most images one hopgraph call sends: MAB-DQA's answer reads its top pages and the
+    question's own image (the other image calls send one)."""
+    return ctx.mabdqa_top_pages + 1
+
+
+def diagnose_vlm(model: ChatModel, images: int) -> list[Probe]:
+    """The VLM endpoint: that it serves the model, accepts ``images`` images in one request
+    (a server limited to fewer refuses MAB-DQA's page calls with 400s), and gives P(Yes)."""
+    rows: list[Probe] = []
+    model.check()
+    rows.append(Probe("VLM endpoint", True, f"{model.base_url} ({model.dialect.name}); "
+                      f"serves {model.model!r}"))  # fmt: skip
+
+    def attempt(name: str, fn) -> None:
+        try:
+            ok, detail = fn()
+        except (HopgraphModelError, ValueError) as e:
+            ok, detail = False, str(e).splitlines()[0][:200]
+        rows.append(Probe(name, ok, detail))
+
+    def many_images():
+        resp = model.request(
+            [user("How many pictures are there? Answer with a number.",
+                  images=[_probe_image()] * images)],
+            role="doctor", template="probe", kind="probe", max_tokens=8,
+        )  # fmt: skip
+        text = (resp.choices[0].message.content or "").strip()[:40]
+        return True, f"{images} images in one request accepted (reply {text!r})"
+
+    attempt(f"VLM image input ({images} per call)", many_images)
+    attempt("VLM logprobs / P(Yes)", lambda: _p_yes_probe(model, images=[_probe_image()]))
+    return rows
+
+
+def _p_yes_probe(model: ChatModel, images: list | None = None) -> tuple[bool, str]:
+    resp = model.request(
+        [user("Is Paris the capital of France? Reply with one word, Yes or No.",
+              images=images or [])],
+        role="doctor", template="probe", kind="probe",
+        max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20,
+    )  # fmt: skip
+    if token_ids_instead_of_text(resp):
+        return False, ("top tokens come back as token ids (token_id:N), so no Yes / No can be "
+                       "read: start vLLM without --return-tokens-as-token-ids")  # fmt: skip
+    p, found = p_yes_from_response(resp)
+    return found, f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens"
+
+
+def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> list[Probe]:
     """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is).
     ``embedded``: the endpoint is hopgraph's own llama.cpp server, whose build is checked
-    against this CPU too."""
+    against this CPU too. ``vlm``: images go to a separate VLM (``diagnose_vlm``), so this
+    endpoint's image input is not probed."""
     rows: list[Probe] = []
     served = model.served_models()
     ids = [m["id"] for m in served]
@@ -65,16 +120,7 @@ def diagnose(model: ChatModel, *, embedded: bool = False) -> list[Probe]:
         return True, f"{mode}: {out.model_dump()}"
 
     def logprobs():
-        resp = model.request(
-            [user("Is Paris the capital of France? Reply with one word, Yes or No.")],
-            role="doctor", template="probe", kind="probe",
-            max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20,
-        )  # fmt: skip
-        p, found = p_yes_from_response(resp)
-        return (
-            found,
-            f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens",
-        )
+        return _p_yes_probe(model)
 
     def image():
         resp = model.request(
@@ -121,7 +167,8 @@ def diagnose(model: ChatModel, *, embedded: bool = False) -> list[Probe]:
     attempt("chat", chat)
     attempt("structured output", structured)
     attempt("logprobs / P(Yes)", logprobs)
-    attempt("image input", image)
+    if not vlm:
+        attempt("image input", image)
     attempt("prefill rate", prefill)
     attempt("decode rate", decode)
     attempt("machine load", machine)

@@ -35,10 +35,32 @@ def fit_pixels(im: Image.Image, max_pixels: int) -> Image.Image:
     return im.resize(size, Image.Resampling.LANCZOS)
 
 
+MIN_SIDE = 28
+"""Qwen2.5-VL's processor refuses a side shorter than its 28-pixel patch grid factor..."""
+MAX_ASPECT = 200
+"""...and an aspect ratio over 200 (answered with HTTP 400 or 500)."""
+
+
+def pad_for_vlm(im: Image.Image) -> Image.Image:
+    """The image on a white canvas just large enough that no side is under MIN_SIDE and the
+    aspect ratio is at most MAX_ASPECT (centred; an image that needs none is returned as is)."""
+    w, h = im.size
+    long = max(w, h)
+    short = max(MIN_SIDE, math.ceil(long / MAX_ASPECT))
+    size = (max(w, MIN_SIDE, short if w < h else 0), max(h, MIN_SIDE, short if h <= w else 0))
+    if size == (w, h):
+        return im
+    fill = (255, 255, 255, 0) if im.mode in ("RGBA", "LA") else "white"
+    canvas = Image.new("RGBA" if im.mode in ("RGBA", "LA") else "RGB", size, fill)
+    canvas.paste(im, ((size[0] - w) // 2, (size[1] - h) // 2))
+    return canvas
+
+
 def data_url(image: str | Path | Image.Image, max_pixels: int = 1024 * 28 * 28) -> str:
-    """A ``data:image/...;base64,`` URL: PNG for images with alpha or palettes, else JPEG."""
+    """A ``data:image/...;base64,`` URL: PNG for images with alpha or palettes, else JPEG,
+    resized to ``max_pixels`` and padded to the sizes a VLM processor accepts."""
     im = image if isinstance(image, Image.Image) else load_image(image)
-    im = fit_pixels(im, max_pixels)
+    im = pad_for_vlm(fit_pixels(im, max_pixels))
     buf = io.BytesIO()
     if im.mode in ("RGBA", "LA", "P"):
         im.save(buf, format="PNG")

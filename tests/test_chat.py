@@ -1,7 +1,9 @@
+import math
 import time
 
 import httpx
 import pytest
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 from scripted import completion
 
@@ -231,3 +233,91 @@ def test_a_streamed_5xx_is_retried_and_names_the_status():
         with pytest.raises(EndpointError, match="HTTP 500"):
             _llamacpp(server, 1.0, stream=True).complete([user("Hi")], role="r")
         assert server.calls == 3
+
+
+def test_vllm_requests_carry_the_sampling_we_mean(endpoint):
+    """vLLM fills every sampling field a request leaves out from the model's
+    generation_config (Qwen2.5-VL: top_k 1, top_p 0.001, repetition_penalty 1.05): a sampled
+    QDARF plan would come out greedy and every call penalised. Each field is sent."""
+    ep = endpoint([completion("a"), completion("b")])
+    m = ep.model_client()
+    m.complete([user("x")], role="r", temperature=0.8)
+    m.p_yes([user("x")], role="r")
+    for body in ep.requests:
+        assert body["top_p"] == 1.0 and body["top_k"] == -1 and body["repetition_penalty"] == 1.0
+    assert ep.requests[0]["temperature"] == 0.8
+    llama = endpoint([completion("a")], owned_by="me")  # llama.cpp: its own fields, untouched
+    llama.model_client().complete([user("x")], role="r")
+    assert "top_k" not in llama.requests[0] and "repetition_penalty" not in llama.requests[0]
+
+
+def test_yes_and_no_are_read_through_byte_level_markers():
+    from hopgraph.models.chat import p_yes_from_response, token_ids_instead_of_text
+
+    resp = ChatCompletion.model_validate(completion("Yes", top=[("ĠYes", -0.1), ("▁No", -2.4)]))
+    p, found = p_yes_from_response(resp)
+    assert found and p == pytest.approx(math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4)))
+    ids = ChatCompletion.model_validate(completion("x", top=[("token_id:9454", -0.1)]))
+    assert token_ids_instead_of_text(ids) and not token_ids_instead_of_text(resp)
+
+
+def test_a_500_that_refuses_an_image_is_not_sent_again(endpoint):
+    import httpx
+
+    refusal = httpx.Response(500, json={"message": "height:10 or width:3000 must be larger "
+                                        "than factor:28", "type": "BadRequestError"})  # fmt: skip
+    ep = endpoint([refusal, completion("late")])
+    with pytest.raises(EndpointError, match="HTTP 500"):
+        ep.model_client(max_retries=3).complete([user("x")], role="r")
+    assert len(ep.requests) == 1
+
+
+def test_tiny_and_extreme_images_are_padded_for_the_vlm():
+    from PIL import Image
+
+    from hopgraph.models.images import MAX_ASPECT, MIN_SIDE, pad_for_vlm
+
+    for size in ((10, 3000), (3000, 10), (12, 12), (20000, 30), (40, 12000)):
+        w, h = pad_for_vlm(Image.new("RGB", size, "red")).size
+        assert min(w, h) >= MIN_SIDE and max(w, h) / min(w, h) <= MAX_ASPECT, size
+        assert w >= size[0] and h >= size[1]  # padded, never cut
+    same = Image.new("RGB", (300, 200))
+    assert pad_for_vlm(same) is same
+
+
+def test_a_structured_reply_cut_at_max_tokens_is_repaired_with_more_room(endpoint):
+    cut = completion('{"city": "Par' + " " * 20)
+    cut["choices"][0]["finish_reason"] = "length"
+    ep = endpoint([cut, '{"city": "Paris", "country": "France"}'])
+    out = ep.model_client().structured([user("x")], Pair, role="r", max_tokens=40)
+    assert out.country == "France"
+    assert [r["max_tokens"] for r in ep.requests] == [40, 80]
+    assert "cut at 40 tokens" in ep.requests[1]["messages"][-1]["content"]
+
+
+def test_doctor_probes_the_vlm_with_as_many_images_as_one_call_sends(endpoint):
+    """With a separate VLM, the image probe goes to it, with MAB-DQA's top pages plus the
+    question's image in one request; a server limited to fewer images says no before a run,
+    and one that returns token ids instead of tokens fails its P(Yes) probe loudly."""
+    import httpx
+
+    from hopgraph.config import Context
+    from hopgraph.models.doctor import diagnose_vlm, images_per_call
+
+    n = images_per_call(Context())
+    assert n == Context().mabdqa_top_pages + 1
+
+    def limited(body):  # a vLLM started with --limit-mm-per-prompt '{"image": 2}'
+        pictures = sum(p.get("type") == "image_url" for m in body["messages"]
+                       if isinstance(m["content"], list) for p in m["content"])  # fmt: skip
+        if pictures > 2:
+            return httpx.Response(400, json={"message": "At most 2 image(s) may be provided"})
+        return completion("Yes", top=[("token_id:9454", -0.1)])
+
+    ep = endpoint([limited, limited], model="vl")
+    rows = {r.capability: r for r in diagnose_vlm(ep.model_client(), n)}
+    assert not rows[f"VLM image input ({n} per call)"].ok
+    assert "At most 2 image" in rows[f"VLM image input ({n} per call)"].detail
+    assert not rows["VLM logprobs / P(Yes)"].ok
+    assert "token_id" in rows["VLM logprobs / P(Yes)"].detail
+    assert sum(p.get("type") == "image_url" for p in ep.requests[0]["messages"][0]["content"]) == n
