@@ -52,7 +52,10 @@ class Context:
     vlm_model: str = field(default="", metadata=OPERATOR)
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
     request_timeout: float = field(default=120.0, metadata=OPERATOR)
-    """Seconds one model request may take before it is retried (connect timeout is 5 s)."""
+    """Seconds a model request may take (connect: 5 s). A remote endpoint's reply is one read
+    covering queueing, prefill and decoding on a loaded batching server: size it for that;
+    a timed-out request is not sent again. The embedded server's stream waits this long
+    between tokens (10x for the first)."""
     max_concurrency: int = field(default=32, metadata=OPERATOR)
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
@@ -60,8 +63,10 @@ class Context:
     ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
     server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
     by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
-    max_retries: int = field(default=3, metadata=OPERATOR)
-    """Attempts per model call on connection errors, timeouts and 5xx (never on 4xx)."""
+    max_retries: int = field(default=2, metadata=OPERATOR)
+    """Times a model call is sent again after a connection error, a malformed reply or a 5xx
+    (never after a 4xx, nor after a timeout: raise ``request_timeout`` instead); 2 means at
+    most 3 attempts."""
     temperature: float = 0.0
     max_tokens: int = field(default=512, metadata=OPERATOR)
     max_image_pixels: int = field(default=1024 * 28 * 28, metadata=OPERATOR)

@@ -35,7 +35,6 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
-    stop_after_delay,
     wait_exponential,
 )
 
@@ -182,7 +181,7 @@ class ChatModel:
         api_key: str = "EMPTY",
         backend: str = "auto",
         timeout: float = 120.0,
-        max_retries: int = 3,
+        max_retries: int = 2,
         temperature: float = 0.0,
         max_tokens: int = 512,
         max_image_pixels: int = 1024 * 28 * 28,
@@ -198,7 +197,7 @@ class ChatModel:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_image_pixels = max_image_pixels
-        self.max_retries = max(1, max_retries)
+        self.max_retries = max(0, max_retries)
         self.timeout = timeout
         self.prompts = prompts_for(prompts_dir)
         self.on_event = on_event
@@ -379,8 +378,10 @@ class ChatModel:
 
     # -- plumbing ---------------------------------------------------------------------------
     def _retry(self, fn, *, timeouts: bool = True):
+        """``fn`` sent again up to ``max_retries`` times (so 1 + max_retries attempts) on a
+        transient failure; ``timeouts`` False: a timed-out request is not sent again."""
         retrying = Retrying(
-            stop=stop_after_attempt(self.max_retries) | stop_after_delay(self.timeout * 2),
+            stop=stop_after_attempt(1 + self.max_retries),
             wait=wait_exponential(multiplier=0.5, max=4),
             retry=retry_if_exception(_transient if timeouts else _transient_unless_timeout),
             reraise=True,
@@ -530,7 +531,11 @@ class ChatModel:
         start = time.perf_counter()
         call.started = round(time.time(), 4)
         try:
-            resp = self._retry(once, timeouts=not self.stream)
+            # a chat request that timed out is never sent again: a batching server (vLLM) is
+            # most likely still working on it, and a re-send queues behind everything else
+            # (request_timeout is the knob); the embedded server's stream times out on
+            # progress, which a re-send would not make either
+            resp = self._retry(once, timeouts=False)
         except openai.APITimeoutError as e:
             call.error = f"timed out: {e}"
             raise EndpointError(

@@ -93,5 +93,5 @@ class ScriptedEndpoint:
 
     def model_client(self, **kw: Any) -> ChatModel:
         client = httpx.Client(transport=httpx.MockTransport(self.handler))
-        kw.setdefault("max_retries", 3)
+        kw.setdefault("max_retries", 2)
         return ChatModel("http://scripted.test/v1", self.model, http_client=client, **kw)

@@ -33,7 +33,7 @@ def run(tmp_path, kb_dir, faults, name="run"):
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(N)], qfile)
     with ScriptedServer() as server, FaultProxy(server.base_url, faults, slow=3.0) as proxy:
         ctx = Context(base_url=proxy.base_url, model="scripted", kb_dir=str(kb_dir),
-                      max_retries=3, request_timeout=1.0)  # fmt: skip
+                      max_retries=2, request_timeout=1.0)  # fmt: skip
         summary = Runner("rag", tmp_path / name, ctx).run(qfile, max_consecutive_failures=0)
     return summary, proxy, read_predictions(tmp_path / name / "predictions.jsonl")
 
@@ -49,13 +49,24 @@ def attempts(tmp_path, name="run"):
     return out
 
 
-@pytest.mark.parametrize("kind", list(REPORTS))
+@pytest.mark.parametrize("kind", [k for k in REPORTS if k != "slow"])
 def test_a_passing_fault_costs_exactly_one_resend_and_no_question(kind, tmp_path, kb_dir):
     summary, proxy, preds = run(tmp_path, kb_dir, lambda n, body: kind if n in (3, 8) else None)
     assert (summary.finished, summary.failed) == (N, 0)
     assert proxy.injected == [kind, kind]
     assert proxy.chat_requests == N * CALLS_PER_QUESTION + 2  # one re-send per fault
     assert sorted(attempts(tmp_path)) == [1] * (N * CALLS_PER_QUESTION - 2) + [2, 2]
+
+
+def test_a_timed_out_call_is_not_sent_again_and_its_question_resumes(tmp_path, kb_dir):
+    """A reply past request_timeout is not re-sent (a batching server is most likely still on
+    it; a re-send would queue at the back): its question fails, and a re-run answers it."""
+    summary, proxy, preds = run(tmp_path, kb_dir, lambda n, body: "slow" if n == 3 else None)
+    assert (summary.finished, summary.failed) == (N - 1, 1) and proxy.injected == ["slow"]
+    (failed,) = [p for p in preds.values() if p["error"]]
+    assert REPORTS["slow"] in failed["error"] and "after 1 attempt" in failed["error"]
+    summary, proxy, _ = run(tmp_path, kb_dir, lambda n, body: None)
+    assert (summary.finished, summary.failed, summary.skipped_done) == (1, 0, N - 1)
 
 
 @pytest.mark.parametrize("kind", list(REPORTS))
