@@ -122,6 +122,33 @@ def index(
         console.print(f"  ... and {len(report.skipped) - 50} more skipped")
     for note in report.notes:
         console.print(f"  [cyan]note[/cyan] {note}")
+    if report.added == 0 and report.existing == 0 and _has_content(Path(source)):
+        why = (
+            f"; e.g. {report.skipped[0].where}: {report.skipped[0].reason}"
+            if report.skipped
+            else ""
+        )
+        refuse(
+            f"nothing was indexed from {source} (read as {report.format}){why}. "
+            + SHAPES.get(report.format, "")
+            + " Name the source's format with --format hotpotqa | musique | multimodalqa | "
+            "folder | pdf if it was read as another."
+        )
+
+
+SHAPES = {
+    "hotpotqa": "A HotpotQA file is one JSON array of questions with context paragraphs.",
+    "musique": "A MuSiQue file holds objects with paragraphs (JSON lines or one JSON array).",
+    "multimodalqa": "A MultimodalQA folder holds MMQA_texts/tables/images JSON lines files.",
+    "folder": "A folder is indexed from its .txt, .md, .pdf and image files.",
+}
+"""What each source format is read from, for the error when a source yields nothing."""
+
+
+def _has_content(source: Path) -> bool:
+    if source.is_file():
+        return source.stat().st_size > 0
+    return any(p.is_file() and p.stat().st_size for p in source.rglob("*"))
 
 
 @app.command()

@@ -25,6 +25,7 @@ from hopgraph.cli.app import (
     err,
     export_trace,
     interrupted,
+    open_kb,
     otel_export,
     refuse,
     spinner,
@@ -132,6 +133,9 @@ def run(
         refuse(f"no questions file at {questions}")
     if kb and not (Path(kb) / "chroma").is_dir():
         refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
+    if kb and not any(open_kb(kb, sets).counts().values()):
+        refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "
+               f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
     qs, problems = read_questions(questions)
     for p in problems:
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")

@@ -8,6 +8,7 @@ functions the indexer uses (``hopgraph.memory.sources``), so gold ids are ids in
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -255,13 +256,50 @@ CONVERTERS: dict[str, Callable[[Path], Iterator[Question]]] = {
 }
 
 
+EXPECTED = {
+    "hotpotqa": "a JSON array of objects with _id, question, answer, context, supporting_facts",
+    "musique": "JSON lines (or a JSON array) of objects with id, question, answer, paragraphs",
+    "multimodalqa": "MMQA JSON lines of objects with qid, question, answers, metadata",
+    "mmlongbench": "samples.json: a JSON array of objects with doc_id, question, answer, "
+    "evidence_pages, answer_format",
+    "image-vqa": "JSON lines (or a JSON array) of objects with a question, an answer and an image",
+}
+"""The shape each converter reads, for the error when a file yields nothing."""
+
+
+def _what_it_holds(path: Path) -> str:
+    """A line on what a file that yielded no question holds instead."""
+    rows = list(itertools.islice(read_jsonl_lines(path), 200))
+    objects = [obj for _, obj in rows if isinstance(obj, dict)]
+    if objects:
+        keys = sorted(set().union(*(o.keys() for o in objects[:20])))
+        return f"{len(objects)}+ records with keys {keys[:12]}"
+    bad = [obj for _, obj in rows if isinstance(obj, Skipped)]
+    return f"no JSON record ({bad[0].reason})" if bad else "nothing"
+
+
 def convert(name: str, source: str | Path, out: str | Path) -> int:
+    """Convert ``source`` into canonical question lines at ``out``; a non-empty source that
+    yields no question is an error naming the shape expected and what the file holds (the
+    empty output is not written)."""
     if name not in CONVERTERS:
         raise ValueError(f"unknown dataset {name!r}; one of {', '.join(CONVERTERS)}")
     source = Path(source)
     if not source.is_file():
         raise FileNotFoundError(f"question file not found: {source}")
-    return write_questions(CONVERTERS[name](source), out)
+    try:
+        questions = list(CONVERTERS[name](source))
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(
+            f"{source} is not {name} data: expected {EXPECTED.get(name, 'its format')}, found "
+            f"{_what_it_holds(source)} (a record lacks or mistypes {e})"
+        ) from None
+    if not questions and source.stat().st_size:
+        raise ValueError(
+            f"{source} gave no {name} question: expected {EXPECTED.get(name, 'its format')}, "
+            f"found {_what_it_holds(source)}"
+        )
+    return write_questions(questions, out)
 
 
 # -- downloads (only on a user's explicit command) --------------------------------------------

@@ -44,9 +44,33 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
         yield obj
 
 
+def _starts_with_array(path: Path) -> bool:
+    """Whether the file is one JSON array (its first non-blank character is '[')."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            head = handle.read(4096).lstrip()
+    except (OSError, EOFError):
+        return False
+    return head[:1] == b"["
+
+
 def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
     """(line number, object or ``Skipped``) for each non-blank line. Each line is decoded on
-    its own, so one line that is not UTF-8 costs that line, not the file."""
+    its own, so one line that is not UTF-8 costs that line, not the file. A file that is one
+    JSON array instead (benchmarks are published both ways) gives its elements, numbered."""
+    if _starts_with_array(path):
+        try:
+            items = load_json(path)
+        except (ValueError, OSError, EOFError) as e:
+            yield 0, Skipped(str(path), f"not a JSON array: {e}")
+            return
+        for n, obj in enumerate(items if isinstance(items, list) else [], 1):
+            if isinstance(obj, dict):
+                yield n, obj
+            else:
+                yield n, Skipped(f"{path}[{n - 1}]", "array element is not an object")
+        return
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:

@@ -97,3 +97,43 @@ def test_run_refuses_an_unreachable_endpoint_or_an_unserved_model_once(tmp_path)
         assert server.calls == 0  # refused before any question reached the model
     assert out.returncode == 2 and "model 'other' is not served" in out.stderr
     assert "served: scripted" in out.stderr and not (tmp_path / "runs").exists()
+
+
+MUSIQUE = {
+    "id": "2hop__1_2", "question": "Who founded the town where Ada was born?", "answer": "Bo",
+    "answer_aliases": [], "paragraphs": [
+        {"title": "Ada", "paragraph_text": "Ada was born in Lund.", "is_supporting": True},
+        {"title": "Lund", "paragraph_text": "Lund was founded by Bo.", "is_supporting": True},
+    ],
+}  # fmt: skip
+
+
+def test_a_source_that_yields_nothing_is_an_error_and_json_arrays_are_read(tmp_path):
+    """A MuSiQue file saved as one JSON array gave "0 questions" and "0 added", exit 0, and
+    run then answered over an empty KB. Both shapes are read; what yields nothing says what
+    was expected and what was found."""
+    import json
+
+    (tmp_path / "musique.json").write_text(json.dumps([MUSIQUE, MUSIQUE | {"id": "2hop__3"}]))
+    out = hopgraph("data", "convert", "musique", "musique.json", "--out", "q.jsonl", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert len((tmp_path / "q.jsonl").read_text().splitlines()) == 2
+    out = hopgraph("index", "musique.json", "--kb", "kb", "--format", "musique", cwd=tmp_path)
+    assert out.returncode == 0 and "2 added" in out.stdout, out.stdout + out.stderr
+
+    (tmp_path / "other.json").write_text(json.dumps([{"title": "x", "body": "y"}]))
+    out = hopgraph("data", "convert", "musique", "other.json", "--out", "o.jsonl", cwd=tmp_path)
+    assert out.returncode == 2 and not (tmp_path / "o.jsonl").exists()
+    assert "expected JSON lines (or a JSON array) of objects with id, question" in out.stderr
+    assert "found 1+ records with keys ['body', 'title']" in out.stderr
+    out = hopgraph("index", "other.json", "--kb", "kb2", "--format", "musique", cwd=tmp_path)
+    assert out.returncode == 2 and "nothing was indexed from other.json" in out.stderr
+    assert "--format" in out.stderr
+
+    from hopgraph.memory.kb import KnowledgeBase
+
+    KnowledgeBase(tmp_path / "empty").add([])  # a KB folder with nothing in it
+    (tmp_path / "one.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    out = hopgraph("run", "--agent", "rag", "--questions", "one.jsonl", "--kb", "empty",
+                   "--out", "r", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "holds no item" in out.stderr and not (tmp_path / "r").exists()
