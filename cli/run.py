@@ -33,6 +33,15 @@ from hopgraph.cli.app import (
 from hopgraph.graphs import GRAPHS
 from hopgraph.models.embedded import unused_cpu_features
 
+GraphSpec = Annotated[
+    str,
+    typer.Option(
+        "--graph",
+        help="your own graph instead of --agent: package.module:graph or path/file.py:graph, "
+        "a compiled LangGraph graph whose schemas are hopgraph's InputState / OutputState",
+    ),
+]
+
 
 @app.command()
 def serve(
@@ -77,9 +86,11 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
 
 @app.command()
 def run(
-    agent: Annotated[str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)}")],
     questions: Annotated[str, typer.Option(help="canonical question JSONL")],
     out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
+    agent: Annotated[
+        str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)} (or --graph)")
+    ] = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
     limit: Annotated[int | None, typer.Option()] = None,
     concurrency: Annotated[int, typer.Option()] = 1,
@@ -102,6 +113,7 @@ def run(
         float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
     ] = 60.0,
     cache: CacheDir = "",
+    graph: GraphSpec = "",
     accept_code_change: Annotated[
         bool,
         typer.Option(
@@ -127,8 +139,7 @@ def run(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache
     )
     # what fails every question is refused once, before a folder or a model server exists
-    if agent not in GRAPHS:
-        refuse(f"unknown agent {agent!r}; agents: {', '.join(GRAPHS)}")
+    agent = chosen_graph(agent, graph)
     if not Path(questions).is_file():
         refuse(f"no questions file at {questions}")
     if kb and not (Path(kb) / "chroma").is_dir():
@@ -206,6 +217,7 @@ def run(
 def ask(
     question: str,
     agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
+    graph: GraphSpec = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",
     image: Annotated[
         list[str] | None, typer.Option(help="an image of the question (repeatable; needs a VLM)")
@@ -230,6 +242,7 @@ def ask(
     from hopgraph.evals.runner import Runner
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache)
+    agent = chosen_graph(agent, graph)
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")
@@ -499,6 +512,20 @@ def compare(
                 f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
                 markup=False,
             )
+
+
+def chosen_graph(agent: str, graph: str) -> str:
+    """The agent name or graph spec a command runs, refused once if it cannot run."""
+    from hopgraph.graphs import load_graph
+
+    chosen = graph or agent
+    if not chosen:
+        refuse(f"name a graph: --agent {' | '.join(GRAPHS)}, or --graph module:graph")
+    try:
+        load_graph(chosen)
+    except ValueError as e:
+        refuse(str(e))
+    return chosen
 
 
 def _cell(value: float | None, delta: float | None) -> str:

@@ -9,6 +9,7 @@ import ast
 import hashlib
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts")
@@ -21,6 +22,9 @@ def _in_layers(module: str) -> bool:
 
 
 def _file_of(module: str) -> Path | None:
+    loaded = sys.modules.get(module)
+    if getattr(loaded, "__file__", None):  # a graph file loaded by path (graphs.load_graph)
+        return Path(loaded.__file__)
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):

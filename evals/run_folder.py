@@ -167,11 +167,14 @@ def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]
 
 
 def method_code(agent: str) -> dict[str, Any]:
-    """The code fingerprint of the agent's graph module ({} for an agent hopgraph does not
-    register)."""
-    from hopgraph.graphs import GRAPHS
+    """The code fingerprint of the agent's graph module (a registered name or a spec; {} for
+    one that cannot be found)."""
+    from hopgraph.graphs import module_of
 
-    return code_fingerprint(GRAPHS[agent]) if agent in GRAPHS else {}
+    try:
+        return code_fingerprint(module_of(agent))
+    except ValueError:
+        return {}
 
 
 def manifest(

@@ -118,9 +118,9 @@ class Runner:
         speed is the host's (two hosts of one kind read prompts 1.65x apart)."""
         self.agent = agent
         self.accept_code_change = accept_code_change
-        self.code = method_code(agent).get("fingerprint", "")
         self.on_record = on_record
         self.graph_builder = load_graph(agent)
+        self.code = method_code(agent).get("fingerprint", "")
         self.run_dir = Path(run_dir)
         self.ctx = ctx.as_operator()  # whoever runs a Runner is the operator
         self.endpoint = endpoint

@@ -1,34 +1,129 @@
-"""LangGraph state machines, one module per method; each exposes a compiled ``graph``."""
+"""LangGraph state machines, one module per method; each exposes a compiled ``graph``.
+
+A graph is named by an agent name (``rag``: a built-in, or one another package registers under
+the ``hopgraph.graphs`` entry-point group) or by a spec, ``package.module:graph`` or
+``path/to/file.py:graph``. Any compiled LangGraph graph whose input and output schemas speak the
+contract (``graphs.shared.InputState`` in, ``OutputState`` out) runs with everything the
+built-ins get."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
 
-GRAPHS = {
-    "direct": "hopgraph.graphs.direct",
-    "rag": "hopgraph.graphs.rag",
-    "qdrag": "hopgraph.graphs.qdrag",
-    "mmapg": "hopgraph.graphs.mmapg",
-    "mabdqa": "hopgraph.graphs.mabdqa",
+ENTRY_POINTS = "hopgraph.graphs"
+BUILT_IN = {
+    "direct": "hopgraph.graphs.direct:graph",
+    "rag": "hopgraph.graphs.rag:graph",
+    "qdrag": "hopgraph.graphs.qdrag:graph",
+    "mmapg": "hopgraph.graphs.mmapg:graph",
+    "mabdqa": "hopgraph.graphs.mabdqa:graph",
 }
-"""Agent name -> module holding its compiled ``graph`` (grown by each method's issue)."""
 
+
+def registered() -> dict[str, str]:
+    """Agent name -> ``module:attribute`` of every graph runnable by name: the built-ins, then
+    those installed packages register under the ``hopgraph.graphs`` entry-point group."""
+    out = dict(BUILT_IN)
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        out.setdefault(ep.name, ep.value)
+    return out
+
+
+GRAPHS = registered()
+"""Agent name -> ``module:attribute``, as ``registered()`` found them at import."""
 
 DEFAULT_RECURSION_LIMIT = 200
 
 
-def recursion_limit(name: str, ctx) -> int:  # noqa: ANN001 - a Context
-    """The LangGraph recursion limit a run of ``name`` sets: the module's own
+def is_spec(agent: str) -> bool:
+    """A ``module:attribute`` or ``file.py:attribute`` spec rather than a registered name."""
+    return ":" in agent
+
+
+def spec_of(agent: str) -> str:
+    if is_spec(agent):
+        return agent
+    if agent not in GRAPHS:
+        raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(sorted(GRAPHS))}")
+    return GRAPHS[agent]
+
+
+def module_of(agent: str) -> str:
+    """The module name the agent's graph lives in (a file spec's module is loaded first)."""
+    where = spec_of(agent).rpartition(":")[0]
+    if where.endswith(".py"):
+        return _load_file(Path(where)).__name__
+    return where
+
+
+def _load_file(path: Path):  # noqa: ANN202 - a module
+    """A graph file as a module named after its path (loaded once)."""
+    name = "hopgraph_user_" + "_".join(path.resolve().with_suffix("").parts[-2:])
+    name = "".join(c if c.isalnum() else "_" for c in name)
+    if name in sys.modules:
+        return sys.modules[name]
+    if not path.is_file():
+        raise ValueError(f"no graph file at {path}")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # as Python runs a script: its own folder's modules import
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _keys(schema: Any) -> set[str]:
+    """The field names of a state schema (TypedDict, dataclass or pydantic model)."""
+    fields = getattr(schema, "model_fields", None) or getattr(schema, "__dataclass_fields__", None)
+    return set(fields or getattr(schema, "__annotations__", {}))
+
+
+def contract_problems(graph: Any) -> list[str]:
+    """What a graph lacks to run under hopgraph ([] when it speaks the contract)."""
+    builder = getattr(graph, "builder", None)
+    if builder is None or not hasattr(builder, "input_schema"):
+        return [f"it is a {type(graph).__name__}, not a compiled LangGraph StateGraph"]
+    problems = []
+    inputs, outputs = _keys(builder.input_schema), _keys(builder.output_schema)
+    if "question" not in inputs:
+        problems.append("its input schema has no 'question' (use graphs.shared.InputState)")
+    missing = [k for k in ("answer", "response") if k not in outputs]
+    if missing:
+        problems.append(f"its output schema has no {', '.join(map(repr, missing))} "
+                        "(use graphs.shared.OutputState)")  # fmt: skip
+    return problems
+
+
+def load_graph(agent: str):  # noqa: ANN201 - a compiled graph
+    """The compiled graph an agent name or spec names, checked against the contract."""
+    module_name, _, attribute = spec_of(agent).rpartition(":")
+    try:
+        module = importlib.import_module(module_of(agent))
+    except ModuleNotFoundError as e:
+        raise ValueError(f"cannot import the graph {agent!r}: {e}") from None
+    graph = getattr(module, attribute, None)
+    if graph is None:
+        raise ValueError(f"{module_name} has no {attribute!r}")
+    problems = contract_problems(graph)
+    if problems:
+        raise ValueError(f"{agent!r} does not speak hopgraph's contract: {'; '.join(problems)}")
+    return graph
+
+
+def recursion_limit(agent: str, ctx) -> int:  # noqa: ANN001 - a Context
+    """The LangGraph recursion limit a run of ``agent`` sets: the module's own
     ``recursion_limit(ctx)`` where its loop has a cap (MMAPG), else a generous default."""
-    module = importlib.import_module(GRAPHS[name])
+    module = importlib.import_module(module_of(agent))
     limit = getattr(module, "recursion_limit", None)
     return limit(ctx) if limit else DEFAULT_RECURSION_LIMIT
-
-
-def load_graph(name: str):
-    """The compiled graph registered as ``name``."""
-    try:
-        module = GRAPHS[name]
-    except KeyError:
-        raise ValueError(f"unknown agent {name!r}; agents: {', '.join(sorted(GRAPHS))}") from None
-    return importlib.import_module(module).graph

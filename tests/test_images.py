@@ -23,9 +23,11 @@ def test_small_images_are_not_upscaled():
 
 
 def test_data_url_png_for_alpha_and_jpeg_otherwise(tmp_path):
-    Image.new("RGBA", (20, 10), (255, 0, 0, 128)).save(tmp_path / "a.png")
+    Image.new("RGBA", (40, 30), (255, 0, 0, 128)).save(tmp_path / "a.png")
     url = data_url(tmp_path / "a.png")
-    assert url.startswith("data:image/png;base64,") and decode(url).size == (20, 10)
+    assert url.startswith("data:image/png;base64,") and decode(url).size == (40, 30)
+    small = data_url(Image.new("RGBA", (20, 10)))  # padded to the VLM's 28-pixel minimum
+    assert small.startswith("data:image/png;base64,") and decode(small).size == (28, 28)
     assert data_url(Image.new("RGB", (5, 5))).startswith("data:image/jpeg;base64,")
 
 
