@@ -37,6 +37,15 @@ def _probe_image() -> Image.Image:
     return im
 
 
+def _attempted(name: str, fn) -> Probe:  # noqa: ANN001 - a probe: () -> (ok, detail)
+    """A probe's row: what it found, or its failure's first line (never raised)."""
+    try:
+        ok, detail = fn()
+    except (HopgraphModelError, ValueError) as e:
+        ok, detail = False, str(e).splitlines()[0][:200]
+    return Probe(name, ok, detail)
+
+
 def images_per_call(ctx) -> int:  # noqa: ANN001 - a Context
     """The most images one hopgraph call sends: MAB-DQA's answer reads its top pages and the
     question's own image (the other image calls send one)."""
@@ -52,11 +61,7 @@ def diagnose_vlm(model: ChatModel, images: int) -> list[Probe]:
                       f"serves {model.model!r}"))  # fmt: skip
 
     def attempt(name: str, fn) -> None:
-        try:
-            ok, detail = fn()
-        except (HopgraphModelError, ValueError) as e:
-            ok, detail = False, str(e).splitlines()[0][:200]
-        rows.append(Probe(name, ok, detail))
+        rows.append(_attempted(name, fn))
 
     def many_images():
         resp = model.request(
@@ -98,11 +103,7 @@ def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> 
     rows.append(Probe("endpoint", True, f"{model.base_url} ({model.dialect.name}); serves {ids}"))
 
     def attempt(name: str, fn) -> None:
-        try:
-            ok, detail = fn()
-        except (HopgraphModelError, ValueError) as e:
-            ok, detail = False, str(e).splitlines()[0][:160]
-        rows.append(Probe(name, ok, detail))
+        rows.append(_attempted(name, fn))
 
     def chat():
         text = model.complete(

@@ -23,18 +23,23 @@ def kb_dir(town_kb):
     return town_kb
 
 
+def exported_spans(run_dir):
+    """Every question of a rag run folder exported to an in-memory OpenTelemetry exporter."""
+    exporter = InMemorySpanExporter()
+    otel = OtelExport(exporter=exporter)
+    for qid, pred in read_predictions(run_dir / "predictions.jsonl").items():
+        otel.export("rag", read_trace(trace_path(run_dir, qid)), pred)
+    otel.close()
+    return exporter.get_finished_spans()
+
+
 def test_each_question_is_a_trace_of_nodes_with_llm_calls_and_retrievals(tmp_path, kb_dir):
     qfile = tmp_path / "q.jsonl"
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(2)], qfile)
     with ScriptedServer() as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
         Runner("rag", tmp_path / "run", ctx).run(qfile)
-    exporter = InMemorySpanExporter()
-    otel = OtelExport(exporter=exporter)
-    for qid, pred in read_predictions(tmp_path / "run" / "predictions.jsonl").items():
-        otel.export("rag", read_trace(trace_path(tmp_path / "run", qid)), pred)
-    otel.close()
-    spans = exporter.get_finished_spans()
+    spans = exported_spans(tmp_path / "run")
     roots = [s for s in spans if s.parent is None]
     assert sorted(r.attributes["hopgraph.question.id"] for r in roots) == ["q0", "q1"]
     assert len({s.context.trace_id for s in spans}) == 2  # one trace per question
@@ -128,12 +133,7 @@ def test_an_api_key_leaves_no_trace_in_the_run_folder_trace_or_spans(tmp_path, k
         Runner("rag", tmp_path / "run", ctx).run(qfile)
         dead = ctx.replace(base_url="http://127.0.0.1:9/v1", max_retries=1)
         Runner("rag", tmp_path / "dead", dead).run(qfile, max_consecutive_failures=0)
-    exporter = InMemorySpanExporter()
-    otel = OtelExport(exporter=exporter)
-    for qid, pred in read_predictions(tmp_path / "run" / "predictions.jsonl").items():
-        otel.export("rag", read_trace(trace_path(tmp_path / "run", qid)), pred)
-    otel.close()
-    spans = exporter.get_finished_spans()
+    spans = exported_spans(tmp_path / "run")
     assert spans and not any(secret in s.to_json() for s in spans)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert {"manifest.json", "checkpoints.sqlite", "predictions.jsonl", "q0.jsonl"} <= {
