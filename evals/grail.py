@@ -258,6 +258,10 @@ def run_eval(
     raw = MatrixSearcher.from_kb(kb)
     qvecs = _embed(kb, qs)
     results: dict = {"split": split, "questions": len(qs), "completion": {}, "pools": {}}
+    if weights:  # how the weights were trained, so a table can say so
+        keys = ("epochs", "align_epochs", "gap_trained_on", "gap_instances", "instances", "lr",
+                "batch_size", "router")  # fmt: skip
+        results["training"] = {k: model.card[k] for k in keys if k in model.card}
     for mode in modes:
         runs, why = model.mode_for(mode)
         if runs != mode:

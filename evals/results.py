@@ -601,6 +601,16 @@ def _grail(reports: list[dict[str, Any] | None]) -> list[str]:
             if not rep:
                 continue
             head = f"**{name}, {label}**: {rep['questions']} questions ({rep['split']} split)."
+            if rep.get("training"):
+                tr = rep["training"]
+                types = ", ".join(tr.get("gap_trained_on", []))
+                head += (
+                    f" Trained {tr.get('epochs')} epochs (adapter {tr.get('align_epochs', '?')}),"
+                    f" gap module on {tr.get('gap_instances', '?')} of "
+                    f"{tr.get('instances', '?')} instances ({types})."
+                )
+            elif rep is trained:
+                head += " Trained before its schedule was recorded (20 epochs, adapter 5)."
             out += [head, "", "| mode | n | R@1 | R@5 | R@10 | Δesc |", "|---|---|---|---|---|---|"]
             rows = list(rep["completion"].items())
             if rep is free and before and "additive" in before["completion"]:
