@@ -284,12 +284,25 @@ class ClientContext(Context):
                 f"Context field(s) {', '.join(map(repr, operator))} belong to the operator of "
                 "this server and are set by its environment, not by a client"
             )
+        hints = get_type_hints(Context)
+        for name, value in given.items():  # JSON from a client: each value of its field's type
+            typ = hints.get(name)
+            if typ is None:
+                raise ValueError(f"unknown Context field {name!r}")
+            wanted = (int, float) if typ is float else typ if typ in (int, bool, str) else None
+            mistyped = wanted and not isinstance(value, wanted)
+            if mistyped or (isinstance(value, bool) and typ in (int, float)):
+                raise ValueError(f"Context field {name!r} expects {typ.__name__}, not {value!r}")
         super().__init__(**given)
         for name, most in self.knob_limits().items():
             value = getattr(self, name)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > most:
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and not (0 <= value <= most)
+            ):
                 raise ValueError(
-                    f"Context field {name!r} may be at most {most:g} on this server, not {value}"
+                    f"Context field {name!r} must lie in 0..{most:g} on this server, not {value}"
                 )
 
 

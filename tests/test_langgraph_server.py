@@ -131,11 +131,13 @@ def test_an_image_outside_the_roots_gets_one_refusal_whether_or_not_it_exists(se
 def test_requests_over_the_operators_limits_are_refused_before_any_model_call(served):
     _refused(served, "longer than 4000 characters", question="why? " * 1000)
     _refused(served, "at most 8 images", images=["https://example.org/a.png"] * 9)
-    _refused(served, "'mmapg_max_iterations' may be at most 20", agent="mmapg",
+    _refused(served, "'mmapg_max_iterations' must lie in 0..20", agent="mmapg",
              context={"mmapg_max_iterations": 99})  # fmt: skip
-    _refused(served, "'mabdqa_m' may be at most 50", agent="mabdqa",
+    _refused(served, "'mabdqa_m' must lie in 0..50", agent="mabdqa",
              context={"mabdqa_m": 500}, doc="a.pdf")  # fmt: skip
     _refused(served, "document 'report.pdf' is not available", agent="mabdqa", doc="report.pdf")
+    _refused(served, "'top_k' expects int, not '99'", context={"top_k": "99"})
+    _refused(served, "'top_k' must lie in 0..50", context={"top_k": -1})
 
 
 def test_the_key_check_and_thread_ownership(served):
