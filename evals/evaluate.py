@@ -56,6 +56,8 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["fallbacks"] = pred.get("fallbacks", 0)
     if "empty_replies" in pred:
         out["empty_replies"] = pred["empty_replies"]
+    if "cache_hits" in pred:  # calls answered from the response cache (--cache)
+        out["cache_hits"] = pred["cache_hits"]
     if "depth" in pred:  # sequential LLM rounds on the critical path
         out["depth"] = pred["depth"]
     out["seconds"] = pred.get("seconds", 0.0)

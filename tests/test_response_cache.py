@@ -97,6 +97,9 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert first == 10 and second == 5  # two calls a question; only the edited one again
     assert all(p["cache_hits"] == 1 and p["llm_calls"] == 2 for p in after.values())
     assert all("cache_hits" not in p for p in before.values())
+    from hopgraph.evals.evaluate import evaluate_run
+
+    assert evaluate_run(tmp_path / "after")["overall"]["cache_hits"] == 1
     manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())
     assert manifest["context"]["response_cache"] == cache
     # the trace diff of one question: retrieval alike, the answer node read the edited prompt
