@@ -2,6 +2,7 @@
 counted), a sampled one never is, a corrupt entry is a miss, and processes share one cache."""
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -81,9 +82,20 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
                      for i in range(5)], qfile)  # fmt: skip
     mine = tmp_path / "mine" / "rag"
     mine.mkdir(parents=True)
-    (mine / "short_answer.j2").write_text("Short answer, one word only.\\n{{ question }}")
+    (mine / "short_answer.j2").write_text(
+        "Short answer, one word only. If the question asks yes or no, answer yes or no.\n"
+        "{{ question }}"
+    )
     cache = str(tmp_path / "cache")
-    with ScriptedServer() as server:
+
+    def reply(body):  # the edit makes the model answer "Yes" for towns 0, 2 and 4
+        text = json.dumps(body["messages"])
+        if "Short answer" not in text:
+            return "It has that many [1]."
+        town = text.split("bridges has town ")[1][0]
+        return "Yes" if "yes or no" in text and int(town) % 2 == 0 else town
+
+    with ScriptedServer(reply) as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
                       response_cache=cache)  # fmt: skip
         Runner("rag", tmp_path / "before", ctx).run(qfile)
@@ -102,6 +114,16 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert evaluate_run(tmp_path / "after")["overall"]["cache_hits"] == 1
     manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())
     assert manifest["context"]["response_cache"] == cache
+    # compare: the verdict and the three questions the edit turned wrong
+    evaluate_run(tmp_path / "before")
+    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "compare", "before", "after",
+                          "--metric", "em", "--metric", "cache_hits", "--questions"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "0/3/2" in out.stdout and "not significant" in out.stdout  # em: 3 worse, 2 tied
+    lost = out.stdout.split("em: right -> wrong (3)")[1].split("em: wrong -> right (0)")[0]
+    assert all(q in lost for q in ("q0", "q2", "q4")) and "'Yes'" in lost
     # the trace diff of one question: retrieval alike, the answer node read the edited prompt
     cli = [sys.executable, "-m", "hopgraph.cli", "trace"]
     runs = [str(tmp_path / "before"), str(tmp_path / "after")]
