@@ -105,3 +105,19 @@ def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
     from hopgraph.memory.services import polar_memory
 
     console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))
+
+
+@memory_app.command("forget")
+def memory_forget(
+    ids: Annotated[list[str], typer.Argument(help="memory ids (as recall and stats name them)")],
+    memory: MemoryDir = "",
+    sets: Sets = None,
+) -> None:
+    """Forget memories: their edges and vectors go, and no writer stores them again."""
+    from hopgraph.memory.services import polar_memory
+
+    gone = polar_memory(memory_context(memory, "", "", "", sets)).forget(ids)
+    unknown = [i for i in ids if i not in gone]
+    console.print(f"forgot {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}"
+                  + (f"; not stored (recorded as forgotten all the same): {', '.join(unknown)}"
+                     if unknown else ""))  # fmt: skip

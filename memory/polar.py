@@ -61,6 +61,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_polarity ON edges (src, dst)
     WHERE kind IN ('HAS', 'NOT_HAS', 'UNCERTAIN');
 CREATE INDEX IF NOT EXISTS edges_by_concept ON edges (dst, kind);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- memories forgotten on purpose: never stored again, whoever writes them
+CREATE TABLE IF NOT EXISTS forgotten (id TEXT PRIMARY KEY, at REAL NOT NULL);
 """
 
 
@@ -212,6 +214,8 @@ class AddReport:
     edges: int = 0
     skipped: int = 0
     """Already stored and left alone (``ingest_text(..., skip_stored=True)``)."""
+    forgotten: int = 0
+    """Forgotten on purpose (``forget``) and so not stored again."""
     seconds: float = 0.0
 
 
@@ -327,6 +331,16 @@ class PolarMemory:
             db = self._db()
             try:
                 db.execute("BEGIN IMMEDIATE")
+                gone = _forgotten(db, [o.id for o in obs])  # read under the write lock
+                if gone:
+                    keep = [i for i, o in enumerate(obs) if o.id not in gone]
+                    obs, states = [obs[i] for i in keep], [states[i] for i in keep]
+                    vecs = vecs[keep]
+                    report.forgotten = len(gone)
+                if not obs:
+                    db.execute("ROLLBACK")
+                    report.seconds = time.perf_counter() - began
+                    return report
                 ids = [o.id for o in obs]
                 present = _existing(db, ids)
                 report.updated = len(present)
@@ -380,6 +394,33 @@ class PolarMemory:
                 raise
         report.seconds = time.perf_counter() - began
         return report
+
+    def forget(self, ids: Sequence[str]) -> list[str]:
+        """Remove memories with their edges (either end) and vectors, in one transaction, and
+        record them as forgotten so that no writer, in this process or another, stores them
+        again. Returns the ids that were stored; an unknown id is recorded all the same."""
+        ids = list(dict.fromkeys(ids))
+        with self._chroma() as col:
+            db = self._db()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                present = sorted(_existing(db, ids))
+                now = time.time()
+                db.executemany("INSERT OR IGNORE INTO forgotten VALUES (?, ?)",
+                               [(i, now) for i in ids])  # fmt: skip
+                for i in present:
+                    db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (i, i))
+                    db.execute("DELETE FROM nodes WHERE id = ?", (i,))
+                if present:
+                    col.delete(ids=present)
+                version = self.version() + 1
+                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
+                db.execute("COMMIT")
+                self._client_version = version
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return present
 
     def stored(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the memory holds."""
@@ -561,8 +602,18 @@ class PolarMemory:
             "edges": {k: edges.get(k, 0) for k in EDGE_KINDS},
             "vectors": vectors,
             "version": self.version(),
+            "forgotten": db.execute("SELECT COUNT(*) FROM forgotten").fetchone()[0],
             "embedder": self.embedder_name,
         }
+
+
+def _forgotten(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+    out: set[str] = set()
+    for i in range(0, len(ids), 900):
+        chunk = ids[i : i + 900]
+        marks = ",".join("?" * len(chunk))
+        out |= {r[0] for r in db.execute(f"SELECT id FROM forgotten WHERE id IN ({marks})", chunk)}
+    return out
 
 
 def _existing(db: sqlite3.Connection, ids: list[str]) -> set[str]:

@@ -317,7 +317,7 @@ def memory_candidates(query: str, ctx: Context) -> list[Evidence]:
 
 # -- LangChain tools -------------------------------------------------------------------------
 def memory_tools(ctx: Context) -> list:
-    """The four memory tools bound to ``ctx``; each returns text an agent can read."""
+    """The memory tools bound to ``ctx``; each returns text an agent can read."""
     from langchain_core.tools import StructuredTool
 
     def memory_ingest_text(
@@ -349,7 +349,17 @@ def memory_tools(ctx: Context) -> list:
         """Counts of memories, concepts and edges."""
         return json.dumps(polar_memory(ctx).stats())
 
+    def memory_forget(ids: list[str]) -> str:
+        """Forget memories by id: their edges and vectors go, and they are never stored again."""
+        return json.dumps({"forgotten": polar_memory(ctx).forget(ids)})
+
     return [
         StructuredTool.from_function(fn)
-        for fn in (memory_ingest_text, memory_ingest_image, memory_recall, memory_stats)
+        for fn in (
+            memory_ingest_text,
+            memory_ingest_image,
+            memory_recall,
+            memory_stats,
+            memory_forget,
+        )  # fmt: skip
     ]

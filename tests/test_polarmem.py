@@ -143,6 +143,26 @@ def test_a_new_verification_replaces_the_old_polarity(tmp_path):
     assert stats["edges"]["HAS"] == 1 and stats["edges"]["NOT_HAS"] == 1
 
 
+def test_a_forgotten_memory_and_its_edges_are_gone_and_no_writer_brings_it_back(tmp_path):
+    """``forget`` removes the memory, every edge at either end and its vector in one
+    transaction, and records it: a second writer (another instance, as another process is)
+    that adds the same observation afterwards stores nothing."""
+    m = PolarMemory(tmp_path)
+    knife = Observation("image", "a knife on a board", key="img1", has={"knife": 0.9})
+    cup = Observation("image", "a cup on a shelf", key="img2", has={"cup": 0.9})
+    m.add([knife, cup])
+    assert m.stats()["edges"]["HAS"] == 2
+    assert m.forget([knife.id, "image:never"]) == [knife.id]
+    stats = m.stats()
+    assert stats["nodes"]["image"] == 1 and stats["vectors"] == 1 and stats["forgotten"] == 2
+    assert stats["edges"]["HAS"] == 1 and m.concepts_of(knife.id) == {}
+    assert [r.content for r in m.recall("a knife", ["knife"], [], k=5)] == ["a cup on a shelf"]
+    other = PolarMemory(tmp_path)  # a writer that had the observation in hand
+    report = other.add([knife, Observation("image", "a kettle", key="img3", has={"kettle": 0.8})])
+    assert report.forgotten == 1 and report.added == 1
+    assert knife.id not in m.stored([knife.id, cup.id])
+
+
 def test_concepts_are_normalized_once():
     assert normalize_concept("The traffic lights.") == "traffic light"
     assert normalize_concept("Knives") == normalize_concept("a knife") == "knife"
@@ -288,7 +308,7 @@ def test_langchain_tools(served, photo):
     ctx, _ = served
     tools = {t.name: t for t in memory_tools(ctx)}
     assert set(tools) == {"memory_ingest_text", "memory_ingest_image", "memory_recall",
-                          "memory_stats"}  # fmt: skip
+                          "memory_stats", "memory_forget"}  # fmt: skip
     assert "absent" in tools["memory_ingest_text"].args
     out = json.loads(tools["memory_ingest_image"].invoke({"path": str(photo)}))
     assert out["not_has"] == ["knife", "dog"] and out["added"] == 1
