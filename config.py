@@ -19,6 +19,11 @@ concurrency and the limits on a request. A client of a served graph may set only
 the method's knobs (``ClientContext``)."""
 
 
+def at_least(low: int) -> dict[str, int]:
+    """Field metadata of a knob with a floor, checked by ``Context`` itself when it is made."""
+    return {"minimum": low}
+
+
 KNOB_LIMITS = (
     "top_k=50,mmapg_max_iterations=20,mmapg_max_candidates=20,qdrag_budget=20,"
     "qdrag_retrieve_k=50,mabdqa_m=50,mabdqa_reentry_m=20,mabdqa_reentries=3,mabdqa_batch=16,"
@@ -102,10 +107,10 @@ class Context:
     """A user folder whose ``.j2`` files override the built-in templates by name."""
 
     # -- retrieval common ----------------------------------------------------------------
-    top_k: int = 5
+    top_k: int = field(default=5, metadata=at_least(1))
 
     # -- MMAPG (mmapg.txt, Alg. 1) ------------------------------------------------------
-    mmapg_max_iterations: int = 10
+    mmapg_max_iterations: int = field(default=10, metadata=at_least(1))
     """The planner loop's cap k (Alg. 1, line 3)."""
     mmapg_single_path: bool = False
     """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
@@ -119,19 +124,19 @@ class Context:
     """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
     mmapg_image_radius: float = 0.7
     """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
-    mmapg_max_candidates: int = 6
+    mmapg_max_candidates: int = field(default=6, metadata=at_least(1))
     """Candidates examined per retrieval node, best first: each costs one model call, and the
     radius search alone has no upper bound."""
 
     # -- QDRAG (qdrag.txt) --------------------------------------------------------------
-    qdrag_budget: int = 5
+    qdrag_budget: int = field(default=5, metadata=at_least(1))
     """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
     qdrag_mode: Literal["qdc", "qdr", "dense", "sparse"] = "qdc"
     """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
     question without decomposition)."""
     qdrag_entropy_budget: bool = True
     """Off: every (sub)question keeps the same share (Table 6 without "S")."""
-    qdrag_retrieve_k: int = 10
+    qdrag_retrieve_k: int = field(default=10, metadata=at_least(1))
     """Contexts retrieved per (sub)question before reranking."""
 
     # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
@@ -146,12 +151,12 @@ class Context:
     """Page-graph edge threshold (Eq. 2)."""
     mabdqa_theta_h: int = 10
     """Pages per hyperedge (Algorithm 1)."""
-    mabdqa_m: int = 20
+    mabdqa_m: int = field(default=20, metadata=at_least(0))
     """Pages judged by the bandit walk (Algorithm 2's iterations)."""
-    mabdqa_batch: int = 1
+    mabdqa_batch: int = field(default=1, metadata=at_least(1))
     """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
     mabdqa_seed: int = 42
-    mabdqa_top_pages: int = 4
+    mabdqa_top_pages: int = field(default=4, metadata=at_least(1))
     """Pages the answer reads (the paper's Top-4)."""
     mabdqa_retriever: Literal["bandit", "li"] = "bandit"
     """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
@@ -248,6 +253,15 @@ class Context:
                 setattr(self, f.name, coerce(f.name, hints[f.name], env))
             if get_origin(hints[f.name]) is Literal:  # fixed choices: refused once, here
                 coerce(f.name, hints[f.name], getattr(self, f.name))
+        if not isinstance(self, ClientContext):  # a client's: after the operator's limits
+            self.check_floors()
+
+    def check_floors(self) -> None:
+        """A knob below its floor (``at_least``) is refused here, once, not inside a node."""
+        for f in fields(self):
+            low = f.metadata.get("minimum")
+            if low is not None and getattr(self, f.name) < low:
+                raise ValueError(f"{f.name} must be >= {low}, not {getattr(self, f.name)}")
 
     def replace(self, **changes: Any) -> Context:
         """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
@@ -304,6 +318,7 @@ class ClientContext(Context):
                 raise ValueError(
                     f"Context field {name!r} must lie in 0..{most:g} on this server, not {value}"
                 )
+        self.check_floors()
 
 
 SERVING_FIELDS = frozenset(

@@ -4,9 +4,7 @@ entities (Sec. 3.2.2) and parses a query into wanted and unwanted concepts (Alg.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -15,6 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
 from hopgraph.models import CapabilityError, vlm_model
+from hopgraph.runtime import fan_out
 
 log = logging.getLogger(__name__)
 MIN_TEMPLATES = 3
@@ -109,10 +108,8 @@ def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dic
             ctx, pictures=[str(image)], model=vlm, concept=concept, variant=variant
         )
 
-    with ThreadPoolExecutor(max_workers=max(1, ctx.max_concurrency)) as pool:
-        # each call in a copy of this context, so its events reach a graph's stream
-        runs = [contextvars.copy_context().run for _ in jobs]
-        values = list(pool.map(lambda run, job: run(score, job), runs, jobs))
+    # the VLM is a remote endpoint (the embedded server has none): max_concurrency in flight
+    values = fan_out(score, jobs, ctx.max_concurrency)
     sums: dict[str, list[float]] = {}
     for (c, _), v in zip(jobs, values, strict=True):
         sums.setdefault(c, []).append(v)

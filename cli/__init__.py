@@ -17,6 +17,7 @@ def main() -> None:
     from hopgraph.memory.kb import KnowledgeBaseError
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.prompts import PromptError
+    from hopgraph.runtime import close_all
 
     try:
         app()
@@ -30,3 +31,5 @@ def main() -> None:
     ) as e:
         err.print(f"[red]error:[/red] {e}")
         sys.exit(2)
+    finally:
+        close_all()  # models, knowledge bases, memories: released once, here

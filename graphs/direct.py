@@ -11,6 +11,7 @@ from hopgraph.graphs.shared import (
     InputState,
     add_chain,
     admit,
+    context,
     contract_builder,
 )
 
@@ -20,7 +21,7 @@ class State(InputState, total=False):
 
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
-    ctx = runtime.context or Context()
+    ctx = context(runtime)
     admit(state, ctx)
     return {"answer": answer_closed_book(state["question"], ctx, state.get("images", []))}
 

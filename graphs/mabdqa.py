@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import numpy as np
 from langgraph.graph import END, START
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
@@ -25,6 +26,7 @@ from hopgraph.graphs.shared import (
     InputState,
     add_chain,
     admit,
+    context,
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence, rescored
@@ -36,15 +38,37 @@ from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vec
 from hopgraph.tools.retrieval import knowledge_base
 
 
+class WalkState(TypedDict):
+    """The bandit's state, kept so HRRA can re-enter the hypergraph where the walk stopped."""
+
+    a: list[float]
+    b: list[float]
+    """Each arm's Beta posterior (Alg. 2)."""
+    judged: dict[str, float]
+    """Page index (as text) -> the judge's score s_vlm."""
+    current: int | None
+    """The page the walk stands on."""
+
+
+class Attempt(TypedDict, total=False):
+    """One answer HRRA produced (App. C.4-C.8)."""
+
+    question: str
+    pages: list[int]
+    answer: str
+    refined_from: str
+    """The answer it refined (App. C.8), with the ``summary`` of what the answer needs."""
+    summary: str
+
+
 class State(InputState, total=False):
     subqueries: list[str]
-    walk: dict[str, Any]
-    """The bandit's state, kept so HRRA can re-enter: judged pages, arms, last page."""
+    walk: WalkState
     ranking: list[str]
     """Page ids, best first."""
     asked: str
     """The question HRRA answers: as the question reflection rewrote it, else the raw one."""
-    attempts: Annotated[list[dict[str, Any]], operator.add]
+    attempts: Annotated[list[Attempt], operator.add]
     """Each answer HRRA produced: the question it answered, from which pages, and whether
     the answer reflection found that it responds."""
     kept: list[Evidence]
@@ -53,10 +77,6 @@ class State(InputState, total=False):
     """P(Yes) of the answer reflection for the last answer."""
     answer: str
     response: str
-
-
-def _ctx(runtime: Runtime[Context]) -> Context:
-    return runtime.context or Context()  # retriever and judge are checked by Context itself
 
 
 def _document(state: State, ctx: Context) -> DocumentPages:
@@ -82,7 +102,7 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
 
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     admit(state, ctx)
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
@@ -135,7 +155,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if ctx.mabdqa_retriever == "bandit":
         return _walk(state, ctx, state["question"], ctx.mabdqa_m, 0)
     began = time.perf_counter()  # the baseline: LI(q, p) of the raw question, top-k
@@ -153,7 +173,7 @@ def reflect_question(state: State, runtime: Runtime[Context]) -> State:
     """Question reflection (App. C.5): the question made specific with what the retrieved
     pages show. The rewritten question is the one answered, judged, re-entered with and
     refined; with ``mabdqa_question_reflection`` off the raw question is."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if not ctx.mabdqa_question_reflection:
         return {"asked": state["question"]}
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
@@ -162,7 +182,7 @@ def reflect_question(state: State, runtime: Runtime[Context]) -> State:
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
     """The answer from the top pages (App. C.4)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     text = roles.answer(question, top, ctx, state.get("images", []))
@@ -172,7 +192,7 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
 
 def reflect_answer(state: State, runtime: Runtime[Context]) -> State:
     """Answer reflection (App. C.6): does the last answer respond to the asked question?"""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if not ctx.mabdqa_answer_reflection:
         return {}
     last = state["attempts"][-1]
@@ -182,7 +202,7 @@ def reflect_answer(state: State, runtime: Runtime[Context]) -> State:
 def after_reflect(state: State, runtime: Runtime[Context]) -> str:
     """An answer that responds (or no answer reflection) ends HRRA; one that falls short
     re-enters the hypergraph while re-entries remain, then is refined (App. C.7-C.8)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if not ctx.mabdqa_answer_reflection or state.get("responds", 1.0) >= 0.5:
         return "finish"
     if ctx.mabdqa_retriever == "bandit" and len(state["attempts"]) <= ctx.mabdqa_reentries:
@@ -192,7 +212,7 @@ def after_reflect(state: State, runtime: Runtime[Context]) -> str:
 
 def reenter(state: State, runtime: Runtime[Context]) -> State:
     """More pages from the hypergraph, judged against the asked question."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     question = state.get("asked") or state["question"]
     return _walk(state, ctx, question, ctx.mabdqa_reentry_m, len(state["attempts"]))
 
@@ -200,7 +220,7 @@ def reenter(state: State, runtime: Runtime[Context]) -> State:
 def refine(state: State, runtime: Runtime[Context]) -> State:
     """Summary of what the answer needs (App. C.7, with the hypergraph's aspects), then the
     refined answer from the pages, the first answer and that summary (App. C.8)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     last = state["attempts"][-1]
     summary = roles.summarize(last["question"], state.get("subqueries", []), ctx)
     text = roles.refine_answer(last["question"], last["answer"], summary, state["kept"], ctx)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
 from hopgraph.agents import examiner
 from hopgraph.agents.planner import overall_plan, plan_step
@@ -29,6 +30,7 @@ from hopgraph.graphs.shared import (
     InputState,
     add_chain,
     admit,
+    context,
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence
@@ -73,7 +75,7 @@ def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     """Eq. 5: the instruction's text-related and image-related parts. A KB without images has
     no image side to route a part to: there the whole instruction is the text part, and no
     call is made (an image part would search nothing, and its words would be lost)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if not has_image_side(ctx):
         return {"text_part": state["instruction"], "image_part": "", "image_kind": "descriptive"}
     out = examiner.split_instruction(state["instruction"], state.get("parents", []), ctx)
@@ -91,7 +93,7 @@ def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     """Eq. 6-11: key phrases (text), names or descriptive phrases (image), radius search.
     Each knowledge base keeps its own cap: raw cosines of KB_text and KB_img are not on one
     scale, so a merged top-N would undo the per-modality radii (App. A.1)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     held = state.get("held", [])
     text_phrases: list[str] = []
     image_phrases: list[str] = []
@@ -133,7 +135,7 @@ def fan_out(state: RetrievalState):
 def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
     """Eq. 12-13: what one candidate tells about the instruction (nothing: no finding)."""
     c = state["candidate"]
-    text = examiner.examine(c, state["instruction"], state["question"], _ctx(runtime))
+    text = examiner.examine(c, state["instruction"], state["question"], context(runtime))
     if not text:
         return {"findings": []}
     return {"findings": [{"id": c["id"], "title": c.get("title", ""), "text": text}]}
@@ -144,7 +146,7 @@ def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     findings = state.get("findings", [])
     if not findings:
         return {"content": NOTHING_FOUND.format(instruction=state["instruction"])}
-    return {"content": examiner.extract(state["instruction"], findings, _ctx(runtime))}
+    return {"content": examiner.extract(state["instruction"], findings, context(runtime))}
 
 
 retrieval_builder = StateGraph(RetrievalState, context_schema=Context)
@@ -157,12 +159,42 @@ retrieval = retrieval_builder.compile(name="mmapg_retrieval")
 
 
 # -- the planner loop (Alg. 1) -------------------------------------------------------------
+class PlanStep(TypedDict, total=False):
+    """The planner's latest decision, checked (Alg. 1 lines 5-6)."""
+
+    type: str
+    """question | retrieval | answer | stop"""
+    instruction: str
+    parents: list[str]
+    """Ids of the earlier nodes it builds on (the latest one alone in single-path mode)."""
+    calls: int
+    tokens: int
+    """The planner's LLM calls and tokens that produced it, charged to the node it makes."""
+
+
+class PlanNode(TypedDict, total=False):
+    """A node of the Adaptive Planning Graph (Sec. 3.2): Q0 is the question itself."""
+
+    id: str
+    """Q / R / A and its index (Q0, R1, A3)."""
+    type: str
+    """question | retrieval | answer"""
+    instruction: str
+    content: str
+    """What the node holds: the question, what the retrieval module extracted, an answer."""
+    parents: list[str]
+    calls: int
+    tokens: int
+    sources: list[str]
+    """A retrieval node's evidence ids (what it found)."""
+    hits: list[Evidence]
+
+
 class State(InputState, total=False):
     plan: str
-    nodes: Annotated[list[dict[str, Any]], operator.add]
-    """The planning graph: {id, type, instruction, content, parents, calls, tokens, ...}."""
-    step: dict[str, Any]
-    """The planner's latest decision, checked (type, parents, instruction, calls)."""
+    nodes: Annotated[list[PlanNode], operator.add]
+    """The planning graph, in the order its nodes were made."""
+    step: PlanStep
     repairs: Annotated[list[dict[str, Any]], operator.add]
     stopped: str
     """Why the loop ended: stop | max_iterations."""
@@ -172,13 +204,6 @@ class State(InputState, total=False):
     graph_view: dict[str, Any]
 
 
-def _ctx(runtime: Runtime[Context]) -> Context:
-    ctx = runtime.context or Context()  # mmapg_retrieval is checked by Context itself
-    if ctx.mmapg_max_iterations < 1:
-        raise ValueError(f"mmapg_max_iterations must be >= 1, not {ctx.mmapg_max_iterations}")
-    return ctx
-
-
 def recursion_limit(ctx: Context) -> int:
     """Supersteps a question may take: plan, then planner + action per iteration, then finish."""
     return 2 * ctx.mmapg_max_iterations + 6
@@ -186,9 +211,9 @@ def recursion_limit(ctx: Context) -> int:
 
 def begin(state: State, runtime: Runtime[Context]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
-    admit(state, _ctx(runtime))
+    admit(state, context(runtime))
     with tally_calls() as tally:
-        plan = overall_plan(state["question"], _ctx(runtime), state.get("images", []))
+        plan = overall_plan(state["question"], context(runtime), state.get("images", []))
     q0 = {
         "id": "Q0",
         "type": "question",
@@ -202,7 +227,7 @@ def begin(state: State, runtime: Runtime[Context]) -> State:
 
 def planner(state: State, runtime: Runtime[Context]) -> State:
     """Eq. 4: the next node's type, parents and instruction, checked against the graph."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     nodes = state["nodes"]
     with tally_calls() as tally:
         try:
@@ -344,7 +369,7 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
         out = reason(
             state["step"]["instruction"],
             [by_id[p] for p in state["step"]["parents"]],
-            _ctx(runtime),
+            context(runtime),
             state.get("images", []),
         )
     content = f"{out.answer} ({out.rationale})" if out.rationale else out.answer
@@ -353,7 +378,7 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     """The retrieval module (the subgraph), or Table 3's plain similarity retrieval."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     by_id = {n["id"]: n for n in state["nodes"]}
     instruction = state["step"]["instruction"]
     with tally_calls() as tally:
@@ -381,7 +406,8 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
 
 def loop(state: State, runtime: Runtime[Context]) -> str:
     """Back to the planner until k planner steps have been taken (Alg. 1 line 3)."""
-    return "finish" if len(state["nodes"]) - 1 >= _ctx(runtime).mmapg_max_iterations else "planner"
+    steps = len(state["nodes"]) - 1
+    return "finish" if steps >= context(runtime).mmapg_max_iterations else "planner"
 
 
 def finish(state: State, runtime: Runtime[Context]) -> State:
@@ -393,7 +419,7 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     if last["type"] == "answer":
         final, response = last["answer"], last["content"]
     else:
-        out = reason(state["question"], nodes, _ctx(runtime), state.get("images", []))
+        out = reason(state["question"], nodes, context(runtime), state.get("images", []))
         final, response = out.answer, out.rationale
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
     emit(

@@ -8,11 +8,12 @@ question only), ``qdrag_entropy_budget`` (Table 6 "S"), ``qdrag_budget`` (N).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langgraph.graph import END, START
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from typing_extensions import TypedDict
 
 from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
@@ -23,6 +24,7 @@ from hopgraph.graphs.shared import (
     add_chain,
     admit,
     cited_output,
+    context,
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence
@@ -49,10 +51,38 @@ def merge_contexts(old: list[Evidence], new: list[Evidence]) -> list[Evidence]:
     return list(merged.values())
 
 
+class Planned(TypedDict):
+    """A subquestion as planned. QD-R's may hold ``<Ans_of_Qi>`` placeholders for the answers
+    of the subquestions it ``depends`` on; QD-C's depend on none."""
+
+    id: str
+    question: str
+    depends: list[str]
+
+
+class Task(TypedDict):
+    """A QD-R subquestion sent to ``solve``: its placeholders filled, and the evidence its
+    dependencies brought (``held``: what GRAIL steers away from)."""
+
+    id: str
+    question: str
+    held: list[str]
+
+
+class Solved(TypedDict):
+    """A QD-R subquestion answered: the resolved question, its answer (which fills later
+    placeholders) and the contexts its search returned, best first."""
+
+    id: str
+    question: str
+    answer: str
+    context_ids: list[str]
+
+
 class State(InputState, total=False):
     contexts: Annotated[list[Evidence], merge_contexts]
-    subquestions: list[dict[str, Any]]
-    solved: Annotated[list[dict[str, Any]], operator.add]
+    subquestions: list[Planned]
+    solved: Annotated[list[Solved], operator.add]
     plan_error: str
     scores: dict[str, dict[str, float]]
     allocation: dict[str, int]
@@ -65,22 +95,18 @@ class State(InputState, total=False):
 
 
 class SolveInput(TypedDict):
-    sub: dict[str, Any]
-
-
-def _ctx(runtime: Runtime[Context]) -> Context:
-    return runtime.context or Context()  # qdrag_mode is checked by Context itself
+    sub: Task
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     admit(state, ctx)
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": search(state["question"], ctx, k=k)}
 
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if ctx.qdrag_mode == "qdc":
         subs = decompose_qdc(
             state["question"], state.get("contexts", []), ctx, state.get("images", [])
@@ -106,7 +132,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
 
 def dispatch(state: State, runtime: Runtime[Context]):
     """QD-R: the next wave of subquestions whose placeholders can be filled, in parallel."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     if ctx.qdrag_mode == "dense":
         return "select"
     if ctx.qdrag_mode != "qdr":
@@ -138,7 +164,7 @@ def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
     """Retrieve for one resolved subquestion and answer it (fills later placeholders). With
     ``grail_mode`` set, a dependent subquestion's search is steered away from the evidence its
     dependencies already brought (GRAIL, no LLM call)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     sub = state["sub"]
     k, held = ctx.qdrag_retrieve_k, sub.get("held", [])
     hits = search(sub["question"], ctx, k=k, held=held, steer=ctx.grail_mode)
@@ -180,7 +206,7 @@ def candidates(state: State, mode: str) -> dict[str, tuple[str, list[str]]]:
 
 
 def rerank(state: State, runtime: Runtime[Context]) -> State:
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     by_id = {c["id"]: c for c in state.get("contexts", [])}
     plan = candidates(state, ctx.qdrag_mode)
     # context-major order: consecutive prompts share the passage prefix, which llama.cpp's
@@ -196,7 +222,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> State:
 
 def select(state: State, runtime: Runtime[Context]) -> State:
     """The entropy budget (or an equal split, or dense top-N) → the contexts kept."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     contexts = state.get("contexts", [])
     if ctx.qdrag_mode == "dense":
         kept, allocation = contexts[: ctx.qdrag_budget], {}
@@ -216,7 +242,7 @@ def select(state: State, runtime: Runtime[Context]) -> State:
 def generate(state: State, runtime: Runtime[Context]) -> State:
     """The cited answer from the kept contexts (and, with ``polar_memory``, the memories
     recalled for the question, as Fact Check lines that can be cited too)."""
-    ctx = _ctx(runtime)
+    ctx = context(runtime)
     kept = state.get("kept", [])
     if ctx.polar_memory:
         kept = [*kept, *memory_candidates(state["question"], ctx)]

@@ -13,6 +13,7 @@ from hopgraph.graphs.shared import (
     add_chain,
     admit,
     cited_output,
+    context,
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence
@@ -28,14 +29,14 @@ class State(InputState, total=False):
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = runtime.context or Context()
+    ctx = context(runtime)
     admit(state, ctx)
     return {"contexts": search(state["question"], ctx)}
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
     contexts = state.get("contexts", [])
-    ctx = runtime.context or Context()
+    ctx = context(runtime)
     out = generate_cited_answer(state["question"], contexts, ctx, images=state.get("images", []))
     return cited_output(out, contexts)
 

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from langgraph.graph import StateGraph
+from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.agents.generator import CitedAnswer
-from hopgraph.config import ClientContext
+from hopgraph.config import ClientContext, Context
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
 
@@ -49,6 +50,12 @@ def output_of(values: dict) -> OutputState:
     if "evidence" not in out and ("kept" in values or "contexts" in values):
         out["evidence"] = values.get("kept", values.get("contexts", []))
     return OutputState(**out)
+
+
+def context(runtime: Runtime[Context]) -> Context:
+    """The Context a node runs with (checked when it was made); the defaults where a graph
+    was invoked without one."""
+    return runtime.context or Context()
 
 
 REFUSED_IMAGE = "an image of this question cannot be read here"

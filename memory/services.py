@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,20 +25,17 @@ from hopgraph.memory.polar import (
 from hopgraph.memory.sources import chunk_paragraphs
 from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Step, emit
+from hopgraph.runtime import ProcessCache, process_cache
 from hopgraph.tools.polarity import Partition, partition
 
 log = logging.getLogger(__name__)
-_memories: dict[tuple, PolarMemory] = {}
-_lock = threading.Lock()
+_memories: ProcessCache[tuple, PolarMemory] = process_cache("memories", PolarMemory.close)
 
 
 def polar_memory(ctx: Context) -> PolarMemory:
     """The process-wide memory at ``ctx.polar_dir``."""
     key = (str(Path(ctx.polar_dir).expanduser().resolve()), ctx.text_embedder)
-    with _lock:
-        if key not in _memories:
-            _memories[key] = PolarMemory.from_context(ctx)
-        return _memories[key]
+    return _memories.get(key, lambda: PolarMemory.from_context(ctx))
 
 
 # -- pathways --------------------------------------------------------------------------------

@@ -3,8 +3,6 @@ default, and the embedders. ``chat_model(ctx)`` is how graphs and agents get a m
 
 from __future__ import annotations
 
-import threading
-
 from hopgraph.config import Context
 from hopgraph.models.chat import ChatModel, system, user
 from hopgraph.models.embedded import EmbeddedServer
@@ -21,6 +19,7 @@ from hopgraph.models.errors import (
     StructuredOutputError,
 )
 from hopgraph.models.response_cache import ResponseCache
+from hopgraph.runtime import ProcessCache, process_cache
 
 __all__ = [
     "CapabilityError", "ChatModel", "EmbeddedServer", "EmbeddedServerError", "EndpointError",
@@ -29,20 +28,16 @@ __all__ = [
     "embedded_server", "question_model", "system", "user", "vlm_model",
 ]  # fmt: skip
 
-_servers: dict[str, EmbeddedServer] = {}
-_models: dict[tuple, ChatModel] = {}
-_lock = threading.Lock()
+_servers: ProcessCache[str, EmbeddedServer] = process_cache("embedded servers", EmbeddedServer.stop)
+_models: ProcessCache[tuple, ChatModel] = process_cache("chat models")
 
 
 def embedded_server(ctx: Context) -> EmbeddedServer:
     """The process-wide embedded server for ``ctx.model``, started on first use."""
-    with _lock:
-        server = _servers.get(ctx.model)
-        if server is None:
-            server = _servers[ctx.model] = EmbeddedServer(
-                ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads,
-                n_threads_batch=ctx.n_threads_batch,
-            )  # fmt: skip
+    server = _servers.get(ctx.model, lambda: EmbeddedServer(
+        ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads,
+        n_threads_batch=ctx.n_threads_batch,
+    ))  # fmt: skip
     return server.start()
 
 
@@ -52,26 +47,22 @@ def _model(
     key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
            ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir,
            ctx.response_cache)  # fmt: skip
-    with _lock:
-        model = _models.get(key)
-        if model is None:
-            model = _models[key] = ChatModel(
-                base_url,
-                name,
-                api_key=ctx.api_key,
-                backend=backend,
-                timeout=ctx.request_timeout,
-                max_retries=ctx.max_retries,
-                temperature=ctx.temperature,
-                max_tokens=ctx.max_tokens,
-                max_image_pixels=ctx.max_image_pixels,
-                prompts_dir=ctx.prompts_dir,
-                # the embedded server is judged by progress (streamed; see models.chat)
-                stream=server is not None,
-                count_prompt_tokens=server.prompt_tokens if server is not None else None,
-                cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
-            )
-    return model
+    return _models.get(key, lambda: ChatModel(
+        base_url,
+        name,
+        api_key=ctx.api_key,
+        backend=backend,
+        timeout=ctx.request_timeout,
+        max_retries=ctx.max_retries,
+        temperature=ctx.temperature,
+        max_tokens=ctx.max_tokens,
+        max_image_pixels=ctx.max_image_pixels,
+        prompts_dir=ctx.prompts_dir,
+        # the embedded server is judged by progress (streamed; see models.chat)
+        stream=server is not None,
+        count_prompt_tokens=server.prompt_tokens if server is not None else None,
+        cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
+    ))  # fmt: skip
 
 
 def chat_model(ctx: Context) -> ChatModel:

@@ -16,14 +16,13 @@ an unjudged page the question's LI ranks well.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from hopgraph.runtime import fan_out
 from hopgraph.tools.page_hypergraph import Hypergraph, minmax
 
 
@@ -123,7 +122,6 @@ def bandit_retrieve(
 
     current = start
     steps = []
-    pool = ThreadPoolExecutor(max_workers=max(1, min(batch, workers))) if batch > 1 else None
     budget, rounds = m, 0
     while budget > 0:
         picks = []  # (page, arm, how, sample) of this round, chosen before any is judged
@@ -146,11 +144,7 @@ def bandit_retrieve(
             break
         rounds += 1
         pages = [p for p, *_ in picks]
-        # each judgement in a copy of this context, so its events reach the graph's stream
-        runs = [contextvars.copy_context().run for _ in pages]
-        values = list(pool.map(lambda run, p: run(judge, p), runs, pages)) if pool else (
-            [judge(pages[0])]
-        )  # fmt: skip
+        values = fan_out(judge, pages, min(batch, workers))
         budget -= len(picks)
         for (page, arm, how, sample), value in zip(picks, values, strict=True):
             s = min(1.0, max(0.0, float(value)))
@@ -175,8 +169,6 @@ def bandit_retrieve(
             steps.append(step)
             if on_step:
                 on_step(step)
-    if pool is not None:
-        pool.shutdown()
     final = np.array([score(p) for p in range(h.n_pages)])
     order = [int(p) for p in np.argsort(-final, kind="stable")]
     return Walk(order, [round(float(final[p]), 6) for p in order], judged, steps, arms)

@@ -4,7 +4,6 @@ search. Results are ``Evidence``."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
 
@@ -14,18 +13,15 @@ from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.events import Retrieval, emit
+from hopgraph.runtime import ProcessCache, process_cache
 
-_kbs: dict[tuple, KnowledgeBase] = {}
-_lock = threading.Lock()
+_kbs: ProcessCache[tuple, KnowledgeBase] = process_cache("knowledge bases", KnowledgeBase.close)
 
 
 def knowledge_base(ctx: Context) -> KnowledgeBase:
     """The one shared KnowledgeBase that ``ctx`` names (opened once, refused if absent)."""
     key = (ctx.kb_dir, ctx.chroma_url, ctx.text_embedder, ctx.image_embedder)
-    with _lock:
-        if key not in _kbs:
-            _kbs[key] = KnowledgeBase.from_context(ctx, must_exist=True)
-        return _kbs[key]
+    return _kbs.get(key, lambda: KnowledgeBase.from_context(ctx, must_exist=True))
 
 
 def search(
