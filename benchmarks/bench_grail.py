@@ -67,13 +67,7 @@ def end_to_end(n: int, root: Path) -> dict:
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     ids = [Item("text", f"v{i}", "").id for i in range(n)]
     kb = KnowledgeBase(root / "kb")
-    col = kb.collection("text")
-    for i in range(0, n, 4096):
-        col.add(
-            ids=ids[i : i + 4096],
-            embeddings=matrix[i : i + 4096],
-            metadatas=[{"modality": "text"}] * len(ids[i : i + 4096]),
-        )
+    kb.add_vectors("text", ids, matrix, [{"modality": "text"}] * n)
     queries = torch.as_tensor(rng.standard_normal((200, 384)).astype(np.float32))
     contexts = [[ids[j] for j in rng.choice(n, 5, replace=False)] for _ in range(200)]
     out = {"vectors": n}

@@ -1,4 +1,4 @@
-"""The knowledge base: index a corpus, search it."""
+"""The knowledge base: index a corpus, search it, and list, count or remove its sources."""
 
 from __future__ import annotations
 
@@ -50,9 +50,14 @@ def index(
             "a committed one rebuilds the KB without LLM calls",
         ),
     ] = "",
+    prune: Annotated[
+        bool,
+        typer.Option("--prune", help="remove sources that vanished from the indexed folder"),
+    ] = False,
     sets: Sets = None,
 ) -> None:
-    """Index a corpus into the knowledge base (re-running adds only what is new)."""
+    """Index a corpus into the knowledge base. Re-running reads only the files that changed
+    (their old items are replaced) and reports those that vanished (--prune removes them)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from hopgraph.memory.indexing import index_source
@@ -103,11 +108,16 @@ def index(
             render_pages=not no_render,
             derive=derive,
             ocr=ocr,
+            prune=prune,
             on_batch=show,
         )
     console.print(
         f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
-        f"{report.added} added, {report.existing} already indexed, {len(report.skipped)} skipped, "
+        f"{report.added} added, {report.existing} already indexed, "
+        + (f"{report.unchanged} unchanged source(s) not read, " if report.unchanged else "")
+        + (f"{len(report.replaced)} changed source(s) replaced, " if report.replaced else "")
+        + (f"{report.removed} old item(s) removed, " if report.removed else "")
+        + f"{len(report.skipped)} skipped, "
         + (f"{report.derived} triplets added, " if triplets else "")
         + (f"{report.visual} images in the visual space, " if report.visual else "")
         + f"{report.seconds:.1f}s ({report.items / max(report.seconds, 1e-9):.3g} items/s; "
@@ -122,7 +132,19 @@ def index(
         console.print(f"  ... and {len(report.skipped) - 50} more skipped")
     for note in report.notes:
         console.print(f"  [cyan]note[/cyan] {note}")
-    if report.added == 0 and report.existing == 0 and _has_content(Path(source)):
+    for gone in report.pruned:
+        console.print(f"  [red]removed[/red] {gone}: gone from {source}")
+    for gone in report.vanished:
+        console.print(
+            f"  [yellow]vanished[/yellow] {gone}: gone from {source}, its items kept "
+            "(--prune, or `hopgraph kb rm`, removes them)"
+        )
+    if (
+        report.added == 0
+        and report.existing == 0
+        and not report.unchanged
+        and _has_content(Path(source))
+    ):
         why = (
             f"; e.g. {report.skipped[0].where}: {report.skipped[0].reason}"
             if report.skipped
@@ -173,3 +195,76 @@ def search(
     for h in hits:
         table.add_row(f"{h['score']:.3f}", h["id"], h["modality"], h["title"], h["text"][:120])
     console.print(table)
+
+
+JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
+kb_app = typer.Typer(
+    help="The knowledge base's sources: list, count, remove.", no_args_is_help=True
+)
+app.add_typer(kb_app, name="kb")
+
+
+def _registered(kb: str, sets):  # noqa: ANN001, ANN202
+    store = open_kb(kb, sets, must_exist=True)
+    if store.registry is None:
+        refuse(f"{store.location} is a Chroma server: hopgraph keeps no source registry for it")
+    return store
+
+
+@kb_app.command("ls")
+def kb_ls(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> None:
+    """Every indexed source: its path, size, content hash, items per modality and settings."""
+    store = _registered(kb, sets)
+    sources = store.registry.sources()
+    if as_json:
+        console.print_json(data=[vars(s) for s in sources])
+        return
+    table = Table(title=f"{len(sources)} source(s) in {store.location}")
+    for col in ("source", "format", "bytes", "sha256", "items", "settings"):
+        table.add_column(col, overflow="fold")
+    for s in sources:
+        items = ", ".join(f"{m} {n}" for m, n in sorted(s.counts.items())) or "none"
+        state = "" if not s.pending else " [yellow](unfinished: index again)[/yellow]"
+        settings = ", ".join(f"{k}={v}" for k, v in s.build.items() if k != "format" and v)
+        table.add_row(s.path + state, s.format, str(s.size), (s.sha256 or "")[:12], items, settings)
+    console.print(table)
+
+
+@kb_app.command("stats")
+def kb_stats(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> None:
+    """Items per modality and collection, and the sources they came from."""
+    store = open_kb(kb, sets, must_exist=True)
+    counts = store.counts() | {"visual": store.visual_count()}
+    sources = store.registry.sources() if store.registry is not None else []
+    out = {
+        "kb": store.location,
+        "collections": counts,
+        "sources": len(sources),
+        "unfinished": sum(bool(s.pending) for s in sources),
+        "awaiting removal": len(store.registry.garbage()) if store.registry else 0,
+    }
+    if as_json:
+        console.print_json(data=out)
+        return
+    for key, value in out.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        console.print(f"{key}: {value}")
+
+
+@kb_app.command("rm")
+def kb_rm(
+    sources: Annotated[list[str], typer.Argument(help="source paths, as `hopgraph kb ls` shows")],
+    kb: KbDir = "kb",
+    sets: Sets = None,
+) -> None:
+    """Remove sources and every item derived from them (an item another source also holds,
+    such as the same image in two places, stays)."""
+    store = _registered(kb, sets)
+    known = {s.path for s in store.registry.sources()}
+    keys = [s if s in known else str(Path(s).resolve()) for s in sources]
+    missing = [s for s, k in zip(sources, keys, strict=True) if k not in known]
+    if missing:
+        refuse(f"not a source of {store.location}: {', '.join(missing)} (see `hopgraph kb ls`)")
+    for key in keys:
+        console.print(f"{key}: {store.remove_source(key)} item(s) removed")

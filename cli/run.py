@@ -408,6 +408,7 @@ def evaluate(
     result = evaluate_run(
         run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged
     )
+    _warn_missing_gold(run_dir, kb_store, sets)
     table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
     table.add_column("metric")
     table.add_column("value")
@@ -423,6 +424,29 @@ def evaluate(
                         "completion_tokens", "seconds")))  # fmt: skip
         console.print(per)
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+
+
+def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
+    """Warn when the run's KB no longer holds gold evidence ids its questions name."""
+    import json as _json
+
+    from hopgraph.evals.evaluate import missing_gold
+    from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
+
+    if kb_store is None:
+        try:
+            saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
+            ctx = build_context(sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])
+            kb_store = KnowledgeBase.from_context(ctx, must_exist=True)
+        except (OSError, ValueError, KeyError, KnowledgeBaseError):
+            return  # no KB here to check against
+    gone = missing_gold(run_dir, kb_store)
+    if gone:
+        err.print(
+            f"[yellow]warning[/yellow] {len(gone)} gold evidence id(s) are not in the KB "
+            f"{kb_store.location} (e.g. {', '.join(gone[:3])}): a source changed or was removed "
+            "since, or was never indexed; recall counts them as missed"
+        )
 
 
 @app.command()

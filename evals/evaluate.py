@@ -12,7 +12,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
-from hopgraph.evals.run_folder import scored_predictions
+from hopgraph.evals.run_folder import read_predictions, scored_predictions
 from hopgraph.evals.stats import Paired, paired, paired_scores
 
 KS = (1, 3, 5, 10)
@@ -186,6 +186,15 @@ def evaluate_run(
         if on_judged is not None:
             on_judged(i, len(todo))
     return result
+
+
+def missing_gold(run_dir: str | Path, kb) -> list[str]:  # noqa: ANN001
+    """The gold evidence ids of a run's questions that ``kb`` does not hold (a source removed
+    or changed since, or never indexed): retrieval scores count them as missed."""
+    preds = read_predictions(Path(run_dir) / "predictions.jsonl")
+    ids = sorted({i for p in preds.values() for i in p.get("evidence") or []})
+    held = {h["id"] for h in kb.get(ids)} if ids else set()
+    return [i for i in ids if i not in held]
 
 
 HEADLINE = (

@@ -165,7 +165,7 @@ def run_train(
     carry types of both kinds (MultimodalQA), it trains on its own types only (Sec. 5.3:
     "each optimized exclusively for their respective top-performing question type"); the
     additive specialist has no weights to train."""
-    from hopgraph.tools.grail.models import GrailModel
+    from hopgraph.tools.grail.models import GrailModel, kb_state
     from hopgraph.tools.grail.training import (
         seed_everything,
         train_alignment,
@@ -195,6 +195,7 @@ def run_train(
         "optimizer": "AdamW",
         "seed": seed,
         "embedder": kb.embedder_name,
+        "kb": kb_state(kb),
     }
     if align:
         chains = [
@@ -250,7 +251,7 @@ def run_eval(
     """Evidence set completion and pool construction for each mode on one split."""
     from hopgraph.tools.grail.models import GrailModel
 
-    model = GrailModel.load(weights) if weights else GrailModel(kb.embedder.dim)
+    model = GrailModel.load(weights, kb=kb) if weights else GrailModel(kb.embedder.dim)
     if weights and "seed" in model.card:
         seed = model.card["split"]["seed"]
         test_share = model.card["split"]["test_share"]

@@ -119,13 +119,15 @@ def _gguf_sha256(ctx: Context) -> str:
 
 
 def kb_description(ctx: Context) -> dict[str, Any]:
-    """The KB a run reads: items per modality and the settings it was indexed with; {} where
-    none opens (a graph that needs one says why when it runs)."""
+    """The KB a run reads: items per modality, the settings it was indexed with and a digest
+    of its sources' versions (``sources``, from its registry); {} where none opens (a graph
+    that needs one says why when it runs)."""
     from hopgraph.memory.kb import KnowledgeBase
 
     try:
         kb = KnowledgeBase.from_context(ctx, must_exist=True)
-        return {"counts": kb.counts(), "builds": kb.build_settings()}
+        sources = {"sources": kb.registry.state()} if kb.registry is not None else {}
+        return {"counts": kb.counts(), "builds": kb.build_settings()} | sources
     except Exception:  # no KB, another embedder's, a server down: the manifest only describes
         return {}
 
@@ -163,6 +165,8 @@ def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]
         changes.append(f"KB items {was.get('counts')} (now {now.get('counts')})")
     if was.get("builds") and now.get("builds") and was["builds"] != now["builds"]:
         changes.append(f"KB indexed with {was['builds']} (now {now['builds']})")
+    if was.get("sources") and now.get("sources") and was["sources"] != now["sources"]:
+        changes.append(f"KB sources {was['sources']} (now {now['sources']}: a source changed)")
     return changes
 
 

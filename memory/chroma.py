@@ -4,8 +4,13 @@ Chroma's default embedding function, which would download a model)."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from hopgraph.runtime import ProcessCache, process_cache
 
 
 def chroma_client(path: str | Path = "", url: str = ""):
@@ -36,3 +41,55 @@ def cosine_collection(client, name: str, embedder: str, **metadata: Any):  # noq
         configuration={"hnsw": {"space": "cosine"}},
         metadata={"embedder": embedder, **metadata},
     )
+
+
+class LocalChroma:
+    """The one client of a local Chroma folder in this process (its KnowledgeBase objects share
+    it), used under an inter-process file lock and reopened when the folder's write counter
+    shows that another process wrote since: Chroma's local files are not safe for two processes
+    at once, and an open client does not see another process's writes (several clients of one
+    folder in a process share one Chroma system, so only one shared client can reopen it)."""
+
+    def __init__(self, path: Path):
+        from filelock import FileLock
+
+        self.path = path
+        self._flock = FileLock(str(path / "chroma.lock"), timeout=600)
+        self._lock = threading.RLock()
+        self.client = None
+        self.generation = 0
+        """Bumped at each (re)open: collections fetched from an older client are stale."""
+        self._seen: int | None = None
+
+    @contextmanager
+    def use(self, version: Callable[[], int], written: Callable[[], int] | None = None):
+        """The client, fresh as of ``version()`` (the folder's write counter); ``written``
+        (a write) bumps that counter for the other processes on the way out."""
+        with self._flock, self._lock:
+            seen = version()
+            if self.client is None or seen != self._seen:
+                if self.client is not None:
+                    self.client.close()
+                self.client = chroma_client(self.path)
+                self.generation += 1
+                self._seen = seen
+            try:
+                yield self.client
+            finally:
+                if written is not None:
+                    self._seen = written()
+
+    def close(self) -> None:
+        with self._flock, self._lock:
+            if self.client is not None:
+                self.client.close()
+                self.client = None
+
+
+_folders: ProcessCache[str, LocalChroma] = process_cache("Chroma folders", LocalChroma.close)
+
+
+def local_chroma(path: str | Path) -> LocalChroma:
+    """This process's one ``LocalChroma`` of ``path``."""
+    key = str(Path(path).resolve())
+    return _folders.get(key, lambda: LocalChroma(Path(key)))

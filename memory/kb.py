@@ -5,23 +5,32 @@ Vectors are always computed by hopgraph's embedder and passed in: Chroma's defau
 function (which would download a model) is never used. Item ids derive from content (or from a
 dataset's own stable doc id), so indexing the same source twice adds nothing and an interrupted
 index resumes where it stopped.
+
+A local KB registers each source it indexed (``memory/registry.py``): every item carries its
+source version's hash, and a version that is not live (being written, replaced, removed) is
+hidden from every read, so a source that changed is replaced whole, never mixed. Chroma's local
+files are not safe for two processes at once, so every Chroma operation of a local KB runs under
+one inter-process file lock, and a client that missed another process's writes is reopened.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hopgraph.memory.chroma import chroma_client, cosine_collection
+from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
 from hopgraph.memory.evidence import Evidence, evidence
+from hopgraph.memory.registry import SourceRegistry
 
 MODALITIES = ("text", "table", "image", "page")
 COLLECTION_PREFIX = "hopgraph-"
@@ -82,8 +91,10 @@ class AddStats:
     store_seconds: float = 0.0
 
 
-def _metadata(item: Item) -> dict[str, Any]:
-    return {
+def _metadata(item: Item, version: str | None = None) -> dict[str, Any]:
+    """What Chroma stores beside an item; ``src_hash`` is its source version (registered
+    writes only)."""
+    return ({"src_hash": version} if version else {}) | {
         "modality": item.modality,
         "title": item.title,
         "source": item.source,
@@ -112,11 +123,23 @@ def _evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float
     )
 
 
+Row = tuple[str, str, dict[str, Any], float]
+"""A stored item as Chroma returns it: id, document, metadata, cosine distance (0 for a get)."""
+
+
+def _unhidden(where: dict | None, hidden: Sequence[str]) -> dict | None:
+    """``where``, and while some source version is hidden, not one of those."""
+    if not hidden:
+        return where
+    clause = {"src_hash": {"$nin": list(hidden)}}
+    return clause if where is None else {"$and": [where, clause]}
+
+
 def _nearest(
     col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None = None
-) -> list[Evidence]:
-    """A collection's ``n`` nearest items to ``vec`` as Evidence (score = 1 - cosine distance),
-    best first; with ``radius``, only those within that distance."""
+) -> list[Row]:
+    """A collection's ``n`` nearest items to ``vec``, best first; with ``radius``, only those
+    within that cosine distance."""
     res = col.query(
         query_embeddings=vec[None, :],
         n_results=n,
@@ -124,7 +147,7 @@ def _nearest(
         include=["documents", "metadatas", "distances"],
     )
     return [
-        _evidence(id_, doc, md, 1.0 - float(dist))
+        (id_, doc or "", md or {}, float(dist))
         for id_, doc, md, dist in zip(
             res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
             strict=True,
@@ -133,8 +156,22 @@ def _nearest(
     ]  # fmt: skip
 
 
+def _rows(res: dict) -> list[Row]:
+    return [
+        (i, d or "", m or {}, 0.0)
+        for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)
+    ]
+
+
+def _cache_name(doc: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
+
+
 class KnowledgeBase:
-    """Chroma collections per modality, local files (``PersistentClient``) or a server."""
+    """Chroma collections per modality, local files (``PersistentClient``) or a server.
+
+    A local KB keeps a source registry (``self.registry``); a KB on a Chroma server has none
+    (its sources cannot be listed, replaced or removed one by one)."""
 
     def __init__(
         self,
@@ -150,8 +187,11 @@ class KnowledgeBase:
         self.embedder_name = embedder
         self.image_embedder_name = image_embedder
         self.batch_size = batch_size
+        self.registry: SourceRegistry | None = None
+        self._local = None
+        self._client = None
         if chroma_url:
-            self.client = chroma_client(url=chroma_url)
+            self._client = chroma_client(url=chroma_url)
             self.location = chroma_url
         else:
             if must_exist and not (self.path / "chroma").is_dir():
@@ -160,12 +200,16 @@ class KnowledgeBase:
                     f"--kb {self.path}`"
                 )
             self.path.mkdir(parents=True, exist_ok=True)
-            self.client = chroma_client(self.path)
+            self.registry = SourceRegistry(self.path)
+            self._local = local_chroma(self.path)
             self.location = str(self.path)
+        self._generation = -1
         self._collections: dict[str, Any] = {}
         self._embedder = None
-        self._vectors: dict[str, tuple[list[str], np.ndarray, int]] = {}
-        self._lock = threading.Lock()
+        self._vectors: dict[str, tuple[Any, list[str], np.ndarray]] = {}
+        self._lock = threading.RLock()
+        with self._chroma():  # opened now: a KB folder exists once a KnowledgeBase is made
+            pass
 
     @classmethod
     def from_context(cls, ctx, must_exist: bool = False) -> KnowledgeBase:  # noqa: ANN001
@@ -179,6 +223,42 @@ class KnowledgeBase:
             must_exist=must_exist,
         )
 
+    # -- Chroma, one process at a time ----------------------------------------------------
+    @contextmanager
+    def _chroma(self, write: bool = False) -> Iterator[None]:
+        """Chroma under the inter-process lock, by a client that has seen every write so far
+        (``memory/chroma.py:LocalChroma``); a write tells the other processes."""
+        if self._local is None:
+            yield
+            return
+        written = self.registry.chroma_written if write else None
+        with self._local.use(self.registry.chroma_version, written), self._lock:
+            if self._generation != self._local.generation:  # reopened: collections are stale
+                self._collections.clear()
+                self._generation = self._local.generation
+            yield
+
+    @property
+    def client(self):  # noqa: ANN201 - a chromadb client
+        """The Chroma client (a local KB's: use it inside ``_chroma()``)."""
+        return self._local.client if self._local is not None else self._client
+
+    def hidden(self) -> list[str]:
+        """The source versions no read may return (being written, replaced or removed)."""
+        return self.registry.hidden() if self.registry is not None else []
+
+    def _visible(self, rows: list[Row]) -> list[Row]:
+        """``rows`` less those of a version hidden now: read after the query, so a version
+        that a commit or a removal retired while it ran is dropped too."""
+        hidden = set(self.hidden())
+        return [r for r in rows if r[2].get("src_hash") not in hidden] if hidden else rows
+
+    def close(self) -> None:
+        """Release the registry's connection (the process's Chroma client of a local KB is
+        shared, released by ``runtime.close_all``)."""
+        if self.registry is not None:
+            self.registry.close()
+
     # -- collections ----------------------------------------------------------------------
     @property
     def embedder(self):
@@ -189,7 +269,8 @@ class KnowledgeBase:
         return self._embedder
 
     def collection(self, modality: str, create: bool = True):
-        """The Chroma collection of ``modality``, checked to be in this embedder's space."""
+        """The Chroma collection of ``modality``, checked to be in this embedder's space (use
+        it inside ``_chroma()``)."""
         if modality not in MODALITIES:
             raise KnowledgeBaseError(f"unknown modality {modality!r}; one of {MODALITIES}")
         with self._lock:
@@ -215,10 +296,12 @@ class KnowledgeBase:
             return col
 
     def counts(self) -> dict[str, int]:
+        """Items stored per modality (a version being written or removed included)."""
         out = {}
-        for modality in MODALITIES:
-            col = self.collection(modality, create=False)
-            out[modality] = col.count() if col is not None else 0
+        with self._chroma():
+            for modality in MODALITIES:
+                col = self.collection(modality, create=False)
+                out[modality] = col.count() if col is not None else 0
         return out
 
     # -- how it was built -------------------------------------------------------------------
@@ -249,11 +332,18 @@ class KnowledgeBase:
     def existing(self, ids: Sequence[str], modality: str) -> set[str]:
         if not ids:
             return set()
-        return set(self.collection(modality).get(ids=list(ids), include=[])["ids"])
+        with self._chroma():
+            return set(self.collection(modality).get(ids=list(ids), include=[])["ids"])
 
     # -- writing ----------------------------------------------------------------------------
-    def add(self, items: Iterable[Item]) -> AddStats:
-        """Embed and store items not already present; duplicates within the input count once."""
+    def add(
+        self, items: Iterable[Item], *, source: str = "", version: str | None = None
+    ) -> AddStats:
+        """Embed and store items not already present; duplicates within the input count once.
+
+        With ``version`` (a registered source's pending hash): an item stored with other text
+        is re-embedded and replaced, and each item is stamped with the version that holds it
+        (another live source's, where one holds it too, else ``version``)."""
         stats = AddStats()
         by_modality: dict[str, dict[str, Item]] = {}
         for item in items:
@@ -262,31 +352,156 @@ class KnowledgeBase:
                 stats.existing += 1
             group[item.id] = item
         for modality, group in by_modality.items():
-            present = self.existing(list(group), modality)
-            stats.existing += len(present)
-            todo = [it for id_, it in group.items() if id_ not in present]
+            with self._chroma():
+                stored = self.collection(modality).get(
+                    ids=list(group), include=["documents", "metadatas"]
+                )
+            same = {
+                id_: md or {}
+                for id_, doc, md in zip(stored["ids"], stored["documents"], stored["metadatas"],
+                                        strict=True)
+                if version is None or (doc == group[id_].text and _unchanged(md, group[id_]))
+            }  # fmt: skip
+            stats.existing += len(same)
+            if version is not None:
+                self._restamp(self._stamps(same, source, version))
+            todo = [it for id_, it in group.items() if id_ not in same]
             if not todo:
                 continue
             began = time.perf_counter()
             vecs = self.embedder.encode([it.embed_text() for it in todo])
             stats.embed_seconds += time.perf_counter() - began
             began = time.perf_counter()
-            col = self.collection(modality)
-            step = min(self.client.get_max_batch_size(), 4096)
-            for i in range(0, len(todo), step):
-                chunk = todo[i : i + step]
-                col.add(
-                    ids=[it.id for it in chunk],
-                    embeddings=vecs[i : i + step],
-                    documents=[it.text for it in chunk],
-                    metadatas=[_metadata(it) for it in chunk],
-                )
+            owners = self._stamps({it.id: {} for it in todo}, source, version) if version else {}
+            with self._chroma(write=True):
+                col = self.collection(modality)
+                step = min(self.client.get_max_batch_size(), 4096)
+                for i in range(0, len(todo), step):
+                    chunk = todo[i : i + step]
+                    col.upsert(
+                        ids=[it.id for it in chunk],
+                        embeddings=vecs[i : i + step],
+                        documents=[it.text for it in chunk],
+                        metadatas=[_metadata(it, owners.get(it.id, version)) for it in chunk],
+                    )
             stats.store_seconds += time.perf_counter() - began
             stats.added += len(todo)
-            self._vectors.pop(modality, None)
         return stats
 
+    def _stamps(
+        self, stored: dict[str, dict[str, Any]], source: str, version: str
+    ) -> dict[str, str]:
+        """The version each item must carry (another live holder's, else ``version``), for
+        the items whose stored stamp differs."""
+        if self.registry is None:
+            return {}
+        others = self.registry.live_holders(stored, besides=source)
+        want = {id_: others.get(id_, version) for id_ in stored}
+        return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
+
+    def _restamp(self, stamps: dict[str, str]) -> None:
+        """Set each item's source version (in every collection that holds it)."""
+        if not stamps:
+            return
+        with self._chroma(write=True):
+            for modality in MODALITIES:
+                ids = [i for i in stamps if i.startswith(modality + "-")]
+                col = self.collection(modality, create=False) if ids else None
+                if col is not None:
+                    col.update(ids=ids, metadatas=[{"src_hash": stamps[i]} for i in ids])
+            visual = self._visual_if_any()
+            ids = [i for i in stamps if i.startswith("image-")]
+            if visual is not None and ids:
+                there = visual.get(ids=ids, include=[])["ids"]
+                if there:
+                    visual.update(ids=there, metadatas=[{"src_hash": stamps[i]} for i in there])
+
+    def keep_shared(self, source: str, version: str | None) -> None:
+        """Before ``source``'s other versions than ``version`` are dropped: the items another
+        live source also holds take that source's stamp, so they stay visible."""
+        if self.registry is not None:
+            self._restamp(self.registry.orphaned(source, version))
+
+    def remove_source(self, source: str) -> int:
+        """Remove a registered source and every item only it held (its page images and page
+        vectors too). Returns how many items were deleted."""
+        if self.registry is None:
+            raise KnowledgeBaseError(
+                f"{self.location} is a Chroma server: its sources are not registered here"
+            )
+        if self.registry.get(source) is None:
+            raise KnowledgeBaseError(f"{source} is not a source of {self.location}")
+        self.keep_shared(source, None)
+        self.registry.remove(source)
+        return self.collect_garbage()
+
+    def collect_garbage(self) -> int:
+        """Delete the items no live source holds from every collection, with the page images
+        and page vectors made from them; what a crash left queued goes too."""
+        if self.registry is None:
+            return 0
+        gone = self.registry.garbage()
+        if not gone:
+            return 0
+        docs: set[str] = set()
+        pngs: list[Path] = []
+        with self._chroma(write=True):
+            for modality in MODALITIES:
+                ids = [i for i, m in gone if m == modality]
+                col = self.collection(modality, create=False) if ids else None
+                if col is None:
+                    continue
+                if modality == "page":
+                    for _, _, md, _ in _rows(col.get(ids=ids, include=["documents", "metadatas"])):
+                        docs.add(md.get("source", ""))
+                        pngs.append(Path(md.get("path") or "."))
+                col.delete(ids=ids)
+            images = [i for i, m in gone if m == "image"]
+            visual = self._visual_if_any() if images else None
+            if visual is not None:
+                visual.delete(ids=images)
+        mine = (self.path / "pages").resolve()
+        for png in pngs:
+            if png.suffix == ".png" and png.resolve().is_relative_to(mine):
+                png.unlink(missing_ok=True)
+                if png.parent.is_dir() and not any(png.parent.iterdir()):
+                    png.parent.rmdir()
+        for doc in filter(None, docs):
+            for cache in (self.path / "page_vectors").glob(f"{_cache_name(doc)}-*.npz"):
+                cache.unlink(missing_ok=True)
+        self.registry.collected(i for i, _ in gone)
+        self._vectors.clear()
+        return len(gone)
+
+    def page_vector_cache(self, doc: str, key: str) -> Path:
+        """Where a document's page vectors for ``key`` (a hash of what they were made from)
+        are kept; removed with the document's pages."""
+        return self.path / "page_vectors" / f"{_cache_name(doc)}-{key}.npz"
+
+    def add_vectors(
+        self, modality: str, ids: Sequence[str], vectors: np.ndarray, metadatas: list[dict]
+    ) -> None:
+        """Store vectors made elsewhere as they are (the benchmarks' synthetic collections)."""
+        with self._chroma(write=True):
+            col = self.collection(modality)
+            for i in range(0, len(ids), 4096):
+                col.add(ids=list(ids[i : i + 4096]), embeddings=vectors[i : i + 4096],
+                        metadatas=metadatas[i : i + 4096])  # fmt: skip
+
     # -- reading ----------------------------------------------------------------------------
+    def stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of ``ids`` (unknown ids are left out)."""
+        out: dict[str, np.ndarray] = {}
+        with self._chroma():
+            for modality in MODALITIES:
+                wanted = [i for i in ids if i.startswith(modality + "-")]
+                col = self.collection(modality, create=False) if wanted else None
+                if col is not None:
+                    res = col.get(ids=wanted, include=["embeddings"])
+                    out.update(zip(res["ids"], np.asarray(res["embeddings"], np.float32),
+                                   strict=True))  # fmt: skip
+        return out
+
     def embed_query(self, query: str) -> np.ndarray:
         return self.embedder.encode_one(query)
 
@@ -304,13 +519,13 @@ class KnowledgeBase:
         """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
         distance (MMAPG's query_radius; at most ``max_hits``), best first. ``derived`` False
         keeps only original items, True only derived ones (triplets); None both."""
-        collections = [
-            (col, size)
-            for modality in modalities or MODALITIES
-            if (col := self.collection(modality, create=False)) is not None
-            and (size := col.count())
-        ]
-        if not collections:
+        with self._chroma():  # an empty KB needs no query vector; another embedder's, refused
+            wanted = [
+                modality
+                for modality in modalities or MODALITIES
+                if (col := self.collection(modality, create=False)) is not None and col.count()
+            ]
+        if not wanted:
             return []
         vec = self.embed_query(query) if isinstance(query, str) else np.asarray(query, np.float32)
         clauses = []
@@ -321,45 +536,65 @@ class KnowledgeBase:
         if derived is not None:
             clauses.append({"parent": {"$ne": ""}} if derived else {"parent": ""})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        where = _unhidden(where, self.hidden())
         n = max_hits if radius is not None else k
-        hits = [
-            h for col, size in collections for h in _nearest(col, vec, min(n, size), radius, where)
-        ]
+        rows: list[Row] = []
+        with self._chroma():
+            for modality in wanted:
+                col = self.collection(modality, create=False)
+                size = col.count() if col is not None else 0
+                if size:
+                    rows += _nearest(col, vec, min(n, size), radius, where)
+        hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]
 
     def get(self, ids: Sequence[str]) -> list[Evidence]:
         """Stored items by id (score 1.0), in the order asked; unknown ids are left out."""
-        found: dict[str, Evidence] = {}
-        for modality in MODALITIES:
-            wanted = list(dict.fromkeys(i for i in ids if i.startswith(modality + "-")))
-            col = self.collection(modality, create=False) if wanted else None
-            if col is None:
-                continue
-            res = col.get(ids=wanted, include=["documents", "metadatas"])
-            for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
-                found[id_] = _evidence(id_, doc, md, 1.0)
+        rows: list[Row] = []
+        with self._chroma():
+            for modality in MODALITIES:
+                wanted = list(dict.fromkeys(i for i in ids if i.startswith(modality + "-")))
+                col = self.collection(modality, create=False) if wanted else None
+                if col is not None:
+                    rows += _rows(col.get(ids=wanted, include=["documents", "metadatas"]))
+        found = {i: _evidence(i, d, m, 1.0) for i, d, m, _ in self._visible(rows)}
         return [found[i] for i in ids if i in found]
 
     def vectors(self, modality: str) -> tuple[list[str], np.ndarray]:
-        """All ids and the (n, d) float32 matrix of a collection (for GRAIL), cached."""
-        col = self.collection(modality, create=False)
-        size = col.count() if col is not None else 0
-        cached = self._vectors.get(modality)
-        if cached is not None and cached[2] == size:
-            return cached[0], cached[1]
-        ids: list[str] = []
-        chunks: list[np.ndarray] = []
-        for offset in range(0, size, 10_000):
-            res = col.get(include=["embeddings"], limit=10_000, offset=offset)
-            ids += res["ids"]
-            chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
+        """All visible ids and the (n, d) float32 matrix of a collection (for GRAIL), cached
+        until a write or a change of what is hidden."""
+        with self._chroma():
+            col = self.collection(modality, create=False)
+            size = col.count() if col is not None else 0
+            written = self.registry.chroma_version() if self.registry is not None else 0
+            stamp = (size, written, tuple(self.hidden()))
+            cached = self._vectors.get(modality)
+            if cached is not None and cached[0] == stamp:
+                return cached[1], cached[2]
+            ids: list[str] = []
+            chunks: list[np.ndarray] = []
+            hidden = set(stamp[2])
+            for offset in range(0, size, 10_000):
+                res = col.get(include=["embeddings", "metadatas"], limit=10_000, offset=offset)
+                keep = [
+                    j for j, md in enumerate(res["metadatas"])
+                    if (md or {}).get("src_hash") not in hidden
+                ]  # fmt: skip
+                ids += [res["ids"][j] for j in keep]
+                chunks.append(np.asarray(res["embeddings"], dtype=np.float32)[keep])
         dim = self.embedder.dim if not chunks else chunks[0].shape[1]
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
-        self._vectors[modality] = (ids, matrix, size)
+        self._vectors[modality] = (stamp, ids, matrix)
         return ids, matrix
 
     # -- the visual space -----------------------------------------------------------------
+    def _visual_if_any(self):  # noqa: ANN202
+        try:
+            return self.visual_collection()
+        except KnowledgeBaseError:
+            return None
+
     def visual_collection(self, create: bool = False):
         """The collection of image vectors, checked to be in the configured image embedder's
         space; None where there is none (and ``create`` is False)."""
@@ -382,37 +617,44 @@ class KnowledgeBase:
             self._collections[VISUAL] = col
             return col
 
-    def add_visual(self, items: Sequence[Item], embedder) -> AddStats:  # noqa: ANN001
+    def add_visual(
+        self,
+        items: Sequence[Item],
+        embedder,
+        *,
+        version: str | None = None,  # noqa: ANN001
+    ) -> AddStats:
         """Embed the image files of ``items`` (image items with a path) with ``embedder`` into
-        the visual space; items already there are skipped."""
+        the visual space; items already there are skipped (an image's id is its bytes)."""
         stats = AddStats()
         todo = {it.id: it for it in items if it.modality == "image" and it.path}
         if not todo:
             return stats
-        col = self.visual_collection(create=True)
-        present = set(col.get(ids=list(todo), include=[])["ids"])
+        with self._chroma():
+            present = set(
+                self.visual_collection(create=True).get(ids=list(todo), include=[])["ids"]
+            )
         stats.existing = len(present)
         fresh = [it for id_, it in todo.items() if id_ not in present]
         if fresh:
             began = time.perf_counter()
             vecs = embedder.encode_images([it.path for it in fresh])
             stats.embed_seconds = time.perf_counter() - began
-            col.add(
-                ids=[it.id for it in fresh],
-                embeddings=vecs,
-                documents=[it.text for it in fresh],
-                metadatas=[_metadata(it) for it in fresh],
-            )
+            with self._chroma(write=True):
+                self.visual_collection(create=True).add(
+                    ids=[it.id for it in fresh],
+                    embeddings=vecs,
+                    documents=[it.text for it in fresh],
+                    metadatas=[_metadata(it, version) for it in fresh],
+                )
             stats.added = len(fresh)
         return stats
 
     def visual_count(self) -> int:
         """How many images the visual space holds (0 where it is absent)."""
-        try:
-            col = self.visual_collection()
-        except KnowledgeBaseError:
-            return 0
-        return col.count() if col is not None else 0
+        with self._chroma():
+            col = self._visual_if_any()
+            return col.count() if col is not None else 0
 
     def search_visual(
         self, query: str, *, k: int = 5, radius: float | None = None, max_hits: int = 100
@@ -421,28 +663,44 @@ class KnowledgeBase:
         image (its vision tower): top-``k``, or every image within cosine distance ``radius``."""
         from hopgraph.models.embedders import image_embedder
 
-        col = self.visual_collection()
-        size = col.count() if col is not None else 0
+        with self._chroma():
+            col = self.visual_collection()
+            size = col.count() if col is not None else 0
         if not size:
             return []
         vec = image_embedder(self.image_embedder_name).encode_texts([query])[0]
-        hits = _nearest(col, vec, min(max_hits if radius is not None else k, size), radius)
+        n = min(max_hits if radius is not None else k, size)
+        with self._chroma():
+            col = self.visual_collection()  # the client may have been reopened meanwhile
+            rows = _nearest(col, vec, n, radius, _unhidden(None, self.hidden()))
+        hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
         return hits if radius is not None else hits[:k]
 
     def pages_of(self, source: str) -> list[Evidence]:
         """One document's page items (by file name) in page order; empty if none."""
-        col = self.collection("page", create=False)
-        if col is None:
-            return []
-        res = col.get(where={"source": source}, include=["documents", "metadatas"])
-        hits = [_evidence(i, d, m, 1.0) for i, d, m in zip(res["ids"], res["documents"],
-                                                      res["metadatas"], strict=True)]  # fmt: skip
+        with self._chroma():
+            col = self.collection("page", create=False)
+            if col is None:
+                return []
+            where = _unhidden({"source": source}, self.hidden())
+            rows = _rows(col.get(where=where, include=["documents", "metadatas"]))
+        hits = [_evidence(i, d, m, 1.0) for i, d, m, _ in self._visible(rows)]
         return sorted(hits, key=lambda h: h["page"] or 0)
 
     def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Evidence]:
-        col = self.collection(modality, create=False)
-        size = col.count() if col is not None else 0
+        """Every visible item of a collection, a batch read at a time."""
+        with self._chroma():
+            col = self.collection(modality, create=False)
+            size = col.count() if col is not None else 0
         for offset in range(0, size, batch):
-            res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
-            for id_, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True):
+            with self._chroma():  # fetched anew: the client may have been reopened meanwhile
+                col = self.collection(modality, create=False)
+                res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
+            for id_, doc, md, _ in self._visible(_rows(res)):
                 yield _evidence(id_, doc, md, 1.0)
+
+
+def _unchanged(md: dict[str, Any] | None, item: Item) -> bool:
+    """Whether a stored item's fields (its text aside) are the item's."""
+    fresh = _metadata(item)
+    return all((md or {}).get(k) == v for k, v in fresh.items())

@@ -12,7 +12,9 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -411,32 +413,51 @@ def read_records(path: Path) -> Iterator[Record]:
             yield Skipped(f"{path}:{obj.get('id', '?')}", str(e))
 
 
+def folder_files(path: Path) -> list[Path]:
+    """The files of a folder that ``read_folder`` reads (each a source of its own)."""
+    return sorted(
+        p for p in path.rglob("*")
+        if p.is_file() and p.name != "captions.json" and not p.name.startswith(".")
+    )  # fmt: skip
+
+
+def caption_of(captions: dict[str, str], file: Path) -> str:
+    if file.suffix.lower() not in IMAGE_SUFFIXES:
+        return ""
+    return captions.get(file.name, captions.get(file.stem, ""))
+
+
+def read_file(file: Path, caption: str = "", **opts: Any) -> Iterator[Record]:
+    """One file of a folder, by its type."""
+    suffix = file.suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        yield image_item(file, caption, opts.get("ocr"), opts.get("ocr_cache"))
+    elif suffix in TEXT_SUFFIXES:
+        yield from read_text_file(file)
+    elif suffix == ".csv":
+        yield from read_csv_table(file)
+    elif suffix == ".jsonl":
+        yield from read_records(file)
+    elif suffix == ".pdf":
+        yield from read_pdf(file, **opts)
+    else:
+        yield Skipped(str(file), f"unsupported file type {suffix or '(none)'}")
+
+
 def read_folder(path: Path, **opts: Any) -> Iterator[Record]:
     """Every usable file below ``path``: images (captions from ``captions.json``), text and
     Markdown files, CSV tables, JSONL passages and PDFs."""
     captions = _captions(path)
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        suffix = file.suffix.lower()
-        if file.name == "captions.json" or file.name.startswith("."):
-            continue
-        if suffix in IMAGE_SUFFIXES:
-            caption = captions.get(file.name, captions.get(file.stem, ""))
-            yield image_item(file, caption, opts.get("ocr"), opts.get("ocr_cache"))
-        elif suffix in TEXT_SUFFIXES:
-            yield from read_text_file(file)
-        elif suffix == ".csv":
-            yield from read_csv_table(file)
-        elif suffix == ".jsonl":
-            yield from read_records(file)
-        elif suffix == ".pdf":
-            yield from read_pdf(file, **opts)
-        else:
-            yield Skipped(str(file), f"unsupported file type {suffix or '(none)'}")
+    for file in folder_files(path):
+        yield from read_file(file, caption_of(captions, file), **opts)
+
+
+def pdf_files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(path.rglob("*.pdf"))
 
 
 def read_pdfs(path: Path, **opts: Any) -> Iterator[Record]:
-    files = [path] if path.is_file() else sorted(path.rglob("*.pdf"))
-    for file in files:
+    for file in pdf_files(path):
         yield from read_pdf(file, **opts)
 
 
@@ -467,6 +488,63 @@ def detect_format(path: Path) -> str:
     raise ValueError(
         f"cannot tell the format of {path}; pass --format (one of {', '.join(FORMATS)})"
     )
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One source as the KB's registry knows it: a file (a MultimodalQA folder is one), the
+    files its content hash covers, and how its items are read."""
+
+    path: Path
+    files: tuple[Path, ...]
+    read: Callable[..., Iterable[Record]]
+    salt: str = ""
+    """What else decides its items: an image's caption from ``captions.json``."""
+
+    @property
+    def key(self) -> str:
+        """Its name in the registry: the absolute path."""
+        return str(self.path.resolve())
+
+    def stat(self) -> tuple[int, int]:
+        """(bytes, latest mtime in ns) of its files: the cheap test of "unchanged"."""
+        stats = [f.stat() for f in self.files]
+        return sum(s.st_size for s in stats), max((s.st_mtime_ns for s in stats), default=0)
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for file in self.files:
+            digest.update(file.name.encode() + b"\0")
+            with open(file, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+        digest.update(self.salt.encode())
+        return digest.hexdigest()
+
+
+def source_units(path: Path, fmt: str) -> list[SourceUnit]:
+    """The sources ``path`` read as ``fmt`` holds: each file of a folder, each PDF, else the
+    dataset file (or MultimodalQA folder) as one."""
+    if not path.exists():
+        raise FileNotFoundError(f"source not found: {path}")
+    if fmt not in READERS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    if fmt == "folder" and path.is_dir():
+        captions = _captions(path)
+        return [
+            SourceUnit(f, (f,), partial(read_file, f, caption_of(captions, f)),
+                       caption_of(captions, f))
+            for f in folder_files(path)
+        ]  # fmt: skip
+    if fmt == "folder":
+        return [SourceUnit(path, (path,), partial(read_file, path))]
+    if fmt == "pdf":
+        return [SourceUnit(f, (f,), partial(read_pdf, f)) for f in pdf_files(path)]
+    files = (path,)
+    if fmt == "multimodalqa" and path.is_dir():
+        stems = ("MMQA_texts", "MMQA_tables", "MMQA_images")
+        files = tuple(f for stem in stems if (f := _mmqa_file(path, stem)))
+    return [SourceUnit(path, files, partial(READERS[fmt], path))]
 
 
 def read_source(path: Path, fmt: str = "auto", **opts: Any) -> Iterable[Record]:

@@ -117,8 +117,7 @@ def _page_images(name: str, hits: list[Evidence]) -> tuple[np.ndarray, np.ndarra
 
 def _cached(kb: KnowledgeBase, doc: str, key: str, build) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
     """A document's (flat vectors, page offsets) from the cache beside the KB, else built."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
-    cache = Path(kb.path) / "page_vectors" / f"{name}-{key}.npz"
+    cache = kb.page_vector_cache(doc, key)
     if cache.is_file():
         with np.load(cache) as z:
             return z["flat"], z["offsets"]

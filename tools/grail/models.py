@@ -5,6 +5,7 @@ encoders (§4.1), the gap module (§4.2, with a training-free twin) and the hybr
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ class GrailModel(nn.Module):
         return folder
 
     @classmethod
-    def load(cls, folder: str | Path, tau_base: float | None = None) -> GrailModel:
-        """Weights saved by ``save``; ``tau_base`` overrides the trained base temperature."""
+    def load(cls, folder: str | Path, tau_base: float | None = None, kb=None) -> GrailModel:  # noqa: ANN001
+        """Weights saved by ``save``; ``tau_base`` overrides the trained base temperature. With
+        ``kb``, a warning (not a refusal) where the KB changed since they were trained on it."""
         folder = Path(folder)
         card_path, weights = folder / "card.json", folder / "grail.safetensors"
         if not card_path.is_file() or not weights.is_file():
@@ -117,4 +119,24 @@ class GrailModel(nn.Module):
         model.load_state_dict(load_file(weights))
         model.card = card
         model.trained = True
+        if kb is not None and card.get("kb") and card["kb"] != kb_state(kb):
+            warnings.warn(
+                f"the GRAIL weights in {folder} were trained on {kb.location} as it was "
+                f"({card['kb']}); it has changed since ({kb_state(kb)}): they may steer towards "
+                "items that are gone (`hopgraph grail train` again)",
+                KbChangedWarning,
+                stacklevel=2,
+            )
         return model.eval()
+
+
+class KbChangedWarning(UserWarning):
+    """Weights were trained on a knowledge base that has changed since."""
+
+
+def kb_state(kb) -> dict[str, Any]:  # noqa: ANN001
+    """What trained weights record of their KB: its sources' versions and its item counts."""
+    return {
+        "sources": kb.registry.state() if kb.registry is not None else "",
+        "counts": kb.counts(),
+    }

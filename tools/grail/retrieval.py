@@ -112,13 +112,8 @@ class ChromaSearcher:
 
     def vectors(self, ids: list[str]) -> torch.Tensor:
         need = [i for i in ids if i not in self._vecs]
-        for modality in self.modalities:
-            wanted = [i for i in need if i.startswith(modality + "-")]
-            if wanted:
-                res = self.kb.collection(modality).get(ids=wanted, include=["embeddings"])
-                self._vecs.update(
-                    zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True)
-                )
+        if need:
+            self._vecs.update(self.kb.stored_vectors(need))
         missing = [i for i in ids if i not in self._vecs]
         if missing:
             raise KeyError(f"evidence not in the knowledge base: {missing[:5]}")

@@ -3,38 +3,35 @@ agent already holds, found by steering the query embedding (no LLM call)."""
 
 from __future__ import annotations
 
-import threading
-
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
+from hopgraph.runtime import ProcessCache, process_cache
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
 from hopgraph.tools.retrieval import knowledge_base, search
 
-_cache: dict[tuple, Grail] = {}
-_lock = threading.Lock()
+_steerers: ProcessCache[tuple, Grail] = process_cache("GRAIL steerers")
 
 
 def grail_for(ctx: Context) -> Grail:
     """One Grail per (knowledge base, weights, τ_base): Chroma's index, or the matrix when an
     adapter was trained (its space differs from the index's)."""
     key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
-    with _lock:
-        if key not in _cache:
-            kb = knowledge_base(ctx)
-            model = (
-                GrailModel.load(ctx.grail_weights, tau_base=ctx.grail_tau_base)
-                if ctx.grail_weights
-                else GrailModel(kb.embedder.dim, tau_base=ctx.grail_tau_base)
-            )
-            searcher = (
-                MatrixSearcher.from_kb(kb) if model.aligner is not None else ChromaSearcher(kb)
-            )
-            _cache[key] = Grail(searcher, model)
-        return _cache[key]
+
+    def make() -> Grail:
+        kb = knowledge_base(ctx)
+        model = (
+            GrailModel.load(ctx.grail_weights, tau_base=ctx.grail_tau_base, kb=kb)
+            if ctx.grail_weights
+            else GrailModel(kb.embedder.dim, tau_base=ctx.grail_tau_base)
+        )
+        searcher = MatrixSearcher.from_kb(kb) if model.aligner is not None else ChromaSearcher(kb)
+        return Grail(searcher, model)
+
+    return _steerers.get(key, make)
 
 
 def grail_search(

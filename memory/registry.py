@@ -1,0 +1,301 @@
+"""The knowledge base's source registry: every indexed source (a file, or a dataset file) with
+its size, mtime, content hash, build settings and the items each version of it produced.
+
+It is what keeps the KB true when a source changes (``sources.sqlite`` beside ``chroma/``):
+
+- a source is indexed as a *pending* version (its new hash) while its items are written; the
+  registry's *live* hash flips to it in one transaction, which also queues the items only the
+  old version held as garbage and retires the old hash;
+- every stored item carries its version's hash (``src_hash``) and a search hides every hash
+  that is not live (pending, retired), so a reader never sees a half-written or half-removed
+  source, in this process or another, and a crash at any point leaves only live items visible;
+- an item shared by content (the same image in two places) stays while any source holds it.
+
+SQLite in WAL mode is the source of truth; its ``chroma`` counter is bumped by every Chroma
+write, so a process knows when its client has missed another process's writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REGISTRY = "sources.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    path TEXT PRIMARY KEY,
+    format TEXT NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    sha256 TEXT,
+    hash TEXT,
+    pending TEXT,
+    build TEXT NOT NULL DEFAULT '{}',
+    complete INTEGER NOT NULL DEFAULT 1,
+    indexed_at REAL
+);
+CREATE TABLE IF NOT EXISTS holds (
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    item TEXT NOT NULL,
+    modality TEXT NOT NULL,
+    PRIMARY KEY (path, hash, item)
+);
+CREATE INDEX IF NOT EXISTS holds_item ON holds (item);
+CREATE TABLE IF NOT EXISTS retired (hash TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS garbage (item TEXT PRIMARY KEY, modality TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('chroma', '0');
+"""
+
+
+@dataclass
+class Source:
+    """One registered source as ``hopgraph kb ls`` shows it."""
+
+    path: str
+    format: str
+    size: int
+    mtime_ns: int
+    sha256: str | None
+    """The live version's content hash; None until its first index finishes."""
+    hash: str | None
+    """The live version: its content hash and build settings, hashed together."""
+    pending: str | None
+    """A version being written (or left by a crash): hidden until it is committed."""
+    build: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    """Items of the live version per modality."""
+    indexed_at: float | None = None
+    complete: bool = True
+    """False where deriving items from it failed for some (an LLM's triplets): the next index
+    reads it again, and only what is missing is made."""
+
+
+class SourceRegistry:
+    """The registry of one local KB folder (thread-safe; several processes may share it)."""
+
+    def __init__(self, folder: str | Path):
+        self.file = Path(folder) / REGISTRY
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._db().executescript(SCHEMA)  # each statement commits on its own
+
+    def _db(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.file, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self):
+        """One write transaction, taken at once (two writers queue rather than deadlock)."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- reading ----------------------------------------------------------------------------
+    def chroma_version(self) -> int:
+        """Bumped by every Chroma write of any process: a client that saw an older one has
+        missed a write and is reopened."""
+        return int(self._db().execute("SELECT value FROM meta WHERE key='chroma'").fetchone()[0])
+
+    def chroma_written(self) -> int:
+        with self._tx() as db:
+            db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chroma'")
+            return int(db.execute("SELECT value FROM meta WHERE key='chroma'").fetchone()[0])
+
+    def sources(self) -> list[Source]:
+        db = self._db()
+        counts: dict[str, dict[str, int]] = {}
+        for path, modality, n in db.execute(
+            "SELECT h.path, h.modality, COUNT(*) FROM holds h JOIN sources s "
+            "ON h.path = s.path AND h.hash = s.hash GROUP BY h.path, h.modality"
+        ):
+            counts.setdefault(path, {})[modality] = n
+        return [
+            Source(p, f, size, mtime, sha, h, pend, json.loads(b), counts.get(p, {}), at, bool(c))
+            for p, f, size, mtime, sha, h, pend, b, at, c in db.execute(
+                "SELECT path, format, size, mtime_ns, sha256, hash, pending, build, indexed_at, "
+                "complete "
+                "FROM sources ORDER BY path"
+            )
+        ]
+
+    def get(self, path: str) -> Source | None:
+        return next((s for s in self.sources() if s.path == path), None)
+
+    def hidden(self) -> list[str]:
+        """Every version an item may carry that is not live: being written (or left so by a
+        crash), replaced or removed. Empty until a source changes."""
+        rows = self._db().execute(
+            "SELECT pending FROM sources WHERE pending IS NOT NULL UNION SELECT hash FROM retired "
+            "EXCEPT SELECT hash FROM sources WHERE hash IS NOT NULL"
+        )
+        return sorted(r[0] for r in rows)
+
+    def state(self) -> str:
+        """A digest of every source's live version (content and settings, not where it lies):
+        what a result record or GRAIL's weights compare to tell whether the KB changed since."""
+        import hashlib
+
+        rows = (
+            self._db()
+            .execute("SELECT hash FROM sources WHERE hash IS NOT NULL ORDER BY hash")
+            .fetchall()
+        )
+        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:16] if rows else ""
+
+    def live_holders(self, items: Iterable[str], besides: str) -> dict[str, str]:
+        """For each item held by a live source other than ``besides``: that source's hash."""
+        ids = list(items)
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            out |= dict(
+                self._db().execute(
+                    "SELECT h.item, h.hash FROM holds h JOIN sources s "
+                    "ON h.path = s.path AND h.hash = s.hash "
+                    f"WHERE h.path != ? AND h.item IN ({','.join('?' * len(chunk))})",
+                    (besides, *chunk),
+                )
+            )
+        return out
+
+    def garbage(self) -> list[tuple[str, str]]:
+        """(item, modality) pairs no live source holds any more, not yet deleted."""
+        return self._db().execute("SELECT item, modality FROM garbage").fetchall()
+
+    def orphaned(self, path: str, keep: str | None) -> dict[str, str]:
+        """Items of ``path``'s other versions than ``keep`` that another live source still
+        holds, with that source's hash: they stay, stamped with their remaining holder."""
+        return dict(
+            self._db().execute(
+                "SELECT h.item, o.hash FROM holds h "
+                "JOIN holds o ON o.item = h.item AND o.path != h.path "
+                "JOIN sources s ON o.path = s.path AND o.hash = s.hash "
+                "WHERE h.path = ? AND h.hash IS NOT ? "
+                "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? AND hash IS ?)",
+                (path, keep, path, keep),
+            )
+        )
+
+    # -- writing ----------------------------------------------------------------------------
+    def begin(self, path: str, fmt: str, version: str, build: dict[str, Any]) -> None:
+        """Open ``version`` of ``path`` as pending: its items are hidden until ``commit``. A
+        version left pending by a crash, and not this one, is retired."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO retired SELECT pending FROM sources WHERE path = ? "
+                "AND pending IS NOT NULL AND pending != ? AND pending IS NOT hash",
+                (path, version),
+            )
+            db.execute(
+                "INSERT INTO sources (path, format, pending, build) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(path) DO UPDATE SET pending = excluded.pending, "
+                "format = excluded.format, build = excluded.build",
+                (path, fmt, version, json.dumps(build, sort_keys=True)),
+            )
+
+    def hold(self, path: str, version: str, items: Iterable[tuple[str, str]]) -> None:
+        """Record that ``version`` of ``path`` produced these (item id, modality) pairs."""
+        rows = [(path, version, i, m) for i, m in items]
+        with self._tx() as db:
+            db.executemany("INSERT OR IGNORE INTO holds VALUES (?, ?, ?, ?)", rows)
+            # an item queued by an earlier version and held again (a reverted edit) stays
+            db.executemany("DELETE FROM garbage WHERE item = ?", [(r[2],) for r in rows])
+
+    def commit(
+        self, path: str, version: str, sha256: str, size: int, mtime_ns: int, complete: bool = True
+    ) -> int:
+        """Make ``version`` the live one in one transaction: the items only other versions held
+        become garbage, their hashes retired. Returns how many items were queued."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE sources SET hash = ?, sha256 = ?, pending = NULL, size = ?, "
+                "mtime_ns = ?, indexed_at = ?, complete = ? WHERE path = ?",
+                (version, sha256, size, mtime_ns, time.time(), int(complete), path),
+            )
+            return self._drop(db, path, keep=version)
+
+    def discard(self, path: str) -> None:
+        """Forget a source never committed (it gave no item this time): what an earlier,
+        interrupted attempt stored for it becomes garbage, its versions retired."""
+        with self._tx() as db:
+            if db.execute(
+                "SELECT 1 FROM sources WHERE path = ? AND hash IS NULL", (path,)
+            ).fetchone():
+                db.execute(
+                    "INSERT OR IGNORE INTO retired SELECT pending FROM sources "
+                    "WHERE path = ? AND pending IS NOT NULL",
+                    (path,),
+                )
+                self._drop(db, path, keep=None)
+                db.execute("DELETE FROM sources WHERE path = ?", (path,))
+
+    def touch(self, path: str, size: int, mtime_ns: int) -> None:
+        """The source was found unchanged by hash: remember its new size and mtime."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE sources SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+            )
+
+    def remove(self, path: str) -> int:
+        """Unregister ``path``: the items no other live source holds become garbage."""
+        with self._tx() as db:
+            queued = self._drop(db, path, keep=None)
+            db.execute("DELETE FROM sources WHERE path = ?", (path,))
+            return queued
+
+    def collected(self, items: Iterable[str]) -> None:
+        """These garbage items are gone from every collection."""
+        with self._tx() as db:
+            db.executemany("DELETE FROM garbage WHERE item = ?", [(i,) for i in items])
+
+    @staticmethod
+    def _drop(db: sqlite3.Connection, path: str, keep: str | None) -> int:
+        """Queue as garbage the items of ``path``'s versions other than ``keep`` that neither
+        ``keep`` nor another live source holds; retire those versions' hashes."""
+        before = db.execute("SELECT COUNT(*) FROM garbage").fetchone()[0]
+        db.execute(
+            "INSERT OR IGNORE INTO garbage SELECT h.item, h.modality FROM holds h "
+            "WHERE h.path = ? AND h.hash IS NOT ? "
+            "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? AND hash IS ?) "
+            "AND h.item NOT IN (SELECT o.item FROM holds o JOIN sources s "
+            "ON o.path = s.path AND o.hash = s.hash WHERE o.path != ?)",
+            (path, keep, path, keep, path),
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO retired SELECT DISTINCT hash FROM holds "
+            "WHERE path = ? AND hash IS NOT ?",
+            (path, keep),
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO retired SELECT hash FROM sources "
+            "WHERE path = ? AND hash IS NOT NULL AND hash IS NOT ?",
+            (path, keep),
+        )
+        db.execute("DELETE FROM holds WHERE path = ? AND hash IS NOT ?", (path, keep))
+        return db.execute("SELECT COUNT(*) FROM garbage").fetchone()[0] - before

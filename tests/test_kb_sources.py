@@ -1,0 +1,260 @@
+"""A knowledge base that stays true when its sources change: the registry, replace, prune, rm,
+derived structures, crash safety and a reader beside a writer."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from hopgraph.memory.indexing import index_source, triplet_items
+from hopgraph.memory.kb import KnowledgeBase
+
+
+def write_pdf(path, pages):
+    doc = pymupdf.open()
+    for text in pages:
+        doc.new_page().insert_text((72, 72), text)
+    doc.save(path)
+
+
+def hopgraph(*args):
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return out
+
+
+def texts(kb, query, k=10):
+    return [h["text"] for h in kb.search(query, k=k)]
+
+
+def visible_stamps_are_live(kb):
+    """Every item any read returns belongs to a registered source at its registered version."""
+    live = {s.hash for s in kb.registry.sources() if s.hash}
+    hidden = set(kb.hidden())
+    for modality in ("text", "table", "image", "page"):
+        with kb._chroma():
+            col = kb.collection(modality, create=False)
+            res = col.get(include=["metadatas"]) if col is not None else {"metadatas": []}
+        for md in res["metadatas"]:
+            if md.get("src_hash") not in hidden:
+                assert md.get("src_hash") in live, md
+
+
+@pytest.fixture
+def heron(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_pdf(root / "report.pdf", ["The secret launch code of Project Heron is AMBER-7."])
+    (root / "notes.txt").write_text("The mascot of the Zelkova club is a green heron named Pim.")
+    return root
+
+
+def test_an_edited_pdf_and_text_file_replace_their_old_versions(heron, tmp_path):
+    kb_dir = tmp_path / "kb"
+    assert hopgraph("index", heron, "--kb", kb_dir, "--ocr", "off").returncode == 0
+    first = {s.path: s.sha256 for s in KnowledgeBase(kb_dir).registry.sources()}
+    write_pdf(heron / "report.pdf", ["The secret launch code of Project Heron is CRIMSON-9."])
+    (heron / "notes.txt").write_text("The mascot of the Zelkova club is a red fox named Tor.")
+    out = hopgraph("index", heron, "--kb", kb_dir, "--ocr", "off")
+    assert out.returncode == 0, out.stderr
+    assert "2 changed source(s) replaced" in out.stdout
+
+    kb = KnowledgeBase(kb_dir)
+    code = texts(kb, "What is the secret launch code of Project Heron?")
+    assert any("CRIMSON-9" in t for t in code) and not any("AMBER-7" in t for t in code)
+    mascot = texts(kb, "Who is the mascot of the Zelkova club?")
+    assert any("red fox" in t for t in mascot) and not any("heron" in t for t in mascot)
+    assert kb.counts() == {"text": 1, "table": 0, "image": 0, "page": 1}
+    [page] = kb.pages_of("report.pdf")
+    assert "CRIMSON-9" in page["text"]
+    sources = kb.registry.sources()
+    assert sorted(s.path for s in sources) == sorted(first)
+    assert all(s.sha256 != first[s.path] and not s.pending for s in sources)
+    listed = hopgraph("kb", "ls", "--kb", kb_dir, "--json")
+    assert listed.returncode == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [r["path"].rsplit("/", 1)[1] for r in rows] == ["notes.txt", "report.pdf"]
+    assert {r["path"]: r["sha256"] for r in rows} == {s.path: s.sha256 for s in sources}
+    visible_stamps_are_live(kb)
+
+
+def test_an_unchanged_source_is_skipped_unread(heron, tmp_path, monkeypatch):
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, heron, ocr="off")
+    from hopgraph.memory import sources
+
+    def unread(*a, **k):
+        raise AssertionError("an unchanged source was read")
+
+    monkeypatch.setattr(sources.SourceUnit, "sha256", unread)
+    again = index_source(kb, heron, ocr="off")
+    assert (again.unchanged, again.added, again.existing) == (2, 0, 0)
+    # touched but the same bytes: hashed, found equal, still not read
+    monkeypatch.undo()
+    os.utime(heron / "notes.txt", ns=(1, 1))
+    monkeypatch.setattr(sources, "read_text_file", unread)
+    touched = index_source(kb, heron, ocr="off")
+    assert (touched.unchanged, touched.added) == (2, 0)
+    # other settings make other items from the same bytes: read again
+    monkeypatch.undo()
+    assert index_source(kb, heron, ocr="off", limit=1).unchanged == 0
+
+
+def test_a_vanished_source_is_reported_and_pruned_on_request(heron, tmp_path):
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, heron, ocr="off")
+    (heron / "notes.txt").unlink()
+    report = index_source(kb, heron, ocr="off")
+    assert [p.rsplit("/", 1)[1] for p in report.vanished] == ["notes.txt"]
+    assert any("heron named Pim" in t for t in texts(kb, "Zelkova mascot"))
+    out = hopgraph("index", heron, "--kb", tmp_path / "kb", "--ocr", "off", "--prune")
+    assert out.returncode == 0 and "removed" in out.stdout, out.stdout + out.stderr
+    kb = KnowledgeBase(tmp_path / "kb")
+    assert not any("heron named Pim" in t for t in texts(kb, "Zelkova mascot"))
+    assert [s.path.rsplit("/", 1)[1] for s in kb.registry.sources()] == ["report.pdf"]
+
+
+def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_path):
+    root = tmp_path / "docs"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    Image.new("RGB", (64, 64), "green").save(root / "a" / "leaf.png")
+    Image.new("RGB", (64, 64), "green").save(root / "b" / "leaf.png")
+    write_pdf(root / "manual.pdf", ["Turn the valve clockwise.", "Close the hatch."])
+    (root / "a" / "story.txt").write_text("The lighthouse keeper of Marrowick kept goats.")
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(
+        kb, root, ocr="off", derive=lambda it: triplet_items(it, [["keeper", "kept", "goats"]])
+    )
+    cache = kb.page_vector_cache("manual.pdf", "abc")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(b"x")
+    pngs = [p["path"] for p in kb.pages_of("manual.pdf")]
+    assert len(pngs) == 2 and all(os.path.exists(p) for p in pngs)
+    assert kb.counts()["text"] == 2  # the passage and its triplet
+
+    gone = [root / "a" / "leaf.png", root / "manual.pdf", root / "a" / "story.txt"]
+    out = hopgraph("kb", "rm", *gone, "--kb", tmp_path / "kb")
+    assert out.returncode == 0, out.stderr
+    kb = KnowledgeBase(tmp_path / "kb")
+    assert kb.counts() == {"text": 0, "table": 0, "image": 1, "page": 0}
+    assert kb.search("leaf", k=3)[0]["modality"] == "image"  # b/leaf.png still holds it
+    assert not any(os.path.exists(p) for p in pngs) and not cache.exists()
+    assert hopgraph("kb", "rm", root / "b" / "leaf.png", "--kb", tmp_path / "kb").returncode == 0
+    assert KnowledgeBase(tmp_path / "kb").counts()["image"] == 0
+    refused = hopgraph("kb", "rm", root / "nowhere.txt", "--kb", tmp_path / "kb")
+    assert refused.returncode == 2 and "not a source" in refused.stderr
+
+
+def test_derived_triplets_follow_their_passage(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "story.txt").write_text("Ada founded the Kestrel club.")
+    kb = KnowledgeBase(tmp_path / "kb")
+
+    def derive(item):
+        who = item.text.split()[0]
+        return triplet_items(item, [[who, "founded", "club"]])
+
+    index_source(kb, root, ocr="off", derive=derive)
+    (root / "story.txt").write_text("Grace founded the Kestrel club.")
+    index_source(kb, root, ocr="off", derive=derive)
+    found = [h["text"] for h in kb.search("founded club", k=10, derived=True)]
+    assert found == ["Grace founded club"]
+
+
+BIG = 2000
+
+
+def write_big(path, marker):
+    path.write_text(
+        "\n\n".join(f"Record {i} of the ledger says {marker} {i} times." for i in range(BIG))
+    )
+
+
+def spawn_index(kb_dir, root, batch_size):
+    code = textwrap.dedent(
+        f"""
+        from hopgraph.memory.indexing import index_source
+        from hopgraph.memory.kb import KnowledgeBase
+        index_source(KnowledgeBase({str(kb_dir)!r}), {str(root)!r}, "folder", ocr="off",
+                     batch_size={batch_size})
+        """
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def pending_holds(kb_dir):
+    import sqlite3
+
+    db = sqlite3.connect(kb_dir / "sources.sqlite", timeout=60)
+    try:
+        row = db.execute(
+            "SELECT COUNT(*) FROM holds h JOIN sources s ON h.path = s.path AND h.hash = s.pending"
+        ).fetchone()
+        return row[0]
+    finally:
+        db.close()
+
+
+def test_a_reindex_killed_mid_way_leaves_no_stale_item_and_a_rerun_finishes(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_big(root / "ledger.txt", "AMBER")
+    kb_dir = tmp_path / "kb"
+    index_source(KnowledgeBase(kb_dir), root, "folder", ocr="off")
+    write_big(root / "ledger.txt", "CRIMSON")
+    child = spawn_index(kb_dir, root, batch_size=1)
+    deadline = time.monotonic() + 300
+    while pending_holds(kb_dir) < 20 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    assert child.wait() == -signal.SIGKILL, "the index finished before it could be killed"
+
+    kb = KnowledgeBase(kb_dir)
+    visible_stamps_are_live(kb)
+    seen = [t for t in texts(kb, "What does the ledger say?", k=50)]
+    assert seen and all("AMBER" in t for t in seen)  # the old version, whole, until replaced
+
+    index_source(kb, root, "folder", ocr="off")
+    kb = KnowledgeBase(kb_dir)
+    every = " ".join(h["text"] for h in kb.iter_items("text"))  # paragraphs merge in chunks
+    assert "AMBER" not in every
+    assert all(every.count(f"says CRIMSON {i} times.") == 1 for i in range(BIG))
+    assert not kb.hidden() or all(s.pending is None for s in kb.registry.sources())
+    visible_stamps_are_live(kb)
+
+
+def test_a_reader_beside_a_writer_sees_one_whole_version_of_a_source(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_big(root / "ledger.txt", "AMBER")
+    (root / "other.txt").write_text("The harbour of Caldra freezes in winter.")
+    kb_dir = tmp_path / "kb"
+    reader = KnowledgeBase(kb_dir)
+    index_source(reader, root, "folder", ocr="off")
+    write_big(root / "ledger.txt", "CRIMSON")
+    writer = spawn_index(kb_dir, root, batch_size=4)
+    versions = []
+    while writer.poll() is None:
+        ledger = [t for t in texts(reader, "What does the ledger say?", k=20) if "ledger" in t]
+        kinds = {"AMBER" in t for t in ledger}
+        assert len(kinds) <= 1, f"a search mixed two versions: {ledger}"
+        if kinds:
+            versions.append(kinds.pop())
+    assert writer.returncode == 0
+    ledger = [t for t in texts(reader, "What does the ledger say?", k=20) if "ledger" in t]
+    assert ledger and all("CRIMSON" in t for t in ledger)
+    assert versions and versions[0] is True  # it began on the old version
+    assert any("Caldra" in t for t in texts(reader, "Which harbour freezes?"))
