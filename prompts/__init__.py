@@ -57,8 +57,24 @@ class _Placeholder(ChainableUndefined):
         return ""
 
 
+PACKAGE_DIRS: list[Path] = []
+"""Template folders of methods outside hopgraph (``add_template_folder``), searched after the
+user's overlay and before the built-ins."""
+
+
+def add_template_folder(folder: str | Path) -> None:
+    """Make the ``method/name.j2`` templates under ``folder`` renderable by name: how a method
+    of one's own ships its prompts (a user's ``--prompts`` still overrides them)."""
+    path = Path(folder).resolve()
+    if not path.is_dir():
+        raise PromptError(f"prompt folder not found: {path}")
+    if path not in PACKAGE_DIRS:
+        PACKAGE_DIRS.append(path)
+
+
 class _OverlayLoader(BaseLoader):
-    """Looks a template ``method/name.j2`` up in the user folder, then the built-ins."""
+    """Looks a template ``method/name.j2`` up in the user folder, then the folders methods of
+    one's own added, then the built-ins."""
 
     def __init__(self, user_dir: Path | None):
         self.user_dir = user_dir
@@ -67,6 +83,7 @@ class _OverlayLoader(BaseLoader):
         paths = []
         if self.user_dir is not None:
             paths += [self.user_dir / name, self.user_dir / Path(name).name]
+        paths += [folder / name for folder in PACKAGE_DIRS]
         paths.append(BUILTIN_DIR / name)
         return paths
 
@@ -164,7 +181,7 @@ class Prompts:
                 continue
             for name in names:
                 given = meta.find_undeclared_variables(
-                    self.env.parse((BUILTIN_DIR / self.filename(name)).read_text("utf-8"))
+                    self.env.parse(self.shipped(name).read_text("utf-8"))
                 )
                 if used - given:
                     problems.append(
@@ -181,9 +198,21 @@ class Prompts:
             raise PromptError("prompt overlay refused: " + "; ".join(problems))
 
     def names(self) -> list[str]:
-        """Every built-in template name, as ``method/name``."""
+        """Every template name, built-in or added by a method of one's own, as ``method/name``."""
         return sorted(
-            str(p.relative_to(BUILTIN_DIR).with_suffix("")) for p in BUILTIN_DIR.glob("*/*.j2")
+            {
+                str(p.relative_to(root).with_suffix(""))
+                for root in (*PACKAGE_DIRS, BUILTIN_DIR)
+                for p in root.glob("*/*.j2")
+            }
+        )
+
+    @staticmethod
+    def shipped(name: str) -> Path:
+        """The template a method ships under ``name`` (what a user's file overrides)."""
+        fname = Prompts.filename(name)
+        return next(
+            (root / fname for root in PACKAGE_DIRS if (root / fname).is_file()), BUILTIN_DIR / fname
         )
 
 

@@ -1,0 +1,98 @@
+"""Self-Ask (Press et al., 2022) as a method of one's own, built only from hopgraph's public
+parts: a ``Role`` per call site, the retrieval service, ``Evidence``, typed events and
+``contract_builder``. The model asks one simpler follow-up question at a time; each is searched
+and answered from its passages; the final answer cites every passage the hops read.
+
+    hopgraph run --graph examples/self_ask/graph.py:graph --questions q.jsonl --kb kb --out run
+"""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+from langgraph.graph import END, START
+from langgraph.runtime import Runtime
+from pydantic import BaseModel
+
+from hopgraph.agents.generator import generate_cited_answer
+from hopgraph.agents.role import Role
+from hopgraph.config import Context
+from hopgraph.graphs.shared import InputState, admit, cited_output, context, contract_builder
+from hopgraph.memory.evidence import Evidence
+from hopgraph.models.events import Step, emit
+from hopgraph.prompts import add_template_folder
+from hopgraph.tools.retrieval import search
+
+add_template_folder(Path(__file__).parent / "prompts")
+NEXT = Role("self_ask_next", "self_ask/next")
+INTERMEDIATE = Role("self_ask_intermediate", "self_ask/intermediate")
+MAX_HOPS = 3
+
+
+class FollowUp(BaseModel):
+    follow_up: str = ""
+
+
+class Hop(TypedDict):
+    question: str
+    answer: str
+    ids: list[str]
+
+
+class State(InputState, total=False):
+    hops: Annotated[list[Hop], operator.add]
+    read: Annotated[list[Evidence], operator.add]
+    """Every passage a hop found (the output's ``evidence`` is what the answer cites from)."""
+    follow_up: str
+    answer: str
+    response: str
+
+
+def ask(state: State, runtime: Runtime[Context]) -> State:
+    """The next follow-up question, or none when the hops suffice (or the cap is reached)."""
+    ctx = context(runtime)
+    hops = state.get("hops", [])
+    if not hops:
+        admit(state, ctx)
+    if len(hops) >= MAX_HOPS:
+        return {"follow_up": ""}
+    reply = NEXT.structured(ctx, FollowUp, fallback=FollowUp(), max_tokens=80,
+                            question=state["question"], hops=hops)  # fmt: skip
+    asked = reply.follow_up.strip()
+    repeated = asked.lower() in {h["question"].lower() for h in hops}
+    return {"follow_up": "" if repeated else asked}
+
+
+def hop(state: State, runtime: Runtime[Context]) -> State:
+    """Search the follow-up and answer it from what was found."""
+    ctx = context(runtime)
+    found = search(state["follow_up"], ctx)
+    answer = INTERMEDIATE.complete(ctx, max_tokens=24, question=state["follow_up"],
+                                   contexts=found).strip().splitlines()  # fmt: skip
+    done: Hop = {"question": state["follow_up"], "answer": (answer or ["unknown"])[0],
+                 "ids": [e["id"] for e in found]}  # fmt: skip
+    emit(Step("self_ask_hop", dict(done)))
+    return {"hops": [done], "read": found}
+
+
+def finish(state: State, runtime: Runtime[Context]) -> State:
+    """The cited answer over every passage the hops read (the question's own search first)."""
+    ctx = context(runtime)
+    seen: dict[str, Evidence] = {}
+    for e in [*search(state["question"], ctx), *state.get("read", [])]:
+        seen.setdefault(e["id"], e)
+    contexts = list(seen.values())[: 2 * ctx.top_k]
+    out = generate_cited_answer(state["question"], contexts, ctx, images=state.get("images", []))
+    return cited_output(out, contexts)
+
+
+builder = contract_builder(State, ask, hop, finish)
+builder.add_edge(START, "ask")
+builder.add_conditional_edges(
+    "ask", lambda s: "hop" if s.get("follow_up") else "finish", ["hop", "finish"]
+)
+builder.add_edge("hop", "ask")
+builder.add_edge("finish", END)
+graph = builder.compile(name="self-ask")
