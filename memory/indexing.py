@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hopgraph.memory.files import Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.memory.registry import Source
 from hopgraph.memory.sources import detect_format, source_units
 from hopgraph.models.ocr import ocr_engine
 
@@ -76,26 +77,38 @@ def _items(records: Iterable[Record], skipped: list[Skipped]) -> Iterator[Item]:
             yield record
 
 
+Owner = tuple[str, str]
+"""A registered source's key and the version of it being written."""
+
+
 def _derive(
-    kb: KnowledgeBase, batch: list[Item], derive, report: IndexReport, key: str, version: str
-) -> int:
-    extra: list[Item] = []
-    for item in batch:
+    kb: KnowledgeBase, batch: list[tuple[Item, Owner]], derive, report: IndexReport
+) -> tuple[int, set[str]]:
+    """Items made from each text item (MMAPG's triplets), held by its source; returns how many
+    were added and the sources for which a derivation failed."""
+    extra: list[tuple[Item, Owner]] = []
+    failed: set[str] = set()
+    for item, owner in batch:
         if item.modality != "text" or item.parent:
             continue
         try:
-            extra += derive(item)
+            extra += [(it, owner) for it in derive(item)]
         except Exception as e:  # one passage's failure must not stop the index
             report.skipped.append(Skipped(f"{item.source or item.id}", f"derivation failed: {e}"))
-    return _store(kb, extra, report, key, version)
+            failed.add(owner[0])
+    return _store(kb, extra, report).added, failed
 
 
-def _store(kb: KnowledgeBase, items: list[Item], report: IndexReport, key: str, version: str):
-    """Add ``items`` as held by ``version`` of source ``key``: held first, so an item a crash
+def _store(kb: KnowledgeBase, batch: list[tuple[Item, Owner]], report: IndexReport):
+    """Add the items, each as held by its source's version: held first, so an item a crash
     leaves stored is never one that no version holds."""
     if kb.registry is not None:
-        kb.registry.hold(key, version, [(it.id, it.modality) for it in items])
-    stats = kb.add(items, source=key, version=version)
+        by_owner: dict[Owner, list[tuple[str, str]]] = {}
+        for it, owner in batch:
+            by_owner.setdefault(owner, []).append((it.id, it.modality))
+        for (key, version), pairs in by_owner.items():
+            kb.registry.hold(key, version, pairs)
+    stats = kb.add([it for it, _ in batch], owners={it.id: owner for it, owner in batch})
     report.embed_seconds += stats.embed_seconds
     report.store_seconds += stats.store_seconds
     return stats
@@ -179,60 +192,74 @@ def index_source(
     registry = kb.registry
     known = {s.path: s for s in registry.sources()} if registry is not None else {}
     kb.collect_garbage()  # what a crash left queued
-    left = limit
     visual: list = []
+    buffer: list[tuple[Item, Owner]] = []
+    read: list[_Pending] = []  # sources read whole, waiting for their last items to be stored
+    underived: set[str] = set()
+
+    def flush() -> None:
+        """Store the buffered items (one embedding batch across sources), then commit every
+        source read whole: its items are all stored now."""
+        if buffer:
+            stats = _store(kb, buffer, report)
+            report.added += stats.added
+            report.existing += stats.existing
+            _add_visual(kb, buffer, report, visual)
+            report.by_modality.update(it.modality for it, _ in buffer)
+            if derive is not None:
+                added, failed = _derive(kb, buffer, derive, report)
+                report.derived += added
+                underived.update(failed)
+            buffer.clear()
+        for done in read:
+            if registry is None:
+                continue
+            if not done.count and done.was is None:
+                registry.discard(done.key)  # nothing to hold: read (and reported) next time
+                continue
+            kb.keep_shared(done.key, done.version)
+            registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
+                            complete=done.key not in underived)  # fmt: skip
+            if done.was is not None and done.was.hash:
+                report.replaced.append(done.key)
+        if read and registry is not None:
+            report.removed += kb.collect_garbage()
+        read.clear()
+        report.seconds = time.perf_counter() - began
+        if on_batch is not None:
+            on_batch(report)
+
+    left = limit
     for unit in units:
         if left is not None and left <= 0:
             break
         size, mtime = unit.stat()
         was = known.get(unit.key)
-        if (
-            was is not None
-            and not was.pending
-            and was.complete
-            and was.build == build
-            and ((was.size, was.mtime_ns) == (size, mtime))
-        ):
+        fresh = was is not None and not was.pending and was.complete
+        if fresh and was.build == build and (was.size, was.mtime_ns) == (size, mtime):
             report.unchanged += 1
             continue
         sha256 = unit.sha256()
         version = _version(sha256, build)
-        if was is not None and not was.pending and was.complete and was.hash == version:
+        if fresh and was.hash == version:
             registry.touch(unit.key, size, mtime)
             report.unchanged += 1
             continue
         if registry is not None:
             registry.begin(unit.key, resolved, version, build)
-        failed_before = len(report.skipped)
         items = _items(unit.read(**opts), report.skipped)
         if left is not None:
             items = itertools.islice(items, left)
-        count = 0
-        while batch := list(itertools.islice(items, batch_size)):
-            count += len(batch)
-            stats = _store(kb, batch, report, unit.key, version)
-            report.added += stats.added
-            report.existing += stats.existing
-            _add_visual(kb, batch, report, visual, version)
-            report.by_modality.update(it.modality for it in batch)
-            if derive is not None:
-                report.derived += _derive(kb, batch, derive, report, unit.key, version).added
-            report.seconds = time.perf_counter() - began
-            if on_batch is not None:
-                on_batch(report)
+        pending = _Pending(unit.key, version, sha256, size, mtime, was)
+        for item in items:
+            buffer.append((item, (unit.key, version)))
+            pending.count += 1
+            if len(buffer) >= batch_size:
+                flush()
         if left is not None:
-            left -= count
-        if registry is not None and not count and was is None:
-            registry.discard(unit.key)  # nothing to hold: read (and reported) again next time
-        elif registry is not None:
-            kb.keep_shared(unit.key, version)
-            underived = any(
-                s.reason.startswith("derivation failed") for s in report.skipped[failed_before:]
-            )
-            registry.commit(unit.key, version, sha256, size, mtime, complete=not underived)
-            report.removed += kb.collect_garbage()
-            if was is not None and was.hash:
-                report.replaced.append(unit.key)
+            left -= pending.count
+        read.append(pending)
+    flush()
     if registry is not None and resolved in ("folder", "pdf") and path.is_dir() and limit is None:
         root = str(path.resolve())
         here = {u.key for u in units}
@@ -247,15 +274,31 @@ def index_source(
     return report
 
 
-def _add_visual(kb: KnowledgeBase, batch: list[Item], report: IndexReport, visual: list, version):  # noqa: ANN001
+@dataclass
+class _Pending:
+    """A source read whole, committed once its items are stored."""
+
+    key: str
+    version: str
+    sha256: str
+    size: int
+    mtime: int
+    was: Source | None
+    count: int = 0
+
+
+def _add_visual(
+    kb: KnowledgeBase, batch: list[tuple[Item, Owner]], report: IndexReport, visual: list
+) -> None:
     """Image files into the visual space; the embedder is looked up once (``visual`` keeps it)."""
-    pictures = [it for it in batch if it.modality == "image" and it.path]
+    pictures = [(it, owner) for it, owner in batch if it.modality == "image" and it.path]
     if not pictures:
         return
     if not visual:
         visual.append(_visual_embedder(kb, report))
     if visual[0] is not None:
-        seen = kb.add_visual(pictures, visual[0], version=version)
+        seen = kb.add_visual([it for it, _ in pictures], visual[0],
+                             versions={it.id: owner[1] for it, owner in pictures})  # fmt: skip
         report.visual += seen.added
         report.embed_seconds += seen.embed_seconds
 

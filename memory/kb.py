@@ -337,13 +337,14 @@ class KnowledgeBase:
 
     # -- writing ----------------------------------------------------------------------------
     def add(
-        self, items: Iterable[Item], *, source: str = "", version: str | None = None
+        self, items: Iterable[Item], *, owners: dict[str, tuple[str, str]] | None = None
     ) -> AddStats:
         """Embed and store items not already present; duplicates within the input count once.
 
-        With ``version`` (a registered source's pending hash): an item stored with other text
-        is re-embedded and replaced, and each item is stamped with the version that holds it
-        (another live source's, where one holds it too, else ``version``)."""
+        With ``owners`` (item id -> the registered source writing it and that source's pending
+        version): an item stored with other text is re-embedded and replaced, and each item is
+        stamped with the version that holds it (another live source's, where one holds it
+        too, else its own source's)."""
         stats = AddStats()
         by_modality: dict[str, dict[str, Item]] = {}
         for item in items:
@@ -360,11 +361,11 @@ class KnowledgeBase:
                 id_: md or {}
                 for id_, doc, md in zip(stored["ids"], stored["documents"], stored["metadatas"],
                                         strict=True)
-                if version is None or (doc == group[id_].text and _unchanged(md, group[id_]))
+                if owners is None or (doc == group[id_].text and _unchanged(md, group[id_]))
             }  # fmt: skip
             stats.existing += len(same)
-            if version is not None:
-                self._restamp(self._stamps(same, source, version))
+            if owners is not None:
+                self._restamp(self._stamps(same, owners))
             todo = [it for id_, it in group.items() if id_ not in same]
             if not todo:
                 continue
@@ -372,7 +373,7 @@ class KnowledgeBase:
             vecs = self.embedder.encode([it.embed_text() for it in todo])
             stats.embed_seconds += time.perf_counter() - began
             began = time.perf_counter()
-            owners = self._stamps({it.id: {} for it in todo}, source, version) if version else {}
+            stamps = self._stamps({it.id: {} for it in todo}, owners) if owners else {}
             with self._chroma(write=True):
                 col = self.collection(modality)
                 step = min(self.client.get_max_batch_size(), 4096)
@@ -382,21 +383,25 @@ class KnowledgeBase:
                         ids=[it.id for it in chunk],
                         embeddings=vecs[i : i + step],
                         documents=[it.text for it in chunk],
-                        metadatas=[_metadata(it, owners.get(it.id, version)) for it in chunk],
+                        metadatas=[_metadata(it, stamps.get(it.id)) for it in chunk],
                     )
             stats.store_seconds += time.perf_counter() - began
             stats.added += len(todo)
         return stats
 
     def _stamps(
-        self, stored: dict[str, dict[str, Any]], source: str, version: str
+        self, stored: dict[str, dict[str, Any]], owners: dict[str, tuple[str, str]]
     ) -> dict[str, str]:
-        """The version each item must carry (another live holder's, else ``version``), for
-        the items whose stored stamp differs."""
-        if self.registry is None:
-            return {}
-        others = self.registry.live_holders(stored, besides=source)
-        want = {id_: others.get(id_, version) for id_ in stored}
+        """The version each item must carry (another live holder's, else its own source's),
+        for the items whose stored stamp differs."""
+        by_source: dict[str, list[str]] = {}
+        for id_ in stored:
+            by_source.setdefault(owners[id_][0], []).append(id_)
+        others: dict[str, str] = {}
+        if self.registry is not None:
+            for source, ids in by_source.items():
+                others |= self.registry.live_holders(ids, besides=source)
+        want = {id_: others.get(id_, owners[id_][1]) for id_ in stored}
         return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
 
     def _restamp(self, stamps: dict[str, str]) -> None:
@@ -620,9 +625,9 @@ class KnowledgeBase:
     def add_visual(
         self,
         items: Sequence[Item],
-        embedder,
+        embedder,  # noqa: ANN001
         *,
-        version: str | None = None,  # noqa: ANN001
+        versions: dict[str, str] | None = None,
     ) -> AddStats:
         """Embed the image files of ``items`` (image items with a path) with ``embedder`` into
         the visual space; items already there are skipped (an image's id is its bytes)."""
@@ -645,7 +650,7 @@ class KnowledgeBase:
                     ids=[it.id for it in fresh],
                     embeddings=vecs,
                     documents=[it.text for it in fresh],
-                    metadatas=[_metadata(it, version) for it in fresh],
+                    metadatas=[_metadata(it, (versions or {}).get(it.id)) for it in fresh],
                 )
             stats.added = len(fresh)
         return stats

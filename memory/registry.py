@@ -94,6 +94,9 @@ class SourceRegistry:
         if conn is None:
             conn = sqlite3.connect(self.file, timeout=60, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL survives a killed process (a power cut may lose the last commits,
+            # which the next index redoes): one fsync a checkpoint, not one per source
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=60000")
             self._local.conn = conn
         return conn
