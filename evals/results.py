@@ -294,11 +294,25 @@ def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
             unknown |= set(rates) - set(known)
         elif known and max(known.values()) > (1 + SPEED_TOLERANCE) * min(known.values()):
             differ.append(f"{label} " + " / ".join(f"{r:.1f}" for r in known.values()))
+    varied = []  # a column whose sittings ran on another machine or build (probe noise aside)
+    for name, m in have.items():
+        vals = [v for q in common if (v := m["per_question"][q].get("prefill_tokens_per_s"))]
+        if vals and max(vals) > MACHINE_RATIO * min(vals):
+            varied.append(f"{name} {min(vals):.1f} to {max(vals):.1f}")
+    within = (
+        f" within a column, its sittings read prompts at other speeds ({'; '.join(varied)} "
+        "tokens/s), so its mean seconds mix machines."
+        if varied
+        else ""
+    )
     if differ:
         return (
             f"Seconds: the endpoint's speed differed between these columns ({'; '.join(differ)} "
             "tokens/s), so their seconds do not compare; their token counts do."
+            + (" Also" + within if within else "")
         )
+    if within:
+        return "Seconds:" + within
     if unknown:
         return (
             f"Seconds: {', '.join(sorted(unknown))} recorded no endpoint speed (run before "
@@ -310,6 +324,9 @@ def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
 
 SPEEDS = (("prefill_tokens_per_s", "prompt reading"), ("decode_tokens_per_s", "generation"))
 SPEED_TOLERANCE = 0.15
+MACHINE_RATIO = 1.5
+"""Prompt-reading rates this far apart within one column come from another machine or
+llama.cpp build (1.65x and 1.9x measured), not from the probe's own spread (about 1.2x)."""
 
 
 def _manifest_model(rel: str) -> str:

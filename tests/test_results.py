@@ -86,6 +86,14 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
     assert caveat({"before": "slow", "after": "fast"}, speed_is_compared=True) == []
     table = results.RunTable("M", "t", "f", {"a": "slow", "b": "fast2"}, ["prefill_tokens_per_s"])
     assert "| prefill_tokens_per_s | 23.000 | 37.000 |" in results.run_table(table)
+    # one column resumed on a machine half as fast: its own seconds mix machines
+    (tmp_path / "mixed").mkdir()
+    per_q = {f"q{i}": {"seconds": 200.0, "prefill_tokens_per_s": 56.0 if i < 6 else 22.8}
+             for i in range(8)}  # fmt: skip
+    (tmp_path / "mixed" / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    (line,) = caveat({"before": "fast", "after": "mixed"})
+    assert "within a column" in line and "after 22.8 to 56.0" in line
+    assert "within a column" not in caveat({"before": "slow", "after": "fast"})[0]
 
 
 def test_the_latency_model_table_reads_its_targets_from_the_record():
