@@ -258,3 +258,37 @@ def test_a_reader_beside_a_writer_sees_one_whole_version_of_a_source(tmp_path):
     assert ledger and all("CRIMSON" in t for t in ledger)
     assert versions and versions[0] is True  # it began on the old version
     assert any("Caldra" in t for t in texts(reader, "Which harbour freezes?"))
+
+
+def test_a_crash_then_a_reverted_edit_leaves_the_old_version_whole(tmp_path, monkeypatch):
+    """Killed while writing v1, then the file put back to v0 and indexed again: v0 is what the
+    KB holds, whole, and nothing of v1 is visible or left stored."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_big(root / "ledger.txt", "AMBER")
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, root, "folder", ocr="off")
+    before = kb.counts()["text"]
+    write_big(root / "ledger.txt", "CRIMSON")
+    calls = {"n": 0}
+    add = KnowledgeBase.add
+
+    def dies_on_the_third_batch(self, items, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt  # as a kill: nothing after this point runs
+        return add(self, items, **kw)
+
+    monkeypatch.setattr(KnowledgeBase, "add", dies_on_the_third_batch)
+    with pytest.raises(KeyboardInterrupt):
+        index_source(kb, root, "folder", ocr="off", batch_size=8)
+    monkeypatch.undo()
+    assert all("AMBER" in t for t in texts(kb, "What does the ledger say?", k=30))
+    write_big(root / "ledger.txt", "AMBER")  # the edit reverted
+    report = index_source(kb, root, "folder", ocr="off")
+    assert report.unchanged == 0  # a source left half-written is read again
+    every = " ".join(h["text"] for h in kb.iter_items("text"))
+    assert "CRIMSON" not in every and kb.counts()["text"] == before
+    assert all(every.count(f"says AMBER {i} times.") == 1 for i in range(BIG))
+    assert not kb.hidden() or not kb.registry.garbage()
+    visible_stamps_are_live(kb)
