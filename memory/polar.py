@@ -385,15 +385,21 @@ class PolarMemory:
                     edges += self._similar(db, col, ids, vecs, {o.id: o.kind for o in obs})
                 db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?)", edges)
                 report.edges = len(edges)
-                version = self.version() + 1
-                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
-                db.execute("COMMIT")
-                self._client_version = version
+                self._commit(db)
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
         report.seconds = time.perf_counter() - began
         return report
+
+    def _commit(self, db: sqlite3.Connection) -> None:
+        """Commit a write that also changed Chroma: the version every process checks its
+        client against is bumped in the same transaction, and this process's client, which
+        made the change, counts as up to date."""
+        version = self.version() + 1
+        db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
+        db.execute("COMMIT")
+        self._client_version = version
 
     def forget(self, ids: Sequence[str]) -> list[str]:
         """Remove memories with their edges (either end) and vectors, in one transaction, and
@@ -413,10 +419,7 @@ class PolarMemory:
                     db.execute("DELETE FROM nodes WHERE id = ?", (i,))
                 if present:
                     col.delete(ids=present)
-                version = self.version() + 1
-                db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
-                db.execute("COMMIT")
-                self._client_version = version
+                self._commit(db)
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
