@@ -20,8 +20,7 @@ if [ ! -d $portable/llama_cpp ]; then
   wheel=$(ls ../shared/wheels/llama_cpp_python-*.whl | head -1)
   mkdir -p $portable && .venv/bin/python -m zipfile -e "$wheel" $portable
 fi
-[ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
+. benchmarks/hotpot_data.sh
 qdc=(--agent qdrag --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit "$limit"
      --set qdrag_mode=qdc --set qdrag_entropy_budget=true)
 $H run "${qdc[@]}" --out $R/qdrag-qdc

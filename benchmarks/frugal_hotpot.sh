@@ -13,8 +13,7 @@ R=benchmarks/results/hotpotqa/frugal
 phase=${1:-report}; agents=${2:-all}; rev=${3:-}
 [ "$agents" = all ] && agents="qdc mmapg"
 [ "$phase" = before ] && rev=${rev:-f86e059}
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-[ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
+. benchmarks/hotpot_data.sh
 common=(--questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit "${LIMIT:-10}")
 declare -A args=(
   [qdc]="--agent qdrag --set qdrag_mode=qdc"

@@ -7,8 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 D=../shared/data
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa $D/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-[ -d runs/hotpot-kb/chroma ] || $H index $D/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
+. benchmarks/hotpot_data.sh
 [ -f runs/mmqa-dev-q.jsonl ] || $H data convert multimodalqa $D/multimodalqa/MMQA_dev.jsonl.gz --out runs/mmqa-dev-q.jsonl
 [ -d runs/mmqa-kb/chroma ] || $H index $D/multimodalqa --kb runs/mmqa-kb
 for set in hotpot:hotpotqa:runs/hotpot-q.jsonl mmqa:multimodalqa:runs/mmqa-dev-q.jsonl; do

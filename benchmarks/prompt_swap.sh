@@ -7,9 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
-D=../shared/data
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa $D/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-[ -d runs/hotpot-kb/chroma ] || $H index $D/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
+. benchmarks/hotpot_data.sh
 if [ ! -f runs/swap-prompts/mmapg/planner.j2 ]; then
   $H prompts export mmapg/planner runs/swap-prompts
   # the one edit: search before answering, instead of stopping at the first answer node

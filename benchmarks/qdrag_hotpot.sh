@@ -9,8 +9,7 @@ set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 R=benchmarks/results/hotpotqa
-[ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
+. benchmarks/hotpot_data.sh
 for limit in 20 30 50; do
   for variant in dense sparse qdc qdr qdc-nobudget; do
     mode=${variant%-nobudget}

@@ -6,8 +6,7 @@ set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 n=${1:-30}
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
-[ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
+. benchmarks/hotpot_data.sh
 R=benchmarks/results/hotpotqa
 $H run --graph examples/self_ask/graph.py:graph --questions runs/hotpot-q.jsonl \
   --kb runs/hotpot-kb --out $R/self-ask --limit "$n"

@@ -329,12 +329,6 @@ class KnowledgeBase:
                     out.append(settings)
         return out
 
-    def existing(self, ids: Sequence[str], modality: str) -> set[str]:
-        if not ids:
-            return set()
-        with self._chroma():
-            return set(self.collection(modality).get(ids=list(ids), include=[])["ids"])
-
     # -- writing ----------------------------------------------------------------------------
     def add(
         self, items: Iterable[Item], *, owners: dict[str, tuple[str, str]] | None = None

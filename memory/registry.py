@@ -17,6 +17,7 @@ write, so a process knows when its client has missed another process's writes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -162,8 +163,6 @@ class SourceRegistry:
     def state(self) -> str:
         """A digest of every source's live version (content and settings, not where it lies):
         what a result record or GRAIL's weights compare to tell whether the KB changed since."""
-        import hashlib
-
         rows = (
             self._db()
             .execute("SELECT hash FROM sources WHERE hash IS NOT NULL ORDER BY hash")
