@@ -15,8 +15,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from hopgraph.evals.report import read_trace
-from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.run_folder import gold_evidence, read_predictions, read_trace
 
 
 def judgements(run: Path) -> dict:
@@ -24,14 +23,14 @@ def judgements(run: Path) -> dict:
     gold_s, other_s, wins, pairs, with_gold, questions = [], [], 0.0, 0, 0, 0
     for qid, pred in preds.items():
         trace = run / "traces" / f"{qid}.jsonl"
-        if pred.get("error") or not trace.exists() or not pred.get("evidence"):
+        if pred.get("error") or not trace.exists() or not gold_evidence(pred):
             continue
         custom = [r["data"] for r in read_trace(trace) if r.get("mode") == "custom"]
         steps = [e for e in custom if e.get("event") == "bandit_step"]
         if not steps:
             continue
         questions += 1
-        evidence = set(pred["evidence"])
+        evidence = set(gold_evidence(pred))
         g = [s["s_vlm"] for s in steps if s["page_id"] in evidence]
         o = [s["s_vlm"] for s in steps if s["page_id"] not in evidence]
         gold_s += g

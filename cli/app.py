@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
@@ -126,14 +125,6 @@ def otel_export(endpoint: str):
 
     url = otel_endpoint(endpoint)
     return OtelExport(url) if url else None
-
-
-def export_trace(otel, agent: str, run_dir: str | Path, pred: dict) -> None:
-    if otel is not None:
-        from hopgraph.evals.report import read_trace
-        from hopgraph.evals.run_folder import trace_path
-
-        otel.export(agent, read_trace(trace_path(run_dir, pred["id"])), pred)
 
 
 def interrupted(code: int, otel=None) -> NoReturn:

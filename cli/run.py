@@ -23,7 +23,6 @@ from hopgraph.cli.app import (
     checked_endpoint,
     console,
     err,
-    export_trace,
     interrupted,
     open_kb,
     otel_export,
@@ -158,15 +157,15 @@ def run(
             f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of this CPU "
             "unused: `make native` builds one that reads prompts about 1.9x faster"
         )
+    otel = otel_export(otel_endpoint)
     try:
         runner = Runner(
             agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
             speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
-            accept_code_change=accept_code_change,
+            accept_code_change=accept_code_change, exporter=otel,
         )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")
-    otel = otel_export(otel_endpoint)
     total = len(qs[:limit] if limit is not None else qs)
     with Progress(
         TextColumn("{task.description}"),
@@ -181,7 +180,6 @@ def run(
         seconds: list[float] = []
 
         def advance(pred, summary):
-            export_trace(otel, agent, out, pred)
             seconds.append(pred.get("seconds", 0.0))
             bar.update(
                 task,
@@ -268,7 +266,9 @@ def ask(
         if live is not None:
             live.update(spinner(f"{agent}: {', '.join(running.values()) or '…'}"))
 
-    runner = Runner(agent, run_dir, ctx, endpoint=endpoint, on_record=None if quiet else show)
+    otel = otel_export(otel_endpoint)
+    runner = Runner(agent, run_dir, ctx, endpoint=endpoint, exporter=otel,
+                    on_record=None if quiet else show)  # fmt: skip
     began = time.perf_counter()
     if console.is_terminal and not quiet:
         from rich.live import Live
@@ -277,9 +277,7 @@ def ask(
             pred = runner.ask(asked)
     else:  # plain lines (piped, or a log): the same steps, no spinner
         pred = runner.ask(asked)
-    otel = otel_export(otel_endpoint)
     if otel is not None:
-        export_trace(otel, agent, run_dir, pred)
         otel.close()
     if pred.get("error"):
         err.print(f"[red]error:[/red] {pred['error']}")
@@ -287,16 +285,13 @@ def ask(
     console.print(f"[bold]A:[/bold] {pred['answer']}")
     if pred.get("response") and pred["response"] != pred["answer"]:
         console.print(f"[dim]{pred['response']}[/dim]")
-    if pred.get("citations"):
-        from hopgraph.tools.retrieval import knowledge_base
-
-        hits = {h["id"]: h for h in knowledge_base(ctx).get(pred["citations"])}
-        numbered = pred.get("contexts_ids") or []
-        for k, cid in enumerate(pred["citations"], 1):
-            n = numbered.index(cid) + 1 if cid in numbered else k  # the response's own [n]
-            hit = hits.get(cid)
-            title = f"{hit['title']}: {hit['text'][:90]}" if hit else "(not in the knowledge base)"
-            console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
+    cited = {e["id"]: e for e in pred.get("cited", [])}
+    numbered = pred.get("contexts_ids") or []
+    for k, cid in enumerate(pred.get("citations", []), 1):
+        n = numbered.index(cid) + 1 if cid in numbered else k  # the response's own [n]
+        hit = cited.get(cid)
+        title = f"{hit.get('title', '')}: {hit.get('text', '')[:90]}" if hit else "(no context)"
+        console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
     console.print(
         f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
         f"{time.perf_counter() - began:.1f}s; "

@@ -12,7 +12,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
-from hopgraph.evals.run_folder import read_predictions, scored_predictions
+from hopgraph.evals.run_folder import gold_evidence, read_predictions, scored_predictions
 from hopgraph.evals.stats import Paired, paired, paired_scores
 
 KS = (1, 3, 5, 10)
@@ -30,7 +30,7 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
         out["keyword_em"] = m.keyword_em(answer, golds)
         if str(pred.get("type", "")).lower() in MMLB_FORMATS:
             out["mmlb_acc"] = m.mmlongbench_score(answer, golds[0], pred["type"])
-    evidence = pred.get("evidence") or []
+    evidence = gold_evidence(pred)
     retrieved = pred.get("retrieved") or []
     if evidence and "contexts_ids" in pred:  # gold recall of the contexts given to the generator
         out["kept_recall"] = m.recall_at_k(
@@ -192,7 +192,7 @@ def missing_gold(run_dir: str | Path, kb) -> list[str]:  # noqa: ANN001
     """The gold evidence ids of a run's questions that ``kb`` does not hold (a source removed
     or changed since, or never indexed): retrieval scores count them as missed."""
     preds = read_predictions(Path(run_dir) / "predictions.jsonl")
-    ids = sorted({i for p in preds.values() for i in p.get("evidence") or []})
+    ids = sorted({i for p in preds.values() for i in gold_evidence(p)})
     held = {h["id"] for h in kb.get(ids)} if ids else set()
     return [i for i in ids if i not in held]
 

@@ -1,8 +1,8 @@
 """Reading traces back: a step tree, Mermaid, and a self-contained HTML report with drawings.
 
-A graph can publish a drawing of its own reasoning (MMAPG's planning graph, QDRAG's
-decomposition tree) by putting ``graph_view = {"nodes": [{"id", "label", "kind"}],
-"edges": [[src, dst], ...]}`` into a state update; otherwise the drawing is the executed steps.
+A method's drawing of its own reasoning (MMAPG's planning graph, QDRAG's decomposition tree) is
+drawn from the question's final state by the view ``evals.views`` registers for its graph;
+otherwise the drawing is the executed steps.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hopgraph.evals.run_folder import read_trace
+from hopgraph.evals.views import view_of
+
+__all__ = ["read_trace"]  # where the tests and the CLI read traces from
+
 KIND_COLOURS = {
     "question": "#dbeafe",
     "retrieval": "#dcfce7",
@@ -22,16 +27,6 @@ KIND_COLOURS = {
     "step": "#ede9fe",
     "error": "#fecaca",
 }
-
-
-def read_trace(path: str | Path) -> list[dict[str, Any]]:
-    records = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
 
 
 @dataclass
@@ -65,11 +60,15 @@ def steps(records: list[dict[str, Any]]) -> list[Step]:
 
 
 def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The method's own drawing if it published one, else the chain of executed steps."""
+    """The method's own drawing of the question's final state (``evals.views``), else the
+    chain of executed steps. (Traces written before views moved out of the graphs carry the
+    drawing in a node's update, which is used as it is.)"""
     view = None
     for rec in records:
         data = rec.get("data")
-        if rec.get("mode") == "updates" and isinstance(data, dict):
+        if rec.get("mode") == "values" and isinstance(data, dict):
+            view = view_of(rec.get("graph", ""), data) or view
+        elif rec.get("mode") == "updates" and isinstance(data, dict):
             for update in data.values():
                 if isinstance(update, dict) and isinstance(update.get("graph_view"), dict):
                     view = update["graph_view"]

@@ -16,10 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from hopgraph.config import SERVING_FIELDS, Context
 from hopgraph.evals.code_fingerprint import code_fingerprint
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import critical_path_depth
+from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
 from hopgraph.prompts import prompts_for, sha256_file
 
@@ -257,6 +260,47 @@ def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
+class Prediction(TypedDict):
+    """One answered question: a line of ``predictions.jsonl``. Ids, outputs and counts only, no
+    question, gold or passage text from a dataset, so a run folder can be committed as a result
+    record (eval reads the gold from the question file). ``cited``, the cited contexts whole,
+    lives in memory only (``hopgraph ask`` shows them; the line keeps their ids)."""
+
+    id: str
+    answer: str
+    response: str
+    citations: list[str]
+    """Ids of the contexts the response cites."""
+    invalid_citations: NotRequired[list[int]]
+    contexts_ids: list[str]
+    """The numbered contexts the response was written from: [n] is ``contexts_ids[n-1]``."""
+    cited: NotRequired[list[Evidence]]
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    fallbacks: int
+    empty_replies: int
+    cache_hits: NotRequired[int]
+    depth: int
+    retrieved: list[str]
+    by_template: dict[str, dict[str, float]]
+    summary: NotRequired[dict[str, Any]]
+    seconds: float
+    speed: NotRequired[dict[str, float]]
+    code: str
+    """The method's code fingerprint: a table shows if its columns mix them."""
+    error: str | None
+    gold_evidence: list[str]
+    """The question's gold evidence ids (lines before 2026-11-25 name them ``evidence``)."""
+    type: str
+    doc: str
+
+
+def gold_evidence(pred: dict[str, Any]) -> list[str]:
+    """A prediction line's gold evidence ids, whichever name its line gives them."""
+    return pred.get("gold_evidence", pred.get("evidence")) or []
+
+
 class PredictionLog:
     """Appends one whole line per write, flushed and fsynced, under a lock."""
 
@@ -264,8 +308,9 @@ class PredictionLog:
         self.path = path
         self._lock = threading.Lock()
 
-    def append(self, obj: dict[str, Any]) -> None:
-        data = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    def append(self, obj: Prediction | dict[str, Any]) -> None:
+        line = {k: v for k, v in obj.items() if k != "cited"}  # the line keeps ids, not text
+        data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -290,16 +335,12 @@ class EventCounts:
         self.summary: dict[str, Any] = {}
 
     @classmethod
-    def from_trace(cls, trace: Path) -> EventCounts:
+    def of(cls, records: list[dict[str, Any]]) -> EventCounts:
+        """The counts of a question's trace records (every sitting's, for a resumed one)."""
         counts = cls()
-        if trace.exists():
-            for line in trace.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if rec.get("mode") == "custom":
-                    counts.add(rec.get("data"))
+        for rec in records:
+            if rec.get("mode") == "custom":
+                counts.add(rec.get("data"))
         return counts
 
     def add(self, event: Any) -> None:
@@ -358,6 +399,18 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "__dict__"):
         return {k: v for k, v in vars(value).items() if not k.startswith("_")}
     return str(value)
+
+
+def read_trace(path: str | Path) -> list[dict[str, Any]]:
+    """A trace file's records ([] for none); a line cut short by a crash is skipped."""
+    records = []
+    if Path(path).exists():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
 
 
 def trace_path(run_dir: str | Path, qid: str) -> Path:

@@ -26,6 +26,7 @@ from hopgraph.evals.code_fingerprint import code_changes
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.evals.run_folder import (
     EventCounts,
+    Prediction,
     PredictionLog,
     RunError,
     _line,
@@ -34,6 +35,7 @@ from hopgraph.evals.run_folder import (
     manifest,
     method_code,
     read_predictions,
+    read_trace,
     record_changes,
     settings_key,
     trace_path,
@@ -104,13 +106,15 @@ class Runner:
         *,
         endpoint: str = "",
         on_record: Callable[[str, list[str], str, Any], None] | None = None,
+        exporter: Any = None,
         checkpointer: str = "",
         lease: float = 60.0,
         speed_probe: bool = False,
         accept_code_change: bool = False,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
-        happens, and each node's start (``tasks`` mode, not kept in the trace).
+        happens, and each node's start (``tasks`` mode, not kept in the trace). ``exporter``
+        (an ``evals.otel.OtelExport``) gets each finished question's trace records.
         ``checkpointer`` a ``postgres://`` URL: the run is shared with every worker that names
         the same database, agent and run folder name (``evals.shared_run``). ``speed_probe``:
         time the endpoint once per sitting (``measure_speed``) and record its rates with the
@@ -119,6 +123,7 @@ class Runner:
         self.agent = agent
         self.accept_code_change = accept_code_change
         self.on_record = on_record
+        self.exporter = exporter
         self.graph_builder = load_graph(agent)
         self.code = method_code(agent).get("fingerprint", "")
         self.run_dir = Path(run_dir)
@@ -218,8 +223,13 @@ class Runner:
         )
         (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
 
-    def run_question(self, q: Question) -> dict[str, Any]:
-        """Stream the graph for one question into its trace; returns the prediction line."""
+    def run_question(self, q: Question) -> tuple[Prediction, list[dict[str, Any]]]:
+        """Stream the graph for one question; returns its prediction and its trace records.
+
+        The one stream feeds everything: each record goes to the live view (``on_record``) and
+        the trace file as it happens and is kept for the event counts and the export
+        (``exporter``); the final state closes the trace (a ``values`` record, which the report
+        draws with the graph's view)."""
         config = self.thread(q.id)
         trace_file = trace_path(self.run_dir, q.id)
         state = self.graph.get_state(config)
@@ -233,11 +243,17 @@ class Runner:
             payload |= {"doc": q.doc} if q.doc else {}
         began = time.perf_counter()
         error = None
-        # a resumed question's earlier sittings are in its trace already: counted once, here
-        counts = EventCounts.from_trace(trace_file) if payload is None else EventCounts()
+        # a resumed question's earlier sittings are in its trace already
+        records = read_trace(trace_file) if payload is None else []
         with open(trace_file, "a", encoding="utf-8") as trace:
-            start = {"id": q.id, "resume": payload is None, "wall": round(time.time(), 4)}
-            trace.write(_line({"mode": "start", "data": start}))
+
+            def keep(record: dict[str, Any]) -> None:
+                trace.write(_line(record))
+                trace.flush()
+                records.append(record)
+
+            keep({"mode": "start", "data": {"id": q.id, "resume": payload is None,
+                                            "wall": round(time.time(), 4)}})  # fmt: skip
             try:
                 modes = ["updates", "custom", "tasks"]
                 for ns, mode, chunk in (
@@ -249,8 +265,6 @@ class Runner:
                 ):
                     if self.on_record is not None:
                         self.on_record(q.id, list(ns), mode, chunk)
-                    if mode == "custom":
-                        counts.add(chunk)
                     if mode == "tasks":  # kept light: which node started or ended, not its state
                         mode, chunk = (
                             "task",
@@ -261,25 +275,18 @@ class Runner:
                                 **({"error": str(chunk["error"])} if chunk.get("error") else {}),
                             },
                         )
-                    trace.write(
-                        _line(
-                            {
-                                "t": round(time.perf_counter() - began, 4),
-                                "ns": list(ns),
-                                "mode": mode,
-                                "data": chunk,
-                            }
-                        )
-                    )
-                    trace.flush()
+                    keep({"t": round(time.perf_counter() - began, 4), "ns": list(ns),
+                          "mode": mode, "data": chunk})  # fmt: skip
             except Exception as e:  # one question's failure is recorded, the batch goes on
                 error = f"{type(e).__name__}: {e}"
-                trace.write(_line({"mode": "error", "data": {"error": error}}))
-        out = output_of(self.graph.get_state(config).values) if error is None else {}
-        seconds = time.perf_counter() - began
-        # ids, outputs and counts only: no question or gold text from the dataset, so a run
-        # folder can be committed as a result record (eval reads gold from the question file)
-        return {
+                keep({"mode": "error", "data": {"error": error}})
+            values = self.graph.get_state(config).values if error is None else {}
+            if values:
+                keep({"mode": "values", "graph": self.graph.name, "data": values})
+        out = output_of(values)
+        evidence = out.get("evidence", [])
+        cited = {e["id"]: e for e in evidence}
+        pred: Prediction = {
             "id": q.id,
             "answer": out.get("answer", ""),
             "response": out.get("response", ""),
@@ -289,17 +296,24 @@ class Runner:
                 if "invalid_citations" in out
                 else {}
             ),
-            # the numbered contexts the response was written from: [n] is contexts_ids[n-1]
-            "contexts_ids": [e["id"] for e in out.get("evidence", [])],
-            **counts.stats(),
-            "seconds": round(seconds, 3),
+            "contexts_ids": [e["id"] for e in evidence],
+            "cited": [cited[i] for i in out.get("citations", []) if i in cited],
+            **EventCounts.of(records).stats(),
+            "seconds": round(time.perf_counter() - began, 3),
             **({"speed": self.speed} if self.speed else {}),
-            "code": self.code,  # the method's code fingerprint: a table shows if columns mix
+            "code": self.code,
             "error": error,
-            "evidence": q.evidence,
+            "gold_evidence": q.evidence,
             "type": q.type,
             "doc": q.doc,
         }
+        return pred, records
+
+    def accept(self, pred: Prediction, records: list[dict[str, Any]]) -> None:
+        """A finished question's line goes to the record, and its trace to the exporter."""
+        self.predictions.append(pred)
+        if self.exporter is not None:
+            self.exporter.export(self.agent, records, pred)
 
     def ask(self, q: Question) -> dict[str, Any]:
         """One question given directly (``hopgraph ask``): the run folder gets a manifest, the
@@ -307,8 +321,8 @@ class Runner:
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
         self.settings_key = settings_key(fresh)
         (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
-        pred = self.run_question(q)
-        self.predictions.append(pred)
+        pred, records = self.run_question(q)
+        self.accept(pred, records)
         return pred
 
     def run(
@@ -366,8 +380,8 @@ class Runner:
             for future in as_completed(futures):
                 if future.cancelled():
                     continue
-                pred = future.result()
-                self.predictions.append(pred)
+                pred, records = future.result()
+                self.accept(pred, records)
                 if pred["error"]:
                     summary.failed += 1
                     in_a_row += 1
@@ -426,10 +440,10 @@ class Runner:
 
         def work() -> None:
             while (q := next_question()) is not None:
-                pred = self.run_question(q)
-                if not shared.finish(pred):  # another worker took it over meanwhile
-                    continue
-                self.predictions.append(pred)
+                pred, records = self.run_question(q)
+                if not shared.finish({k: v for k, v in pred.items() if k != "cited"}):
+                    continue  # another worker took it over meanwhile
+                self.accept(pred, records)
                 with lock:
                     summary.failed += bool(pred["error"])
                     summary.finished += not pred["error"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.answerer import answer_closed_book
@@ -10,7 +10,6 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
-    admit,
     context,
     contract_builder,
 )
@@ -22,10 +21,9 @@ class State(InputState, total=False):
 
 def answer(state: State, runtime: Runtime[Context]) -> State:
     ctx = context(runtime)
-    admit(state, ctx)
     return {"answer": answer_closed_book(state["question"], ctx, state.get("images", []))}
 
 
 builder = contract_builder(State, answer)
-add_chain(builder, START, "answer", END)
+add_chain(builder, "answer", END)
 graph = builder.compile(name="direct")

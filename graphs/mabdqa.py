@@ -16,7 +16,7 @@ import time
 from typing import Annotated, Any
 
 import numpy as np
-from langgraph.graph import END, START
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -25,7 +25,6 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
-    admit,
     context,
     contract_builder,
 )
@@ -103,7 +102,6 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
 
 def decompose(state: State, runtime: Runtime[Context]) -> State:
     ctx = context(runtime)
-    admit(state, ctx)
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
     return {"subqueries": roles.aspects(state["question"], ctx)}
@@ -249,7 +247,7 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
 builder = contract_builder(
     State, decompose, retrieve, reflect_question, answer, reflect_answer, reenter, refine, finish
 )
-add_chain(builder, START, "decompose", "retrieve", "reflect_question", "answer", "reflect_answer")
+add_chain(builder, "decompose", "retrieve", "reflect_question", "answer", "reflect_answer")
 builder.add_conditional_edges("reflect_answer", after_reflect, ["reenter", "refine", "finish"])
 builder.add_edge("reenter", "answer")
 add_chain(builder, "refine", "finish", END)

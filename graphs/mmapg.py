@@ -29,7 +29,6 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
-    admit,
     context,
     contract_builder,
 )
@@ -201,7 +200,6 @@ class State(InputState, total=False):
     answer: str
     response: str
     evidence: list[Evidence]
-    graph_view: dict[str, Any]
 
 
 def recursion_limit(ctx: Context) -> int:
@@ -211,7 +209,6 @@ def recursion_limit(ctx: Context) -> int:
 
 def begin(state: State, runtime: Runtime[Context]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
-    admit(state, context(runtime))
     with tally_calls() as tally:
         plan = overall_plan(state["question"], context(runtime), state.get("images", []))
     q0 = {
@@ -354,7 +351,7 @@ def _new_node(state: State, kind: str, content: str, tally: dict[str, int], **ex
         "tokens": step.get("tokens", 0) + tally["tokens"],
         **extra,
     }
-    return {"nodes": [node]}  # the graph_view is drawn once, when the question ends
+    return {"nodes": [node]}
 
 
 def ask(state: State) -> State:
@@ -438,32 +435,11 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
         "response": response,
         "stopped": stopped,
         "evidence": contexts,
-        "graph_view": view(state["question"], nodes),
     }
 
 
-def view(question: str, nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The planning graph for ``hopgraph trace``: typed nodes, edges from their parents, and
-    each node's instruction, content and LLM calls (``detail``, tabled in the HTML report)."""
-    out = []
-    for n in nodes:
-        content = n["content"] if n["id"] != "Q0" else question
-        text = f"{n['instruction']} → {content}" if n.get("instruction") else content
-        detail = {
-            "parents": ", ".join(n.get("parents", [])),
-            "instruction": n.get("instruction", ""),
-            "content": content,
-            "calls": n.get("calls", 0),
-            "tokens": n.get("tokens", 0),
-        }
-        label = f"{n['id']} [{n.get('calls', 0)} LLM] {text}"
-        out.append({"id": n["id"], "kind": n["type"], "label": label, "detail": detail})
-    edges = [[p, n["id"]] for n in nodes for p in n.get("parents", [])]
-    return {"nodes": out, "edges": edges}
-
-
 builder = contract_builder(State, begin, planner, ask, retrieve, answer, finish)
-add_chain(builder, START, "begin", "planner")
+builder.add_edge("begin", "planner")
 builder.add_conditional_edges("planner", act, ["ask", "retrieve", "answer", "finish"])
 for action in ("ask", "retrieve", "answer"):
     builder.add_conditional_edges(action, loop, ["planner", "finish"])

@@ -8,9 +8,9 @@ question only), ``qdrag_entropy_budget`` (Table 6 "S"), ``qdrag_budget`` (N).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from typing import Annotated
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from typing_extensions import TypedDict
@@ -22,7 +22,6 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
-    admit,
     cited_output,
     context,
     contract_builder,
@@ -91,7 +90,6 @@ class State(InputState, total=False):
     answer: str
     citations: list[str]
     invalid_citations: list[int]
-    graph_view: dict[str, Any]
 
 
 class SolveInput(TypedDict):
@@ -100,7 +98,6 @@ class SolveInput(TypedDict):
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
     ctx = context(runtime)
-    admit(state, ctx)
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": search(state["question"], ctx, k=k)}
 
@@ -236,7 +233,7 @@ def select(state: State, runtime: Runtime[Context]) -> State:
             allocation = equal_split(list(scores), ctx.qdrag_budget)
         by_id = {c["id"]: c for c in contexts}
         kept = [by_id[i] for i in keep_contexts(scores, allocation)]
-    return {"kept": kept, "allocation": allocation, "graph_view": view(state, kept, allocation)}
+    return {"kept": kept, "allocation": allocation}
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
@@ -250,28 +247,8 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return cited_output(out, kept)
 
 
-def view(state: State, kept: list[Evidence], allocation: dict[str, int]) -> dict[str, Any]:
-    """The decomposition tree for ``hopgraph trace``: question → subquestions → kept contexts."""
-    nodes = [{"id": "q", "label": state["question"], "kind": "question"}]
-    edges = []
-    subs = state.get("solved") or state.get("subquestions", [])
-    for s in subs:
-        label = f"{s['question']} → {s['answer']}" if s.get("answer") else s["question"]
-        n = allocation.get(s["id"], 0)
-        nodes.append({"id": f"s{s['id']}", "label": f"{label} (n={n})", "kind": "question"})
-        edges.append(["q", f"s{s['id']}"])
-    scores = state.get("scores", {})
-    for j, c in enumerate(kept, 1):
-        nodes.append(
-            {"id": f"c{j}", "label": f"[{j}] {c.get('title') or c['id']}", "kind": "retrieval"}
-        )
-        owners = [f"s{s['id']}" for s in subs if c["id"] in scores.get(s["id"], {})] or ["q"]
-        edges += [[o, f"c{j}"] for o in owners[:2]]
-    return {"nodes": nodes, "edges": edges}
-
-
 builder = contract_builder(State, retrieve, decompose, solve, gather, rerank, select, generate)
-add_chain(builder, START, "retrieve", "decompose")
+add_chain(builder, "retrieve", "decompose")
 for source in ("decompose", "gather"):  # the next wave of QD-R subquestions, or on to rerank
     builder.add_conditional_edges(source, dispatch, ["solve", "rerank", "select"])
 builder.add_edge("solve", "gather")

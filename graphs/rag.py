@@ -3,7 +3,7 @@ every method is compared with."""
 
 from __future__ import annotations
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
@@ -11,7 +11,6 @@ from hopgraph.config import Context
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
-    admit,
     cited_output,
     context,
     contract_builder,
@@ -29,9 +28,7 @@ class State(InputState, total=False):
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
-    admit(state, ctx)
-    return {"contexts": search(state["question"], ctx)}
+    return {"contexts": search(state["question"], context(runtime))}
 
 
 def generate(state: State, runtime: Runtime[Context]) -> State:
@@ -42,5 +39,5 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
 
 
 builder = contract_builder(State, retrieve, generate)
-add_chain(builder, START, "retrieve", "generate", END)
+add_chain(builder, "retrieve", "generate", END)
 graph = builder.compile(name="rag")

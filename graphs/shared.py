@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from langgraph.graph import StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
@@ -113,14 +113,22 @@ def cited_output(answer: CitedAnswer, evidence: list[Evidence]) -> OutputState:
     }
 
 
-def contract_builder(state: type, *nodes: Callable) -> StateGraph:
+def admit_question(state: InputState, runtime: Runtime[Context]) -> dict:
+    """The entry of every graph ``contract_builder`` makes: ``admit`` before any model call."""
+    admit(state, context(runtime))
+    return {}
+
+
+def contract_builder(state: type, first: Callable, *nodes: Callable) -> StateGraph:
     """A StateGraph that speaks the contract (InputState in, OutputState out, a ``Context``),
-    with ``nodes`` added under their function names."""
+    with ``first`` and ``nodes`` added under their function names. Its entry is the question's
+    admission (``admit_question``), then ``first``: a graph adds no edge from ``START``."""
     builder = StateGraph(  # a served client's context dict becomes a ClientContext
         state, context_schema=ClientContext, input_schema=InputState, output_schema=OutputState
     )
-    for node in nodes:
+    for node in (admit_question, first, *nodes):
         builder.add_node(node)
+    add_chain(builder, START, "admit_question", first.__name__)
     return builder
 
 

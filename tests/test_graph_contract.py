@@ -27,6 +27,15 @@ def test_every_graph_declares_the_shared_input_and_output_schemas(agent):
     )
 
 
+@pytest.mark.parametrize("agent", list(GRAPHS))
+def test_every_graph_enters_through_the_question_admission(agent):
+    """contract_builder puts the admission (image roots, client limits, a VLM for images)
+    before the graph's own first node: no graph places it by hand, none can skip it."""
+    builder = load_graph(agent).builder
+    assert [b for a, b in builder.edges if a == "__start__"] == ["admit_question"]
+    assert "__start__" not in builder.branches
+
+
 @pytest.fixture
 def photo(tmp_path):
     path = tmp_path / "flag.png"

@@ -161,6 +161,8 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     assert len(ids) == len(set(ids)) and all(i.startswith("text-") for i in ids)
     view = graph_view(records)
     assert ["Q0", "R2"] in view["edges"] and ["R1", "A3"] in view["edges"]
+    # drawn by the report from the final state: no node draws it, no checkpoint stores it
+    assert "graph_view" not in final and "graph_view" not in json.dumps(records)
     assert {n["kind"] for n in view["nodes"]} == {"question", "retrieval", "answer"}
     # the HTML report tables every node's parents, instruction, content and calls
     page = render_html(tmp_path / "run").read_text()

@@ -49,6 +49,21 @@ def ctx_for(server, kb_dir):
     return Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), max_retries=2)
 
 
+def test_a_prediction_keeps_its_cited_contexts_whole_and_its_line_names_gold_ids(tmp_path, kb_dir):
+    """The runner's Prediction carries the cited contexts whole (``ask`` prints them without
+    asking the KB again); its line keeps their ids only, and names the question's gold ids
+    ``gold_evidence``, not ``evidence``, which in the graph contract means the contexts."""
+    with ScriptedServer() as server:
+        runner = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir))
+        pred = runner.ask(Question("q1", "What about town 1?", ["answer-1"], ["k1"]))
+    assert pred["citations"] and [e["id"] for e in pred["cited"]] == pred["citations"]
+    assert all(e["text"].startswith("Fact number") for e in pred["cited"])
+    line = json.loads((tmp_path / "run" / "predictions.jsonl").read_text())
+    assert line["gold_evidence"] == ["k1"] and "evidence" not in line and "cited" not in line
+    assert line["citations"] == pred["citations"]
+    assert "Fact number" not in json.dumps(line)  # no passage text in a committable record
+
+
 def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     with ScriptedServer() as server:
         summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(questions(tmp_path))

@@ -12,14 +12,14 @@ import operator
 from pathlib import Path
 from typing import Annotated, TypedDict
 
-from langgraph.graph import END, START
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.role import Role
 from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, admit, cited_output, context, contract_builder
+from hopgraph.graphs.shared import InputState, cited_output, context, contract_builder
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Step, emit
 from hopgraph.prompts import add_template_folder
@@ -54,8 +54,6 @@ def ask(state: State, runtime: Runtime[Context]) -> State:
     """The next follow-up question, or none when the hops suffice (or the cap is reached)."""
     ctx = context(runtime)
     hops = state.get("hops", [])
-    if not hops:
-        admit(state, ctx)
     if len(hops) >= MAX_HOPS:
         return {"follow_up": ""}
     reply = NEXT.structured(ctx, FollowUp, fallback=FollowUp(), max_tokens=80,
@@ -89,7 +87,6 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
 
 
 builder = contract_builder(State, ask, hop, finish)
-builder.add_edge(START, "ask")
 builder.add_conditional_edges(
     "ask", lambda s: "hop" if s.get("follow_up") else "finish", ["hop", "finish"]
 )
