@@ -12,7 +12,7 @@ from typing import Any
 from hopgraph.agents.decomposer import PLAN_QDR, answer_from, plan_qdr
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question
-from hopgraph.tools.qdrag_budget import parse_plan, ready
+from hopgraph.tools.qdrag_budget import parse_plan, ready, resolved
 from hopgraph.tools.retrieval import search
 
 
@@ -24,16 +24,16 @@ def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: in
     subs = parse_plan(plan)
     if not gold:
         return 0.0
-    needed = {d for s in subs for d in s.depends}  # only answers a later question uses
+    needed = {d for s in subs for d in s["depends"]}  # only answers a later question uses
     answers: dict[str, str] = {}
     found: set[str] = set()
     while wave := ready(subs, answers):
         for sub in wave:
-            query = sub.resolved(answers)
+            query = resolved(sub, answers)
             hits = search(query, ctx, k=k, role="qdarf")
             found |= {h["id"] for h in hits}
-            answers[sub.id] = answer_from(query, hits[: ctx.qdrag_budget], ctx) if (
-                sub.id in needed
+            answers[sub["id"]] = answer_from(query, hits[: ctx.qdrag_budget], ctx) if (
+                sub["id"] in needed
             ) else ""  # fmt: skip
     return len(found & set(gold)) / len(set(gold))
 

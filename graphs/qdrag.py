@@ -31,13 +31,14 @@ from hopgraph.memory.services import memory_candidates
 from hopgraph.models.events import Fallback, emit
 from hopgraph.tools.qdrag_budget import (
     PlanError,
-    SubQuestion,
+    Planned,
     allocate,
     entropy,
     equal_split,
     keep_contexts,
     parse_plan,
     ready,
+    resolved,
 )
 from hopgraph.tools.retrieval import search
 
@@ -48,15 +49,6 @@ def merge_contexts(old: list[Evidence], new: list[Evidence]) -> list[Evidence]:
     for c in new:
         merged.setdefault(c["id"], c)
     return list(merged.values())
-
-
-class Planned(TypedDict):
-    """A subquestion as planned. QD-R's may hold ``<Ans_of_Qi>`` placeholders for the answers
-    of the subquestions it ``depends`` on; QD-C's depend on none."""
-
-    id: str
-    question: str
-    depends: list[str]
 
 
 class Task(TypedDict):
@@ -119,11 +111,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
         except PlanError as e:  # refused plans fall back to the raw question alone
             emit(Fallback("planner", f"plan refused: {e}", "the raw question alone"))
             return {"subquestions": [], "plan_error": str(e)}
-        return {
-            "subquestions": [
-                {"id": s.id, "question": s.template, "depends": s.depends} for s in plan
-            ]
-        }
+        return {"subquestions": plan}
     return {}
 
 
@@ -135,10 +123,7 @@ def dispatch(state: State, runtime: Runtime[Context]):
     if ctx.qdrag_mode != "qdr":
         return "rerank"
     answers = {s["id"]: s["answer"] for s in state.get("solved", [])}
-    plan = [
-        SubQuestion(s["id"], s["question"], s["depends"]) for s in state.get("subquestions", [])
-    ]
-    wave = ready(plan, answers)
+    wave = ready(state.get("subquestions", []), answers)
     if not wave:
         return "rerank"
     held = {s["id"]: s["context_ids"][: ctx.qdrag_budget] for s in state.get("solved", [])}
@@ -147,9 +132,9 @@ def dispatch(state: State, runtime: Runtime[Context]):
             "solve",
             {
                 "sub": {
-                    "id": s.id,
-                    "question": s.resolved(answers),
-                    "held": [c for d in s.depends for c in held.get(d, [])],
+                    "id": s["id"],
+                    "question": resolved(s, answers),
+                    "held": [c for d in s["depends"] for c in held.get(d, [])],
                 }
             },
         )

@@ -10,6 +10,7 @@ from hopgraph.tools.qdrag_budget import (
     keep_contexts,
     parse_plan,
     ready,
+    resolved,
 )
 
 
@@ -65,22 +66,22 @@ def test_plan_with_nested_dependencies_is_ordered_and_resolved():
             {"id": "Q2", "question": "Which school did <Ans_of_Q1> attend?"},
         ]
     )
-    assert [s.id for s in plan] == ["Q1", "Q2", "Q3"]
+    assert [s["id"] for s in plan] == ["Q1", "Q2", "Q3"]
     answers = {}
     waves = []
     while wave := ready(plan, answers):
-        waves.append([s.id for s in wave])
+        waves.append([s["id"] for s in wave])
         for s in wave:
-            answers[s.id] = {"Q1": "Ada Moor", "Q2": "Lund Academy", "Q3": "1820"}[s.id]
+            answers[s["id"]] = {"Q1": "Ada Moor", "Q2": "Lund Academy", "Q3": "1820"}[s["id"]]
     assert waves == [["Q1"], ["Q2"], ["Q3"]]
-    assert plan[2].resolved(answers) == "When was Lund Academy founded?"
+    assert resolved(plan[2], answers) == "When was Lund Academy founded?"
 
 
 def test_independent_subquestions_form_one_wave():
     plan = parse_plan(
         [{"id": "Q1", "question": "Height of A?"}, {"id": "Q2", "question": "Height of B?"}]
     )
-    assert [s.id for s in ready(plan, {})] == ["Q1", "Q2"]
+    assert [s["id"] for s in ready(plan, {})] == ["Q1", "Q2"]
 
 
 def test_cycle_is_refused():

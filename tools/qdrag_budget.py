@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+
+from typing_extensions import TypedDict
 
 PLACEHOLDER = re.compile(r"<\s*Ans_of_(Q\d+)\s*>", re.I)
 
@@ -65,21 +66,25 @@ def keep_contexts(scores: Mapping[str, Mapping[str, float]], alloc: Mapping[str,
     return kept + rest[: max(0, sum(alloc.values()) - len(kept))]
 
 
-@dataclass
-class SubQuestion:
+class Planned(TypedDict):
+    """A subquestion as planned, the one shape a plan has from parsing to the graph's state.
+    QD-R's may hold ``<Ans_of_Qi>`` placeholders for the answers of the subquestions it
+    ``depends`` on; QD-C's depend on none."""
+
     id: str
-    template: str
-    depends: list[str] = field(default_factory=list)
-    answer: str | None = None
-
-    def resolved(self, answers: Mapping[str, str]) -> str:
-        return PLACEHOLDER.sub(lambda m: answers.get(m.group(1).upper(), m.group(0)), self.template)
+    question: str
+    depends: list[str]
 
 
-def parse_plan(items: Sequence[Mapping[str, str]]) -> list[SubQuestion]:
+def resolved(sub: Planned, answers: Mapping[str, str]) -> str:
+    """The subquestion with each ``<Ans_of_Qi>`` filled by Qi's answer (unknown ones kept)."""
+    return PLACEHOLDER.sub(lambda m: answers.get(m.group(1).upper(), m.group(0)), sub["question"])
+
+
+def parse_plan(items: Sequence[Mapping[str, str]]) -> list[Planned]:
     """Validate a QD-R plan: unique ids, placeholders that name earlier-or-later plan ids, no
     cycles. Returned in an order where every dependency comes first."""
-    subs: dict[str, SubQuestion] = {}
+    subs: dict[str, Planned] = {}
     for n, item in enumerate(items, 1):
         qid = str(item.get("id") or f"Q{n}").upper()
         text = str(item.get("question", "")).strip()
@@ -87,12 +92,15 @@ def parse_plan(items: Sequence[Mapping[str, str]]) -> list[SubQuestion]:
             raise PlanError(f"subquestion {qid} is empty")
         if qid in subs:
             raise PlanError(f"subquestion id {qid} appears twice")
-        subs[qid] = SubQuestion(qid, text, [d.upper() for d in PLACEHOLDER.findall(text)])
+        depends = [d.upper() for d in PLACEHOLDER.findall(text)]
+        subs[qid] = {"id": qid, "question": text, "depends": depends}
     for sub in subs.values():
-        unknown = [d for d in sub.depends if d not in subs]
+        unknown = [d for d in sub["depends"] if d not in subs]
         if unknown:
-            raise PlanError(f"{sub.id} refers to <Ans_of_{unknown[0]}>, which is not in the plan")
-    order: list[SubQuestion] = []
+            raise PlanError(
+                f"{sub['id']} refers to <Ans_of_{unknown[0]}>, which is not in the plan"
+            )
+    order: list[Planned] = []
     state: dict[str, int] = {}  # 1 visiting, 2 done
 
     def visit(qid: str, path: list[str]) -> None:
@@ -101,7 +109,7 @@ def parse_plan(items: Sequence[Mapping[str, str]]) -> list[SubQuestion]:
         if state.get(qid) == 1:
             raise PlanError(f"the plan has a cycle: {' -> '.join([*path, qid])}")
         state[qid] = 1
-        for dep in subs[qid].depends:
+        for dep in subs[qid]["depends"]:
             visit(dep, [*path, qid])
         state[qid] = 2
         order.append(subs[qid])
@@ -111,6 +119,6 @@ def parse_plan(items: Sequence[Mapping[str, str]]) -> list[SubQuestion]:
     return order
 
 
-def ready(plan: Sequence[SubQuestion], answers: Mapping[str, str]) -> list[SubQuestion]:
+def ready(plan: Sequence[Planned], answers: Mapping[str, str]) -> list[Planned]:
     """Unanswered subquestions whose dependencies are all answered (one parallel wave)."""
-    return [s for s in plan if s.id not in answers and all(d in answers for d in s.depends)]
+    return [s for s in plan if s["id"] not in answers and all(d in answers for d in s["depends"])]
