@@ -22,6 +22,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -183,6 +184,36 @@ def main() -> None:
     print(text)
     if args.out:
         args.out.write_text(text)
+
+
+# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+
+
+def render_reindex(reports: list[dict[str, Any] | None]) -> list[str]:
+    """bench_kb --only-reindex: the cost of indexing a folder again as its files change."""
+    (rep,) = reports
+    if not rep:
+        return ["Not measured yet.", ""]
+    r = rep["reindex"]
+    first = r["first_index"]["seconds"]
+    out = [
+        f"The HotpotQA corpus written as a folder of {r['files']} files (one passage each), "
+        "indexed into a fresh KB, then indexed again as it stood, with one file's mtime touched "
+        "and with one file's text changed.",
+        "",
+        "| index | seconds | share of the first | added | sources unread | sources replaced | "
+        "old items removed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = {"first": "first_index", "unchanged": "unchanged", "one mtime touched": "one_touched",
+            "one file changed": "one_changed"}  # fmt: skip
+    for label, key in rows.items():
+        row = r[key]
+        out.append(
+            f"| {label} | {row['seconds']:.2f} | {row['seconds'] / first:.1%} | {row['added']} | "
+            f"{row['unchanged_sources']} | {row['replaced_sources']} | {row['removed_items']} |"
+        )
+    return [*out, ""]
 
 
 if __name__ == "__main__":

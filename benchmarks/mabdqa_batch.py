@@ -23,12 +23,14 @@ import argparse
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 from hopgraph.agents import mabdqa as roles
 from hopgraph.config import Context
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
+from hopgraph.evals.results import fmt
 from hopgraph.evals.run_folder import read_predictions
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.prompts import prompts_for, sha256_file
@@ -153,6 +155,38 @@ def main() -> None:
     (args.out / "batch.json").write_text(json.dumps(result, indent=1) + "\n")
     for b, cells in result["summary"].items():
         print(b, json.dumps(cells))
+
+
+# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+
+
+def render(reports: list[dict[str, Any] | None]) -> list[str]:
+    """b = 1, 2, 4 judgements per round: page recall of the first walk, and its depth."""
+    (rep,) = reports
+    if not rep:
+        return ["Not measured yet.", ""]
+    s = rep["summary"]
+    out = [
+        f"{rep['questions']} questions from {len({r['doc'] for r in rep['rows']})} PDFs, "
+        f"m = {rep['m']} judgements, the same judge "
+        f"and seed; b = 1 replayed reproduces the recorded walk's top 5 on {s['reproduced']} of "
+        f"them. Depth: LLM calls one after another on a question's first pass (aspects, "
+        "judgement rounds, question reflection, answer, answer reflection).",
+        "",
+        "| b | recall@1 | recall@3 | recall@5 | judgement rounds | depth | recall@3 vs b = 1: "
+        "better / worse, sign test p |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, c in s.items():
+        if not key.startswith("b"):
+            continue
+        vs = c.get("recall@3 vs b1")
+        test = f"{vs['better']} / {vs['worse']}, p = {vs['p']:.3g}" if vs else "(the paper's walk)"
+        out.append(
+            f"| {key[1:]} | {fmt(c['recall@1'])} | {fmt(c['recall@3'])} | "
+            f"{fmt(c['recall@5'])} | {c['rounds']:.1f} | {c['depth_first_pass']:.1f} | {test} |"
+        )
+    return out + [""]
 
 
 if __name__ == "__main__":

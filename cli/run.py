@@ -565,14 +565,19 @@ def results(
         bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
     ] = False,
 ) -> None:
-    """Write docs/RESULTS.md from the committed result records in benchmarks/results/."""
-    from hopgraph.evals.results import PAGE, render, write
+    """Write docs/RESULTS.md from the committed result records in benchmarks/results/ (of the
+    checkout this runs in)."""
+    from hopgraph.evals.results import page_path, render, write
 
+    try:
+        page = page_path()
+    except FileNotFoundError as e:
+        refuse(str(e))
     if check:
-        current = PAGE.read_text() if PAGE.exists() else ""
+        current = page.read_text() if page.exists() else ""
         if current != render():
-            err.print(f"{PAGE} is stale: run `hopgraph results` and commit it")
+            err.print(f"{page} is stale: run `hopgraph results` and commit it")
             raise typer.Exit(1)
-        console.print(f"{PAGE} is current")
+        console.print(f"{page} is current")
         return
     console.print(f"wrote {write()}")

@@ -57,12 +57,13 @@ def module_of(agent: str) -> str:
     """The module name the agent's graph lives in (a file spec's module is loaded first)."""
     where = spec_of(agent).rpartition(":")[0]
     if where.endswith(".py"):
-        return _load_file(Path(where)).__name__
+        return load_file(Path(where)).__name__
     return where
 
 
-def _load_file(path: Path):  # noqa: ANN202 - a module
-    """A graph file as a module named after its path (loaded once)."""
+def load_file(path: Path):  # noqa: ANN202 - a module
+    """A Python file as a module named after its path (loaded once): a graph file, or a
+    benchmark whose renderer ``hopgraph results`` uses."""
     name = "hopgraph_user_" + "_".join(path.resolve().with_suffix("").parts[-2:])
     name = "".join(c if c.isalnum() else "_" for c in name)
     if name in sys.modules:

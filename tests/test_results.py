@@ -10,7 +10,7 @@ from hopgraph.evals.stats import sign_counts
 
 
 def test_the_committed_results_page_is_what_the_records_give():
-    assert results.PAGE.read_text() == results.render(), (
+    assert results.page_path().read_text() == results.render(), (
         "docs/RESULTS.md is stale: run `hopgraph results` and commit it"
     )
 
@@ -108,11 +108,25 @@ def test_the_latency_model_table_reads_its_targets_from_the_record():
         "rows": [row("rag", 2, 9.0), row("qdrag QD-C", 5, 7.8),
                  row("mmapg", 12, 22.0, depth_per_iteration=1.2)],
     }  # fmt: skip
-    text = "\n".join(results._agents([rep]))
+    draw = results.renderer("benchmarks/bench_agents.py:render")  # beside the benchmark
+    text = "\n".join(draw([rep]))
     assert "| mmapg | 2 | 300 | 12 (1.2 per planner iteration) |" in text
     assert "QD-C depth <= 4: not met; MMAPG <= 3 rounds per planner iteration: met" in text
     assert "met by mmapg, not by rag, qdrag QD-C" in text
-    assert results._agents([None]) == ["Not measured yet.", ""]
+    assert draw([None]) == ["Not measured yet.", ""]
+
+
+def test_results_finds_the_records_of_the_checkout_it_runs_in(tmp_path, monkeypatch):
+    """Not those beside the installed package: from a folder outside any checkout it says
+    where to run it; from inside a checkout (any subfolder) it reads that checkout's."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="inside a checkout"):
+        results.page_path()
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "docs").mkdir()
+    monkeypatch.chdir(tmp_path / "docs")
+    assert results.page_path() == tmp_path / "docs" / "RESULTS.md"
+    assert results.records_dir() == tmp_path / "benchmarks" / "results"
 
 
 def test_a_claim_is_tested_on_every_question_its_two_variants_finished(tmp_path, monkeypatch):

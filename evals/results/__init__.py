@@ -1,0 +1,477 @@
+"""``docs/RESULTS.md``, generated from the committed result records in ``benchmarks/results/``.
+
+A record is a run folder (``manifest.json``, ``predictions.jsonl``, ``metrics.json``) or a
+benchmark's JSON report. Each method gets one table: the paper's finding in a line, our
+variants side by side on the same questions, whether the finding holds here (a paired sign
+test on the questions both variants finished), n, model, cost, and the command that
+reproduces it. Nothing here runs a model: the page is a pure function of the records, so CI
+can check that the committed page is current.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.stats import paired
+
+RESULTS_DIR: Path | None = None
+"""The records folder; None: ``benchmarks/results`` of the checkout ``hopgraph results`` runs in."""
+
+
+def checkout(start: Path | None = None) -> Path:
+    """The checkout the page is made in: the nearest folder at or above the working directory
+    that holds ``benchmarks/results`` (the records are committed, never installed)."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "benchmarks" / "results").is_dir():
+            return folder
+    raise FileNotFoundError(
+        f"no benchmarks/results/ in {here} or above it: run `hopgraph results` inside a "
+        "checkout of hopgraph (result records are committed there, not installed)"
+    )
+
+
+def records_dir() -> Path:
+    return RESULTS_DIR or checkout() / "benchmarks" / "results"
+
+
+def page_path() -> Path:
+    """Where the page goes: ``docs/RESULTS.md`` of the checkout."""
+    return checkout() / "docs" / "RESULTS.md"
+
+
+@dataclass
+class Claim:
+    """ "``better`` beats ``worse`` on ``metric``" (higher is better unless ``lower``)."""
+
+    better: str
+    worse: str
+    metric: str
+    lower: bool = False
+
+
+@dataclass
+class RunTable:
+    """Run records side by side on the questions all of them finished."""
+
+    method: str
+    title: str
+    finding: str
+    rows: dict[str, str]
+    """Column label -> record folder, relative to ``benchmarks/results``."""
+    metrics: list[str]
+    claims: list[Claim] = field(default_factory=list)
+    command: str = ""
+    target: int | dict[str, int] = 0
+    """Questions the issue asks for (one number, or one per column label); fewer are reported
+    as partial."""
+    deviations: list[str] = field(default_factory=list)
+    """Each setting of these records that differs from the paper, and why (one line each),
+    shown above the table."""
+    pool: int = 0
+    """Questions the data holds for this table (a verdict needing more says so)."""
+    by_template: bool = False
+    """Also list each prompt template's calls and LLM seconds per call, per column."""
+    speed_is_compared: bool = False
+    """The columns differ in the endpoint's speed on purpose (e.g. two llama.cpp builds), so
+    their seconds are the finding and no caveat is added."""
+
+
+@dataclass
+class BenchTable:
+    """A benchmark's JSON report(s), rendered by ``render``."""
+
+    method: str
+    title: str
+    finding: str
+    files: list[str]
+    render: str
+    """Its renderer, beside the code that writes the report (``renderer``): ``files``'
+    reports (None where missing) -> the page's lines."""
+    command: str = ""
+    deviations: list[str] = field(default_factory=list)
+    """As ``RunTable.deviations``."""
+
+
+def _load(rel: str) -> dict[str, Any] | None:
+    path = records_dir() / rel
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def fmt(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 1000:
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
+    return "" if v is None else str(v)
+
+
+def run_table(t: RunTable) -> list[str]:
+    metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
+    have = {k: v for k, v in metrics.items() if v and v.get("per_question")}
+    out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    out += _deviation_lines(t.deviations) if t.deviations else []
+    missing = [k for k in t.rows if k not in have]
+    if not have:
+        out += ["Not measured yet.", ""]
+    else:
+        common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
+        model = _manifest_model(t.rows[next(iter(have))])
+        out += [_size_line(t, have, len(common), model) + _kb_line(t, have), ""]
+        out += _code_lines(t, have)
+        out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
+        for metric in t.metrics:
+            cells = []
+            for m in have.values():
+                vals = [m["per_question"][q].get(metric) for q in common]
+                vals = [v for v in vals if v is not None]
+                # a score some questions lack yet (citations judged before the run grew)
+                part = f" ({len(vals)} of {len(common)})" if 0 < len(vals) < len(common) else ""
+                cells.append(fmt(mean(vals)) + part if vals else "")
+            if any(cells):  # a metric no column recorded (e.g. an old run's decode rate)
+                out.append(f"| {metric} | " + " | ".join(cells) + " |")
+        out.append("")
+        if t.by_template:
+            out += _template_rows(have)
+        for c in t.claims:
+            out.append("- " + _claim_line(c, have, t.pool))
+        figures = list(table_plots(t, have, common))
+        if figures:
+            what = {"cost.svg": "quality against cost", "strip.svg": "wins and losses"}
+            out += [""] + [f"![{what[name.rsplit('-', 1)[-1]]}](plots/{name})" for name in figures]
+        caveat = "" if t.speed_is_compared else _speed_caveat(have, common)
+        if "seconds" in t.metrics and caveat:
+            out.append("- " + caveat)
+        if t.claims or caveat:
+            out.append("")
+    if missing and have:
+        out += [f"Not measured yet: {', '.join(missing)}.", ""]
+    if t.command:
+        out += ["Reproduce (resumes the committed records):", "", f"    {t.command}", ""]
+    return out
+
+
+def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str) -> str:
+    """How many questions the table shows; when the columns finished different numbers, each
+    one's count against its own target (an ablation at its 15 beside two at 30 is complete,
+    not "15 of 30 planned"; QD-C grown to 50 for its own table is not "50 of 30")."""
+    counts = {k: len(m["per_question"]) for k, m in have.items()}
+    target = t.target if isinstance(t.target, dict) else dict.fromkeys(t.rows, t.target)
+    if set(counts.values()) == {n} and len(set(target.values())) == 1:
+        goal = next(iter(target.values()))
+        part = f" (of {goal} planned)" if goal and n < goal else ""
+        return f"{n} questions{part}, every column on the same ones; model {model}."
+
+    def finished(k: str, c: int) -> str:  # a record grown past this table's size for another
+        goal = target.get(k)
+        return f"{k} {c}" + (
+            "" if not goal else f" of {goal}" if c <= goal else f" ({goal} asked here)"
+        )
+
+    per = ", ".join(finished(k, c) for k, c in counts.items())
+    return (
+        f"{n} questions, every column on the same ones; model {model}. "
+        f"Questions finished per column (of its target): {per}."
+    )
+
+
+def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
+    """The KB the columns read, as their manifests recorded it ('' where none did): columns
+    that read KBs built two ways (with OCR and without) say so, each its own."""
+
+    def words(kb: dict[str, Any]) -> str:
+        builds = "; ".join(
+            f"{b['source']} ({b['format']}, OCR {b['ocr']}{', triplets' if b['derived'] else ''})"
+            for b in kb["builds"]
+        )
+        items = ", ".join(f"{n:,} {m}" for m, n in kb["counts"].items() if n)
+        return f"{builds}, {items} items"
+
+    kbs = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("kb") or {} for k in have}
+    known = {k: words(kb) for k, kb in kbs.items() if kb.get("builds")}
+    if not known:
+        return ""
+    if len(known) == len(have) and len(set(known.values())) == 1:
+        return f" KB: {next(iter(known.values()))}."
+    unknown = [k for k in have if k not in known]
+    return (
+        " KB per column: "
+        + "; ".join(f"{k}: {w}" for k, w in known.items())
+        + (f"; {', '.join(unknown)}: not recorded" if unknown else "")
+        + "."
+    )
+
+
+def code_by_column(t: RunTable, labels: list[str]) -> dict[str, Counter]:
+    """Answers per method-code fingerprint in each column ("unrecorded" for answers made
+    before fingerprints were kept)."""
+    out = {}
+    for k in labels:
+        preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl").values()
+        out[k] = Counter(p.get("code") or "unrecorded" for p in preds if not p.get("error"))
+    return out
+
+
+def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+    """A warning where the table's answers mix method code: a column answered by two code
+    fingerprints, or two columns of one agent by different ones (columns of different agents
+    run different graphs, so their fingerprints differ by nature)."""
+    codes = code_by_column(t, list(have))
+    agent = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("agent", "") for k in have}
+    mixed = [k for k, c in codes.items() if len(c) > 1]
+    per_agent: dict[str, set] = {}
+    for k, c in codes.items():
+        per_agent.setdefault(agent[k], set()).update(c)
+    split = [a for a, fps in per_agent.items() if len(fps) > 1]
+    unrecorded = [k for k, c in codes.items() if "unrecorded" in c]
+    if not mixed and not split and unrecorded:
+        return [f"**Code:** not fingerprinted ({', '.join(unrecorded)}: answers made before "
+                "fingerprints were kept), so the columns may come from different revisions of "
+                "the method's code.", ""]  # fmt: skip
+    if not mixed and not split:
+        return []
+    words = "; ".join(
+        f"{k}: " + ", ".join(f"{fp} ({n})" for fp, n in c.most_common()) for k, c in codes.items()
+    )
+    return [f"**Mixed code:** these answers come from more than one revision of the method's "
+            f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
+
+
+def _template_rows(have: dict[str, dict]) -> list[str]:
+    """Calls per question and LLM seconds per call, by prompt template (over each column's
+    questions that list them)."""
+    names = sorted({n for m in have.values() for n in m.get("by_template", {})})
+    out = [
+        "| template: calls per question, LLM seconds per call | " + " | ".join(have) + " |",
+        "|---" * (len(have) + 1) + "|",
+    ]
+    for name in names:
+        cells = []
+        for m in have.values():
+            t = m.get("by_template", {}).get(name)
+            cells.append(f"{t['calls']:.2f}, {t['seconds'] / t['calls']:.1f} s" if t else "")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
+def _claim_line(c: Claim, have: dict[str, dict], pool: int = 0) -> str:
+    """The sign test on every question both variants finished: a third column that has run
+    fewer (an ablation sized 15 beside two at 30) narrows the table, not the test."""
+    if c.better not in have or c.worse not in have:
+        return f"{c.better} vs {c.worse} on {c.metric}: not measured yet."
+    common = sorted(set(have[c.better]["per_question"]) & set(have[c.worse]["per_question"]))
+    a = [have[c.better]["per_question"][q].get(c.metric) for q in common]
+    b = [have[c.worse]["per_question"][q].get(c.metric) for q in common]
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if not pairs:
+        return f"{c.better} vs {c.worse} on {c.metric}: no question has both scored yet."
+    worse, better = [y for _, y in pairs], [x for x, _ in pairs]
+    r = paired(worse, better, lower=c.lower)
+    verdict = {"better": "holds", "worse": "reversed"}.get(r.verdict, "not significant")
+    both = "both finished" if len(pairs) == len(common) else "scored in both"
+    interval = f"; difference {r.diff:+.3f}" + (
+        f", 95 % interval [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
+    )
+    return (
+        f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({fmt(r.mean_b)} vs "
+        f"{fmt(r.mean_a)}; better on {r.better}, worse on {r.worse} of the {r.n} questions "
+        f"{both}; sign test p = {r.sign_p:.3g}{interval})" + _needed(r, pool) + "."
+    )
+
+
+def _needed(r, pool: int) -> str:  # noqa: ANN001 - a stats.Paired
+    """Where a verdict is not significant: how many questions its effect would need, and
+    whether the data holds that many."""
+    if r.verdict != "not significant":
+        return ""
+    if r.needed_n is None:
+        return "; no difference to detect"
+    if pool and r.needed_n > pool:
+        return (
+            f"; about {r.needed_n:,} questions for 80 % power, more than the {pool} the data holds"
+        )
+    return f"; about {r.needed_n:,} questions would give it 80 % power"
+
+
+def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
+    """Seconds compare only where the endpoint ran equally fast: two hosts of one kind read
+    the embedded model's prompts 1.65x apart, and two llama.cpp builds 1.9x apart on one.
+    Says so when the columns' recorded rates (each sitting's probe) differ by more than
+    SPEED_TOLERANCE, or when some columns recorded none and others did."""
+    differ, unknown = [], set()
+    for key, label in SPEEDS:
+        rates = {}
+        for name, m in have.items():
+            vals = [v for q in common if (v := m["per_question"][q].get(key))]
+            rates[name] = mean(vals) if vals else None
+        known = {n: r for n, r in rates.items() if r is not None}
+        if known and len(known) < len(rates):
+            unknown |= set(rates) - set(known)
+        elif known and max(known.values()) > (1 + SPEED_TOLERANCE) * min(known.values()):
+            differ.append(f"{label} " + " / ".join(f"{r:.1f}" for r in known.values()))
+    varied = []  # a column whose sittings ran on another machine or build (probe noise aside)
+    for name, m in have.items():
+        vals = [v for q in common if (v := m["per_question"][q].get("prefill_tokens_per_s"))]
+        if vals and max(vals) > MACHINE_RATIO * min(vals):
+            varied.append(f"{name} {min(vals):.1f} to {max(vals):.1f}")
+    within = (
+        f" within a column, its sittings read prompts at other speeds ({'; '.join(varied)} "
+        "tokens/s), so its mean seconds mix machines."
+        if varied
+        else ""
+    )
+    if differ:
+        return (
+            f"Seconds: the endpoint's speed differed between these columns ({'; '.join(differ)} "
+            "tokens/s), so their seconds do not compare; their token counts do."
+            + (" Also" + within if within else "")
+        )
+    if within:
+        return "Seconds:" + within
+    if unknown:
+        return (
+            f"Seconds: {', '.join(sorted(unknown))} recorded no endpoint speed (run before "
+            "sittings were timed), so the seconds may come from machines of different speed; "
+            "the token counts compare."
+        )
+    return ""
+
+
+SPEEDS = (("prefill_tokens_per_s", "prompt reading"), ("decode_tokens_per_s", "generation"))
+SPEED_TOLERANCE = 0.15
+MACHINE_RATIO = 1.5
+"""Prompt-reading rates this far apart within one column come from another machine or
+llama.cpp build (1.65x and 1.9x measured), not from the probe's own spread (about 1.2x)."""
+
+
+def _manifest_model(rel: str) -> str:
+    man = _load(f"{rel}/manifest.json") or {}
+    return str(man.get("model", "?"))
+
+
+def _deviation_lines(deviations: list[str]) -> list[str]:
+    return ["**Differs from the paper:**", ""] + [f"- {d}" for d in deviations] + [""]
+
+
+def bench_table(t: BenchTable) -> list[str]:
+    out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    out += _deviation_lines(t.deviations) if t.deviations else []
+    out += renderer(t.render)([_load(f) for f in t.files])
+    if t.command:
+        out += ["", "Reproduce:", "", f"    {t.command}", ""]
+    return out
+
+
+# -- the tables ------------------------------------------------------------------------------
+def renderer(spec: str) -> Callable[[list[dict[str, Any] | None]], list[str]]:
+    """A benchmark's renderer: ``benchmarks/file.py:function`` (a path in the checkout) or
+    ``package.module:function``."""
+    import importlib
+
+    from hopgraph.graphs import load_file
+
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py"):
+        module = load_file(checkout() / where)
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def all_tables() -> list[RunTable | BenchTable]:
+    """The page's tables (``evals/results/tables.py``)."""
+    from hopgraph.evals.results.tables import TABLES
+
+    return TABLES
+
+
+def render(tables: list[RunTable | BenchTable] | None = None) -> str:
+    lines = [
+        "# Results",
+        "",
+        "Generated by `hopgraph results` from the records in `benchmarks/results/`; do not edit.",
+        "Every figure comes from a committed record; CI checks that this page is current.",
+        "A claim's verdict is a two-sided sign test on the questions both variants finished.",
+        "",
+    ]
+    for t in all_tables() if tables is None else tables:
+        lines += run_table(t) if isinstance(t, RunTable) else bench_table(t)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write(path: Path | None = None) -> Path:
+    """The page, and the plots it shows in ``plots/`` beside it (only those, fresh)."""
+    path = path or page_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render())
+    folder = path.parent / "plots"
+    folder.mkdir(exist_ok=True)
+    made = {}
+    for t in all_tables():
+        if isinstance(t, RunTable):
+            have = _have(t)
+            if have:
+                common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
+                made |= table_plots(t, have, common)
+    for old in folder.glob("*.svg"):
+        if old.name not in made:
+            old.unlink()
+    for name, svg in made.items():
+        (folder / name).write_text(svg)
+    return path
+
+
+def _have(t: RunTable) -> dict[str, dict]:
+    metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
+    return {k: v for k, v in metrics.items() if v and v.get("per_question")}
+
+
+def _slug(t: RunTable) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", f"{t.method} {t.title}".lower()).strip("-")[:60]
+
+
+def table_plots(t: RunTable, have: dict[str, dict], common: list[str]) -> dict[str, str]:
+    """File name -> SVG: quality against cost for the table's first quality claim (one point
+    per column, the paired interval against that claim's base as the bar), and the claims'
+    per-question win / loss strips. {} for a table without claims."""
+    from hopgraph.evals import plots
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
+
+    out: dict[str, str] = {}
+    claims = [c for c in t.claims if c.better in have and c.worse in have]
+    quality = [c for c in claims if c.metric not in LOWER_IS_BETTER]
+    costs = [k for k, _ in plots.COSTS if k in t.metrics]
+    if quality and costs and len(have) > 1:
+        metric, base = quality[0].metric, quality[0].worse
+        scores = {k: have[k]["per_question"] for k in have}
+        points = []
+        for k in have:
+            ids = [q for q in common if metric in scores[k][q] and metric in scores[base][q]]
+            if not ids:
+                continue
+            vals = [scores[k][q][metric] for q in ids]
+            base_vals = [scores[base][q][metric] for q in ids]
+            r = paired(base_vals, vals) if k != base else None
+            interval = (r.mean_a + r.ci[0], r.mean_a + r.ci[1]) if r and r.ci else None
+            cost = {c: mean(scores[k][q].get(c, 0.0) for q in ids) for c in costs}
+            points.append(plots.Point(k, mean(vals), cost, interval))
+        out[f"{_slug(t)}-cost.svg"] = plots.quality_cost(points, metric)
+    rows = []
+    for c in claims:
+        per = (have[c.better]["per_question"], have[c.worse]["per_question"])
+        ids = [q for q in common if c.metric in per[0][q] and c.metric in per[1][q]]
+        if ids:
+            row = plots.verdicts([per[1][q][c.metric] for q in ids],
+                                 [per[0][q][c.metric] for q in ids], c.lower)  # fmt: skip
+            rows.append((f"{c.better} vs {c.worse}, {c.metric}", row))
+    if rows:
+        out[f"{_slug(t)}-strip.svg"] = plots.win_loss_strip(rows)
+    return out
