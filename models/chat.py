@@ -1,15 +1,9 @@
 """One chat interface over any OpenAI-compatible endpoint (vLLM, llama.cpp's server, OpenAI).
 
 Backend differences live here and only here (``Dialect``): how structured output is requested,
-whether images are accepted. Every call reports an ``LLMCall`` event. Retries are bounded
-(tenacity) and only on connection errors, timeouts and 5xx; the openai client's own retries are off.
-
-Against the embedded server (``stream=True``) a request is judged by progress, not by one
-wall-clock limit: the reply is streamed, the server's keep-alive pings carry a long prefill or a
-wait in its queue, and the request fails only when nothing arrives for ``timeout`` seconds, when
-no token follows the last one for ``timeout`` seconds, or when the first token takes more than
-``FIRST_TOKEN_FACTOR × timeout``. A timed-out request is never re-sent there: the server would
-still be working on it, and a retry would queue behind it.
+whether images are accepted. Here are the call kinds (text, structured, P(Yes)) and what each
+call reports (an ``LLMCall`` event, the response cache); how a request travels (streaming,
+progress timeouts, retries, error mapping) is ``models.transport``.
 """
 
 from __future__ import annotations
@@ -26,27 +20,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-import openai
-from openai.types.chat import ChatCompletion
 from PIL import Image
 from pydantic import BaseModel, ValidationError
-from tenacity import (
-    RetryError,
-    Retrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-)
 
 from hopgraph.models.errors import (
     CapabilityError,
-    EndpointError,
+    HopgraphModelError,
     ModelNotServedError,
     StructuredOutputError,
 )
 from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, emit
 from hopgraph.models.images import image_part
 from hopgraph.models.response_cache import ResponseCache, request_key
+from hopgraph.models.transport import Transport
 from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
@@ -130,37 +116,6 @@ def has_images(messages: Sequence[Message]) -> bool:
     return image_count(messages) > 0
 
 
-_IMAGE_REJECTED = re.compile(r"image|aspect ratio|must be larger than factor|height|width", re.I)
-
-
-def _transient(exc: BaseException) -> bool:
-    """Worth sending again: a connection error, a timeout, a 5xx, except a 5xx that refuses
-    the request's image (Qwen2.5-VL's processor answers a tiny or extreme image with HTTP 500,
-    and it will refuse it again)."""
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    return (
-        isinstance(exc, openai.APIStatusError)
-        and exc.status_code >= 500
-        and not _IMAGE_REJECTED.search(str(exc.message))
-    )
-
-
-class _NoProgress(openai.APITimeoutError):
-    """A streamed request that stopped making progress; the message says how."""
-
-    def __init__(self, request: httpx.Request, message: str):
-        openai.APIConnectionError.__init__(self, message=message, request=request)
-
-
-class _Malformed(openai.APIConnectionError):
-    """A reply body that is not the JSON it should be (cut short on the way): re-sent."""
-
-
-def _transient_unless_timeout(exc: BaseException) -> bool:
-    return _transient(exc) and not isinstance(exc, openai.APITimeoutError)
-
-
 def extract_json(text: str) -> str:
     """The JSON object in a reply, tolerating code fences and prose around it."""
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
@@ -197,8 +152,6 @@ class ChatModel:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_image_pixels = max_image_pixels
-        self.max_retries = max(0, max_retries)
-        self.timeout = timeout
         self.prompts = prompts_for(prompts_dir)
         self.on_event = on_event
         if backend != "auto" and backend not in DIALECTS:
@@ -206,19 +159,12 @@ class ChatModel:
         self._backend = backend
         self._checked = False
         self._lock = threading.Lock()
-        self.stream = stream
-        self.count_prompt_tokens = count_prompt_tokens
-        """A streamed reply carries no usage; the embedded server's tokenizer counts it."""
         self.cache = cache
         """Greedy replies read back by request (``models.response_cache``), when set."""
-        self._http = http_client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
-        self.client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=api_key or "EMPTY",
-            max_retries=0,
-            timeout=httpx.Timeout(timeout, connect=5.0),
-            http_client=http_client,
-        )
+        self.transport = Transport(
+            self.base_url, model, api_key=api_key, timeout=timeout, max_retries=max_retries,
+            http_client=http_client, stream=stream, count_prompt_tokens=count_prompt_tokens,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"ChatModel({self.model!r} at {self.base_url})"
@@ -226,15 +172,12 @@ class ChatModel:
     # -- endpoint discovery ---------------------------------------------------------------
     def served_models(self) -> list[dict[str, Any]]:
         """``/v1/models`` of the endpoint, as dicts (id, owned_by...)."""
-        try:
-            page = self._retry(lambda: self.client.models.list())
-        except openai.APIConnectionError as e:
-            raise EndpointError(f"cannot reach model endpoint {self.base_url}: {e}") from e
-        except openai.APIStatusError as e:
-            raise EndpointError(
-                f"model endpoint {self.base_url} answered {e.status_code} to /models"
-            ) from e
-        return [m.model_dump() for m in page.data]
+        return self.transport.served_models()
+
+    @property
+    def stream(self) -> bool:
+        """Whether replies are streamed (the embedded server) and judged by progress."""
+        return self.transport.stream
 
     def check(self) -> None:
         """Verify once that the endpoint answers and serves ``self.model``; detect the backend."""
@@ -376,104 +319,6 @@ class ChatModel:
             emit(Fallback(role, "no Yes/No among the top tokens", p, template), self.on_event)
         return p
 
-    # -- plumbing ---------------------------------------------------------------------------
-    def _retry(self, fn, *, timeouts: bool = True):
-        """``fn`` sent again up to ``max_retries`` times (so 1 + max_retries attempts) on a
-        transient failure; ``timeouts`` False: a timed-out request is not sent again."""
-        retrying = Retrying(
-            stop=stop_after_attempt(1 + self.max_retries),
-            wait=wait_exponential(multiplier=0.5, max=4),
-            retry=retry_if_exception(_transient if timeouts else _transient_unless_timeout),
-            reraise=True,
-        )
-        return retrying(fn)
-
-    def _streamed(
-        self, messages: Sequence[Message], kwargs: dict[str, Any], headers: dict[str, str]
-    ) -> ChatCompletion:
-        """One streamed chat completion, judged by progress (module docstring), assembled into
-        the ``ChatCompletion`` a plain request returns."""
-        body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
-        url = f"{self.base_url}/chat/completions"
-        began = time.monotonic()
-        last_token: float | None = None
-        text: list[str] = []
-        logprobs: list[dict[str, Any]] = []
-        finish, tokens, cid, done = "stop", 0, "stream", False
-        try:
-            with self._http.stream("POST", url, json=body, headers=headers) as r:
-                if r.status_code >= 400:
-                    r.read()
-                    raise _status_error(r)
-                for line in r.iter_lines():
-                    now = time.monotonic()
-                    if last_token is None and now - began > self.timeout * FIRST_TOKEN_FACTOR:
-                        raise _NoProgress(
-                            r.request, f"no first token after {now - began:.0f}s (limit "
-                            f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)"
-                        )  # fmt: skip
-                    if last_token is not None and now - last_token > self.timeout:
-                        raise _NoProgress(
-                            r.request, f"no token for {now - last_token:.0f}s after {tokens} "
-                            f"(request_timeout {self.timeout:.0f}s)"
-                        )  # fmt: skip
-                    if not line.startswith("data:"):
-                        continue  # keep-alive ping (an SSE comment) or blank separator
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        done = True
-                        break
-                    chunk = json.loads(data)
-                    if "error" in chunk:
-                        raise openai.InternalServerError(
-                            str(chunk["error"]), response=r, body=chunk["error"]
-                        )
-                    cid = chunk.get("id", cid)
-                    choice = (chunk.get("choices") or [{}])[0]
-                    piece = (choice.get("delta") or {}).get("content")
-                    if piece:
-                        text.append(piece)
-                        tokens += 1
-                        last_token = now
-                    logprobs += ((choice.get("logprobs") or {}).get("content")) or []
-                    finish = choice.get("finish_reason") or finish
-            if not done:  # the server failed mid-reply (llama.cpp just closes the stream)
-                raise openai.APIConnectionError(
-                    message=f"the reply stream ended before [DONE], after {tokens} token(s)",
-                    request=r.request,
-                )
-        except httpx.TimeoutException as e:
-            raise _NoProgress(
-                e.request, f"nothing from the server for {self.timeout:.0f}s (request_timeout)"
-            ) from e
-        except json.JSONDecodeError as e:
-            raise _Malformed(message=str(e), request=httpx.Request("POST", url)) from e
-        except httpx.TransportError as e:
-            request = getattr(e, "request", None) or httpx.Request("POST", url)
-            raise openai.APIConnectionError(message=str(e), request=request) from e
-        prompt = self.count_prompt_tokens(messages) if self.count_prompt_tokens else 0
-        return ChatCompletion.model_validate(
-            {
-                "id": cid,
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": finish,
-                        "message": {"role": "assistant", "content": "".join(text)},
-                        "logprobs": {"content": logprobs} if logprobs else None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": tokens,
-                    "total_tokens": prompt + tokens,
-                },
-            }
-        )
-
     def request(
         self,
         messages: Sequence[Message],
@@ -513,59 +358,16 @@ class ChatModel:
         call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra)
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
-        attempts = 0
-
-        def once():
-            nonlocal attempts
-            attempts += 1
-            if self.stream:
-                return self._streamed(messages, kwargs, headers)
-            try:
-                return self.client.chat.completions.create(
-                    model=self.model, messages=list(messages), extra_headers=headers, **kwargs
-                )
-            except json.JSONDecodeError as e:
-                url = f"{self.base_url}/chat/completions"
-                raise _Malformed(message=str(e), request=httpx.Request("POST", url)) from e
-
-        start = time.perf_counter()
         call.started = round(time.time(), 4)
+        start = time.perf_counter()
         try:
-            # a chat request that timed out is never sent again: a batching server (vLLM) is
-            # most likely still working on it, and a re-send queues behind everything else
-            # (request_timeout is the knob); the embedded server's stream times out on
-            # progress, which a re-send would not make either
-            resp = self._retry(once, timeouts=False)
-        except openai.APITimeoutError as e:
-            call.error = f"timed out: {e}"
-            raise EndpointError(
-                f"model endpoint {self.base_url} timed out after {attempts} attempt(s): {e}"
-            ) from e
-        except _Malformed as e:
-            call.error = f"malformed reply: {e}"
-            raise EndpointError(
-                f"model endpoint {self.base_url} sent a malformed reply (not JSON) after "
-                f"{attempts} attempt(s): {e}"
-            ) from e
-        except openai.APIConnectionError as e:
-            call.error = f"cannot reach {self.base_url}: {e}"
-            raise EndpointError(
-                f"cannot reach model endpoint {self.base_url} after {attempts} attempt(s): {e}"
-            ) from e
-        except openai.NotFoundError as e:
-            call.error = str(e)
-            raise ModelNotServedError(f"{self.base_url} does not serve {self.model!r}: {e}") from e
-        except openai.APIStatusError as e:
-            call.error = f"HTTP {e.status_code}: {e.message}"
-            raise EndpointError(
-                f"model endpoint {self.base_url} answered HTTP {e.status_code} after "
-                f"{attempts} attempt(s): {e.message}"
-            ) from e
-        except RetryError as e:  # pragma: no cover - reraise=True makes this unreachable
-            raise EndpointError(str(e)) from e
+            resp, call.attempts = self.transport.chat(messages, kwargs, headers)
+        except HopgraphModelError as e:
+            call.error = getattr(e, "call_error", str(e))
+            call.attempts = getattr(e, "attempts", 1)
+            raise
         finally:
             call.latency_s = time.perf_counter() - start
-            call.attempts = attempts
             if call.error is not None:
                 emit(call, self.on_event)
         if resp.usage is not None:
@@ -575,14 +377,6 @@ class ChatModel:
             self.cache.put(key, self.model, resp)
         emit(call, self.on_event)
         return resp
-
-
-def _status_error(r: httpx.Response) -> openai.APIStatusError:
-    """The openai client's error class for an HTTP error status of a streamed request."""
-    cls = {404: openai.NotFoundError}.get(r.status_code) or (
-        openai.InternalServerError if r.status_code >= 500 else openai.APIStatusError
-    )
-    return cls(f"Error code: {r.status_code} - {r.text[:300]}", response=r, body=r.text)
 
 
 def token_text(token: str) -> str:

@@ -230,9 +230,9 @@ def test_a_stalled_stream_fails_once_naming_the_stall(ping, message):
 def test_the_first_token_wait_is_bounded(monkeypatch):
     from scripted_server import ScriptedServer
 
-    from hopgraph.models import chat
+    from hopgraph.models import transport
 
-    monkeypatch.setattr(chat, "FIRST_TOKEN_FACTOR", 3)
+    monkeypatch.setattr(transport, "FIRST_TOKEN_FACTOR", 3)
     with ScriptedServer(lambda body: "late", delay=5.0, ping=0.05) as server:
         with pytest.raises(EndpointError, match="no first token after"):
             _llamacpp(server, 0.3, stream=True).complete([user("Now?")], role="r")

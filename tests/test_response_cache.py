@@ -129,12 +129,12 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     runs = [str(tmp_path / "before"), str(tmp_path / "after")]
     out = subprocess.run([*cli, *runs, "q1"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "first divergence at step 1: edited template rag/short_answer" in out.stdout
-    assert out.stdout.splitlines()[2].startswith("▶ 1 generate [rag/answer")
+    assert "first divergence at step 2: edited template rag/short_answer" in out.stdout
+    assert out.stdout.splitlines()[3].startswith("▶ 2 generate [rag/answer")
     page = tmp_path / "diff.html"
     out = subprocess.run([*cli, *runs, "q1", "--format", "html", "--out", str(page)],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "first diverge at step 1" in page.read_text() and page.read_text().count("<svg") == 2
+    assert "first diverge at step 2" in page.read_text() and page.read_text().count("<svg") == 2
     bad = subprocess.run([*cli, *runs, "nope"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "no trace for question 'nope'" in bad.stderr
