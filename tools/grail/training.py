@@ -5,7 +5,7 @@ Data are leave-one-out instances built from a question file with gold evidence (
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,18 +135,11 @@ def train_gap(
         list(model.aligner.parameters()) if model.aligner else []
     )
     opt = torch.optim.AdamW(params, lr=lr)
-    history = []
     model.train()
-    for _ in range(epochs):
-        total = 0.0
-        batches = _batches(len(instances), batch_size, rng)
-        for idx in batches:
-            loss = gap_loss(model, [instances[i] for i in idx], searcher, mode)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach())
-        history.append(total / max(len(batches), 1))
+    history = _fit(
+        opt, len(instances), batch_size, rng, epochs,
+        lambda idx: gap_loss(model, [instances[i] for i in idx], searcher, mode),
+    )  # fmt: skip
     model.eval()
     model.trained = True
     return history
@@ -167,12 +160,28 @@ def train_alignment(
     seed_everything(seed)
     rng = random.Random(seed)
     opt = torch.optim.AdamW(model.aligner.parameters(), lr=lr)
+    return _fit(
+        opt, len(chains), batch_size, rng, epochs,
+        lambda idx: alignment_loss(model, [chains[i] for i in idx], searcher, model.tau_base),
+    )  # fmt: skip
+
+
+def _fit(
+    opt: torch.optim.Optimizer,
+    count: int,
+    batch_size: int,
+    rng: random.Random,
+    epochs: int,
+    loss_of: Callable[[list[int]], torch.Tensor],
+) -> list[float]:
+    """Minibatch descent: each epoch shuffles ``count`` items into batches (``rng``) and steps
+    on ``loss_of(batch indices)``; the mean loss per epoch."""
     history = []
     for _ in range(epochs):
         total = 0.0
-        batches = _batches(len(chains), batch_size, rng)
+        batches = _batches(count, batch_size, rng)
         for idx in batches:
-            loss = alignment_loss(model, [chains[i] for i in idx], searcher, model.tau_base)
+            loss = loss_of(idx)
             opt.zero_grad()
             loss.backward()
             opt.step()
