@@ -5,8 +5,9 @@ edges with scores and provenance; z_sem vectors in Chroma. Recall is Algorithm 1
 
 SQLite is the source of truth. Chroma's local files are not safe for two processes at once
 (concurrent writers corrupt the HNSW index, and an open client does not see another process's
-writes), so every Chroma operation runs under one inter-process file lock and the client is
-reopened whenever the memory's version shows another process wrote since it was opened.
+writes), so every Chroma operation runs through the folder's one ``LocalChroma`` (the knowledge
+base's too): under its inter-process file lock, with the client reopened whenever the memory's
+version shows another process wrote since it was opened.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.memory.chroma import chroma_client, cosine_collection
+from hopgraph.memory.chroma import cosine_collection, local_chroma
 
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
@@ -234,17 +235,13 @@ class PolarMemory:
     """A polarized graph memory in a folder: ``graph.sqlite`` and ``chroma/``."""
 
     def __init__(self, path: str | Path, *, embedder: str = "all-MiniLM-L6-v2", batch_size=64):
-        from filelock import FileLock
-
         self.path = Path(path).expanduser()
         self.path.mkdir(parents=True, exist_ok=True)
         self.embedder_name = embedder
         self.batch_size = batch_size
         self._embedder = None
         self._local = threading.local()
-        self._flock = FileLock(str(self.path / "write.lock"), timeout=120)
-        self._client = None
-        self._client_version = -1
+        self._chroma_folder = local_chroma(self.path)
         self._snapshot: _Snapshot | None = None
         with self._db() as db:
             db.executescript(SCHEMA)
@@ -292,23 +289,11 @@ class PolarMemory:
     def _chroma(self):
         """The z_sem collection, used under the inter-process lock by a client that has seen
         every write so far (reopened when another process wrote since)."""
-        with self._flock:
-            version = self.version()
-            if self._client is not None and version != self._client_version:
-                self._close_client()
-            if self._client is None:
-                self._client = chroma_client(self.path)
-                self._client_version = version
-            yield cosine_collection(self._client, COLLECTION, self.embedder_name)
-
-    def _close_client(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        with self._chroma_folder.use(self.version, written=self.version) as client:
+            yield cosine_collection(client, COLLECTION, self.embedder_name)
 
     def close(self) -> None:
-        with self._flock:
-            self._close_client()
+        self._chroma_folder.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -394,12 +379,11 @@ class PolarMemory:
 
     def _commit(self, db: sqlite3.Connection) -> None:
         """Commit a write that also changed Chroma: the version every process checks its
-        client against is bumped in the same transaction, and this process's client, which
-        made the change, counts as up to date."""
+        client against is bumped in the same transaction (``_chroma`` reads it on the way out,
+        so this process's client, which made the change, counts as up to date)."""
         version = self.version() + 1
         db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
         db.execute("COMMIT")
-        self._client_version = version
 
     def forget(self, ids: Sequence[str]) -> list[str]:
         """Remove memories with their edges (either end) and vectors, in one transaction, and
@@ -473,7 +457,7 @@ class PolarMemory:
         ids: list[str] = []
         chunks = []
         with self._chroma() as col:
-            version = self._client_version
+            version = self.version()  # no write can land while the lock is held
             size = col.count()
             for offset in range(0, size, 10_000):
                 res = col.get(include=["embeddings"], limit=10_000, offset=offset)
