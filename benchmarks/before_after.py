@@ -1,0 +1,130 @@
+"""A refactor's before/after check: every agent on a scripted endpoint, then the answers, calls
+and citations of the two code revisions compared question by question.
+
+    git worktree add /tmp/old REV && mkdir -p /tmp/oldpkg && ln -s /tmp/old /tmp/oldpkg/hopgraph
+    PYTHONPATH=/tmp/oldpkg .venv/bin/python benchmarks/before_after.py run /tmp/before
+    .venv/bin/python benchmarks/before_after.py run /tmp/after
+    .venv/bin/python benchmarks/before_after.py compare /tmp/before /tmp/after [--out FILE]
+
+The endpoint is scripted and sensitive to every prompt: a text reply names a hash of its prompt
+and cites by it, a P(Yes) is drawn from it, and a structured reply is a valid instance of the
+role's own schema; so a change in any prompt, context, order of contexts or call shows in the
+answers, citations or calls. No model runs, so the check takes minutes on 2 cores. Agents: direct,
+rag, QDRAG in each mode, MMAPG (3 iterations), MAB-DQA (bandit and LI) over the demo questions
+(MAB-DQA over the demo passages laid out as the pages of one document).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from bench_agents import instance, setup  # noqa: E402
+from scripted_server import ScriptedServer  # noqa: E402
+
+from hopgraph.config import Context  # noqa: E402
+from hopgraph.evals.run_folder import read_predictions  # noqa: E402
+from hopgraph.evals.runner import Runner  # noqa: E402
+
+AGENTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "direct": ("direct", {}),
+    "rag": ("rag", {}),
+    "qdrag-qdc": ("qdrag", {"qdrag_mode": "qdc"}),
+    "qdrag-qdr": ("qdrag", {"qdrag_mode": "qdr"}),
+    "qdrag-sparse": ("qdrag", {"qdrag_mode": "sparse"}),
+    "qdrag-dense": ("qdrag", {"qdrag_mode": "dense"}),
+    "mmapg": ("mmapg", {"mmapg_max_iterations": 3}),
+    "mabdqa": ("mabdqa", {"mabdqa_judge": "p_yes", "mabdqa_m": 4}),
+    "mabdqa-li": ("mabdqa", {"mabdqa_retriever": "li"}),
+}
+COMPARED = ("answer", "response", "citations", "contexts_ids", "llm_calls", "prompt_tokens")
+
+
+def reply(body: dict[str, Any]) -> Any:
+    """A reply that is a function of the whole request."""
+    text = json.dumps(body["messages"], sort_keys=True)
+    h = int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+    if body.get("logprobs"):
+        return 0.05 + (h % 90) / 100
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
+    if schema:
+        return json.dumps(instance(schema, schema))
+    word = f"w{h % 9973}"
+    if "Short answer" in text:
+        return word
+    return f"{word} is the answer [1][{1 + h % 3}].\nAnswer: {word}"
+
+
+def run(out: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="hopgraph-before-after-") as tmp:
+        kb, qfile, qdoc = setup(Path(tmp))
+        with ScriptedServer(reply) as server:
+            for name, (agent, fields) in AGENTS.items():
+                ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
+                              **fields)  # fmt: skip
+                questions = qdoc if agent == "mabdqa" else qfile
+                summary = Runner(agent, out / name, ctx).run(questions)
+                print(f"{name}: {summary.finished} finished, {summary.failed} failed", flush=True)
+
+
+def calls_by_template(pred: dict[str, Any]) -> dict[str, int]:
+    return {t: int(v["calls"]) for t, v in sorted((pred.get("by_template") or {}).items())}
+
+
+def compare(before: Path, after: Path) -> dict[str, Any]:
+    """Per agent: the questions whose compared fields are all equal, and each difference."""
+    report: dict[str, Any] = {"compared": [*COMPARED, "calls by template"], "agents": {}}
+    for name in AGENTS:
+        old = read_predictions(before / name / "predictions.jsonl")
+        new = read_predictions(after / name / "predictions.jsonl")
+        differences = []
+        for qid in sorted(old.keys() | new.keys()):
+            a, b = old.get(qid, {}), new.get(qid, {})
+            for key in COMPARED:
+                if a.get(key) != b.get(key):
+                    differences.append({"id": qid, "field": key, "before": a.get(key),
+                                        "after": b.get(key)})  # fmt: skip
+            if calls_by_template(a) != calls_by_template(b):
+                differences.append({"id": qid, "field": "calls by template",
+                                    "before": calls_by_template(a),
+                                    "after": calls_by_template(b)})  # fmt: skip
+        same = sum(1 for q in old.keys() & new.keys() if not any(d["id"] == q for d in differences))
+        errors = sum(bool(p.get("error")) for p in [*old.values(), *new.values()])
+        report["agents"][name] = {"questions": len(old.keys() | new.keys()), "identical": same,
+                                  "errors": errors, "differences": differences}  # fmt: skip
+    return report
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("run").add_argument("out", type=Path)
+    cmp = sub.add_parser("compare")
+    cmp.add_argument("before", type=Path)
+    cmp.add_argument("after", type=Path)
+    cmp.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    if args.command == "run":
+        run(args.out)
+        return
+    report = compare(args.before, args.after)
+    for name, row in report["agents"].items():
+        errors = f", {row['errors']} errors" if row["errors"] else ""
+        print(f"{name}: identical on {row['identical']} of {row['questions']} questions{errors}")
+        for d in row["differences"][:5]:
+            print(f"  {d['id']} {d['field']}: {d['before']!r} -> {d['after']!r}")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
