@@ -45,15 +45,38 @@ GraphSpec = Annotated[
 @app.command()
 def serve(
     model: ModelName = "",
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="llama (llama.cpp, in hopgraph's environment) or vllm (vLLM's CPU "
+            "build in its own environment, `make vllm`)"
+        ),
+    ] = "llama",  # fmt: skip
+    vllm_python: Annotated[
+        str, typer.Option(help="python of vLLM's environment (default .venv-vllm/bin/python)")
+    ] = "",
     sets: Sets = None,
 ) -> None:
-    """Run the embedded llama.cpp server in the foreground and print its base URL."""
+    """Serve an embedded model in the foreground and print its base URL: with llama.cpp, or
+    with vLLM itself (its weights converted once from the verified GGUF, no download)."""
     from hopgraph.models import embedded_server
+    from hopgraph.models.errors import HopgraphModelError
 
+    if engine not in ("llama", "vllm"):
+        refuse(f"--engine is llama or vllm, not {engine!r}")
     ctx = build_context(model=model, sets=sets)
     began = time.perf_counter()
-    server = embedded_server(ctx)
-    console.print(f"embedded {ctx.model} ready in {time.perf_counter() - began:.1f}s")
+    try:
+        if engine == "vllm":
+            from hopgraph.models.vllm_server import VllmServer
+
+            server = VllmServer(ctx.model, cache_dir=ctx.cache_dir, python=vllm_python,
+                                n_ctx=ctx.n_ctx).start()  # fmt: skip
+        else:
+            server = embedded_server(ctx)
+    except HopgraphModelError as e:
+        refuse(str(e))
+    console.print(f"{engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s")
     console.print(f"HOPGRAPH_BASE_URL={server.base_url} HOPGRAPH_MODEL={ctx.model}")
     console.print("Ctrl-C stops it.")
     try:

@@ -304,27 +304,15 @@ class EmbeddedServer:
         with self._lock:
             if self.proc is not None and self.proc.poll() is None:
                 return self
-            _require_server_package()
+            self.require()
             gguf = ensure_gguf(self.model, self.cache_dir)
             self.prompt_tokens = self.prompt_tokens or PromptTokens(gguf)
             self.port = free_port()
             logs = self.cache_dir / "logs"
             logs.mkdir(parents=True, exist_ok=True)
-            self.log_path = logs / f"llama-server-{self.model}-{self.port}.log"
-            cmd = [
-                sys.executable, "-m", "llama_cpp.server",
-                "--model", str(gguf),
-                "--model_alias", self.model,
-                "--host", "127.0.0.1",
-                "--port", str(self.port),
-                "--n_ctx", str(self.n_ctx),
-                "--n_threads", str(self.n_threads),
-                "--n_threads_batch", str(self.n_threads_batch),
-                # by default the server ends a streamed reply early (an empty or cut reply,
-                # with [DONE]) as soon as another request waits: concurrent calls must queue
-                "--interrupt_requests", "False",
-            ]  # fmt: skip
-            log.info("starting embedded %s on port %d", self.model, self.port)
+            self.log_path = logs / f"{self.engine}-server-{self.model}-{self.port}.log"
+            cmd = self.command(gguf)
+            log.info("starting %s %s on port %d", self.engine, self.model, self.port)
             with open(self.log_path, "wb") as out:
                 # spawned from one thread that lives as long as hopgraph: the kernel sends the
                 # parent-death signal when the *thread* that forked the server ends, and a
@@ -348,13 +336,36 @@ class EmbeddedServer:
             raise
         return self
 
+    engine = "llama"
+    """Names the server in its log file and errors."""
+
+    def require(self) -> None:
+        """Refuses to start where the server's packages are missing."""
+        _require_server_package()
+
+    def command(self, gguf: Path) -> list[str]:
+        """The server's command line, serving ``gguf`` on ``self.port``."""
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(gguf),
+            "--model_alias", self.model,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx),
+            "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads_batch),
+            # by default the server ends a streamed reply early (an empty or cut reply,
+            # with [DONE]) as soon as another request waits: concurrent calls must queue
+            "--interrupt_requests", "False",
+        ]  # fmt: skip
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         url = f"{self.base_url}/models"
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 raise EmbeddedServerError(
-                    f"embedded llama.cpp server for {self.model!r} exited with code "
+                    f"{self.engine} server for {self.model!r} exited with code "
                     f"{self.proc.returncode if self.proc else '?'}:\n{self.log_tail()}"
                 )
             with contextlib.suppress(httpx.HTTPError):
@@ -362,7 +373,7 @@ class EmbeddedServer:
                     return
             time.sleep(0.2)
         raise EmbeddedServerError(
-            f"embedded llama.cpp server for {self.model!r} not ready at {url} after "
+            f"{self.engine} server for {self.model!r} not ready at {url} after "
             f"{self.startup_timeout:.0f}s:\n{self.log_tail()}"
         )
 
