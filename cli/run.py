@@ -92,7 +92,7 @@ def serve(
 def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
     """Probe an endpoint (default: the embedded server) and print what it supports."""
     from hopgraph.models import chat_model, vlm_model
-    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call
+    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
 
     ctx = build_context(base_url, model, sets=sets)
     rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
@@ -104,6 +104,12 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
     for row in rows:
         table.add_row(row.capability, "yes" if row.ok else "no", row.detail)
     console.print(table)
+    methods = Table(title="what each method needs of it")
+    for col in ("method", "runs here", "missing"):
+        methods.add_column(col)
+    for row in method_support(rows):
+        methods.add_row(*row)
+    console.print(methods)
 
 
 @app.command()

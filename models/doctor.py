@@ -181,6 +181,40 @@ def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> 
 DECODE_TOKENS = 64
 
 
+METHOD_NEEDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rag": (("chat",), ("image input",)),
+    "qdrag": (("chat", "structured output", "logprobs / P(Yes)"), ("image input",)),
+    "mmapg": (("chat", "structured output"), ("image input",)),
+    "mabdqa": (("chat", "structured output", "logprobs / P(Yes)"), ("image input",)),
+    "polarmem": (("logprobs / P(Yes)", "image input"), ()),
+}
+"""Per method: the capabilities every run needs (QDRAG's P(Yes) reranking, MAB-DQA's P(Yes)
+judge, plans and planner steps as structured output), and those only questions or pages with
+images need (answered by the VLM where one is configured; PolarMem's visual pathway always)."""
+
+
+def method_support(rows: list[Probe]) -> list[tuple[str, str, str]]:
+    """(method, "yes" | "text only" | "no", what is missing) from the probes' rows: an image or
+    P(Yes) need is met by the VLM's probe where one ran, else by the endpoint's."""
+
+    def ok(capability: str) -> bool | None:
+        vlm = [r.ok for r in rows if r.capability.startswith(f"VLM {capability}")]
+        own = [r.ok for r in rows if r.capability == capability]
+        found = vlm if capability == "image input" and vlm else own or vlm
+        return all(found) if found else None
+
+    out = []
+    for method, (needs, for_images) in METHOD_NEEDS.items():
+        missing = [c for c in needs if not ok(c)]
+        no_images = [c for c in for_images if not ok(c)]
+        verdict = "no" if missing else "text only" if no_images else "yes"
+        detail = ", ".join(missing) or (
+            "questions or pages with images need a VLM (image input)" if no_images else ""
+        )
+        out.append((method, verdict, detail))
+    return out
+
+
 def measure_speed(model: ChatModel, entries: int = 20, reads: int = 3) -> dict[str, float]:
     """How fast ``model``'s endpoint reads a prompt and generates, from calls on our own text
     behind a fresh nonce (so nothing is cached), after one untimed call that warms the server

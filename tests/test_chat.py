@@ -337,3 +337,22 @@ def test_doctor_probes_the_vlm_with_as_many_images_as_one_call_sends(endpoint):
     assert not rows["VLM logprobs / P(Yes)"].ok
     assert "token_id" in rows["VLM logprobs / P(Yes)"].detail
     assert sum(p.get("type") == "image_url" for p in ep.requests[0]["messages"][0]["content"]) == n
+
+
+def test_doctor_says_which_methods_the_endpoint_serves():
+    """A text-only endpoint runs every method but PolarMem on questions without images; a VLM
+    that takes the images makes every method whole; an endpoint without logprobs (vLLM left at
+    --max-logprobs 0) cannot rerank or judge by P(Yes), so QDRAG and MAB-DQA say no."""
+    from hopgraph.models.doctor import Probe, method_support
+
+    llama = [Probe("chat", True, ""), Probe("structured output", True, ""),
+             Probe("logprobs / P(Yes)", True, ""), Probe("image input", False, "")]  # fmt: skip
+    verdicts = {m: v for m, v, _ in method_support(llama)}
+    assert verdicts == {"rag": "text only", "qdrag": "text only", "mmapg": "text only",
+                        "mabdqa": "text only", "polarmem": "no"}  # fmt: skip
+    with_vlm = [*llama[:3], Probe("VLM image input (5 per call)", True, ""),
+                Probe("VLM logprobs / P(Yes)", True, "")]  # fmt: skip
+    assert {v for _, v, _ in method_support(with_vlm)} == {"yes"}
+    no_logprobs = [llama[0], llama[1], Probe("logprobs / P(Yes)", False, ""), with_vlm[3]]
+    rows = {m: (v, d) for m, v, d in method_support(no_logprobs)}
+    assert rows["qdrag"] == ("no", "logprobs / P(Yes)") and rows["rag"] == ("yes", "")
