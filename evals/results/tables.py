@@ -329,6 +329,17 @@ TABLES: list[RunTable | BenchTable] = [
         "benchmarks/results/agents-latency-model.json",
     ),
     BenchTable(
+        "Every method",
+        "throughput on vLLM's CPU build against llama.cpp, the same model on this machine",
+        "Not a paper claim: what the latency model above only modelled, measured on a real vLLM "
+        "server (continuous batching) against the embedded llama.cpp server (one request at a "
+        "time).",
+        ["serving/vllm-cpu.json"],
+        "benchmarks/bench_vllm.py:render",
+        command="make vllm && python benchmarks/bench_vllm.py --out "
+        "benchmarks/results/serving/vllm-cpu.json",
+    ),
+    BenchTable(
         "PolarMem",
         "the knowledge pathway on planted negations",
         "Negative knowledge kept as NOT_HAS edges means a memory that lacks a thing is "
