@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -46,6 +46,9 @@ from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
 from hopgraph.models.errors import HopgraphModelError
 from hopgraph.prompts import prompts_for
+
+if TYPE_CHECKING:
+    from hopgraph.evals.otel import OtelExport
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ class Runner:
         *,
         endpoint: str = "",
         on_record: Callable[[str, list[str], str, Any], None] | None = None,
-        exporter: Any = None,
+        exporter: OtelExport | None = None,
         checkpointer: str = "",
         lease: float = 60.0,
         speed_probe: bool = False,
