@@ -48,6 +48,7 @@ class VllmServer(EmbeddedServer):
         startup_timeout: float = 900.0,
         max_num_seqs: int = 32,
         memory_fraction: float = 0.2,
+        eager: bool = False,
     ):
         super().__init__(model, cache_dir=cache_dir, n_ctx=n_ctx, startup_timeout=startup_timeout)
         self.python = python
@@ -56,6 +57,9 @@ class VllmServer(EmbeddedServer):
         """Of the NUMA node's memory, reserved for weights and KV cache (on the CPU backend
         ``--gpu-memory-utilization`` means that; its 0.92 default refuses to start beside
         anything else)."""
+        self.eager = eager
+        """No torch.compile of the model (``--enforce-eager``): start-up in a fraction of the
+        time, for tests and short sessions; compiled is the faster server."""
 
     def require(self) -> None:
         self.python = str(vllm_python(self.python))
@@ -86,4 +90,5 @@ class VllmServer(EmbeddedServer):
             "--max-num-seqs", str(self.max_num_seqs),
             "--generation-config", "vllm",
             "--gpu-memory-utilization", str(self.memory_fraction),
+            *(["--enforce-eager"] if self.eager else []),
         ]  # fmt: skip

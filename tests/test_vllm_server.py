@@ -30,7 +30,7 @@ def vllm(tmp_path_factory):
     from hopgraph.models.vllm_server import VllmServer
 
     cache = Path.home() / ".cache" / "hopgraph"  # the converted weights are kept between runs
-    with VllmServer("smollm2-135m", cache_dir=cache, python=str(VLLM_PYTHON)) as server:
+    with VllmServer("smollm2-135m", cache_dir=cache, python=str(VLLM_PYTHON), eager=True) as server:
         yield server
 
 
@@ -115,7 +115,8 @@ def test_a_batch_runs_concurrently_and_resumes_after_the_server_is_killed(vllm, 
     )
     first = read_predictions(tmp_path / "more" / "predictions.jsonl")
     assert not first[killed[0]]["error"] and any(p["error"] for p in first.values())
-    with VllmServer("smollm2-135m", cache_dir=vllm.cache_dir, python=str(VLLM_PYTHON)) as again:
+    with VllmServer("smollm2-135m", cache_dir=vllm.cache_dir, python=str(VLLM_PYTHON),
+                    eager=True) as again:  # fmt: skip
         summary = Runner("rag", tmp_path / "more", ctx.replace(base_url=again.base_url)).run(more)
     done = read_predictions(tmp_path / "more" / "predictions.jsonl")
     assert (
