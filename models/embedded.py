@@ -388,23 +388,38 @@ class EmbeddedServer:
             proc, self.proc = self.proc, None
             _LIVE.discard(self)
         if proc is None or proc.poll() is not None:
+            _signal_group(proc, signal.SIGKILL)  # what it started may outlive it
             return
         if now:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=10)
             return
-        proc.terminate()
+        _signal_group(proc, signal.SIGTERM)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=10)
+        _signal_group(proc, signal.SIGKILL)  # a child that ignored the server's own shutdown
 
     def __enter__(self) -> EmbeddedServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _signal_group(proc: subprocess.Popen | None, sig: int) -> None:
+    """``sig`` to the server and every process it started: it leads its own process group
+    (``start_new_session``), and vLLM's engine and worker processes, killed with the server
+    alone, lived on, holding a core and gigabytes."""
+    if proc is None:
+        return
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
 
 
 _LIVE: set[EmbeddedServer] = set()

@@ -1,4 +1,5 @@
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,52 @@ def test_a_portable_build_on_an_avx512_host_is_told_apart_from_a_native_one():
     ]  # fmt: skip
     assert embedded.unused_cpu_features(NATIVE, ZEN4) == []
     assert embedded.unused_cpu_features(PORTABLE, {"avx", "avx2", "fma"}) == []  # an AVX2 CPU
+
+
+SERVER_WITH_A_CHILD = """
+import http.server, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+open(sys.argv[2], "w").write(str(child.pid))
+class Models(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'{"object": "list", "data": []}')
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Models).serve_forever()
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("now", [True, False])
+def test_a_stopped_server_takes_the_processes_it_started_with_it(tmp_path, now):
+    """vLLM's server starts an engine and a worker process; killed alone, they lived on (a core
+    and gigabytes held for an hour here). Stopping a server ends its whole process group."""
+    import sys
+    import time
+
+    class WithAChild(embedded.EmbeddedServer):
+        def require(self) -> None:
+            pass
+
+        def command(self, gguf):
+            return [sys.executable, "-c", SERVER_WITH_A_CHILD, str(self.port),
+                    str(tmp_path / "child.pid")]  # fmt: skip
+
+    server = WithAChild("smollm2-135m", cache_dir=tmp_path).start()
+    child = int((tmp_path / "child.pid").read_text())
+    assert _alive(child)
+    server.stop(now=now)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)

@@ -108,7 +108,7 @@ def test_a_batch_runs_concurrently_and_resumes_after_the_server_is_killed(vllm, 
     def kill_after_first(pred, _summary):
         if not killed:
             killed.append(pred["id"])
-            vllm.stop(now=True)
+            vllm.stop(now=True)  # the server's engine and worker processes go with it
 
     Runner("rag", tmp_path / "more", ctx).run(
         more, on_done=kill_after_first, max_consecutive_failures=0
