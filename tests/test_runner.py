@@ -147,6 +147,34 @@ def test_the_speed_probe_is_not_set_by_one_stalled_read(monkeypatch):
     assert rates["decode_tokens_per_s"] == pytest.approx(decode, abs=0.01)
 
 
+def test_the_speed_probe_asks_again_when_a_count_stops_early(monkeypatch):
+    """CI's smollm2 once stopped counting after 28 of 64 tokens and doctor reported no prefill
+    rate at all. An endpoint whose first count reply stops at 28 tokens: the probe asks again
+    behind a fresh nonce, and the short reply sets nothing."""
+    from types import SimpleNamespace
+
+    from hopgraph.models import doctor
+
+    clock, counts = [0.0], iter([28, 64, 64, 64])
+
+    class Endpoint:
+        def request(self, messages, max_tokens, **kw):
+            prompt = 450 if max_tokens == 1 else 30
+            n = max_tokens if max_tokens == 1 else next(counts)
+            clock[0] += prompt / 80 + n / 30
+            usage = SimpleNamespace(prompt_tokens=prompt, completion_tokens=n)
+            return SimpleNamespace(usage=usage)
+
+    monkeypatch.setattr(doctor, "time", SimpleNamespace(perf_counter=lambda: clock[0],
+                                                        time_ns=lambda: 0))  # fmt: skip
+    rates = doctor.measure_speed(Endpoint())
+    prefill = 450 / (450 / 80 + 1 / 30)
+    decode = 64 / (30 / 80 + 64 / 30 - 30 / prefill)
+    assert rates["decode_tokens_per_s"] == pytest.approx(decode, abs=0.01)
+    with pytest.raises(StopIteration):
+        next(counts)  # all four count calls were made: one short, three timed
+
+
 def test_rerun_skips_finished_questions(tmp_path, kb_dir):
     qfile = questions(tmp_path)
     with ScriptedServer() as server:
@@ -492,11 +520,13 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (preds.exists() and preds.read_text().strip()):
         time.sleep(0.05)
+    written = len(preds.read_text().splitlines())
     os.kill(proc.pid, sig)
-    began = time.monotonic()
     proc.wait(timeout=60)
-    assert time.monotonic() - began < 5  # in-flight questions finish; queued ones never start
-    assert len(preds.read_text().splitlines()) < 10
+    # in-flight questions finish, queued ones never start: at most the two in flight when the
+    # lines were counted, and one that finished and let another start before the signal came
+    # (no wall-clock bound: a loaded CI machine took 5.2 s to wind down two 0.5 s calls)
+    assert len(preds.read_text().splitlines()) <= written + 3 < 10
     subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
     assert sorted(json.loads(x)["id"] for x in preds.read_text().splitlines()) == sorted(
         f"q{i}" for i in range(10)
