@@ -55,15 +55,25 @@ def serve(
     vllm_python: Annotated[
         str, typer.Option(help="python of vLLM's environment (default .venv-vllm/bin/python)")
     ] = "",
+    weights: Annotated[
+        str,
+        typer.Option(
+            help="with --engine vllm: a local Hugging Face model folder served as it is under "
+            "the name --model (a VLM such as Qwen2.5-VL); default: the embedded model"
+        ),
+    ] = "",  # fmt: skip
     sets: Sets = None,
 ) -> None:
-    """Serve an embedded model in the foreground and print its base URL: with llama.cpp, or
-    with vLLM itself (its weights converted once from the verified GGUF, no download)."""
+    """Serve a model in the foreground and print its base URL: the embedded one with llama.cpp
+    or with vLLM itself (its weights converted once from the verified GGUF, no download), or a
+    local model folder with vLLM."""
     from hopgraph.models import embedded_server
     from hopgraph.models.errors import HopgraphModelError
 
     if engine not in ("llama", "vllm"):
         refuse(f"--engine is llama or vllm, not {engine!r}")
+    if weights and engine != "vllm":
+        refuse("--weights is for --engine vllm (llama.cpp serves the embedded GGUFs)")
     ctx = build_context(model=model, sets=sets)
     began = time.perf_counter()
     try:
@@ -71,7 +81,7 @@ def serve(
             from hopgraph.models.vllm_server import VllmServer
 
             server = VllmServer(ctx.model, cache_dir=ctx.cache_dir, python=vllm_python,
-                                n_ctx=ctx.n_ctx).start()  # fmt: skip
+                                n_ctx=ctx.n_ctx, weights_dir=weights).start()  # fmt: skip
         else:
             server = embedded_server(ctx)
     except HopgraphModelError as e:

@@ -305,13 +305,13 @@ class EmbeddedServer:
             if self.proc is not None and self.proc.poll() is None:
                 return self
             self.require()
-            gguf = ensure_gguf(self.model, self.cache_dir)
-            self.prompt_tokens = self.prompt_tokens or PromptTokens(gguf)
+            source = self.source()
+            self.prompt_tokens = self.prompt_tokens or self.prompt_counter(source)
             self.port = free_port()
             logs = self.cache_dir / "logs"
             logs.mkdir(parents=True, exist_ok=True)
             self.log_path = logs / f"{self.engine}-server-{self.model}-{self.port}.log"
-            cmd = self.command(gguf)
+            cmd = self.command(source)
             log.info("starting %s %s on port %d", self.engine, self.model, self.port)
             with open(self.log_path, "wb") as out:
                 # spawned from one thread that lives as long as hopgraph: the kernel sends the
@@ -342,6 +342,14 @@ class EmbeddedServer:
     def require(self) -> None:
         """Refuses to start where the server's packages are missing."""
         _require_server_package()
+
+    def source(self) -> Path:
+        """The weights it serves: the embedded model's verified GGUF."""
+        return ensure_gguf(self.model, self.cache_dir)
+
+    def prompt_counter(self, gguf: Path) -> PromptTokens | None:
+        """What counts a request's prompt tokens: llama.cpp's streamed replies carry no usage."""
+        return PromptTokens(gguf)
 
     def command(self, gguf: Path) -> list[str]:
         """The server's command line, serving ``gguf`` on ``self.port``."""

@@ -137,3 +137,15 @@ def test_a_source_that_yields_nothing_is_an_error_and_json_arrays_are_read(tmp_p
     out = hopgraph("run", "--agent", "rag", "--questions", "one.jsonl", "--kb", "empty",
                    "--out", "r", cwd=tmp_path)  # fmt: skip
     assert out.returncode == 2 and "holds no item" in out.stderr and not (tmp_path / "r").exists()
+
+
+def test_serve_refuses_weights_for_llama_cpp_and_a_folder_that_is_no_model(tmp_path):
+    """Before anything starts: llama.cpp serves only the embedded GGUFs, and a --weights folder
+    must be a Hugging Face model folder (vLLM would fail minutes later, deep in its start-up)."""
+    (tmp_path / "vpy").write_text("")  # a vLLM environment is named; it is never run
+    out = hopgraph("serve", "--weights", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 2 and "--weights is for --engine vllm" in out.stderr
+    out = hopgraph("serve", "--engine", "vllm", "--vllm-python", str(tmp_path / "vpy"),
+                   "--weights", str(tmp_path), "--model", "mine", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert f"{tmp_path} is not a Hugging Face model folder (no config.json)" in out.stderr

@@ -3,6 +3,7 @@ converted from its verified GGUF, on a loopback port, started here once for the 
 (``models/vllm_server.py``, as ``hopgraph serve --engine vllm`` starts it). Skipped, saying so,
 where vLLM's environment is absent. A few requests each: vLLM on 2 CPU cores is slow."""
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -30,7 +31,11 @@ def vllm(tmp_path_factory):
     from hopgraph.models.vllm_server import VllmServer
 
     cache = Path.home() / ".cache" / "hopgraph"  # the converted weights are kept between runs
-    with VllmServer("smollm2-135m", cache_dir=cache, python=str(VLLM_PYTHON), eager=True) as server:
+    server = VllmServer("smollm2-135m", cache_dir=cache, python=str(VLLM_PYTHON), eager=True)
+    with pytest.MonkeyPatch.context() as mp:  # a deployment serving vLLM has no llama.cpp
+        mp.setitem(sys.modules, "llama_cpp", None)
+        server.start()
+    with server:
         yield server
 
 
@@ -132,3 +137,64 @@ def test_requests_in_flight_together_are_batched(vllm):
         replies = list(pool.map(lambda i: m.complete([user(f"Count to {i + 2}.")], role="c",
                                                        max_tokens=16), range(8)))  # fmt: skip
     assert len(replies) == 8 and all(r.strip() for r in replies)
+
+
+@pytest.fixture(scope="module")
+def tiny_vl(tmp_path_factory):
+    """vLLM serving a Qwen2.5-VL built from its config (random weights, tests only), from a
+    local model folder as ``hopgraph serve --engine vllm --weights DIR`` serves one."""
+    import subprocess
+
+    from tiny_models import tiny_qwen25_vl
+
+    from hopgraph.models.vllm_server import VllmServer
+
+    vision = subprocess.run([str(VLLM_PYTHON), "-c", "import torchvision"], capture_output=True,
+                            text=True)  # fmt: skip
+    if vision.returncode:
+        # vLLM loads Qwen2_5_VLProcessor whole, and transformers has Qwen2.5-VL's video
+        # processor only on torchvision; PyPI's torchvision for torch 2.13 is a CUDA build
+        pytest.skip("Qwen2.5-VL's processor needs torchvision, which vLLM's environment lacks: "
+                    + vision.stderr.strip().splitlines()[-1])  # fmt: skip
+    folder = tiny_qwen25_vl(tmp_path_factory.mktemp("qwen25vl"))
+    with VllmServer("tiny-qwen2.5-vl", cache_dir=tmp_path_factory.mktemp("cache"),
+                    python=str(VLLM_PYTHON), eager=True, n_ctx=8192,
+                    weights_dir=folder) as server:  # fmt: skip
+        yield server
+
+
+def test_page_images_and_an_image_examination_go_through_qwen25_vls_processor(tiny_vl, tmp_path):
+    """A MAB-DQA answer over three page images (one a 9 px strip that Qwen's processor would
+    refuse unpadded) and an MMAPG image examination reach vLLM's Qwen2.5-VL processor and
+    model: 200s whose prompts hold the image tokens, from our own prompts and image parts."""
+    from PIL import Image
+
+    from hopgraph.agents.examiner import examine
+    from hopgraph.agents.mabdqa import answer
+    from hopgraph.models import vlm_model
+
+    sizes = [(600, 800), (800, 600), (400, 9)]
+    paths = []
+    for i, size in enumerate(sizes):
+        paths.append(tmp_path / f"page{i}.png")
+        Image.new("RGB", size, (40 * i, 120, 200)).save(paths[-1])
+    ctx = Context(base_url=tiny_vl.base_url, model="tiny-qwen2.5-vl", max_retries=0,
+                  vlm_base_url=tiny_vl.base_url, vlm_model="tiny-qwen2.5-vl",
+                  request_timeout=600, image_roots=str(tmp_path))  # fmt: skip
+    events: list[dict] = []
+    vlm_model(ctx).on_event = events.append
+    pages = [{"id": f"p{i}", "page": i + 1, "text": f"Page {i + 1}.", "path": str(p),
+              "modality": "image"} for i, p in enumerate(paths)]  # fmt: skip
+    reply = answer("What colour is the chart?", pages, ctx)
+    image = {"id": "img", "title": "A chart", "text": "", "path": str(paths[0]),
+             "modality": "image"}  # fmt: skip
+    found = examine(image, "Find the chart's colour.", "What colour is the chart?", ctx)
+    assert isinstance(reply, str) and isinstance(found, str)
+    calls = [e for e in events if e["event"] == "llm_call"]
+    assert [c["extra"].get("images") for c in calls][:2] == [3, 1]
+    assert all(not c.get("error") for c in calls)
+    # each image became at least one merged 28 px patch token beside its vision markers
+    text_only = ChatModel(tiny_vl.base_url, "tiny-qwen2.5-vl").request(
+        [user("x")], role="t", template="", kind="text", max_tokens=1
+    )
+    assert calls[0]["prompt_tokens"] > text_only.usage.prompt_tokens + 3 * 3
