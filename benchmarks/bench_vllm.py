@@ -138,7 +138,8 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         failed = sum(r[f"failed_c{c}"] for c in LEVELS)
         out.append(f"| {r['engine']} | {r['agent']} | {r['questions']} | {r['llm_calls']:g} | "
                    f"{rates} | {r['speedup_c32']:g}x | {failed} |")  # fmt: skip
-    return [*out, ""]
+    notes = [f"- {n}" for n in rep.get("notes", [])]  # what the sittings' rows mean
+    return [*out, "", *notes, ""] if notes else [*out, ""]
 
 
 if __name__ == "__main__":
