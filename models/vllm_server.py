@@ -111,8 +111,8 @@ class VllmServer(EmbeddedServer):
             "--max-model-len", str(self.n_ctx),
             "--max-num-seqs", str(self.max_num_seqs),
             "--generation-config", "vllm",
-            # no free whitespace between JSON tokens: smollm2 spent 620 tokens a decomposition
-            # on it (QD-C 4 min a question instead of 40 s; docs/serving.md)
+            # no free whitespace between JSON tokens (docs/serving.md): a small model can
+            # spend max_tokens on it
             "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS),
             "--gpu-memory-utilization", str(self.memory_fraction),
             *(["--enforce-eager"] if self.eager else []),

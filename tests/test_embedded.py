@@ -177,8 +177,8 @@ def test_a_stopped_server_takes_the_processes_it_started_with_it(tmp_path, now):
 
 def test_the_vllm_server_decodes_json_as_the_serving_guide_says(tmp_path):
     """docs/serving.md tells operators to disable xgrammar's free whitespace, but the vLLM
-    server hopgraph starts itself left it on: smollm2 then spent 620 tokens a decomposition on
-    whitespace, and QD-C took 4 minutes a question instead of 40 s."""
+    server hopgraph starts itself left it on, so its structured replies could run to
+    max_tokens as whitespace."""
     import json
     import re
 
