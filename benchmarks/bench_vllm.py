@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_agents import setup  # noqa: E402
 
 from hopgraph.config import Context  # noqa: E402
-from hopgraph.evals.run_folder import machine, read_predictions  # noqa: E402
+from hopgraph.evals.run_folder import git_revision, machine, read_predictions  # noqa: E402
 from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.models.embedded import EmbeddedServer  # noqa: E402
 from hopgraph.models.vllm_server import VllmServer  # noqa: E402
@@ -80,7 +79,7 @@ def main() -> None:
             with make(MODEL, cache_dir=cache) as server:
                 report["startup_s"][engine] = round(time.perf_counter() - began, 1)
                 report["rows"] += measure(engine, server, root, kb, qfile, sizes)
-            report["code"][engine] = checkout_revision()
+            report["code"][engine] = git_revision()[:7]
             if args.out:  # each engine's rows as soon as they are measured
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(report, indent=2) + "\n")
@@ -100,16 +99,6 @@ def sitting_report(out: Path | None, engines: list[str]) -> dict[str, Any]:
     for key in ("startup_s", "code"):
         report[key] = {e: v for e, v in old.get(key, {}).items() if e not in engines}
     return report
-
-
-def checkout_revision() -> str:
-    """The commit this benchmark runs from (a "+" when its tree has changes)."""
-    here = Path(__file__).resolve().parent
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
-    return head + ("+" if dirty else "")
 
 
 # -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------

@@ -109,11 +109,11 @@ def grail_eval(
     for schedule, per in res["pools"].items():
         console.print(format_table(f"Pool construction {schedule}", per), markup=False)
     if out:
-        from hopgraph.evals.run_folder import _git_revision, machine
+        from hopgraph.evals.run_folder import git_revision, machine
 
         res["manifest"] = {
             "command": " ".join(["hopgraph", *sys.argv[1:]]),
-            "git_revision": _git_revision(),
+            "git_revision": git_revision(),
             "machine": machine(),
             "embedder": store.embedder_name,
         }

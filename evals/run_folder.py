@@ -59,7 +59,8 @@ def extends(path: Path, sha256: str) -> bool:
     return False
 
 
-def _git_revision() -> str:
+def git_revision() -> str:
+    """The commit of the checkout hopgraph runs from ("" outside one)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],
@@ -199,7 +200,7 @@ def manifest(
         "prompts": prompt_hashes(ctx),
         "kb": kb_description(ctx),
         "code": method_code(agent),
-        "git_revision": _git_revision(),
+        "git_revision": git_revision(),
         "versions": _versions(),
         "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",
         "machine": machine(),
