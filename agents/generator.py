@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from hopgraph.agents.role import Role
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
+from hopgraph.models import ChatModel
 from hopgraph.tools.replies import parse_citations, strip_citations
 
 
@@ -38,10 +39,19 @@ def generate_cited_answer(
     text = GENERATOR.complete(
         ctx, pictures=images, max_tokens=160, question=question, contexts=contexts
     ).strip()
-    cited, invalid = parse_citations(text, len(contexts))
+    return shortened(question, text, len(contexts), ctx, model=GENERATOR.model(ctx, images))
+
+
+def shortened(
+    question: str, text: str, n_contexts: int, ctx: Context, *, model: ChatModel | None = None
+) -> CitedAnswer:
+    """A cited reply over ``n_contexts`` numbered contexts as a ``CitedAnswer``: its citations
+    parsed and a short answer extracted from it (for EM/F1), by ``model`` (the one that wrote
+    it; the LLM by default). Every method's cited reply is shortened by this one call."""
+    cited, invalid = parse_citations(text, n_contexts)
     short = SHORT_ANSWER.complete(
-        ctx, pictures=(), model=GENERATOR.model(ctx, images), max_tokens=32,
-        question=question, answer=strip_citations(text),
+        ctx, pictures=(), model=model, max_tokens=32, question=question,
+        answer=strip_citations(text),
     )  # fmt: skip
     lines = [ln.strip() for ln in short.strip().splitlines() if ln.strip()]
     answer = strip_citations(lines[0]) if lines else strip_citations(text)
