@@ -106,3 +106,21 @@ def test_the_citation_engine_cites_kb_ids(tmp_path, town_kb):
         assert p["response"].startswith("Town one holds Fact 1 [1]")
     out = hopgraph("eval", "citation", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.integration
+def test_a_peer_on_the_embedded_model_counts_llama_cpps_usage(tmp_path, town_kb):
+    """The real path: the embedded server started by the run, LlamaIndex fitting prompts with
+    the GGUF's own tokenizer, whole (unstreamed) replies and their usage counted."""
+    qfile = questions(tmp_path, n=1)
+    out = hopgraph("run", "--graph", f"{PEERS}:citation", "--questions", qfile, "--kb", town_kb,
+                   "--model", "smollm2-135m", "--set", "max_tokens=48", "--out", "real",
+                   cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    (p,) = [
+        json.loads(x) for x in (tmp_path / "real" / "predictions.jsonl").read_text().splitlines()
+    ]
+    assert p["error"] is None and p["llm_calls"] == 2, p
+    peer = p["by_template"]["llamaindex/citation"]
+    assert peer["calls"] == 1 and peer["prompt_tokens"] > 50 and peer["completion_tokens"] > 0
+    assert len(p["contexts_ids"]) == 5

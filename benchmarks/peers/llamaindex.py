@@ -57,6 +57,7 @@ from hopgraph.models.events import Fallback, LLMCall, emit
 from hopgraph.tools.retrieval import search
 
 SOURCE = re.compile(r"^Source \d+:\n")
+EMBEDDED_REPLY_S = 900.0
 
 
 class KbRetriever(BaseRetriever):
@@ -124,14 +125,18 @@ def llm(ctx: Context, template: str) -> OpenAILike:
     embedded model, LlamaIndex fits prompts to the context window with that model's own
     tokenizer (its default counts with GPT's)."""
     model = chat_model(ctx)  # starts the embedded server when no endpoint is set
+    timeout = ctx.request_timeout
     if not ctx.base_url:
         Settings.tokenizer = _vocabulary(str(embedded_server(ctx).source()))
-    client = httpx.Client(timeout=ctx.request_timeout,
+        # hopgraph streams from the embedded server and judges it by progress; LlamaIndex waits
+        # for whole replies, which take minutes on a 2-core CPU, so it gets the time they take
+        timeout = max(timeout, EMBEDDED_REPLY_S)
+    client = httpx.Client(timeout=timeout,
                           event_hooks={"response": [_counted(template, ctx.model)]})  # fmt: skip
     return OpenAILike(
         model=ctx.model, api_base=model.base_url, api_key=ctx.api_key, is_chat_model=True,
         temperature=ctx.temperature, max_tokens=ctx.max_tokens, context_window=ctx.n_ctx,
-        timeout=ctx.request_timeout, max_retries=ctx.max_retries, http_client=client,
+        timeout=timeout, max_retries=ctx.max_retries, http_client=client,
     )  # fmt: skip
 
 
