@@ -150,6 +150,8 @@ TABLES: list[RunTable | BenchTable] = [
             Claim("rag", "LlamaIndex citation", "citation_precision"),
             Claim("QD-C", "LlamaIndex sub-question", "f1"),
             Claim("QD-C", "LlamaIndex sub-question", "kept_recall"),
+            Claim("LlamaIndex sub-question", "QD-C", "prompt_tokens", lower=True),
+            Claim("LlamaIndex sub-question", "QD-C", "llm_calls", lower=True),
         ],  # fmt: skip
         command="benchmarks/hotpot_rag.sh 30; benchmarks/qdrag_hotpot.sh; "
         "benchmarks/llamaindex_hotpot.sh 30",
