@@ -3,6 +3,7 @@
 OpenAI-compatible LLM class, every call is counted with its usage, ids are the KB's, and a
 question the sub-question engine cannot decompose falls back to its base engine, counted."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
+
+from hopgraph.config import Context
 
 pytest.importorskip("llama_index.llms.openai_like", reason="the peers extra is not installed")
 PEERS = Path(__file__).resolve().parents[1] / "benchmarks" / "peers" / "llamaindex.py"
@@ -106,6 +109,19 @@ def test_the_citation_engine_cites_kb_ids(tmp_path, town_kb):
         assert p["response"].startswith("Town one holds Fact 1 [1]")
     out = hopgraph("eval", "citation", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
+
+
+def test_each_question_closes_the_http_client_it_opened():
+    """A question's LlamaIndex LLM talks through its own httpx client (it counts the calls);
+    the client is closed when the question is done, not left to the garbage collector."""
+    spec = importlib.util.spec_from_file_location("peers_llamaindex", PEERS)
+    peers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peers)
+    ctx = Context(base_url="http://127.0.0.1:9/v1", model="scripted")
+    with peers.llm(ctx, "llamaindex/citation") as model:
+        client = model._http_client
+        assert not client.is_closed
+    assert client.is_closed
 
 
 @pytest.mark.integration

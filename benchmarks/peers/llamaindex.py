@@ -24,11 +24,12 @@ Needs the ``peers`` extra (``pip install 'hopgraph[peers]'``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 from langgraph.graph import END
@@ -120,10 +121,12 @@ def _vocabulary(gguf: str) -> Callable[[str], list]:
     return lambda text: vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
 
-def llm(ctx: Context, template: str) -> OpenAILike:
-    """LlamaIndex's OpenAI-compatible LLM on the run's endpoint, greedy as ours are. On the
-    embedded model, LlamaIndex fits prompts to the context window with that model's own
-    tokenizer (its default counts with GPT's)."""
+@contextlib.contextmanager
+def llm(ctx: Context, template: str) -> Iterator[OpenAILike]:
+    """LlamaIndex's OpenAI-compatible LLM on the run's endpoint, greedy as ours are, over an
+    HTTP client closed when the question is done. On the embedded model, LlamaIndex fits
+    prompts to the context window with that model's own tokenizer (its default counts with
+    GPT's)."""
     model = chat_model(ctx)  # starts the embedded server when no endpoint is set
     timeout = ctx.request_timeout
     if not ctx.base_url:
@@ -131,13 +134,14 @@ def llm(ctx: Context, template: str) -> OpenAILike:
         # hopgraph streams from the embedded server and judges it by progress; LlamaIndex waits
         # for whole replies, which take minutes on a 2-core CPU, so it gets the time they take
         timeout = max(timeout, EMBEDDED_REPLY_S)
-    client = httpx.Client(timeout=timeout,
-                          event_hooks={"response": [_counted(template, ctx.model)]})  # fmt: skip
-    return OpenAILike(
-        model=ctx.model, api_base=model.base_url, api_key=ctx.api_key, is_chat_model=True,
-        temperature=ctx.temperature, max_tokens=ctx.max_tokens, context_window=ctx.n_ctx,
-        timeout=timeout, max_retries=ctx.max_retries, http_client=client,
-    )  # fmt: skip
+    with httpx.Client(
+        timeout=timeout, event_hooks={"response": [_counted(template, ctx.model)]}
+    ) as client:
+        yield OpenAILike(
+            model=ctx.model, api_base=model.base_url, api_key=ctx.api_key, is_chat_model=True,
+            temperature=ctx.temperature, max_tokens=ctx.max_tokens, context_window=ctx.n_ctx,
+            timeout=timeout, max_retries=ctx.max_retries, http_client=client,
+        )  # fmt: skip
 
 
 class State(InputState, OutputState, total=False):
@@ -153,38 +157,41 @@ def _answer(question: str, response: Response, ctx: Context) -> OutputState:
 def cite(state: State, runtime: Runtime[Context]) -> OutputState:
     """CitationQueryEngine: answer with [n] over the KB's top-k, chunked as it chunks them."""
     ctx = context(runtime)
-    engine = CitationQueryEngine(KbRetriever(ctx), llm=llm(ctx, "llamaindex/citation"))
-    return _answer(state["question"], engine.query(state["question"]), ctx)
+    with llm(ctx, "llamaindex/citation") as model:
+        engine = CitationQueryEngine(KbRetriever(ctx), llm=model)
+        return _answer(state["question"], engine.query(state["question"]), ctx)
 
 
 def decompose(state: State, runtime: Runtime[Context]) -> OutputState:
     """SubQuestionQueryEngine: sub-questions, each answered from the KB, then one answer from
     the sub-answers; the raw question through the base engine where it cannot decompose."""
     ctx = context(runtime)
-    model = llm(ctx, "llamaindex/subquestion")
-    base: BaseQueryEngine = RetrieverQueryEngine.from_args(KbRetriever(ctx), llm=model)
-    tool = QueryEngineTool(base, ToolMetadata(
-        name="passages", description="Encyclopedia passages about people, places, works and "
-        "organisations, searched by meaning."))  # fmt: skip
-    engine = SubQuestionQueryEngine.from_defaults(
-        query_engine_tools=[tool], llm=model, use_async=False,
-        # LlamaIndex's question generator for an LLM without function calling (ours)
-        question_gen=LLMQuestionGenerator.from_defaults(llm=model),
-    )  # fmt: skip
-    question = state["question"]
-    try:
-        response = engine.query(question)
-        reason = "" if _retrieved(response) else "no sub-question"
-    except (ValueError, OutputParserException) as e:  # the generator's reply did not parse
-        response, reason = None, f"sub-questions did not parse: {e}"[:300]
-    if reason:
-        emit(Fallback(role="llamaindex", reason=reason, used="the raw question",
-                      template="llamaindex/subquestion"))  # fmt: skip
-        response = base.query(question)
-    out = shortened(question, str(response).strip(), 0, ctx)
-    return {"answer": out.answer, "response": out.text,
-            "evidence": as_evidence(_retrieved(response)), "citations": [],
-            "invalid_citations": []}  # fmt: skip
+    with llm(ctx, "llamaindex/subquestion") as model:
+        base: BaseQueryEngine = RetrieverQueryEngine.from_args(KbRetriever(ctx), llm=model)
+        tool = QueryEngineTool(base, ToolMetadata(
+            name="passages", description="Encyclopedia passages about people, places, works and "
+            "organisations, searched by meaning."))  # fmt: skip
+        engine = SubQuestionQueryEngine.from_defaults(
+            query_engine_tools=[tool], llm=model, use_async=False,
+            # LlamaIndex's question generator for an LLM without function calling (ours)
+            question_gen=LLMQuestionGenerator.from_defaults(llm=model),
+        )  # fmt: skip
+        question = state["question"]
+        try:
+            response = engine.query(question)
+            passages = _retrieved(response)
+            reason = "" if passages else "no sub-question"
+        except (ValueError, OutputParserException) as e:  # the generator's reply did not parse
+            reason = f"sub-questions did not parse: {e}"[:300]
+        if reason:
+            emit(Fallback(role="llamaindex", reason=reason, used="the raw question",
+                          template="llamaindex/subquestion"))  # fmt: skip
+            response = base.query(question)
+            passages = _retrieved(response)
+        # the reply is written over sub-answers, not numbered passages: an [n] in it is invalid
+        return cited_output(
+            shortened(question, str(response).strip(), 0, ctx), as_evidence(passages)
+        )
 
 
 def _retrieved(response: Response) -> list[NodeWithScore]:
