@@ -223,3 +223,43 @@ def test_a_table_names_the_kb_its_columns_read(tmp_path, monkeypatch):
     )
     assert "rapidocr-1.4), 988 page items; D: not recorded." in mixed
     assert "KB" not in text("d")
+
+
+def test_a_table_with_a_tuning_split_reports_only_the_other_questions(tmp_path, monkeypatch):
+    """Issue 44's rule: the first 20 questions are the tuning split. A method that wins only
+    on those (where its prompts could have been tuned) must not win on the page: the table,
+    its claims and the n they need read the other questions alone, and the page says so."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    ids = [f"q{i}" for i in range(100)]
+    tuned, rest = ids[:20], ids[20:]
+    scores = {
+        "a": dict.fromkeys(tuned, 1.0) | dict.fromkeys(rest, 0.5),
+        "b": dict.fromkeys(ids, 0.5),
+    }
+    for name, by_q in scores.items():
+        (tmp_path / name).mkdir()
+        per_q = {q: {"f1": v} for q, v in by_q.items()}
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+    (tmp_path / "split.json").write_text(json.dumps({"ids": tuned}))
+    claims = [results.Claim("A", "B", "f1")]
+    rows = {"A": "a", "B": "b"}
+    split = results.RunTable(
+        "M", "t", "f", rows, ["f1"], claims, target=100, pool=100, tuning="split.json"
+    )
+    text = "\n".join(results.run_table(split))
+    assert (
+        "the 20 questions of `split.json` are the ones prompts and settings may be tuned on" in text
+    )
+    assert "80 questions, every column on the same ones" in text and "planned" not in text
+    assert "| f1 | 0.500 | 0.500 |" in text
+    assert (
+        "A beats B on f1: **not significant** (0.500 vs 0.500; better on 0, worse on 0 of the 80"
+        in text
+    )
+    everything = "\n".join(results.run_table(results.RunTable("M", "t", "f", rows, ["f1"], claims)))
+    assert "A beats B on f1: **holds**" in everything  # what the page said without the split
+    missing = results.RunTable("M", "t", "f", rows, ["f1"], claims, tuning="none.json")
+    with pytest.raises(FileNotFoundError, match="none.json"):
+        results.run_table(missing)

@@ -83,6 +83,10 @@ class RunTable:
     speed_is_compared: bool = False
     """The columns differ in the endpoint's speed on purpose (e.g. two llama.cpp builds), so
     their seconds are the finding and no caveat is added."""
+    tuning: str = ""
+    """A committed tuning split (a JSON file under ``benchmarks/results`` whose ``ids`` are
+    the questions prompts and settings may be tuned on, issue 44): every figure of the table,
+    its claims and the n they would need read only the other questions, and the page says so."""
 
 
 @dataclass
@@ -114,18 +118,37 @@ def fmt(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+def tuning_split(t: RunTable) -> set[str]:
+    """The ids of the table's tuning split (none without one)."""
+    if not t.tuning:
+        return set()
+    split = _load(t.tuning)
+    if split is None:
+        raise FileNotFoundError(f"{t.method}: its tuning split {t.tuning} is not in the records")
+    return set(split["ids"])
+
+
 def run_table(t: RunTable) -> list[str]:
     metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
-    have = {k: v for k, v in metrics.items() if v and v.get("per_question")}
+    held = tuning_split(t)
+    have = {
+        k: v | {"per_question": {q: s for q, s in v["per_question"].items() if q not in held}}
+        for k, v in metrics.items()
+        if v and v.get("per_question")
+    }
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
+    if held:
+        out += [f"**Tuning split:** the {len(held)} questions of `{t.tuning}` are the ones "
+                "prompts and settings may be tuned on; every figure below reads only the "
+                "others.", ""]  # fmt: skip
     missing = [k for k in t.rows if k not in have]
     if not have:
         out += ["Not measured yet.", ""]
     else:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
         model = _manifest_model(t.rows[next(iter(have))])
-        out += [_size_line(t, have, len(common), model) + _kb_line(t, have), ""]
+        out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
         out += _code_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
@@ -142,7 +165,7 @@ def run_table(t: RunTable) -> list[str]:
         if t.by_template:
             out += _template_rows(have)
         for c in t.claims:
-            out.append("- " + _claim_line(c, have, t.pool))
+            out.append("- " + _claim_line(c, have, t.pool - len(held) if t.pool else 0))
         figures = list(table_plots(t, have, common))
         if figures:
             what = {"cost.svg": "quality against cost", "strip.svg": "wins and losses"}
@@ -159,12 +182,14 @@ def run_table(t: RunTable) -> list[str]:
     return out
 
 
-def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str) -> str:
+def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str, held: int = 0) -> str:
     """How many questions the table shows; when the columns finished different numbers, each
     one's count against its own target (an ablation at its 15 beside two at 30 is complete,
-    not "15 of 30 planned"; QD-C grown to 50 for its own table is not "50 of 30")."""
+    not "15 of 30 planned"; QD-C grown to 50 for its own table is not "50 of 30"). Counts and
+    targets leave out the ``held`` questions of a tuning split."""
     counts = {k: len(m["per_question"]) for k, m in have.items()}
     target = t.target if isinstance(t.target, dict) else dict.fromkeys(t.rows, t.target)
+    target = {k: max(goal - held, 0) if goal else goal for k, goal in target.items()}
     if set(counts.values()) == {n} and len(set(target.values())) == 1:
         goal = next(iter(target.values()))
         part = f" (of {goal} planned)" if goal and n < goal else ""
