@@ -258,6 +258,11 @@ def test_a_table_with_a_tuning_split_reports_only_the_other_questions(tmp_path, 
         "A beats B on f1: **not significant** (0.500 vs 0.500; better on 0, worse on 0 of the 80"
         in text
     )
+    (tmp_path / "c").mkdir()  # a column that has answered the tuning split alone
+    only_tuned = {"per_question": {q: {"f1": 1.0} for q in tuned}}
+    (tmp_path / "c" / "metrics.json").write_text(json.dumps(only_tuned))
+    grown = results.RunTable("M", "t", "f", rows | {"C": "c"}, ["f1"], tuning="split.json")
+    assert "Not measured yet: C." in "\n".join(results.run_table(grown))
     everything = "\n".join(results.run_table(results.RunTable("M", "t", "f", rows, ["f1"], claims)))
     assert "A beats B on f1: **holds**" in everything  # what the page said without the split
     missing = results.RunTable("M", "t", "f", rows, ["f1"], claims, tuning="none.json")

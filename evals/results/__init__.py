@@ -131,11 +131,12 @@ def tuning_split(t: RunTable) -> set[str]:
 def run_table(t: RunTable) -> list[str]:
     metrics = {label: _load(f"{rel}/metrics.json") for label, rel in t.rows.items()}
     held = tuning_split(t)
-    have = {
+    reported = {
         k: v | {"per_question": {q: s for q, s in v["per_question"].items() if q not in held}}
         for k, v in metrics.items()
-        if v and v.get("per_question")
-    }
+        if v
+    }  # (a by_template table reads each column's whole record)
+    have = {k: v for k, v in reported.items() if v.get("per_question")}
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
     if held:
