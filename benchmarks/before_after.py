@@ -6,6 +6,8 @@ and citations of the two code revisions compared question by question.
     .venv/bin/python benchmarks/before_after.py run /tmp/after
     .venv/bin/python benchmarks/before_after.py compare /tmp/before /tmp/after [--out FILE]
 
+``--only NAME`` (repeatable, both commands) limits the check to those agent configurations.
+
 The endpoint is scripted and sensitive to every prompt: a text reply names a hash of its prompt
 and cites by it, a P(Yes) is drawn from it, and a structured reply is a valid instance of the
 role's own schema; so a change in any prompt, context, order of contexts or call shows in the
@@ -64,11 +66,12 @@ def reply(body: dict[str, Any]) -> Any:
     return f"{word} is the answer [1][{1 + h % 3}].\nAnswer: {word}"
 
 
-def run(out: Path) -> None:
+def run(out: Path, names: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="hopgraph-before-after-") as tmp:
         kb, qfile, qdoc = setup(Path(tmp))
         with ScriptedServer(reply) as server:
-            for name, (agent, fields) in AGENTS.items():
+            for name in names:
+                agent, fields = AGENTS[name]
                 ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
                               **fields)  # fmt: skip
                 questions = qdoc if agent == "mabdqa" else qfile
@@ -80,10 +83,10 @@ def calls_by_template(pred: dict[str, Any]) -> dict[str, int]:
     return {t: int(v["calls"]) for t, v in sorted((pred.get("by_template") or {}).items())}
 
 
-def compare(before: Path, after: Path) -> dict[str, Any]:
+def compare(before: Path, after: Path, names: list[str]) -> dict[str, Any]:
     """Per agent: the questions whose compared fields are all equal, and each difference."""
     report: dict[str, Any] = {"compared": [*COMPARED, "calls by template"], "agents": {}}
-    for name in AGENTS:
+    for name in names:
         old = read_predictions(before / name / "predictions.jsonl")
         new = read_predictions(after / name / "predictions.jsonl")
         differences = []
@@ -107,16 +110,21 @@ def compare(before: Path, after: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("run").add_argument("out", type=Path)
+    run_ap = sub.add_parser("run")
+    run_ap.add_argument("out", type=Path)
     cmp = sub.add_parser("compare")
     cmp.add_argument("before", type=Path)
     cmp.add_argument("after", type=Path)
     cmp.add_argument("--out", type=Path)
+    for p in (run_ap, cmp):
+        p.add_argument("--only", action="append", choices=list(AGENTS), metavar="NAME",
+                       help="only this agent configuration (repeatable)")  # fmt: skip
     args = ap.parse_args()
+    names = args.only or list(AGENTS)
     if args.command == "run":
-        run(args.out)
+        run(args.out, names)
         return
-    report = compare(args.before, args.after)
+    report = compare(args.before, args.after, names)
     for name, row in report["agents"].items():
         errors = f", {row['errors']} errors" if row["errors"] else ""
         print(f"{name}: identical on {row['identical']} of {row['questions']} questions{errors}")
