@@ -4,7 +4,8 @@ and judgement rounds for b = 1, 2, 4 on the same questions, from one recorded b 
     .venv/bin/python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit \\
         --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch
 
-For each question of the run (its traces are needed), the hypergraph is rebuilt from the
+For each question of the run whose first walk is known (read from its trace, and kept in
+``<out>/walks.json`` because traces are not committed), the hypergraph is rebuilt from the
 recorded aspects, and the first walk (m judgements against the raw question, the run's seed and
 Context) is run again with each b. A page judged in the recorded first walk keeps its recorded
 s_vlm: the judge is one forward pass at temperature 0. Any other page is judged live, by the
@@ -57,21 +58,44 @@ def first_walk(trace: Path) -> tuple[list[str], dict[str, float], list[str]]:
     raise ValueError(f"{trace}: no mabdqa_bandit retrieval (not a bandit run?)")
 
 
+def recorded_walks(run: Path, out: Path, predictions: dict[str, dict]) -> dict[str, dict]:
+    """Each answered question's first walk, read from the run's traces while they are on disk
+    and kept in ``<out>/walks.json`` (traces are not committed), so a fresh clone can replay
+    them. A kept walk whose answer's code fingerprint is not the record's any more is dropped."""
+    path = out / "walks.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    walks = {
+        qid: w
+        for qid, w in kept.items()
+        if qid in predictions and w["code"] == predictions[qid].get("code")
+    }
+    for qid, pred in predictions.items():
+        trace = run / "traces" / f"{qid}.jsonl"
+        if not pred.get("error") and trace.exists():
+            subqueries, judged, ranking = first_walk(trace)
+            walks[qid] = {
+                "code": pred.get("code"), "subqueries": subqueries, "judged": judged,
+                "ranking": ranking,
+            }  # fmt: skip
+    path.write_text(json.dumps(walks, indent=1, sort_keys=True) + "\n")
+    return walks
+
+
 def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHES) -> dict:
     manifest = json.loads((run / "manifest.json").read_text())
     questions = {q.id: q for q in read_questions(manifest["questions"])[0]}
+    predictions = read_predictions(run / "predictions.jsonl")
+    walks = recorded_walks(run, out, predictions)
     cache_path = out / "judgements.json"
     cache: dict[str, dict[str, float]] = (
         json.loads(cache_path.read_text()) if cache_path.exists() else {}
     )
     kb = knowledge_base(ctx)
     rows = []
-    for qid, pred in read_predictions(run / "predictions.jsonl").items():
-        trace = run / "traces" / f"{qid}.jsonl"
-        if pred.get("error") or not trace.exists():
-            continue
+    for qid, walk_of_run in walks.items():
         q = questions[qid]
-        arms_of_run, recorded, recorded_ranking = first_walk(trace)
+        arms_of_run, recorded = walk_of_run["subqueries"], walk_of_run["judged"]
+        recorded_ranking = walk_of_run["ranking"]
         pages = document_pages(kb, q.doc, ctx.page_embedder)
         atoms = arms_of_run if ctx.mabdqa_atoms_only else arms_of_run[:-1]
         h = build_hypergraph(
@@ -110,7 +134,11 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
             }
         rows.append(row)
         print(qid, {b: row[f"b{b}"]["recall@3"] for b in batches}, flush=True)
-    return summarise(rows, manifest, batches) | {"m": ctx.mabdqa_m}
+    return summarise(rows, manifest, batches) | {
+        "m": ctx.mabdqa_m,
+        "answered": len(predictions),
+        "code": sorted({str(w["code"]) for w in walks.values()}),
+    }
 
 
 def summarise(rows: list[dict], manifest: dict, batches: tuple[int, ...]) -> dict:
@@ -132,7 +160,11 @@ def summarise(rows: list[dict], manifest: dict, batches: tuple[int, ...]) -> dic
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("run", type=Path, help="a recorded MAB-DQA bandit run, with its traces")
+    ap.add_argument(
+        "run",
+        type=Path,
+        help="a recorded MAB-DQA bandit run (its traces, or walks.json under --out)",
+    )
     ap.add_argument("--kb", required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
@@ -167,7 +199,14 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         return ["Not measured yet.", ""]
     s = rep["summary"]
     out = [
-        f"{rep['questions']} questions from {len({r['doc'] for r in rep['rows']})} PDFs, "
+        f"{rep['questions']} questions from {len({r['doc'] for r in rep['rows']})} PDFs"
+        + (
+            f" (those of the {rep['answered']}-question record, code "
+            f"{', '.join(rep['code'])}, whose walks were still known)"
+            if "answered" in rep
+            else " (of the record made before the unjudged-page fix, code not fingerprinted)"
+        )
+        + ", "
         f"m = {rep['m']} judgements, the same judge "
         f"and seed; b = 1 replayed reproduces the recorded walk's top 5 on {s['reproduced']} of "
         f"them. Depth: LLM calls one after another on a question's first pass (aspects, "
