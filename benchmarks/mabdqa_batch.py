@@ -5,7 +5,8 @@ and judgement rounds for b = 1, 2, 4 on the same questions, from one recorded b 
         --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch
 
 For each question of the run whose first walk is known (read from its trace, and kept in
-``<out>/walks.json`` because traces are not committed), the hypergraph is rebuilt from the
+``<out>/walks.json`` because traces are not committed; ``--keep-walks`` only does that, and
+benchmarks/mabdqa_runs.sh runs it after each sitting), the hypergraph is rebuilt from the
 recorded aspects, and the first walk (m judgements against the raw question, the run's seed and
 Context) is run again with each b. A page judged in the recorded first walk keeps its recorded
 s_vlm: the judge is one forward pass at temperature 0. Any other page is judged live, by the
@@ -165,11 +166,23 @@ def main() -> None:
         type=Path,
         help="a recorded MAB-DQA bandit run (its traces, or walks.json under --out)",
     )
-    ap.add_argument("--kb", required=True)
+    ap.add_argument("--kb", help="the run's knowledge base (for the replay)")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--keep-walks",
+        action="store_true",
+        help="only keep the walks the run's traces hold in <out>/walks.json (no replay, no LLM)",
+    )
     ap.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     ap.add_argument("--prompts", default="", help="a prompt overlay holding the run's judge")
     args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.keep_walks:
+        walks = recorded_walks(args.run, args.out, read_predictions(args.run / "predictions.jsonl"))
+        print(f"{len(walks)} walks kept in {args.out / 'walks.json'}")
+        return
+    if not args.kb:
+        ap.error("--kb is needed for the replay")
     manifest = json.loads((args.run / "manifest.json").read_text())
     known = set(Context().as_dict())
     recorded = {k: v for k, v in manifest["context"].items() if k in known}
@@ -182,7 +195,6 @@ def main() -> None:
             f"{manifest['prompts'][judge.template][:12]}…): pass --prompts DIR holding it, e.g. "
             f"git show {manifest['git_revision'][:7]}:prompts/{judge.template}.j2"
         )
-    args.out.mkdir(parents=True, exist_ok=True)
     result = replay(args.run, ctx, args.out, tuple(args.batches))
     (args.out / "batch.json").write_text(json.dumps(result, indent=1) + "\n")
     for b, cells in result["summary"].items():

@@ -35,6 +35,8 @@ R=benchmarks/results/mmlongbench
   --set mabdqa_question_reflection=false --set mabdqa_answer_reflection=false
 /usr/bin/time -f "bandit m=$m judge=$judge %e s" $H run --agent mabdqa --questions $questions \
   --kb runs/mmlb-kb --out $R/mabdqa-bandit --set mabdqa_m=$m --set mabdqa_judge=$judge
+# the bandit's first walks outlive their traces (not committed), for benchmarks/mabdqa_batch.py
+.venv/bin/python benchmarks/mabdqa_batch.py $R/mabdqa-bandit --out $R/batch --keep-walks
 for run in li bandit; do $H eval $R/mabdqa-$run > /dev/null; done
 $H compare $R/mabdqa-li $R/mabdqa-bandit --common \
   $(for k in 1 3 5; do for s in recall precision ndcg mrr; do echo --metric $s@$k; done; done) \

@@ -50,3 +50,18 @@ def test_walks_outlive_their_traces_until_the_code_changes(tmp_path):
     predictions["doc-0005"]["code"] = "0123456789ab"  # re-answered by other code: stale walk
     again = batch.recorded_walks(run, out, predictions)
     assert set(again) == set(first) - {"doc-0005"}
+
+
+def test_keep_walks_needs_no_knowledge_base_and_no_llm(tmp_path, monkeypatch, capsys):
+    batch = load_script()
+    run, out = tmp_path / "run", tmp_path / "out"
+    write_trace(run / "traces" / "doc-0001.jsonl", {"page-03": 0.41, "page-07": 0.12}, ["page-03"])
+    (run / "predictions.jsonl").write_text(
+        json.dumps({"id": "doc-0001", "code": "a806a2e74e79", "error": None}) + "\n"
+    )
+    monkeypatch.setattr(
+        "sys.argv", ["mabdqa_batch.py", str(run), "--out", str(out), "--keep-walks"]
+    )
+    batch.main()
+    assert "1 walks kept" in capsys.readouterr().out
+    assert json.loads((out / "walks.json").read_text())["doc-0001"]["judged"]["page-03"] == 0.41

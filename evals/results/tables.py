@@ -403,7 +403,8 @@ TABLES: list[RunTable | BenchTable] = [
         ["mmlongbench/batch/batch.json"],
         "benchmarks/mabdqa_batch.py:render",
         command="python benchmarks/mabdqa_batch.py benchmarks/results/mmlongbench/mabdqa-bandit "
-        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch (needs the run's traces and "
+        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/batch (needs the run's first "
+        "walks, from its traces or the walks.json kept beside batch.json, and "
         "runs/mmlb-kb from benchmarks/mabdqa_runs.sh; the judgements it made live are in "
         "judgements.json)",
     ),
