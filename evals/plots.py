@@ -50,9 +50,10 @@ def quality_cost(points: Sequence[Point], metric: str) -> str:
         for p in points:
             x = p.costs[key]
             if p.interval is not None:
-                lo, hi = p.interval
-                ax.errorbar(x, p.quality, yerr=[[p.quality - lo], [hi - p.quality]], fmt="o",
-                            capsize=3, color="#2563eb")  # fmt: skip
+                lo, hi = p.interval  # base mean + the difference's bounds: a column equal
+                # to the base has both a rounding away from its own mean, on either side
+                bar = [[max(p.quality - lo, 0.0)], [max(hi - p.quality, 0.0)]]
+                ax.errorbar(x, p.quality, yerr=bar, fmt="o", capsize=3, color="#2563eb")
             else:
                 ax.plot(x, p.quality, "s", color="#111827")
             ax.annotate(p.label, (x, p.quality), textcoords="offset points", xytext=(4, 4))

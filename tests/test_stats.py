@@ -169,3 +169,21 @@ def test_the_plots_show_in_a_real_browser(tmp_path, monkeypatch):
     subprocess.run([*CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1100,400",
                     cost.as_uri()], capture_output=True, timeout=120)  # fmt: skip
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_a_column_identical_to_the_base_plots_a_zero_bar():
+    """The n100 table reads rag's record for dense: its interval, rag's mean plus a zero
+    difference, lands a rounding away from its own mean, which matplotlib refused as a
+    negative error bar, so `hopgraph results` failed."""
+    from hopgraph.evals import plots
+    from hopgraph.evals.stats import paired
+
+    f1 = [1.0, 0.0, 0.5, 0.4, 1.0, 0.0, 0.6667, 1.0, 0.25, 0.0, 1.0, 0.8] * 5  # 60 questions
+    r = paired(f1, f1)
+    mean = float(np.mean(f1))
+    interval = (r.mean_a + r.ci[0], r.mean_a + r.ci[1])
+    points = [
+        plots.Point("rag", mean, {"llm_calls": 2.0}),
+        plots.Point("dense", sum(f1) / len(f1), {"llm_calls": 2.0}, interval),
+    ]
+    assert "<svg" in plots.quality_cost(points, "f1")
