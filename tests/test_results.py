@@ -15,6 +15,17 @@ def test_the_committed_results_page_is_what_the_records_give():
     )
 
 
+def test_every_table_on_the_page_shows_plots_of_its_own():
+    """Two MMAPG tables whose titles share their first 60 characters drew into one file, so
+    the older table showed the newer one's plots."""
+    page = results.page_path().read_text()
+    images = [line for line in page.splitlines() if line.startswith("![")]
+    assert images, "the page shows no plots"
+    assert len(images) == len(set(images)), "two tables point at the same plot file"
+    stems = [results._slug(t) for t in results.all_tables()]
+    assert len(stems) == len(set(stems))
+
+
 def test_sign_test_by_hand():
     # 8 wins, 2 losses, 3 ties: p = 2 * P(X <= 2 | n = 10, 1/2) = 2 * 56 / 1024
     a = [1.0] * 8 + [0.0] * 2 + [0.5] * 3

@@ -10,6 +10,7 @@ can check that the committed page is current.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -461,7 +462,12 @@ def _have(t: RunTable) -> dict[str, dict]:
 
 
 def _slug(t: RunTable) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", f"{t.method} {t.title}".lower()).strip("-")[:60]
+    """A plot's file name stem: the title's first 60 characters, and where it was cut, a hash
+    of the whole title, so two tables whose titles share a beginning keep their own plots."""
+    full = re.sub(r"[^a-z0-9]+", "-", f"{t.method} {t.title}".lower()).strip("-")
+    if len(full) <= 60:
+        return full
+    return f"{full[:60]}-{hashlib.sha256(full.encode()).hexdigest()[:6]}"
 
 
 def table_plots(t: RunTable, have: dict[str, dict], common: list[str]) -> dict[str, str]:
