@@ -43,9 +43,7 @@ def _load_sentence_transformer(name: str, what: str):
     else:
         source = name
     try:
-        return SentenceTransformer(
-            source, device="cpu" if not _cuda() else None, local_files_only=True
-        )
+        return SentenceTransformer(source, device=torch_device(), local_files_only=True)
     except (OSError, ValueError) as e:
         where = "folder" if Path(source).exists() else "local Hugging Face cache"
         raise ModelWeightsMissing(
@@ -55,13 +53,12 @@ def _load_sentence_transformer(name: str, what: str):
         ) from e
 
 
-def _cuda() -> bool:
-    try:
-        import torch
+def torch_device() -> str:
+    """Where every local encoder runs: the GPU when torch sees one, else the CPU. Inputs follow
+    the model there and vectors come back as CPU float32 arrays."""
+    import torch
 
-        return torch.cuda.is_available()
-    except ImportError:  # pragma: no cover
-        return False
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class TextEmbedder:
@@ -113,6 +110,7 @@ def _load_local(name: str, what: str, kind: str, model_class) -> tuple:  # noqa:
     try:
         processor = AutoProcessor.from_pretrained(name, local_files_only=True)
         model = model_class().from_pretrained(name, local_files_only=True).eval()
+        model.to(torch_device())
     except (OSError, ValueError) as e:
         # transformers' own message for a cache miss speaks of connecting; nothing connected
         why = f"the folder cannot be read ({type(e).__name__}: {str(e)[:200]})"
@@ -167,7 +165,7 @@ class VisionTextEmbedder:
         for i in range(0, len(images), self.batch_size):
             batch = self.processor(
                 images=_pictures(images[i : i + self.batch_size]), return_tensors="pt"
-            )
+            ).to(self.model.device)
             with self._lock, torch.inference_mode():
                 out.append(self._features(self.model.get_image_features(**batch)))
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
@@ -182,7 +180,7 @@ class VisionTextEmbedder:
                 return_tensors="pt",
                 padding=self._padding,
                 truncation=True,
-            )
+            ).to(self.model.device)
             with self._lock, torch.inference_mode():
                 out.append(self._features(self.model.get_text_features(**batch)))
         return np.concatenate(out) if out else np.zeros((0, getattr(self, "dim", 0)), np.float32)
@@ -221,6 +219,7 @@ class PageEmbedder:
     def _vectors(self, batch) -> list[np.ndarray]:  # noqa: ANN001 - a BatchFeature
         import torch
 
+        batch = batch.to(self.model.device)
         with self._lock, torch.inference_mode():
             out = self.model(**batch).embeddings.float()
         keep = batch["attention_mask"].bool()
