@@ -1,8 +1,9 @@
 """Local encoders run where torch computes fastest: the image (CLIP) and page (ColPali)
-embedders sat on the CPU even on a GPU machine, where a real ColPali (3B) embeds a PDF's pages
-many times slower. They now follow the text embedder onto the GPU, their inputs follow them, and
-their vectors there match the CPU's. On a machine without a GPU the placement test checks the
-CPU and the comparison is skipped (it ran on an H100 through the device tool)."""
+embedders sat on the CPU even on a GPU machine, where a ColPali-sized model (2.4B) embeds pages
+74x slower than on the machine's H100 (benchmarks/bench_page_embedder.py). They now follow the
+text embedder onto the GPU, their inputs follow them, and their vectors there match the CPU's.
+On a machine without a GPU the placement test checks the CPU and the comparison is skipped (it
+ran on an H100 through the device tool)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ COLOURS = {
     "blue": (30, 40, 220),
     "yellow": (230, 220, 30),
 }
+TINY_TOWER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+"""Each tower of the tiny models: 2 layers of 32 dims."""
 
 
 def byte_level_vocab() -> dict[str, int]:
@@ -47,7 +49,7 @@ def trained_tiny_clip(folder: Path, steps: int = 60) -> Path:
     vocab = byte_level_vocab()
     tokenizer = CLIPTokenizer(vocab=vocab, merges=[])
     end = vocab["<|endoftext|>"]
-    tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    tower = TINY_TOWER
     config = CLIPConfig(
         text_config=tower
         | dict(
@@ -85,10 +87,21 @@ def trained_tiny_clip(folder: Path, steps: int = 60) -> Path:
     return folder
 
 
-def tiny_colpali(folder: Path) -> Path:
-    """A 2-layer ColPali (PaliGemma: a SigLIP vision tower over 32x32 images in 8x8 patches,
-    so 16 image tokens, and a Gemma text tower; 16-d output vectors) with random weights and a
-    word-level tokenizer, saved to ``folder``."""
+def tiny_colpali(
+    folder: Path,
+    *,
+    vision: dict | None = None,
+    text: dict | None = None,
+    image_size: int = 32,
+    patch_size: int = 8,
+    projection_dim: int = 32,
+    embedding_dim: int = 16,
+    dtype: str = "float32",
+) -> Path:
+    """A ColPali (PaliGemma: a SigLIP vision tower, a Gemma text tower) with random weights and
+    a word-level tokenizer, saved to ``folder``. By default 2 layers a tower over 32x32 images
+    in 8x8 patches (16 image tokens), 16-d output vectors; the keyword sizes build larger ones
+    (benchmarks/bench_page_embedder.py builds ColPali-v1.3's)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
@@ -125,21 +138,28 @@ def tiny_colpali(folder: Path) -> Path:
         pad_token="<pad>",
         unk_token="<unk>",
     )
-    images = SiglipImageProcessor(size={"height": 32, "width": 32})
-    images.image_seq_length = 16
+    images = SiglipImageProcessor(size={"height": image_size, "width": image_size})
+    images.image_seq_length = (image_size // patch_size) ** 2
     processor = ColPaliProcessor(image_processor=images, tokenizer=tokenizer)
-    tower = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    text = text or TINY_TOWER | dict(num_key_value_heads=1, head_dim=16)
     vlm = PaliGemmaConfig(
-        text_config=tower
-        | dict(model_type="gemma", vocab_size=len(tokenizer), num_key_value_heads=1, head_dim=16),
-        vision_config=tower
-        | dict(model_type="siglip_vision_model", image_size=32, patch_size=8, projection_dim=32),
+        text_config=text | dict(model_type="gemma", vocab_size=len(tokenizer)),
+        vision_config=(vision or TINY_TOWER)
+        | dict(
+            model_type="siglip_vision_model",
+            image_size=image_size,
+            patch_size=patch_size,
+            projection_dim=projection_dim,
+        ),
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
-        projection_dim=32,
-        hidden_size=32,
+        projection_dim=projection_dim,
+        hidden_size=text["hidden_size"],
     )
     torch.manual_seed(0)
-    ColPaliForRetrieval(ColPaliConfig(vlm_config=vlm, embedding_dim=16)).save_pretrained(folder)
+    config = ColPaliConfig(vlm_config=vlm, embedding_dim=embedding_dim)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = ColPaliForRetrieval(config).to(getattr(torch, dtype))
+    model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
 
