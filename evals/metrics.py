@@ -252,19 +252,19 @@ def citation_scores(
     Recall: a statement counts when the concatenation of its first three citations supports
     it; none, or one out of range, scores 0. Precision: a citation counts when its statement
     is supported and the citation either supports it alone or is needed (the other citations
-    alone do not support it); every citation read is in the denominator."""
+    alone do not support it); the denominator holds the citations read, those of sentences
+    whose citations are all in range (a sentence with one out of range adds none, as in ALCE)."""
     if not sentences:
         return 0.0, 0.0
     recall_hits = 0
     correct = total = 0
     for statement, cited in sentences:
-        cited = list(cited)
-        if cited and None not in cited:
-            cited = cited[:MAX_CITATIONS]
-        passages = [c for c in cited if c is not None]
-        supported = bool(cited) and None not in cited and judge("\n".join(passages), statement)
+        if not cited or None in cited:
+            continue
+        passages = list(cited)[:MAX_CITATIONS]
+        total += len(passages)
+        supported = judge("\n".join(passages), statement)
         recall_hits += supported
-        total += len(cited)
         if not supported:
             continue
         if len(passages) == 1:

@@ -125,6 +125,20 @@ def test_alce_reads_three_citations_and_zeroes_out_of_range_ones():
     assert (recall, precision) == (0.5, 1.0)
 
 
+def test_alce_precision_leaves_out_of_range_sentences_out_of_its_denominator():
+    """ALCE counts a sentence's citations toward precision only when all are in range: one
+    supported single citation beside a sentence citing [1][9] of 5 passages is precision 1."""
+
+    def judge(evidence, claim):
+        return "fact" in evidence
+
+    recall, precision = m.citation_scores([("claim", ["fact"]), ("claim", ["fact", None])], judge)
+    assert (recall, precision) == (0.5, 1.0)
+    # four in-range citations count three in the denominator, as ALCE truncates first
+    recall, precision = m.citation_scores([("claim", ["fact", "x", "y", "fact"])], judge)
+    assert recall == 1.0 and precision == pytest.approx(1 / 3)
+
+
 def test_hotpotqa_f1_gives_yes_and_no_only_to_the_same_word():
     assert m.f1_score("yes it is", ["yes"]) == 0.0
     assert m.f1_score("no", ["no"]) == 1.0
