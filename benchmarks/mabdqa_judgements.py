@@ -15,6 +15,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from mabdqa_judges import pairs_won  # this folder: the script's own
+
 from hopgraph.evals.run_folder import gold_evidence, read_predictions, read_trace
 
 
@@ -36,10 +38,9 @@ def judgements(run: Path) -> dict:
         gold_s += g
         other_s += o
         with_gold += bool(g)
-        for a in g:
-            for b in o:
-                wins += 1.0 if a > b else 0.5 if a == b else 0.0
-                pairs += 1
+        won, n = pairs_won(g, o)
+        wins += won
+        pairs += n
     every = gold_s + other_s
     return {
         "run": str(run),

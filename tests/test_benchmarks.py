@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hopgraph.memory.ids import page_key
+from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,3 +43,50 @@ def test_bench_mabdqa_reports_li_recall_per_question(tmp_path):
     assert report["questions_with_evidence"] == 2 and report["pages"] == 4
     assert report["li"]["recall@1"] == 1.0
     assert set(report["per_question"]) == {"manual-0000", "manual-0001"}
+
+
+def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_resumes(tmp_path):
+    """benchmarks/mabdqa_judges.py through a scripted endpoint: each judge scores the evidence
+    page and the two pages LI ranks highest among the rest; a second sitting adds nothing."""
+    from scripted_server import ScriptedServer, by_template
+
+    doc = "report.pdf"
+    topics = ["the annual budget of the harbour", "ferry timetables for the summer",
+              "the budget of the harbour in 2021 was 4.2 million crowns", "staff and offices",
+              "a list of harbour budget committees", "weather records"]  # fmt: skip
+    KnowledgeBase(tmp_path / "kb").add(
+        [Item("page", page_key(doc, n), f"Page {n}.\n{t}.", source=doc, page=n)
+         for n, t in enumerate(topics, 1)]
+    )  # fmt: skip
+    questions = tmp_path / "q.jsonl"
+    question = {"id": "report-0001", "question": "What was the harbour budget in 2021?",
+                "answers": ["4.2 million"], "evidence": [page_id(doc, 3)], "doc": doc}  # fmt: skip
+    questions.write_text(json.dumps(question) + "\n")
+
+    def shows(body: dict) -> bool:
+        return "4.2 million" in json.dumps(body["messages"])
+
+    script = {
+        "mabdqa/judge_page_p_yes": lambda b: 0.9 if shows(b) else 0.2,
+        "mabdqa/judge_page": lambda b: "It has the figure.\n5" if shows(b) else "Loosely.\n2",
+    }
+    out = tmp_path / "judges.jsonl"
+    with ScriptedServer(by_template(script)) as server:
+        command = [sys.executable, str(ROOT / "benchmarks" / "mabdqa_judges.py"),
+                   "--questions", str(questions), "--kb", str(tmp_path / "kb"), "--out", str(out),
+                   "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        subprocess.run(command, check=True, capture_output=True, text=True)
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        subprocess.run(command, check=True, capture_output=True, text=True)
+        assert len(out.read_text().splitlines()) == len(lines) == 6  # 3 pages x 2 judges
+        assert server.calls == 6
+    assert sum(r["evidence"] for r in lines) == 2
+    assert {r["judge"]: r["s"] for r in lines if r["evidence"]} == {"p_yes": 0.9, "scale": 1.0}
+    report = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "mabdqa_judges.py"), "--report", str(out)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    figures = json.loads(report.stdout)
+    assert figures["questions"] == 1 and figures["pages"] == 3
+    assert figures["p_yes"]["auc_within_question"] == figures["scale"]["auc_within_question"] == 1
+    assert figures["p_yes_vs_scale"]["tied"] == 1
