@@ -2,19 +2,19 @@
 a test).
 
     .venv/bin/python benchmarks/mabdqa_judges.py --questions runs/mmlb-q-spread2.jsonl \\
-        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/judges.jsonl \\
+        --kb runs/mmlb-kb --out benchmarks/results/mmlongbench/judges \\
         [--others 2] [--limit N] [--set n_threads_batch=2]
-    .venv/bin/python benchmarks/mabdqa_judges.py --report RECORD
 
 The judge's score of a page is the bandit's reward (Alg. 2; App. C.2), so a judge is worth what
 it tells a question's evidence pages from the pages the walk would visit instead. For each
 question with evidence pages this judges, with both judges, the same model and the same page
 text, the evidence pages and the ``--others`` pages late interaction ranks highest among the rest
-(the distractors the walk starts beside), and appends one line per (page, judge) to ``--out``, so
-a stopped sitting resumes. The report: each judge's AUC within questions (the chance that an
-evidence page outscores another judged page of the same question, ties counted half), its share
-of tied pairs, its seconds a page, LI's AUC on the same pages, and a two-sided sign test on the
-questions whose per-question AUCs the two judges differ on."""
+(the distractors the walk starts beside), and appends one line per (page, judge) to
+``OUT/judgements.jsonl``, so a stopped sitting resumes. ``OUT/report.json``, rewritten after each
+question: each judge's AUC within questions (the chance that an evidence page outscores another
+judged page of the same question, ties counted half), its share of tied pairs, its seconds a
+page, LI's AUC on the same pages, and a two-sided sign test on the questions whose per-question
+AUCs two of them differ on."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hopgraph.evals.results import fmt
 from hopgraph.evals.stats import paired
 
 JUDGES = ("p_yes", "scale")
@@ -94,6 +95,13 @@ def read_lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def write_report(out: Path, others: int) -> dict:
+    lines = read_lines(out / "judgements.jsonl")
+    rep = report(lines) | {"others": others, "model": sorted({r["model"] for r in lines})}
+    (out / "report.json").write_text(json.dumps(rep, indent=2) + "\n")
+    return rep
+
+
 def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.agents.mabdqa import judge_page
     from hopgraph.cli.app import build_context
@@ -106,8 +114,9 @@ def judge_all(args: argparse.Namespace) -> None:
     ctx = build_context(args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"])
     kb = knowledge_base(ctx)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["id"], r["page_id"], r["judge"]) for r in read_lines(out)}
+    out.mkdir(parents=True, exist_ok=True)
+    record = out / "judgements.jsonl"
+    done = {(r["id"], r["page_id"], r["judge"]) for r in read_lines(record)}
     questions = [json.loads(x) for x in Path(args.questions).read_text().splitlines() if x]
     questions = [q for q in questions if q.get("evidence") and q.get("doc")][: args.limit]
     for i, q in enumerate(questions, 1):
@@ -126,30 +135,63 @@ def judge_all(args: argparse.Namespace) -> None:
                         "evidence": p in evidence, "li": round(float(li[p]), 6), "judge": judge,
                         "s": s, "seconds": round(time.perf_counter() - began, 2),
                         "model": ctx.model}  # fmt: skip
-                with out.open("a") as f:
+                with record.open("a") as f:
                     f.write(json.dumps(line) + "\n")
+        write_report(out, args.others)
         print(f"judged {i}/{len(questions)} questions", flush=True)
-    print(json.dumps(report(read_lines(out)), indent=2))
+    print(json.dumps(write_report(out, args.others), indent=2))
+
+
+NAMES = {"p_yes": "P(Yes) (ours)", "scale": "1-5 rating (the paper's)", "li": "LI (no judge)"}
+
+
+def render(reports: list[dict | None]) -> list[str]:
+    """The judges' within-question AUC on the same pages, and the paired verdicts."""
+    (rep,) = reports
+    if not rep or not rep["questions"]:
+        return ["Not measured yet.", ""]
+    out = [
+        f"{rep['questions']} questions with evidence pages, {rep['pages']} pages judged by "
+        f"each judge (every evidence page of the question and the {rep['others']} pages LI "
+        f"ranks highest among the rest); model {', '.join(rep['model'])}. AUC within a "
+        "question: the chance that an evidence page scores above another page of the same "
+        "question (ties half).",
+        "",
+        "| judge | AUC within question | tied pairs | seconds a page |",
+        "|---|---|---|---|",
+    ]
+    for key, name in NAMES.items():
+        r = rep[key]
+        out.append(f"| {name} | {fmt(r['auc_within_question'])} | {fmt(r['tied_pairs'])} | "
+                   f"{fmt(r.get('seconds_a_page'))} |")  # fmt: skip
+    out.append("")
+    for key, (a, b) in {"p_yes_vs_scale": ("scale", "p_yes"), "p_yes_vs_li": ("li", "p_yes"),
+                        "scale_vs_li": ("li", "scale")}.items():  # fmt: skip
+        c = rep[key]
+        ci = f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c["ci"] else "none"
+        verdict = "holds" if c["sign_p"] < 0.05 and c["better"] > c["worse"] else (
+            "fails" if c["sign_p"] < 0.05 else "not significant")  # fmt: skip
+        out.append(
+            f"- {NAMES[b]} beats {NAMES[a]} on AUC within question: **{verdict}** "
+            f"({fmt(rep[b]['auc_within_question'])} vs {fmt(rep[a]['auc_within_question'])}; "
+            f"better on {c['better']}, worse on {c['worse']} of the {rep['questions']} "
+            f"questions; sign test p = {c['sign_p']:.3g}; 95 % interval {ci})"
+            + (f"; about {c['needed_n']} questions for 80 % power." if c["needed_n"] else ".")
+        )
+    return out + [""]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--questions", help="questions (hopgraph data convert mmlongbench ...)")
+    ap.add_argument("--questions", required=True, help="hopgraph data convert mmlongbench ...")
     ap.add_argument("--kb", default="runs/mmlb-kb")
-    ap.add_argument("--out", help="the JSONL record of judgements (appended, resumed)")
+    ap.add_argument("--out", required=True, help="folder: judgements.jsonl (resumed), report.json")
     ap.add_argument("--others", type=int, default=2, help="top-LI pages besides the evidence")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--base-url", default="")
     ap.add_argument("--model", default="")
     ap.add_argument("--set", action="append", default=[], help="a Context field: key=value")
-    ap.add_argument("--report", help="only report a record of judgements")
-    args = ap.parse_args()
-    if args.report:
-        print(json.dumps(report(read_lines(Path(args.report))), indent=2))
-    elif args.questions and args.out:
-        judge_all(args)
-    else:
-        ap.error("give --questions and --out to judge, or --report RECORD")
+    judge_all(ap.parse_args())
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ changes (Evidence became a dict) fails here, not in the next measurement sitting
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -70,23 +71,27 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
         "mabdqa/judge_page_p_yes": lambda b: 0.9 if shows(b) else 0.2,
         "mabdqa/judge_page": lambda b: "It has the figure.\n5" if shows(b) else "Loosely.\n2",
     }
-    out = tmp_path / "judges.jsonl"
+    out = tmp_path / "judges"
     with ScriptedServer(by_template(script)) as server:
         command = [sys.executable, str(ROOT / "benchmarks" / "mabdqa_judges.py"),
                    "--questions", str(questions), "--kb", str(tmp_path / "kb"), "--out", str(out),
                    "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
         subprocess.run(command, check=True, capture_output=True, text=True)
-        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        record = out / "judgements.jsonl"
+        lines = [json.loads(x) for x in record.read_text().splitlines()]
         subprocess.run(command, check=True, capture_output=True, text=True)
-        assert len(out.read_text().splitlines()) == len(lines) == 6  # 3 pages x 2 judges
+        assert len(record.read_text().splitlines()) == len(lines) == 6  # 3 pages x 2 judges
         assert server.calls == 6
     assert sum(r["evidence"] for r in lines) == 2
     assert {r["judge"]: r["s"] for r in lines if r["evidence"]} == {"p_yes": 0.9, "scale": 1.0}
-    report = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "mabdqa_judges.py"), "--report", str(out)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    figures = json.loads(report.stdout)
-    assert figures["questions"] == 1 and figures["pages"] == 3
+    figures = json.loads((out / "report.json").read_text())
+    assert figures["questions"] == 1 and figures["pages"] == 3 and figures["others"] == 2
     assert figures["p_yes"]["auc_within_question"] == figures["scale"]["auc_within_question"] == 1
     assert figures["p_yes_vs_scale"]["tied"] == 1
+    spec = importlib.util.spec_from_file_location(
+        "judges", ROOT / "benchmarks" / "mabdqa_judges.py"
+    )
+    judges = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(judges)
+    page = "\n".join(judges.render([figures]))
+    assert "| P(Yes) (ours) | 1.000 | 0.000 |" in page and "not significant" in page

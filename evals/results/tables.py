@@ -408,6 +408,24 @@ TABLES: list[RunTable | BenchTable] = [
         "runs/mmlb-kb from benchmarks/mabdqa_runs.sh; the judgements it made live are in "
         "judgements.json)",
     ),
+    BenchTable(
+        "MAB-DQA",
+        "the page judges head to head: P(Yes) against the paper's 1-5 rating",
+        "The judge's 1-5 relevance rating of a page is the bandit's reward (App. C.2); ours is "
+        "P(Yes) that the page shows the facts asked for. A reward helps the walk as far as it "
+        "ranks a question's evidence pages above the pages around them.",
+        ["mmlongbench/judges/report.json"],
+        "benchmarks/mabdqa_judges.py:render",
+        command="python benchmarks/mabdqa_judges.py --questions runs/mmlb-q-spread2.jsonl "
+        "--kb runs/mmlb-kb --out benchmarks/results/mmlongbench/judges --set n_threads_batch=2 "
+        "(questions and KB from benchmarks/mabdqa_runs.sh 2)",
+        deviations=[
+            "Model qwen2.5-coder-1.5b (text only), not Qwen2.5-VL-7B: each judge reads the "
+            "page's text layer (its first 1,500 characters), not the page image.",
+            "The bandit's records keep P(Yes) whatever this table shows: it is measured on "
+            "their questions, so switching on it would tune on reported questions.",
+        ],
+    ),
     RunTable(
         "MAB-DQA",
         "prefix-friendly prompts on the embedded CPU model, before and after",
