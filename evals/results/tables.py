@@ -278,7 +278,10 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         [Claim("QD-C", "rag", "f1"), Claim("QD-R", "rag", "f1"), *QDRAG_CLAIMS],
         command="benchmarks/hotpot_100.sh",
-        target=100,
+        # issue 44's rule at 40 reported questions: every row but QD-R vs sparse on kept recall
+        # (~87 needed, the data's 80 within the estimate's error) needs more than the data
+        # holds, so rag and QD-C stop there (20 tuning + 40); sparse and QD-R go on to all 80
+        target={"rag": 60, "dense": 60, "sparse": 100, "QD-C": 60, "QD-R": 100},
         pool=100,
         deviations=[
             *QDRAG_DEVIATIONS,
