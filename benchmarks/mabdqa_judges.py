@@ -35,7 +35,8 @@ JUDGES = ("p_yes", "scale")
 
 def pages_to_judge(li: np.ndarray, evidence: list[int], others: int) -> list[int]:
     """The evidence pages, then the ``others`` pages LI ranks highest among the rest."""
-    rest = [int(p) for p in np.argsort(-li, kind="stable") if int(p) not in set(evidence)]
+    gold = set(evidence)
+    rest = [int(p) for p in np.argsort(-li, kind="stable") if int(p) not in gold]
     return [*evidence, *rest[:others]]
 
 
@@ -124,6 +125,8 @@ def judge_all(args: argparse.Namespace) -> None:
         li = late_interaction(query_vectors(kb, q["question"], ctx.page_embedder), pages.vectors)
         index = {p["id"]: n for n, p in enumerate(pages.pages)}
         evidence = sorted(index[e] for e in set(q["evidence"]) if e in index)
+        if not evidence:  # none of its evidence pages is indexed: nothing to tell apart
+            continue
         for p in pages_to_judge(li, evidence, args.others):
             page = pages.pages[p]
             for judge in JUDGES:  # alternately, so a change of machine speed hits both alike
