@@ -11,7 +11,7 @@
 # 20 questions both answered came out identical, so the table reads rag's record for it.
 # Issue 44's rule, applied at 40 reported questions (docs/RESULTS.md): a row needing more
 # questions than the data holds stops. Every row using rag or QD-C needs 160 or more, so those
-# two stop at 40; QD-R against sparse on kept recall needs ~87, within the estimate's error of
+# two stop at 40; QD-R against sparse on kept recall needs ~87-90 (at 40-48), within the error of
 # the 80 held, so sparse and QD-R go on to all 80.
 # Usage: benchmarks/hotpot_100.sh [N]  (the first N reported questions, default all 80)
 set -u
