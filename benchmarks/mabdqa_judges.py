@@ -106,6 +106,7 @@ def write_report(out: Path, others: int) -> dict:
 def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.agents.mabdqa import judge_page
     from hopgraph.cli.app import build_context
+    from hopgraph.evals.datasets import read_questions
     from hopgraph.models.embedded import install_sigterm_handler
     from hopgraph.tools.page_hypergraph import late_interaction
     from hopgraph.tools.page_vectors import document_pages, query_vectors
@@ -118,31 +119,33 @@ def judge_all(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     record = out / "judgements.jsonl"
     done = {(r["id"], r["page_id"], r["judge"]) for r in read_lines(record)}
-    questions = [json.loads(x) for x in Path(args.questions).read_text().splitlines() if x]
-    questions = [q for q in questions if q.get("evidence") and q.get("doc")][: args.limit]
+    judged_by = {judge: ctx.replace(mabdqa_judge=judge) for judge in JUDGES}
+    questions = [q for q in read_questions(args.questions)[0] if q.evidence and q.doc]
+    questions = questions[: args.limit]
+    rep = write_report(out, args.others)
     for i, q in enumerate(questions, 1):
-        pages = document_pages(kb, q["doc"], ctx.page_embedder)
-        li = late_interaction(query_vectors(kb, q["question"], ctx.page_embedder), pages.vectors)
+        pages = document_pages(kb, q.doc, ctx.page_embedder)
+        li = late_interaction(query_vectors(kb, q.question, ctx.page_embedder), pages.vectors)
         index = {p["id"]: n for n, p in enumerate(pages.pages)}
-        evidence = sorted(index[e] for e in set(q["evidence"]) if e in index)
+        evidence = sorted(index[e] for e in set(q.evidence) if e in index)
         if not evidence:  # none of its evidence pages is indexed: nothing to tell apart
             continue
         for p in pages_to_judge(li, evidence, args.others):
             page = pages.pages[p]
             for judge in JUDGES:  # alternately, so a change of machine speed hits both alike
-                if (q["id"], page["id"], judge) in done:
+                if (q.id, page["id"], judge) in done:
                     continue
                 began = time.perf_counter()
-                s = judge_page(q["question"], page, ctx.replace(mabdqa_judge=judge))
-                line = {"id": q["id"], "page_id": page["id"], "page": page["page"],
+                s = judge_page(q.question, page, judged_by[judge])
+                line = {"id": q.id, "page_id": page["id"], "page": page["page"],
                         "evidence": p in evidence, "li": round(float(li[p]), 6), "judge": judge,
                         "s": s, "seconds": round(time.perf_counter() - began, 2),
                         "model": ctx.model}  # fmt: skip
                 with record.open("a") as f:
                     f.write(json.dumps(line) + "\n")
-        write_report(out, args.others)
+        rep = write_report(out, args.others)
         print(f"judged {i}/{len(questions)} questions", flush=True)
-    print(json.dumps(write_report(out, args.others), indent=2))
+    print(json.dumps(rep, indent=2))
 
 
 NAMES = {"p_yes": "P(Yes) (ours)", "scale": "1-5 rating (the paper's)", "li": "LI (no judge)"}
