@@ -164,10 +164,12 @@ def run_train(
 ) -> dict:
     """Train on the ``train`` part of the split; save weights and a card; return the card.
     The adapter and the gap module train for ``epochs`` each (B.3: 100, AdamW, batch 32, lr
-    1e-4). The gap module is the specialist of the compositional types: where the questions
-    carry types of both kinds (MultimodalQA), it trains on its own types only (Sec. 5.3:
-    "each optimized exclusively for their respective top-performing question type"); the
-    additive specialist has no weights to train."""
+    1e-4). The gap module is the specialist of the compositional types: where the training
+    instances carry types of both kinds, it trains on its own types only (Sec. 5.3: "each
+    optimized exclusively for their respective top-performing question type"); where they
+    carry one kind (HotpotQA; MultimodalQA over image titles, whose compositional questions
+    leave no instance) it trains on all of them, never on none. The additive specialist has
+    no weights to train."""
     from hopgraph.tools.grail.models import GrailModel, kb_state
     from hopgraph.tools.grail.training import (
         seed_everything,
@@ -181,7 +183,12 @@ def run_train(
     train_qs = [q for q in questions if split_of(q.id, test_share, seed) == "train"]
     qvecs = _embed(kb, train_qs)
     instances = instances_for(train_qs, qvecs, searcher)
-    kinds = {route_label(q.type) for q in train_qs}
+    if not instances:
+        raise ValueError(
+            f"no evidence-completion instance among the {len(train_qs)} training questions: "
+            "none has two or more gold items in the knowledge base"
+        )
+    kinds = {route_label(i.qtype) for i in instances}
     gap_instances = [i for i in instances if route_label(i.qtype)] if kinds == {0, 1} else instances
     model = GrailModel(searcher.dim, align=align, router=router_questions is not None)
     card: dict = {

@@ -101,3 +101,38 @@ def test_the_gap_specialist_trains_on_its_own_question_types(tmp_path):
     bridge = [q(i, "bridge") for i in range(20)]
     card = run_train(kb, bridge, str(tmp_path / "w2"), epochs=2, test_share=0.3)
     assert card["gap_trained_on"] == ["bridge"] and card["gap_instances"] == card["instances"]
+
+
+def test_the_gap_module_is_trained_when_only_one_kind_leaves_instances(tmp_path):
+    """MultimodalQA over image titles: its compositional questions name gold items that are
+    not indexed, so they leave no completion instance. The gap module then trains on the
+    instances there are (as on HotpotQA), not on none of them: before, the questions' kinds
+    chose the compositional filter, it kept 0 instances and the saved "trained" gap module was
+    its initialisation (g = 0.5 and a randomly initialised temperature MLP)."""
+    from safetensors.torch import load_file
+
+    from hopgraph.evals.grail import run_train
+    from hopgraph.memory.kb import Item, KnowledgeBase, item_id
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", f"k{i}", f"Town {i} lies on river {i % 5}.") for i in range(40)])
+
+    def q(i, qtype, indexed):
+        gold = [item_id("text", f"k{i}"), item_id("text", f"k{i + 20}")]
+        if not indexed:  # one gold item indexed, the other absent: no instance
+            gold = [gold[0], item_id("text", f"absent{i}")]
+        return Question(f"q{i}", f"Which river runs by town {i}?", evidence=gold, type=qtype)
+
+    qs = [
+        q(i, "Compose(TextQ,ImageQ)", False) if i % 2 else q(i, "ImageListQ", True)
+        for i in range(20)
+    ]
+    card = run_train(kb, qs, str(tmp_path / "w"), epochs=2, test_share=0.3)
+    assert card["gap_trained_on"] == ["ImageListQ"]
+    assert card["gap_instances"] == card["instances"] > 0 and len(card["gap_loss"]) == 2
+    fresh = GrailModel(kb.embedder.dim)
+    trained = load_file(str(tmp_path / "w" / "grail.safetensors"))
+    assert not torch.equal(trained["gap.w_gap.weight"], fresh.gap.w_gap.weight.detach())
+
+    with pytest.raises(ValueError, match="no evidence-completion instance among the"):
+        run_train(kb, [q(i, "ImageListQ", False) for i in range(20)], str(tmp_path / "w3"))

@@ -106,9 +106,11 @@ GRAIL_DEVIATIONS = [
     "The router is one linear layer over the (adapted) sentence embedding, not a bert-base "
     "encoder fine-tuned for 3 epochs (B.3); HotpotQA's hybrid uses the router trained on "
     "MultimodalQA's type labels (HotpotQA has no aggregation type to route to).",
-    "The gap specialist trains on its own (Compose / Compare) questions where a set has both "
-    "kinds (Sec. 5.3); the additive specialist has no weights. Older records trained the gap "
-    "module on every type.",
+    "The gap specialist trains on its own (Compose / Compare) instances where a set's "
+    "training instances have both kinds (Sec. 5.3), else on all of them (HotpotQA, and "
+    "MultimodalQA here, whose compositional questions leave no instance over image titles); "
+    "the additive specialist has no weights. Older records trained the gap module on every "
+    "type.",
     "Our MultimodalQA copy holds image titles only (no texts or tables), so its completion "
     "rows are ImageListQ and Intersect questions and no Compose or Compare instance.",
 ]
