@@ -141,7 +141,7 @@ TABLES: list[RunTable | BenchTable] = [
         ],  # fmt: skip
         [Claim(m, "rag", "f1") for m in ("QD-C", "QD-R", "MMAPG")],
         command="benchmarks/hotpot_100.sh; benchmarks/mmapg_hotpot.sh",
-        target={"rag": 60, "QD-C": 60, "QD-R": 100, "MMAPG": 100},  # as in their own tables
+        target={"rag": 60, "QD-C": 60, "QD-R": 78, "MMAPG": 100},  # as in their own tables
         pool=100,  # the HotpotQA slice
         tuning="hotpotqa/tuning-split.json",
         deviations=[
@@ -283,7 +283,7 @@ TABLES: list[RunTable | BenchTable] = [
         # issue 44's rule at 40 reported questions: every row but QD-R vs sparse on kept recall
         # (~87 needed, the data's 80 within the estimate's error) needs more than the data
         # holds, so rag and QD-C stop there (20 tuning + 40); sparse and QD-R go on to all 80
-        target={"rag": 60, "dense": 60, "sparse": 100, "QD-C": 60, "QD-R": 100},
+        target={"rag": 60, "dense": 60, "sparse": 78, "QD-C": 60, "QD-R": 78},  # hotpot_100.sh
         pool=100,
         deviations=[
             *QDRAG_DEVIATIONS,
