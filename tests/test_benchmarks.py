@@ -95,3 +95,8 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
     spec.loader.exec_module(judges)
     page = "\n".join(judges.render([figures]))
     assert "| P(Yes) (ours) | 1.000 | 0.000 |" in page and "not significant" in page
+    # a row needing more questions than the data's 162 says so and stops (issue 44 item 5)
+    figures["p_yes_vs_li"] |= {"better": 22, "worse": 15, "sign_p": 0.32, "needed_n": 283}
+    page = "\n".join(judges.render([figures]))
+    assert "about 283 questions for 80 % power, more than the 162 the data holds" in page
+    assert "no difference to detect" in page  # p_yes_vs_scale: tied

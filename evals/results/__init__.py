@@ -310,22 +310,22 @@ def _claim_line(c: Claim, have: dict[str, dict], pool: int = 0) -> str:
     return (
         f"{c.better} beats {c.worse} on {c.metric}: **{verdict}** ({fmt(r.mean_b)} vs "
         f"{fmt(r.mean_a)}; better on {r.better}, worse on {r.worse} of the {r.n} questions "
-        f"{both}; sign test p = {r.sign_p:.3g}{interval})" + _needed(r, pool) + "."
+        f"{both}; sign test p = {r.sign_p:.3g}{interval})"
+        + needed_text(r.verdict, r.needed_n, pool)
+        + "."
     )
 
 
-def _needed(r, pool: int) -> str:  # noqa: ANN001 - a stats.Paired
+def needed_text(verdict: str, needed_n: int | None, pool: int) -> str:
     """Where a verdict is not significant: how many questions its effect would need, and
-    whether the data holds that many."""
-    if r.verdict != "not significant":
+    whether the data holds that many (a row needing more stops there, issue 44 item 5)."""
+    if verdict != "not significant":
         return ""
-    if r.needed_n is None:
+    if needed_n is None:
         return "; no difference to detect"
-    if pool and r.needed_n > pool:
-        return (
-            f"; about {r.needed_n:,} questions for 80 % power, more than the {pool} the data holds"
-        )
-    return f"; about {r.needed_n:,} questions would give it 80 % power"
+    if pool and needed_n > pool:
+        return f"; about {needed_n:,} questions for 80 % power, more than the {pool} the data holds"
+    return f"; about {needed_n:,} questions would give it 80 % power"
 
 
 def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
