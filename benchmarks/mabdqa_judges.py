@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.evals.results import fmt, needed_text
+from hopgraph.evals.results.tables import MMLB_EVIDENCE_QUESTIONS
 from hopgraph.evals.stats import paired
 
 JUDGES = ("p_yes", "scale")
-POOL = 162  # MMLongBench-Doc questions with evidence pages in the shared data
 
 
 def pages_to_judge(li: np.ndarray, evidence: list[int], others: int) -> list[int]:
@@ -183,7 +183,7 @@ def render(reports: list[dict | None]) -> list[str]:
             f"({fmt(rep[b]['auc_within_question'])} vs {fmt(rep[a]['auc_within_question'])}; "
             f"better on {c['better']}, worse on {c['worse']} of the {rep['questions']} "
             f"questions; sign test p = {c['sign_p']:.3g}; 95 % interval {ci})"
-            + needed_text(verdict, c["needed_n"], POOL)
+            + needed_text(verdict, c["needed_n"], MMLB_EVIDENCE_QUESTIONS)
             + "."
         )
     return out + [""]

@@ -35,6 +35,8 @@ def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
     )
 
 
+MMLB_EVIDENCE_QUESTIONS = 162  # MMLongBench-Doc questions with evidence pages in the shared data
+
 MABDQA_DEVIATIONS = [
     "m = 10 pages judged per walk, not the paper's 20: a judgement reads a whole page on a "
     "2-core CPU, and 20 doubles the hours of every sitting.",
@@ -398,7 +400,7 @@ TABLES: list[RunTable | BenchTable] = [
         [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
         command="benchmarks/mabdqa_runs.sh 2 10 p_yes",
         target=48,  # two questions per PDF (the first 24: one per PDF)
-        pool=162,  # MMLongBench-Doc questions with evidence pages in the shared data
+        pool=MMLB_EVIDENCE_QUESTIONS,
         deviations=MABDQA_DEVIATIONS,
     ),
     BenchTable(
