@@ -2,8 +2,9 @@
 # QD-C's seconds per question by llama.cpp build, on one machine: the installed build (made for
 # this CPU by `make native`) against the portable AVX2 wheel from ../shared/wheels, with the
 # same code, model and first 10 HotpotQA questions. The native run is the start of QDRAG's
-# QD-C record (benchmarks/qdrag_hotpot.sh continues it to 50). Result records under
-# benchmarks/results/hotpotqa/; each run resumes. Run nothing else on the machine meanwhile.
+# QD-C record at 50 questions (hotpotqa/qdrag-qdc, made before fingerprints were kept). Result
+# records under benchmarks/results/hotpotqa/; each run resumes. Run nothing else on the machine
+# meanwhile.
 # Usage: benchmarks/build_hotpot.sh [LIMIT]   (default 10)
 set -u
 cd "$(dirname "$0")/.."
