@@ -279,3 +279,49 @@ def test_a_table_with_a_tuning_split_reports_only_the_other_questions(tmp_path, 
     missing = results.RunTable("M", "t", "f", rows, ["f1"], claims, tuning="none.json")
     with pytest.raises(FileNotFoundError, match="none.json"):
         results.run_table(missing)
+
+
+def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
+    tmp_path, monkeypatch
+):
+    """rag's record was answered half on the portable AVX2 wheel and half on the AVX-512
+    build, and a build can change a greedy answer; the page said nothing. Each answer is
+    matched to its sitting's build by the probe speed both recorded."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    avx2, avx512 = ["AVX2"], ["AVX2", "AVX_VNNI", "AVX512", "AVX512_VNNI", "AVX512_BF16"]
+
+    def record(name, sittings):  # sittings: (build, prefill rate, answers)
+        (tmp_path / name).mkdir()
+        man, preds, per_q = {"model": "m", "sittings": []}, [], {}
+        for build, rate, n in sittings:
+            speed = {"prefill_tokens_per_s": rate, "decode_tokens_per_s": 9.0}
+            man["sittings"].append({"speed": speed, "llama_cpp_build": build})
+            for _ in range(n):
+                q = f"q{len(preds)}"
+                preds.append({"id": q, "answer": "a", "speed": speed})
+                per_q[q] = {"f1": 1.0}
+        (tmp_path / name / "manifest.json").write_text(json.dumps(man))
+        (tmp_path / name / "predictions.jsonl").write_text(
+            "".join(json.dumps(p) + "\n" for p in preds)
+        )
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+
+    record("rag", [(avx2, 33.1, 40), (avx512, 160.1, 40)])
+    record("peer", [(avx512, 162.4, 80)])
+    record("qdc", [(avx2, 33.2, 30), (avx2, 34.0, 10)])
+    record("old", [(None, 80.0, 80)])  # sittings from before builds were recorded
+
+    def lines(**rows):
+        table = results.RunTable("M", "t", "f", rows, ["f1"])
+        return [ln for ln in results.run_table(table) if ln.startswith("**llama.cpp builds:**")]
+
+    (line,) = lines(rag="rag", peer="peer")
+    assert "rag: AVX2 (40), AVX-512 (40); peer: AVX-512 (80))." in line
+    (line,) = lines(qdc="qdc", peer="peer")  # each column one build, but not the same one
+    assert "qdc: AVX2 (40); peer: AVX-512 (80)" in line
+    assert lines(qdc="qdc") == [] and lines(peer="peer", old="old") == []
+    two_builds = results.RunTable("M", "t", "f", {"a": "qdc", "b": "peer"}, ["f1"],
+                                  speed_is_compared=True)  # fmt: skip
+    assert not any(ln.startswith("**llama.cpp") for ln in results.run_table(two_builds))

@@ -83,7 +83,7 @@ class RunTable:
     """Also list each prompt template's calls and LLM seconds per call, per column."""
     speed_is_compared: bool = False
     """The columns differ in the endpoint's speed on purpose (e.g. two llama.cpp builds), so
-    their seconds are the finding and no caveat is added."""
+    their seconds are the finding and no caveat (of speed or build) is added."""
     tuning: str = ""
     """A committed tuning split (a JSON file under ``benchmarks/results`` whose ``ids`` are
     the questions prompts and settings may be tuned on, issue 44): every figure of the table,
@@ -151,7 +151,7 @@ def run_table(t: RunTable) -> list[str]:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
-        out += _code_lines(t, have)
+        out += _code_lines(t, have) + ([] if t.speed_is_compared else _build_lines(t, have))
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
             cells = []
@@ -270,6 +270,53 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     )
     return [f"**Mixed code:** these answers come from more than one revision of the method's "
             f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
+
+
+def build_by_column(t: RunTable, have: dict[str, dict]) -> dict[str, Counter]:
+    """Reported answers per llama.cpp build of the embedded model's server, in each column.
+    An answer keeps its sitting's probe speed, and the manifest lists each sitting's speed
+    beside the build it ran (``llama_cpp_build``: the CPU features it uses); an answer whose
+    sitting recorded no build (an older sitting, or another server) is "unrecorded"."""
+    out = {}
+    for k, m in have.items():
+        sittings = (_load(f"{t.rows[k]}/manifest.json") or {}).get("sittings") or []
+        build = {_speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build"))
+                 for s in sittings}  # fmt: skip
+        preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl")
+        out[k] = Counter(
+            build.get(_speed_key(preds[q].get("speed")), "unrecorded")
+            for q in m["per_question"]
+            if q in preds
+        )
+    return out
+
+
+def _speed_key(speed: dict | None) -> str:
+    return json.dumps(speed or {}, sort_keys=True)
+
+
+def _build_name(features: list[str] | None) -> str:
+    if not features:
+        return "unrecorded"
+    return "AVX-512" if any(f.startswith("AVX512") for f in features) else "+".join(features)
+
+
+def _build_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+    """A warning where the table's answers come from more than one llama.cpp build: with the
+    same model and code, QD-C's first reported HotpotQA question decomposed otherwise on the
+    AVX-512 build than on the portable AVX2 one (53 LLM calls against 33), while the portable
+    build reproduced its recorded answer exactly; a paired difference across builds carries
+    that noise too."""
+    counts = build_by_column(t, have)
+    if len({b for c in counts.values() for b in c} - {"unrecorded"}) < 2:
+        return []
+    words = "; ".join(
+        f"{k}: " + ", ".join(f"{b} ({n})" for b, n in c.most_common()) for k, c in counts.items()
+    )
+    return [f"**llama.cpp builds:** these answers come from more than one build of the "
+            "embedded model's server, and a build can change a greedy answer, so paired "
+            f"differences carry that noise too (reported answers per build: {words}).",
+            ""]  # fmt: skip
 
 
 def _template_rows(have: dict[str, dict]) -> list[str]:
