@@ -16,12 +16,7 @@ if [ -n "$unused" ]; then
   echo "the installed llama.cpp build leaves $unused unused: run make native first" >&2
   exit 1
 fi
-portable=$PWD/runs/llama-portable
-if [ ! -d $portable/llama_cpp ]; then
-  wheel=$(ls ../shared/wheels/llama_cpp_python-*.whl | head -1)
-  mkdir -p $portable && .venv/bin/python -m zipfile -e "$wheel" $portable
-fi
-. benchmarks/hotpot_data.sh
+. benchmarks/hotpot_data.sh  # and $portable
 qdc=(--agent qdrag --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit "$limit"
      --set qdrag_mode=qdc --set qdrag_entropy_budget=true)
 $H run "${qdc[@]}" --out $R/qdrag-qdc

@@ -213,16 +213,23 @@ class Runner:
         return fresh if sitting else None
 
     def record_sitting(self, fresh: dict[str, Any]) -> None:
-        """Write the manifest with this sitting (and its speed, where probed) appended."""
+        """Write the manifest with this sitting (and its speed, where probed) appended. A
+        sitting on another llama.cpp build than the record's last one is warned about: a build
+        can change a greedy answer (docs/RESULTS.md flags a table whose answers mix builds)."""
+        build = llama_build_features() if self.speed else None
+        before = [s["llama_cpp_build"] for s in fresh.get("sittings", []) if "llama_cpp_build" in s]
+        if build is not None and before and before[-1] != build:
+            log.warning(
+                "%s was answered on a llama.cpp build using %s; this sitting's uses %s, and a "
+                "build can change a greedy answer, so the record will mix the two (the "
+                "portable wheel: PYTHONPATH=runs/llama-portable, see benchmarks/hotpot_data.sh)",
+                self.run_dir, "+".join(before[-1]) or "none", "+".join(build) or "none",
+            )  # fmt: skip
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"code": (fresh.get("code") or {}).get("fingerprint", "")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            | (
-                {"speed": self.speed, "llama_cpp_build": llama_build_features()}
-                if self.speed
-                else {}
-            )
+            | ({"speed": self.speed, "llama_cpp_build": build} if self.speed else {})
         )
         (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
 

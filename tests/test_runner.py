@@ -118,6 +118,34 @@ def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path
         assert server.calls == 0
 
 
+def test_a_sitting_on_another_llama_cpp_build_is_warned_about(
+    tmp_path, kb_dir, monkeypatch, caplog
+):
+    """rag's record grew on the portable AVX2 wheel, then on the AVX-512 build, and nothing
+    said so while a build can change a greedy answer: the sitting that switches is warned."""
+    from hopgraph.evals import runner as runner_module
+
+    def reply(body):
+        return "1 2 3 4 " * 40 if body["_template"] == "probe" else deterministic_reply(body)
+
+    qfile, run = questions(tmp_path, n=3), tmp_path / "run"
+    builds = iter([["AVX2"], ["AVX2"], ["AVX2", "AVX512"]])
+    monkeypatch.setattr(runner_module, "llama_build_features", lambda: next(builds))
+    with (
+        ScriptedServer(reply, per_token=0.002) as server,
+        caplog.at_level("WARNING", "hopgraph.evals.runner"),
+    ):
+        for limit in (1, 2):
+            Runner("rag", run, ctx_for(server, kb_dir), speed_probe=True).run(qfile, limit=limit)
+        assert "llama.cpp build" not in caplog.text  # the same build again: nothing to say
+        Runner("rag", run, ctx_for(server, kb_dir), speed_probe=True).run(qfile, limit=3)
+    assert "answered on a llama.cpp build using AVX2; this sitting's uses AVX2+AVX512" in (
+        caplog.text
+    )
+    sittings = json.loads((run / "manifest.json").read_text())["sittings"]
+    assert [s["llama_cpp_build"] for s in sittings] == [["AVX2"], ["AVX2"], ["AVX2", "AVX512"]]
+
+
 def test_the_speed_probe_is_not_set_by_one_stalled_read(monkeypatch):
     """One sitting's single probe read the embedded model's prompts at 67.8 tokens/s while its
     answer calls ran as fast as those of sittings probed at 77-79: the read caught a stall, and
