@@ -303,10 +303,10 @@ def _build_name(features: list[str] | None) -> str:
 
 def _build_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     """A warning where the table's answers come from more than one llama.cpp build: with the
-    same model and code, QD-C's first reported HotpotQA question decomposed otherwise on the
-    AVX-512 build than on the portable AVX2 one (53 LLM calls against 33), while the portable
-    build reproduced its recorded answer exactly; a paired difference across builds carries
-    that noise too."""
+    same model and code, QD-C without the entropy budget (which acts after decomposition)
+    made 53 LLM calls on the first reported HotpotQA question on the AVX-512 build and 33 on
+    the portable AVX2 wheel, as QD-C's record did, and the wheel reproduced QD-C's recorded
+    answer exactly; a paired difference across builds carries that noise too."""
     counts = build_by_column(t, have)
     if len({b for c in counts.values() for b in c} - {"unrecorded"}) < 2:
         return []
