@@ -318,7 +318,11 @@ def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
         return [ln for ln in results.run_table(table) if ln.startswith("**llama.cpp builds:**")]
 
     (line,) = lines(rag="rag", peer="peer")
-    assert "rag: AVX2 (40), AVX-512 (40); peer: AVX-512 (80))." in line
+    assert "rag: AVX2 (40), AVX-512 (40); peer: AVX-512 (80);" in line
+    claim = results.RunTable("M", "t", "f", {"rag": "rag", "peer": "peer"}, ["f1"],
+                             [results.Claim("rag", "peer", "f1")])  # fmt: skip
+    (verdict,) = [ln for ln in results.run_table(claim) if ln.startswith("- rag beats peer")]
+    assert verdict.endswith(". Answered on two builds: 40 of its 80 pairs.")
     (line,) = lines(qdc="qdc", peer="peer")  # each column one build, but not the same one
     assert "qdc: AVX2 (40); peer: AVX-512 (80)" in line
     assert lines(qdc="qdc") == [] and lines(peer="peer", old="old") == []

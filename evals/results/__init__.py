@@ -151,7 +151,8 @@ def run_table(t: RunTable) -> list[str]:
         common = sorted(set.intersection(*(set(m["per_question"]) for m in have.values())))
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
-        out += _code_lines(t, have) + ([] if t.speed_is_compared else _build_lines(t, have))
+        builds = {} if t.speed_is_compared else build_by_question(t, have)
+        out += _code_lines(t, have) + _build_lines(builds)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
             cells = []
@@ -167,7 +168,8 @@ def run_table(t: RunTable) -> list[str]:
         if t.by_template:
             out += _template_rows(have)
         for c in t.claims:
-            out.append("- " + _claim_line(c, have, t.pool - len(held) if t.pool else 0))
+            line = _claim_line(c, have, t.pool - len(held) if t.pool else 0)
+            out.append("- " + line + _cross_build_text(c, builds))
         figures = list(table_plots(t, have, common))
         if figures:
             what = {"cost.svg": "quality against cost", "strip.svg": "wins and losses"}
@@ -272,22 +274,22 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
             f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
 
 
-def build_by_column(t: RunTable, have: dict[str, dict]) -> dict[str, Counter]:
-    """Reported answers per llama.cpp build of the embedded model's server, in each column.
-    An answer keeps its sitting's probe speed, and the manifest lists each sitting's speed
-    beside the build it ran (``llama_cpp_build``: the CPU features it uses); an answer whose
-    sitting recorded no build (an older sitting, or another server) is "unrecorded"."""
+def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str, str]]:
+    """The llama.cpp build of the embedded model's server behind each reported answer, per
+    column. An answer keeps its sitting's probe speed, and the manifest lists each sitting's
+    speed beside the build it ran (``llama_cpp_build``: the CPU features it uses); an answer
+    whose sitting recorded no build (an older sitting, or another server) is "unrecorded"."""
     out = {}
     for k, m in have.items():
         sittings = (_load(f"{t.rows[k]}/manifest.json") or {}).get("sittings") or []
         build = {_speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build"))
                  for s in sittings}  # fmt: skip
         preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl")
-        out[k] = Counter(
-            build.get(_speed_key(preds[q].get("speed")), "unrecorded")
+        out[k] = {
+            q: build.get(_speed_key(preds[q].get("speed")), "unrecorded")
             for q in m["per_question"]
             if q in preds
-        )
+        }
     return out
 
 
@@ -301,13 +303,13 @@ def _build_name(features: list[str] | None) -> str:
     return "AVX-512" if any(f.startswith("AVX512") for f in features) else "+".join(features)
 
 
-def _build_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+def _build_lines(builds: dict[str, dict[str, str]]) -> list[str]:
     """A warning where the table's answers come from more than one llama.cpp build: with the
     same model and code, QD-C without the entropy budget (which acts after decomposition)
     made 53 LLM calls on the first reported HotpotQA question on the AVX-512 build and 33 on
     the portable AVX2 wheel, as QD-C's record did, and the wheel reproduced QD-C's recorded
     answer exactly; a paired difference across builds carries that noise too."""
-    counts = build_by_column(t, have)
+    counts = {k: Counter(b.values()) for k, b in builds.items()}
     if len({b for c in counts.values() for b in c} - {"unrecorded"}) < 2:
         return []
     words = "; ".join(
@@ -315,7 +317,8 @@ def _build_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     )
     return [f"**llama.cpp builds:** these answers come from more than one build of the "
             "embedded model's server, and a build can change a greedy answer, so paired "
-            f"differences carry that noise too (reported answers per build: {words}).",
+            f"differences carry that noise too (reported answers per build: {words}; each "
+            "verdict below says how many of its pairs were answered on two builds).",
             ""]  # fmt: skip
 
 
@@ -361,6 +364,18 @@ def _claim_line(c: Claim, have: dict[str, dict], pool: int = 0) -> str:
         + needed_text(r.verdict, r.needed_n, pool)
         + "."
     )
+
+
+def _cross_build_text(c: Claim, builds: dict[str, dict[str, str]]) -> str:
+    """Where a table mixes builds: how many of a claim's pairs had their two answers made on
+    different llama.cpp builds (both known)."""
+    if len({b for col in builds.values() for b in col.values()} - {"unrecorded"}) < 2:
+        return ""
+    a, b = builds.get(c.better, {}), builds.get(c.worse, {})
+    pairs = [q for q in a if q in b]
+    known = [q for q in pairs if "unrecorded" not in (a[q], b[q])]
+    cross = sum(a[q] != b[q] for q in known)
+    return f" Answered on two builds: {cross} of its {len(known)} pairs." if known else ""
 
 
 def needed_text(verdict: str, needed_n: int | None, pool: int) -> str:
