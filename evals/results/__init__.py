@@ -303,15 +303,19 @@ def _build_name(features: list[str] | None) -> str:
     return "AVX-512" if any(f.startswith("AVX512") for f in features) else "+".join(features)
 
 
+def _mixes_builds(builds: dict[str, dict[str, str]]) -> bool:
+    return len({b for col in builds.values() for b in col.values()} - {"unrecorded"}) > 1
+
+
 def _build_lines(builds: dict[str, dict[str, str]]) -> list[str]:
     """A warning where the table's answers come from more than one llama.cpp build: with the
     same model and code, QD-C without the entropy budget (which acts after decomposition)
     made 53 LLM calls on the first reported HotpotQA question on the AVX-512 build and 33 on
     the portable AVX2 wheel, as QD-C's record did, and the wheel reproduced QD-C's recorded
     answer exactly; a paired difference across builds carries that noise too."""
-    counts = {k: Counter(b.values()) for k, b in builds.items()}
-    if len({b for c in counts.values() for b in c} - {"unrecorded"}) < 2:
+    if not _mixes_builds(builds):
         return []
+    counts = {k: Counter(b.values()) for k, b in builds.items()}
     words = "; ".join(
         f"{k}: " + ", ".join(f"{b} ({n})" for b, n in c.most_common()) for k, c in counts.items()
     )
@@ -369,7 +373,7 @@ def _claim_line(c: Claim, have: dict[str, dict], pool: int = 0) -> str:
 def _cross_build_text(c: Claim, builds: dict[str, dict[str, str]]) -> str:
     """Where a table mixes builds: how many of a claim's pairs had their two answers made on
     different llama.cpp builds (both known)."""
-    if len({b for col in builds.values() for b in col.values()} - {"unrecorded"}) < 2:
+    if not _mixes_builds(builds):
         return ""
     a, b = builds.get(c.better, {}), builds.get(c.worse, {})
     pairs = [q for q in a if q in b]
