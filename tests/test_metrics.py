@@ -195,3 +195,32 @@ def test_score_prediction_carries_the_sittings_speed():
     assert score_prediction(pred) | speed == score_prediction(pred)
     del pred["speed"]  # a run recorded before sittings were timed
     assert "prefill_tokens_per_s" not in score_prediction(pred)
+
+
+def test_a_citation_written_as_the_citation_engines_source_label_is_read():
+    """LlamaIndex's citation engine labels its contexts "Source 1:", and the 1.5B model under
+    its prompt cited "[Source 2]" or "Source 2" in 21 of 80 replies: ALCE's [n] parser read
+    none of them, so each scored 0 however well its source supported it."""
+    from hopgraph.evals.evaluate import citation_metrics, judged_key
+
+    texts = {"k1": "Bonnie Tyler is a Welsh singer.", "k2": "Bonnie Tyler was born in 1951."}
+    pred = {"contexts_ids": ["k1", "k2"], "response": "Bonnie Tyler was born in 1951. [Source 2]"}
+    judged = []
+
+    def judge(evidence, claim):
+        judged.append((evidence, claim))
+        return "1951" in evidence
+
+    scores = citation_metrics(pred, texts, judge)
+    assert scores == {"citation_recall": 1.0, "citation_precision": 1.0}
+    assert judged == [(texts["k2"], "Bonnie Tyler was born in 1951.")]
+    plain = pred | {"response": "Bonnie Tyler was born in 1951. [2]"}
+    assert citation_metrics(plain, texts, judge) == scores
+    assert judged_key(plain) == judged_key(pred)  # read alike, so judged alike
+    said = pred | {"response": "She was born in 1951, as found in Source 2."}
+    assert citation_metrics(said, texts, judge)["citation_recall"] == 1.0
+    worded = pred | {"response": "Resource 2 says she was born in 1951."}  # not a citation
+    assert citation_metrics(worded, texts, judge) == {
+        "citation_recall": 0.0,
+        "citation_precision": 0.0,
+    }
