@@ -16,7 +16,8 @@ if [ -n "$unused" ]; then
   echo "the installed llama.cpp build leaves $unused unused: run make native first" >&2
   exit 1
 fi
-. benchmarks/hotpot_data.sh  # and $portable
+. benchmarks/hotpot_data.sh
+unpack_portable  # sets $portable
 qdc=(--agent qdrag --questions runs/hotpot-q.jsonl --kb runs/hotpot-kb --limit "$limit"
      --set qdrag_mode=qdc --set qdrag_entropy_budget=true)
 $H run "${qdc[@]}" --out $R/qdrag-qdc

@@ -25,7 +25,8 @@ cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 R=benchmarks/results/hotpotqa/n100
 n=${1:-80}
-. benchmarks/hotpot_data.sh  # and $portable
+. benchmarks/hotpot_data.sh
+unpack_portable  # sets $portable
 Q=runs/hotpot-q-reported.jsonl
 [ -f $Q ] || tail -n +21 runs/hotpot-q.jsonl > $Q
 fast="--set n_threads_batch=$(nproc)"

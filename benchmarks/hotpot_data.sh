@@ -2,10 +2,14 @@
 # and the knowledge base they share under runs/, made once.
 [ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
 [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
-# The portable llama.cpp wheel of ../shared/wheels, unpacked once: `PYTHONPATH=$portable` runs
-# the embedded model on it instead of the installed (native) build.
-portable=$PWD/runs/llama-portable
-if [ ! -d "$portable/llama_cpp" ]; then
-  wheel=$(ls ../shared/wheels/llama_cpp_python-*.whl | head -1)
-  mkdir -p "$portable" && .venv/bin/python -m zipfile -e "$wheel" "$portable"
-fi
+# unpack_portable: the portable llama.cpp wheel of ../shared/wheels, unpacked once, for the
+# scripts that run on it: `PYTHONPATH=$portable` runs the embedded model on it instead of the
+# installed (native) build.
+unpack_portable() {
+  portable=$PWD/runs/llama-portable
+  if [ ! -d "$portable/llama_cpp" ]; then
+    local wheel
+    wheel=$(ls ../shared/wheels/llama_cpp_python-*.whl | head -1)
+    mkdir -p "$portable" && .venv/bin/python -m zipfile -e "$wheel" "$portable"
+  fi
+}
