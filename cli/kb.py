@@ -60,6 +60,7 @@ def index(
     (their old items are replaced) and reports those that vanished (--prune removes them)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from hopgraph.memory.files import Failed
     from hopgraph.memory.indexing import index_source
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.models.ocr import ocr_engine
@@ -71,6 +72,7 @@ def index(
         ocr_engine(ocr)
     except (ValueError, HopgraphModelError) as e:
         refuse(f"--ocr {ocr}: {e}")
+    new_folder = not Path(kb).exists()
     store = open_kb(kb, sets)
     derive = None
     if triplets:
@@ -127,7 +129,8 @@ def index(
         "by modality: " + ", ".join(f"{k} {v}" for k, v in sorted(report.by_modality.items()))
     )
     for skip in report.skipped[:50]:
-        console.print(f"  [yellow]skipped[/yellow] {skip.where}: {skip.reason}")
+        tag = "[red]failed[/red]" if isinstance(skip, Failed) else "[yellow]skipped[/yellow]"
+        console.print(f"  {tag} {skip.where}: {skip.reason}")
     if len(report.skipped) > 50:
         console.print(f"  ... and {len(report.skipped) - 50} more skipped")
     for note in report.notes:
@@ -139,12 +142,16 @@ def index(
             f"  [yellow]vanished[/yellow] {gone}: gone from {source}, its items kept "
             "(--prune, or `hopgraph kb rm`, removes them)"
         )
-    if (
-        report.added == 0
-        and report.existing == 0
-        and not report.unchanged
-        and _has_content(Path(source))
-    ):
+    nothing = report.added == 0 and report.existing == 0 and not report.unchanged
+    if nothing and report.failed:
+        if new_folder and store.registry is not None:  # leave no empty KB behind
+            forget_kb(store)
+        refuse(
+            f"nothing was indexed from {source}: "
+            + "; ".join(f"{f.where}: {f.reason}" for f in report.failed[:3])
+            + (f" (and {len(report.failed) - 3} more)" if len(report.failed) > 3 else "")
+        )
+    if nothing and _has_content(Path(source)):
         why = (
             f"; e.g. {report.skipped[0].where}: {report.skipped[0].reason}"
             if report.skipped
@@ -156,6 +163,28 @@ def index(
             + " Name the source's format with --format hotpotqa | musique | multimodalqa | "
             "folder | pdf if it was read as another."
         )
+    if report.failed:
+        err.print(
+            f"[red]error:[/red] {len(report.failed)} source(s) could not be read (listed "
+            "above as failed; an earlier version of one stays as it was); the others are "
+            "indexed. Fix or remove them and index again: only they are read."
+        )
+        raise typer.Exit(SOURCES_FAILED)
+
+
+SOURCES_FAILED = 3
+"""``hopgraph index``'s exit status when some sources could not be read (the rest indexed)."""
+
+
+def forget_kb(store) -> None:  # noqa: ANN001 - a KnowledgeBase
+    """Remove a local KB folder this command made and filled with nothing."""
+    import shutil
+
+    from hopgraph.runtime import close_all
+
+    store.close()
+    close_all()  # the process's Chroma client of that folder
+    shutil.rmtree(store.path, ignore_errors=True)
 
 
 SHAPES = {

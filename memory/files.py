@@ -27,6 +27,12 @@ class Skipped:
     reason: str
 
 
+@dataclass
+class Failed(Skipped):
+    """A whole source that could not be read (damaged, cut short, unreadable): the index says
+    so, keeps any earlier version of it, and exits with the status for failed sources."""
+
+
 Record = Item | Skipped
 
 

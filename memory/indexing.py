@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hopgraph.memory.files import Record, Skipped
+from hopgraph.memory.files import Failed, Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.memory.registry import Source
-from hopgraph.memory.sources import detect_format, source_units
+from hopgraph.memory.sources import SourceUnit, detect_format, source_units
 from hopgraph.models.ocr import ocr_engine
 
 
@@ -37,6 +37,7 @@ class IndexReport:
     removed: int = 0
     """Items deleted: old versions' leftovers and pruned sources'."""
     skipped: list[Skipped] = field(default_factory=list)
+    """What could not be used, and why; ``Failed`` ones are whole sources (``failed``)."""
     notes: list[str] = field(default_factory=list)
     by_modality: Counter = field(default_factory=Counter)
     seconds: float = 0.0
@@ -46,6 +47,11 @@ class IndexReport:
     @property
     def items(self) -> int:
         return self.added + self.existing
+
+    @property
+    def failed(self) -> list[Failed]:
+        """Whole sources that could not be read: damaged, cut short, unreadable."""
+        return [s for s in self.skipped if isinstance(s, Failed)]
 
     def as_dict(self) -> dict:
         return {
@@ -61,12 +67,17 @@ class IndexReport:
             "pruned": self.pruned,
             "removed": self.removed,
             "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
+            "failed": [s.where for s in self.failed],
             "notes": self.notes,
             "by_modality": dict(self.by_modality),
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
             "store_seconds": round(self.store_seconds, 3),
         }
+
+
+def _unreadable(unit: SourceUnit, e: OSError) -> Failed:
+    return Failed(str(unit.path), f"cannot read {e.filename or unit.path}: {e.strerror or e}")
 
 
 def _items(records: Iterable[Record], skipped: list[Skipped]) -> Iterator[Item]:
@@ -233,31 +244,43 @@ def index_source(
     for unit in units:
         if left is not None and left <= 0:
             break
-        size, mtime = unit.stat()
-        was = known.get(unit.key)
-        fresh = was is not None and not was.pending and was.complete
-        if fresh and was.build == build and (was.size, was.mtime_ns) == (size, mtime):
-            report.unchanged += 1
+        try:
+            size, mtime = unit.stat()
+            was = known.get(unit.key)
+            fresh = was is not None and not was.pending and was.complete
+            if fresh and was.build == build and (was.size, was.mtime_ns) == (size, mtime):
+                report.unchanged += 1
+                continue
+            sha256 = unit.sha256()
+        except OSError as e:  # unreadable (permissions, an I/O error): this source alone fails
+            report.skipped.append(_unreadable(unit, e))
             continue
-        sha256 = unit.sha256()
         version = _version(sha256, build)
         if fresh and was.hash == version:
             registry.touch(unit.key, size, mtime)
             report.unchanged += 1
             continue
-        if registry is not None:
-            registry.begin(unit.key, resolved, version, build)
-        items = _items(unit.read(**opts), report.skipped)
-        if left is not None:
-            items = itertools.islice(items, left)
         pending = _Pending(unit.key, version, sha256, size, mtime, was)
-        for item in items:
-            buffer.append((item, (unit.key, version)))
-            pending.count += 1
-            if len(buffer) >= batch_size:
-                flush()
+        failures, begun = len(report.failed), registry is None
+        try:
+            items = _items(unit.read(**opts), report.skipped)
+            for item in itertools.islice(items, left) if left is not None else items:
+                if not begun:  # registered once it gives an item: a failed source gives none
+                    registry.begin(unit.key, resolved, version, build)
+                    begun = True
+                buffer.append((item, (unit.key, version)))
+                pending.count += 1
+                if len(buffer) >= batch_size:
+                    flush()
+        except OSError as e:
+            report.skipped.append(_unreadable(unit, e))
         if left is not None:
             left -= pending.count
+        if len(report.failed) > failures:  # its earlier version, if any, stays as it was
+            buffer[:] = [b for b in buffer if b[1][0] != unit.key]
+            continue
+        if not begun and was is not None:  # read whole, it gave nothing: that replaces it
+            registry.begin(unit.key, resolved, version, build)
         read.append(pending)
     flush()
     if registry is not None and resolved in ("folder", "pdf") and path.is_dir() and limit is None:

@@ -21,6 +21,7 @@ from typing import Any
 from hopgraph.memory.files import (
     IMAGE_SUFFIXES,
     TEXT_SUFFIXES,
+    Failed,
     Record,
     Skipped,
     load_json,
@@ -223,12 +224,22 @@ def read_pdf(
     try:
         doc = pymupdf.open(path)
     except Exception as e:  # pymupdf raises its own FileDataError and friends
-        yield Skipped(str(path), f"not a readable PDF: {e}")
+        yield Failed(str(path), f"not a readable PDF: {e}")
         return
     with doc:
         if doc.needs_pass:
-            yield Skipped(str(path), "PDF is encrypted")
+            yield Failed(str(path), "PDF is encrypted")
             return
+        if not len(doc):  # PyMuPDF "repairs" a file cut short into a document of no page
+            why = (
+                "damaged (cut short?): PyMuPDF repaired it to 0 pages"
+                if doc.is_repaired
+                else "it has no page"
+            )
+            yield Failed(str(path), f"no page to read: {why}")
+            return
+        if doc.is_repaired:
+            notes.append(f"{path.name}: damaged, repaired by PyMuPDF; {len(doc)} page(s) read")
         folder = None
         if pages_dir is not None:
             folder = pages_dir / f"{path.stem[:60]}-{_sha1_file(path)[:10]}"
