@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.table import Table
@@ -178,8 +178,12 @@ def run(
     )
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
+    if concurrency < 1:
+        refuse(f"--concurrency is how many questions run at once: 1 or more, not {concurrency}")
     if not Path(questions).is_file():
         refuse(f"no questions file at {questions}")
+    if kb and Path(kb).is_file():
+        refuse(f"--kb {kb} is a file, not a knowledge-base folder: name a folder")
     if kb and not (Path(kb) / "chroma").is_dir():
         refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
     if kb and not any(open_kb(kb, sets).counts().values()):
@@ -247,7 +251,20 @@ def run(
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
     )
     if summary.failed:
-        console.print("re-run the same command to retry the failed questions")
+        failed_questions(summary.errors)
+
+
+QUESTIONS_FAILED = 3
+"""``hopgraph run``'s exit status when it ended with questions failed (the rest are kept)."""
+
+
+def failed_questions(errors: list[tuple[str, str]], shown: int = 3) -> NoReturn:
+    """Name the failed questions' first reasons and exit with ``QUESTIONS_FAILED``."""
+    err.print(f"[red]error:[/red] {len(errors)} question(s) failed; the first:")
+    for qid, error in errors[:shown]:
+        err.print(f"  {qid}: {error[:500]}", markup=False, highlight=False)
+    err.print("their traces hold the details; re-run the same command to retry them")
+    raise typer.Exit(QUESTIONS_FAILED)
 
 
 @app.command()
@@ -283,6 +300,8 @@ def ask(
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")
+    if image and not ctx.vlm_model:  # answered blind otherwise; refused like every setup fault
+        refuse("--image needs a vision-language model: set vlm_base_url/vlm_model to one")
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"

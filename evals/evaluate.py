@@ -341,5 +341,6 @@ def load_metrics(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / "metrics.json"
     preds = Path(run_dir) / "predictions.jsonl"
     if path.exists() and not (preds.exists() and preds.stat().st_mtime > path.stat().st_mtime):
+        read_predictions(preds)  # warns of a line it could not read (metrics.json left out)
         return json.loads(path.read_text())
     return evaluate_run(run_dir)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
 from hopgraph.prompts import prompts_for, sha256_file
 
+log = logging.getLogger(__name__)
+
 PACKAGES = (
     "hopgraph",
     "langgraph",
@@ -40,6 +43,44 @@ PACKAGES = (
 
 class RunError(RuntimeError):
     """A run folder cannot be used for this command (another agent or question file)."""
+
+
+class FolderInUse(RunError):
+    """Another local run holds the folder: a second one would answer its questions twice."""
+
+
+class RunLock:
+    """One local run of a folder at a time: an exclusive ``flock`` on ``run.lock``, which names
+    its holder (pid and command). The kernel drops it when the holder exits, even by kill -9,
+    so a crashed run never blocks the next."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / "run.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise FolderInUse(
+                f"{self.path.parent} is in use by another run ({holder or 'a process'}); "
+                "wait for it to end or stop it, then re-run to resume (two runs on one "
+                "folder would answer every question twice), or use another --out"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(['hopgraph', *sys.argv[1:]])}".encode(), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the lock
+            self._fd = None
 
 
 def _sha256(path: Path) -> str:
@@ -210,16 +251,24 @@ def manifest(
 
 # -- predictions file -------------------------------------------------------------------------
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished predictions by id; a torn last line (a crash mid-write) is ignored."""
+    """Finished predictions by id. A line that cannot be read (cut short by a crash mid-write)
+    is left out with a warning naming it: its question counts as unanswered until the run is
+    re-run, which answers it again and rewrites the file without that line."""
     out: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for number, line in enumerate(text.splitlines(), 1):
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        out.setdefault(obj["id"], obj)
+            out.setdefault(obj["id"], obj)
+        except (json.JSONDecodeError, TypeError, KeyError) as e:
+            log.warning(
+                "%s:%d is unreadable (%s; cut short by a crash?) and left out: its question "
+                "counts as unanswered. Re-running the run (the same `hopgraph run` command) "
+                "answers it again and repairs the file",
+                path, number, type(e).__name__ if not isinstance(e, json.JSONDecodeError) else e,
+            )  # fmt: skip
     return out
 
 

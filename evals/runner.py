@@ -29,6 +29,7 @@ from hopgraph.evals.run_folder import (
     Prediction,
     PredictionLog,
     RunError,
+    RunLock,
     _line,
     _rewrite,
     extends,
@@ -68,6 +69,8 @@ class RunSummary:
     skipped_done: int = 0
     finished: int = 0
     failed: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """(question id, error) of each question that failed this sitting, in the order they ended."""
     problems: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -330,9 +333,10 @@ class Runner:
         trace and the prediction line; no question file is written or read."""
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
         self.settings_key = settings_key(fresh)
-        (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
-        pred, records = self.run_question(q)
-        self.accept(pred, records)
+        with RunLock(self.run_dir):
+            (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
+            pred, records = self.run_question(q)
+            self.accept(pred, records)
         return pred
 
     def run(
@@ -350,7 +354,18 @@ class Runner:
         afresh (their prediction, trace and checkpoint are dropped first). After
         ``max_consecutive_failures`` failures in a row (0: never) the run stops with
         ``RunAborted``; questions in flight finish and are recorded first. ``read``: the
-        file's questions and skipped lines where the caller has read it already."""
+        file's questions and skipped lines where the caller has read it already. A local run
+        holds the folder (``RunLock``): a second one on it is refused, naming the first."""
+        if self.shared is not None:  # workers share by claims in the database
+            return self._run(questions_file, limit, concurrency, on_done, redo,
+                             max_consecutive_failures, read)  # fmt: skip
+        with RunLock(self.run_dir):
+            return self._run(questions_file, limit, concurrency, on_done, redo,
+                             max_consecutive_failures, read)  # fmt: skip
+
+    def _run(
+        self, questions_file, limit, concurrency, on_done, redo, max_consecutive_failures, read
+    ) -> RunSummary:
         began = time.perf_counter()
         questions_file = Path(questions_file)
         if not self.ctx.image_roots:  # question images come from beside the question file
@@ -394,6 +409,7 @@ class Runner:
                 self.accept(pred, records)
                 if pred["error"]:
                     summary.failed += 1
+                    summary.errors.append((pred["id"], pred["error"]))
                     in_a_row += 1
                 else:
                     summary.finished += 1
@@ -457,6 +473,8 @@ class Runner:
                 with lock:
                     summary.failed += bool(pred["error"])
                     summary.finished += not pred["error"]
+                    if pred["error"]:
+                        summary.errors.append((pred["id"], pred["error"]))
                 if on_done is not None:
                     on_done(pred, summary)
 

@@ -127,6 +127,13 @@ Row = tuple[str, str, dict[str, Any], float]
 """A stored item as Chroma returns it: id, document, metadata, cosine distance (0 for a get)."""
 
 
+def damaged(e: BaseException) -> bool:
+    """Whether ``e`` says that Chroma's files are corrupt (SQLite's "malformed" or "not a
+    database", as Chroma's Rust bindings or sqlite3 report it)."""
+    text = str(e).lower()
+    return "malformed" in text or "not a database" in text
+
+
 def _unhidden(where: dict | None, hidden: Sequence[str]) -> dict | None:
     """``where``, and while some source version is hidden, not one of those."""
     if not hidden:
@@ -194,6 +201,11 @@ class KnowledgeBase:
             self._client = chroma_client(url=chroma_url)
             self.location = chroma_url
         else:
+            if self.path.exists() and not self.path.is_dir():
+                raise KnowledgeBaseError(
+                    f"{self.path} is a file, not a knowledge-base folder: name a folder "
+                    "(`hopgraph index SOURCE --kb FOLDER` makes one)"
+                )
             if must_exist and not (self.path / "chroma").is_dir():
                 raise KnowledgeBaseError(
                     f"no knowledge base at {self.path}: build one with `hopgraph index SOURCE "
@@ -232,11 +244,37 @@ class KnowledgeBase:
             yield
             return
         written = self.registry.chroma_written if write else None
-        with self._local.use(self.registry.chroma_version, written), self._lock:
-            if self._generation != self._local.generation:  # reopened: collections are stale
-                self._collections.clear()
-                self._generation = self._local.generation
-            yield
+        try:
+            with self._local.use(self.registry.chroma_version, written), self._lock:
+                if self._generation != self._local.generation:  # reopened: stale collections
+                    self._collections.clear()
+                    self._generation = self._local.generation
+                yield
+        except Exception as e:
+            if damaged(e):
+                raise KnowledgeBaseError(self._damaged(e)) from e
+            raise
+
+    def _damaged(self, e: Exception) -> str:
+        """What to say of a KB whose Chroma files cannot be read: which file, and how to
+        rebuild it from the sources its registry names."""
+        folder = self.path
+        try:
+            sources = self.registry.sources()
+        except Exception:  # noqa: BLE001 - the registry may be damaged too
+            sources = []
+        roots = list(dict.fromkeys(
+            str(Path(s.path).parent) if s.format == "folder" else s.path for s in sources
+        ))  # fmt: skip
+        again = "; ".join(f"`hopgraph index {root} --kb {folder}`" for root in roots[:3])
+        if len(roots) > 3:
+            again += f" and {len(roots) - 3} more (`hopgraph kb ls --kb {folder}.damaged`)"
+        return (
+            f"the knowledge base at {folder} is damaged: {folder / 'chroma' / 'chroma.sqlite3'} "
+            f"cannot be read ({str(e).strip()[:200]}). Rebuild it: move the folder aside "
+            f"(`mv {folder} {folder}.damaged`), then index its sources again: "
+            + (again or f"`hopgraph index SOURCE --kb {folder}` for each source it held")
+        )
 
     @property
     def client(self):  # noqa: ANN201 - a chromadb client

@@ -8,6 +8,7 @@ from hopgraph.models.chat import ChatModel, system, user
 from hopgraph.models.embedded import EmbeddedServer
 from hopgraph.models.errors import (
     CapabilityError,
+    ContextWindowError,
     EmbeddedServerError,
     EndpointError,
     HopgraphModelError,
@@ -22,8 +23,9 @@ from hopgraph.models.response_cache import ResponseCache
 from hopgraph.runtime import ProcessCache, process_cache
 
 __all__ = [
-    "CapabilityError", "ChatModel", "EmbeddedServer", "EmbeddedServerError", "EndpointError",
-    "HopgraphModelError", "ImageInputError", "ModelIntegrityError", "ModelNotServedError",
+    "CapabilityError", "ChatModel", "ContextWindowError", "EmbeddedServer",
+    "EmbeddedServerError", "EndpointError", "HopgraphModelError", "ImageInputError",
+    "ModelIntegrityError", "ModelNotServedError",
     "ModelPackageMissing", "ModelWeightsMissing", "StructuredOutputError", "chat_model",
     "embedded_server", "question_model", "system", "user", "vlm_model",
 ]  # fmt: skip
@@ -61,6 +63,7 @@ def _model(
         # the embedded server is judged by progress (streamed; see models.chat)
         stream=server is not None,
         count_prompt_tokens=server.prompt_tokens if server is not None else None,
+        context_window=server.n_ctx if server is not None else 0,
         cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
     ))  # fmt: skip
 

@@ -145,6 +145,7 @@ class ChatModel:
         http_client: httpx.Client | None = None,
         stream: bool = False,
         count_prompt_tokens: Callable[[Sequence[Message]], int] | None = None,
+        context_window: int = 0,
         cache: ResponseCache | None = None,
     ):
         self.base_url = base_url.rstrip("/")
@@ -164,6 +165,7 @@ class ChatModel:
         self.transport = Transport(
             self.base_url, model, api_key=api_key, timeout=timeout, max_retries=max_retries,
             http_client=http_client, stream=stream, count_prompt_tokens=count_prompt_tokens,
+            context_window=context_window,
         )  # fmt: skip
 
     def __repr__(self) -> str:

@@ -11,6 +11,11 @@ class EndpointError(HopgraphModelError):
     """The endpoint cannot be reached or answered with an error after bounded retries."""
 
 
+class ContextWindowError(HopgraphModelError):
+    """A prompt longer than the model's context window: refused before it is sent (no retry
+    can fix it)."""
+
+
 class ModelNotServedError(HopgraphModelError):
     """The endpoint is up but does not serve the requested model name."""
 

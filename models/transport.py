@@ -26,7 +26,12 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from hopgraph.models.errors import EndpointError, HopgraphModelError, ModelNotServedError
+from hopgraph.models.errors import (
+    ContextWindowError,
+    EndpointError,
+    HopgraphModelError,
+    ModelNotServedError,
+)
 
 Message = dict[str, Any]
 
@@ -80,6 +85,7 @@ class Transport:
         http_client: httpx.Client | None = None,
         stream: bool = False,
         count_prompt_tokens: Callable[[Sequence[Message]], int] | None = None,
+        context_window: int = 0,
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -88,6 +94,8 @@ class Transport:
         self.stream = stream
         self.count_prompt_tokens = count_prompt_tokens
         """A streamed reply carries no usage; the embedded server's tokenizer counts it."""
+        self.context_window = context_window
+        """The server's context (n_ctx): a counted prompt of that many tokens is refused."""
         self._http = http_client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
         self.client = openai.OpenAI(
             base_url=self.base_url,
@@ -127,12 +135,20 @@ class Transport:
         sent again (module docstring); a failure raises the model layer's error, carrying
         ``attempts`` and ``call_error``."""
         attempts = 0
+        prompt = self.count_prompt_tokens(messages) if self.count_prompt_tokens else 0
+        if self.context_window and prompt >= self.context_window:
+            message = (
+                f"the prompt is {prompt} tokens, more than the context window of "
+                f"{self.context_window} that {self.model} is served with (n_ctx): shorten the "
+                "question or what it is sent with (fewer contexts, top_k), or raise n_ctx"
+            )
+            raise _failed(ContextWindowError, message, message, 0)
 
         def once() -> ChatCompletion:
             nonlocal attempts
             attempts += 1
             if self.stream:
-                return self._streamed(messages, kwargs, headers)
+                return self._streamed(messages, kwargs, headers, prompt)
             try:
                 return self.client.chat.completions.create(
                     model=self.model, messages=list(messages), extra_headers=headers, **kwargs
@@ -165,10 +181,14 @@ class Transport:
                           attempts) from e  # fmt: skip
 
     def _streamed(
-        self, messages: Sequence[Message], kwargs: dict[str, Any], headers: dict[str, str]
+        self,
+        messages: Sequence[Message],
+        kwargs: dict[str, Any],
+        headers: dict[str, str],
+        prompt: int,
     ) -> ChatCompletion:
         """One streamed chat completion, judged by progress (module docstring), assembled into
-        the ``ChatCompletion`` a plain request returns."""
+        the ``ChatCompletion`` a plain request returns (``prompt``: its counted tokens)."""
         body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
         url = f"{self.base_url}/chat/completions"
         began = time.monotonic()
@@ -227,7 +247,6 @@ class Transport:
         except httpx.TransportError as e:
             request = getattr(e, "request", None) or httpx.Request("POST", url)
             raise openai.APIConnectionError(message=str(e), request=request) from e
-        prompt = self.count_prompt_tokens(messages) if self.count_prompt_tokens else 0
         return ChatCompletion.model_validate(
             {
                 "id": cid,

@@ -90,3 +90,168 @@ def test_a_source_that_turns_unreadable_keeps_its_indexed_version(tmp_path, monk
     assert report.unchanged == 1 and not report.replaced and not report.vanished
     assert "lighthouse" in kb.search("copper lighthouse", k=1)[0]["text"]
     assert len(kb.registry.sources()) == 2
+
+
+def write_questions(path: Path, n: int, long: int = 0) -> None:
+    import json
+
+    lines = [{"id": f"q{i}", "question": f"What is fact {i}?"} for i in range(n)]
+    if long:
+        lines.append({"id": "long", "question": "Why? " * (long // 5)})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_second_local_run_on_a_folder_in_use_is_refused_naming_the_first(tmp_path):
+    """Two `hopgraph run` on one --out both answered every question: 6 lines for 3, traces
+    interleaved. The second is refused (exit 2) while the first holds the folder."""
+    import json
+    import threading
+
+    from scripted_server import ScriptedServer, deterministic_reply
+
+    arrived, go = threading.Event(), threading.Event()
+
+    def held(body):  # the first run's first call waits here until the second has been tried
+        arrived.set()
+        go.wait(60)
+        return deterministic_reply(body)
+
+    write_questions(tmp_path / "q.jsonl", 3)
+    with ScriptedServer(held) as server:
+        args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        first = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *args], cwd=tmp_path, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            assert arrived.wait(120), "the first run never called the model"
+            second = hopgraph(*args, cwd=tmp_path)
+        finally:
+            go.set()
+        out, errors = first.communicate(timeout=120)
+        again = hopgraph(*args, cwd=tmp_path)  # the lock died with its holder: a resume runs
+    assert first.returncode == 0, errors
+    assert second.returncode == 2, second.stderr
+    assert "r is in use by another run (pid " + str(first.pid) in second.stderr
+    ids = [json.loads(x)["id"] for x in (tmp_path / "r" / "predictions.jsonl").open()]
+    assert sorted(ids) == ["q0", "q1", "q2"]
+    assert again.returncode == 0 and "3 already done" in again.stdout, again.stderr
+
+
+def test_a_run_with_a_failed_question_exits_3_and_says_why(tmp_path):
+    from scripted_server import ScriptedServer, deterministic_reply
+
+    def reply(body):
+        if "fact 1?" in str(body["messages"]):
+            raise RuntimeError("the scripted model breaks on q1")
+        return deterministic_reply(body)
+
+    write_questions(tmp_path / "q.jsonl", 3)
+    with ScriptedServer(reply) as server:
+        out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                       "--base-url", server.base_url, "--model", "scripted",
+                       "--set", "max_retries=0", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "2 finished, 1 failed" in out.stdout
+    assert "1 question(s) failed; the first:" in out.stderr
+    assert "q1: " in out.stderr and "the scripted model breaks on q1" in out.stderr
+
+
+def test_a_truncated_predictions_line_is_named_in_a_warning(tmp_path):
+    from scripted_server import ScriptedServer
+
+    write_questions(tmp_path / "q.jsonl", 3)
+    with ScriptedServer() as server:
+        run = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+               "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        assert hopgraph(*run, cwd=tmp_path).returncode == 0
+        lines = (tmp_path / "r" / "predictions.jsonl").read_text()
+        (tmp_path / "r" / "predictions.jsonl").write_text(lines[: len(lines) - 40])  # torn
+        for command in (["eval", "r"], ["compare", "r", "r"]):
+            out = hopgraph(*command, cwd=tmp_path)
+            assert "r/predictions.jsonl:3 is unreadable" in out.stderr, (command, out.stderr)
+            assert "Re-running the run" in out.stderr
+        again = hopgraph(*run, cwd=tmp_path)  # answers it again and repairs the file
+        assert again.returncode == 0 and "1 finished" in again.stdout, again.stderr
+    out = hopgraph("eval", "r", cwd=tmp_path)
+    assert out.returncode == 0 and "unreadable" not in out.stderr
+
+
+def test_a_damaged_kb_is_named_with_how_to_rebuild_it(tmp_path):
+    """A truncated chroma.sqlite3 gave a 72-line traceback from every command, exit 1."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "pier.txt").write_text("Marrowick has a copper lighthouse on its northern pier.")
+    assert hopgraph("index", "corpus", "--kb", "kb", "--no-ocr", cwd=tmp_path).returncode == 0
+    db = tmp_path / "kb" / "chroma" / "chroma.sqlite3"
+    db.write_bytes(db.read_bytes()[: db.stat().st_size // 3])
+    write_questions(tmp_path / "q.jsonl", 1)
+    commands = [
+        ["search", "lighthouse", "--kb", "kb"],
+        ["kb", "ls", "--kb", "kb"],
+        ["kb", "stats", "--kb", "kb"],
+        ["index", "corpus", "--kb", "kb"],
+        ["run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb", "--out", "r",
+         "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
+    ]  # fmt: skip
+    for command in commands:
+        out = hopgraph(*command, cwd=tmp_path)
+        assert out.returncode == 2, (command, out.stderr)
+        assert "Traceback" not in out.stderr, (command, out.stderr)
+        assert "the knowledge base at kb is damaged: kb/chroma/chroma.sqlite3 cannot be read" in (
+            out.stderr
+        ), (command, out.stderr)
+        assert (
+            f"`mv kb kb.damaged`), then index its sources again: `hopgraph index {corpus} --kb kb`"
+            in (out.stderr)
+        ), (command, out.stderr)
+
+
+def test_the_minor_refusals_exit_2_and_say_what_is_wrong(tmp_path):
+    write_questions(tmp_path / "q.jsonl", 1)
+    base = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+            "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
+    for n in ("0", "-3"):
+        out = hopgraph(*base, "--concurrency", n, cwd=tmp_path)
+        assert out.returncode == 2 and f"1 or more, not {n}" in out.stderr, out.stderr
+    (tmp_path / "afile").write_text("not a KB")
+    out = hopgraph(*base, "--kb", "afile", cwd=tmp_path)
+    assert out.returncode == 2 and "--kb afile is a file, not a knowledge-base folder" in out.stderr
+    for command in (["search", "x", "--kb", "afile"], ["index", "q.jsonl", "--kb", "afile"]):
+        out = hopgraph(*command, cwd=tmp_path)
+        assert out.returncode == 2 and "afile is a file, not a knowledge-base folder" in out.stderr
+        assert "File exists" not in out.stderr
+    (tmp_path / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    out = hopgraph("ask", "What is shown?", "--image", "pic.png", "--base-url",
+                   "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "--image needs a vision-language model" in out.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(
+    __import__("importlib.util").util.find_spec("llama_cpp") is None,
+    reason="llama-cpp-python[server] not installed: pip install 'hopgraph[local]'",
+)
+def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_path):
+    """A 200,000-character question failed after 3 attempts as "cannot reach model endpoint
+    ... the reply stream ended before [DONE]"; the server's log said the prompt exceeded its
+    context window. It is counted before it is sent, and refused without a retry."""
+    import json
+
+    write_questions(tmp_path / "q.jsonl", 1, long=200_000)
+    out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                   "--set", "model=smollm2-135m", "--set", "n_ctx=2048", cwd=tmp_path,
+                   timeout=600)  # fmt: skip
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "1 finished, 1 failed" in out.stdout
+    assert "long: ContextWindowError: the prompt is " in out.stderr
+    assert "more than the context window of 2048" in out.stderr
+    trace = [json.loads(x) for x in (tmp_path / "r" / "traces" / "long.jsonl").open()]
+    calls = [
+        r["data"]
+        for r in trace
+        if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
+    ]
+    assert len(calls) == 1 and calls[0]["attempts"] == 0, calls  # never sent, never re-sent
