@@ -163,6 +163,23 @@ def _nearest(
     ]  # fmt: skip
 
 
+def _nearest_visible(
+    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None, hidden: list[str]
+) -> list[Row]:
+    """``_nearest`` less the hidden versions' items. While some are hidden (a source being
+    written or replaced), twice ``n`` are fetched and filtered here; only where that leaves
+    fewer than ``n`` is the query repeated with the filter in the engine, whose ``$nin`` over
+    every item's metadata costs in proportion to the collection."""
+    if not hidden:
+        return _nearest(col, vec, n, radius, where)
+    rows = _nearest(col, vec, 2 * n, radius, where)
+    gone = set(hidden)
+    kept = [r for r in rows if r[2].get("src_hash") not in gone]
+    if len(kept) >= n or len(rows) < 2 * n:  # enough, or the collection has no more
+        return kept[:n]
+    return _nearest(col, vec, n, radius, _unhidden(where, hidden))
+
+
 def _rows(res: dict) -> list[Row]:
     return [
         (i, d or "", m or {}, 0.0)
@@ -556,11 +573,11 @@ class KnowledgeBase:
         """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
         distance (MMAPG's query_radius; at most ``max_hits``), best first. ``derived`` False
         keeps only original items, True only derived ones (triplets); None both."""
-        with self._chroma():  # an empty KB needs no query vector; another embedder's, refused
-            wanted = [
+        with self._chroma():  # a KB without the collection needs no query vector; another
+            wanted = [  # embedder's collection is refused. No count: it grows with the KB
                 modality
                 for modality in modalities or MODALITIES
-                if (col := self.collection(modality, create=False)) is not None and col.count()
+                if self.collection(modality, create=False) is not None
             ]
         if not wanted:
             return []
@@ -573,15 +590,13 @@ class KnowledgeBase:
         if derived is not None:
             clauses.append({"parent": {"$ne": ""}} if derived else {"parent": ""})
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        where = _unhidden(where, self.hidden())
+        hidden = self.hidden()
         n = max_hits if radius is not None else k
         rows: list[Row] = []
         with self._chroma():
             for modality in wanted:
                 col = self.collection(modality, create=False)
-                size = col.count() if col is not None else 0
-                if size:
-                    rows += _nearest(col, vec, min(n, size), radius, where)
+                rows += _nearest_visible(col, vec, n, radius, where, hidden)
         hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]
@@ -701,15 +716,14 @@ class KnowledgeBase:
         from hopgraph.models.embedders import image_embedder
 
         with self._chroma():
-            col = self.visual_collection()
-            size = col.count() if col is not None else 0
-        if not size:
-            return []
+            if self.visual_collection() is None:
+                return []
         vec = image_embedder(self.image_embedder_name).encode_texts([query])[0]
-        n = min(max_hits if radius is not None else k, size)
+        n = max_hits if radius is not None else k
+        hidden = self.hidden()
         with self._chroma():
             col = self.visual_collection()  # the client may have been reopened meanwhile
-            rows = _nearest(col, vec, n, radius, _unhidden(None, self.hidden()))
+            rows = _nearest_visible(col, vec, n, radius, None, hidden)
         hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
         return hits if radius is not None else hits[:k]
 
