@@ -79,6 +79,11 @@ class LocalChroma:
                 if written is not None:
                     self._seen = written()
 
+    @property
+    def seen(self) -> int | None:
+        """The folder's write counter as of the last use (this process's writes included)."""
+        return self._seen
+
     def close(self) -> None:
         with self._flock, self._lock:
             if self.client is not None:

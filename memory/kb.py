@@ -127,6 +127,11 @@ Row = tuple[str, str, dict[str, Any], float]
 """A stored item as Chroma returns it: id, document, metadata, cosine distance (0 for a get)."""
 
 
+ABSENT_FOR = 10.0
+"""Seconds a server KB trusts that a modality has no collection before asking again (a
+collection another machine creates is searched at most this late)."""
+
+
 def damaged(e: BaseException) -> bool:
     """Whether ``e`` says that Chroma's files are corrupt (SQLite's "malformed" or "not a
     database", as Chroma's Rust bindings or sqlite3 report it)."""
@@ -234,6 +239,8 @@ class KnowledgeBase:
             self.location = str(self.path)
         self._generation = -1
         self._collections: dict[str, Any] = {}
+        self._absent: dict[str, float | None] = {}
+        """Modalities found to have no collection, and when (``_known_absent``)."""
         self._embedder = None
         self._vectors: dict[str, tuple[Any, list[str], np.ndarray]] = {}
         self._lock = threading.RLock()
@@ -335,10 +342,14 @@ class KnowledgeBase:
             name = COLLECTION_PREFIX + modality
             if create:
                 col = cosine_collection(self.client, name, self.embedder_name, modality=modality)
+                self._absent.pop(modality, None)
             else:
+                if self._known_absent(modality):
+                    return None  # not asked again on every search
                 try:
                     col = self.client.get_collection(name, embedding_function=None)
                 except Exception:  # chromadb raises NotFoundError (varies by version)
+                    self._absent[modality] = self._absence_stamp()
                     return None
             indexed_with = (col.metadata or {}).get("embedder")
             if indexed_with and indexed_with != self.embedder_name:
@@ -349,6 +360,19 @@ class KnowledgeBase:
                 )
             self._collections[modality] = col
             return col
+
+    def _absence_stamp(self) -> float | None:
+        """When a modality was found absent: a local KB's write counter, a server's clock."""
+        return self._local.seen if self._local is not None else time.monotonic()
+
+    def _known_absent(self, modality: str) -> bool:
+        """Found absent with no write since (local), or within ``ABSENT_FOR`` (server)."""
+        if modality not in self._absent:
+            return False
+        stamp = self._absent[modality]
+        if self._local is not None:
+            return stamp is not None and stamp == self._local.seen
+        return time.monotonic() - stamp < ABSENT_FOR
 
     def counts(self) -> dict[str, int]:
         """Items stored per modality (a version being written or removed included)."""
