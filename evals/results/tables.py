@@ -462,6 +462,15 @@ TABLES: list[RunTable | BenchTable] = [
         "benchmarks/results/kb-reindex.json",
     ),
     BenchTable(
+        "Knowledge base",
+        "search cost as the KB grows, local and on a Chroma server",
+        "Not a paper claim: no operation's cost may grow with the KB beyond the engine's own; "
+        "hopgraph's search within 1.5x of the same Chroma query at 1M vectors.",
+        ["kb-scale.json"],
+        "benchmarks/bench_kb_scale.py:render",
+        command="python benchmarks/bench_kb_scale.py --out benchmarks/results/kb-scale.json",
+    ),
+    BenchTable(
         "Every method",
         "calls, depth and throughput against a latency model of a batching GPU server",
         "Not a paper claim: on a GPU server the speed a user sees depends on the LLM rounds one "
