@@ -103,6 +103,10 @@ class Context:
     kb_dir: str = field(default="kb", metadata=OPERATOR)
     chroma_url: str = field(default="", metadata=OPERATOR)
     """A Chroma server (http://host:port) for a shared knowledge base; empty: local files."""
+    registry_url: str = field(default="", metadata=OPERATOR)
+    """PostgreSQL (postgresql://user@host/db) keeping the source registry of a KB on a Chroma
+    server, where every machine that uses the KB reaches it; empty: a local KB keeps its own
+    SQLite file, and a server KB has none (its lifecycle commands refuse, naming this)."""
     prompts_dir: str = field(default="", metadata=OPERATOR)
     """A user folder whose ``.j2`` files override the built-in templates by name."""
 
@@ -281,7 +285,19 @@ class Context:
         d = dataclasses.asdict(self)
         if d.get("api_key") not in ("", "EMPTY"):
             d["api_key"] = "***"
+        d["registry_url"] = redacted_url(d.get("registry_url", ""))
         return d
+
+
+def redacted_url(url: str) -> str:
+    """A database URL with its password replaced by ***, for manifests and messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url) if url else None
+    if parts is None or parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{netloc[-1]}"))
 
 
 class ClientContext(Context):
@@ -325,8 +341,8 @@ SERVING_FIELDS = frozenset(
     {
         "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
         "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
-        "chroma_url", "prompts_dir", "response_cache", "image_roots", "limit_question_chars",
-        "limit_images", "limit_image_pixels", "limit_knobs",
+        "chroma_url", "registry_url", "prompts_dir", "response_cache", "image_roots",
+        "limit_question_chars", "limit_images", "limit_image_pixels", "limit_knobs",
     }
 )  # fmt: skip
 """Fields that say where and how fast a run is served, not what it answers (a record may resume

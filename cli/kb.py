@@ -74,6 +74,8 @@ def index(
         refuse(f"--ocr {ocr}: {e}")
     new_folder = not Path(kb).exists()
     store = open_kb(kb, sets)
+    if store.registry is None:  # a server KB would keep every version of an edited file
+        refuse(no_registry(store))
     derive = None
     if triplets:
         from hopgraph.agents.triplets import extract_triplets
@@ -144,7 +146,7 @@ def index(
         )
     nothing = report.added == 0 and report.existing == 0 and not report.unchanged
     if nothing and report.failed:
-        if new_folder and store.registry is not None:  # leave no empty KB behind
+        if new_folder and store.is_local:  # leave no empty KB behind
             forget_kb(store)
         refuse(
             f"nothing was indexed from {source}: "
@@ -233,10 +235,19 @@ kb_app = typer.Typer(
 app.add_typer(kb_app, name="kb")
 
 
+def no_registry(store) -> str:  # noqa: ANN001 - a KnowledgeBase
+    return (
+        f"{store.location} is a Chroma server and no source registry is configured for it, so "
+        "an edited source would keep its old version there: set registry_url to a PostgreSQL "
+        "database every machine using this KB reaches (--set registry_url=postgresql://user@"
+        "host/db, or HOPGRAPH_REGISTRY_URL)"
+    )
+
+
 def _registered(kb: str, sets):  # noqa: ANN001, ANN202
     store = open_kb(kb, sets, must_exist=True)
     if store.registry is None:
-        refuse(f"{store.location} is a Chroma server: hopgraph keeps no source registry for it")
+        refuse(no_registry(store))
     return store
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
 from hopgraph.memory.evidence import Evidence, evidence
-from hopgraph.memory.registry import SourceRegistry
+from hopgraph.memory.registry import RegistryUnreachable, SourceRegistry
 
 MODALITIES = ("text", "table", "image", "page")
 COLLECTION_PREFIX = "hopgraph-"
@@ -199,14 +199,17 @@ def _cache_name(doc: str) -> str:
 class KnowledgeBase:
     """Chroma collections per modality, local files (``PersistentClient``) or a server.
 
-    A local KB keeps a source registry (``self.registry``); a KB on a Chroma server has none
-    (its sources cannot be listed, replaced or removed one by one)."""
+    Every KB keeps a source registry (``self.registry``): a local one in its folder, a KB on
+    a Chroma server in the PostgreSQL database ``registry_url`` names, which every machine that
+    uses it reaches. A server KB with no ``registry_url`` has none: its sources cannot be
+    listed, replaced or removed one by one, and the commands that would say so."""
 
     def __init__(
         self,
         path: str | Path = "kb",
         *,
         chroma_url: str = "",
+        registry_url: str = "",
         embedder: str = "all-MiniLM-L6-v2",
         image_embedder: str = "",
         batch_size: int = 16,
@@ -222,6 +225,11 @@ class KnowledgeBase:
         if chroma_url:
             self._client = chroma_client(url=chroma_url)
             self.location = chroma_url
+            if registry_url:
+                try:
+                    self.registry = SourceRegistry(url=registry_url)
+                except RegistryUnreachable as e:
+                    raise KnowledgeBaseError(str(e)) from e
         else:
             if self.path.exists() and not self.path.is_dir():
                 raise KnowledgeBaseError(
@@ -253,6 +261,7 @@ class KnowledgeBase:
         return cls(
             ctx.kb_dir,
             chroma_url=ctx.chroma_url,
+            registry_url=ctx.registry_url,
             embedder=ctx.text_embedder,
             image_embedder=ctx.image_embedder,
             batch_size=ctx.embed_batch_size,
@@ -384,10 +393,17 @@ class KnowledgeBase:
         return out
 
     # -- how it was built -------------------------------------------------------------------
+    @property
+    def is_local(self) -> bool:
+        """Whether its Chroma lives in its own folder (else on a server)."""
+        return self._local is not None
+
     def record_build(self, settings: dict[str, Any]) -> None:
         """Append one index run's settings (source, format, OCR engine ...) to ``builds.jsonl``;
-        a KB on a Chroma server keeps none."""
-        if self.location == str(self.path):
+        a server KB's registry keeps them; one with no registry keeps none."""
+        if not self.is_local and self.registry is not None:
+            self.registry.record_build(settings)
+        if self.is_local:
             path = self.path / BUILDS
             torn = path.exists() and not path.read_bytes().endswith(b"\n")  # a crash mid-line
             with open(path, "a", encoding="utf-8") as f:
@@ -396,9 +412,11 @@ class KnowledgeBase:
     def build_settings(self) -> list[dict[str, Any]]:
         """The distinct settings it was indexed with, first seen first; [] where unknown (a KB
         built before they were recorded, or on a server)."""
+        if not self.is_local:
+            return self.registry.builds() if self.registry is not None else []
         out: list[dict[str, Any]] = []
         path = self.path / BUILDS
-        if self.location == str(self.path) and path.exists():
+        if path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
                 try:
                     settings = json.loads(line)

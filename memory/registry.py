@@ -28,20 +28,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hopgraph.config import redacted_url
+
 REGISTRY = "sources.sqlite"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
     path TEXT PRIMARY KEY,
     format TEXT NOT NULL,
-    size INTEGER NOT NULL DEFAULT 0,
-    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    size BIGINT NOT NULL DEFAULT 0,
+    mtime_ns BIGINT NOT NULL DEFAULT 0,
     sha256 TEXT,
     hash TEXT,
     pending TEXT,
     build TEXT NOT NULL DEFAULT '{}',
     complete INTEGER NOT NULL DEFAULT 1,
-    indexed_at REAL
+    indexed_at DOUBLE PRECISION
 );
 CREATE TABLE IF NOT EXISTS holds (
     path TEXT NOT NULL,
@@ -54,8 +56,45 @@ CREATE INDEX IF NOT EXISTS holds_item ON holds (item);
 CREATE TABLE IF NOT EXISTS retired (hash TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS garbage (item TEXT PRIMARY KEY, modality TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('chroma', '0');
+CREATE TABLE IF NOT EXISTS builds (settings TEXT PRIMARY KEY, first_seen DOUBLE PRECISION);
+INSERT INTO meta VALUES ('chroma', '0') ON CONFLICT DO NOTHING
 """
+"""Valid SQL for SQLite and PostgreSQL alike (null-safe comparisons as IS [NOT] DISTINCT FROM,
+upserts as ON CONFLICT), with ? placeholders that ``_Conn`` gives PostgreSQL as %s."""
+
+PG_SCHEMA = "hopgraph_registry"
+"""The PostgreSQL schema the registry's tables live in (one server KB per database)."""
+
+PG_LOCK = 7_251_031
+"""The advisory lock every write transaction of a PostgreSQL registry takes first: writers
+queue, as SQLite's BEGIN IMMEDIATE makes them."""
+
+
+class RegistryUnreachable(RuntimeError):
+    """The registry's database cannot be reached or used; the message names it."""
+
+
+class _Conn:
+    """One connection, SQLite's or PostgreSQL's (psycopg), taking the registry's SQL."""
+
+    def __init__(self, raw: Any, pg: bool):
+        self.raw, self.pg = raw, pg
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.pg else sql
+
+    def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        return self.raw.execute(self._sql(sql), tuple(params))
+
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        if not self.pg:
+            self.raw.executemany(sql, rows)
+        elif rows:
+            with self.raw.cursor() as cur:
+                cur.executemany(self._sql(sql), rows)
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 @dataclass
@@ -82,31 +121,61 @@ class Source:
 
 
 class SourceRegistry:
-    """The registry of one local KB folder (thread-safe; several processes may share it)."""
+    """The registry of one KB (thread-safe; several processes may share it): a SQLite file in
+    a local KB's folder, or, with ``url``, a PostgreSQL database every machine that uses a KB
+    on a Chroma server reaches (``registry_url``)."""
 
-    def __init__(self, folder: str | Path):
-        self.file = Path(folder) / REGISTRY
-        self.file.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, folder: str | Path | None = None, *, url: str = ""):
+        self.url = url
+        self.file = Path(folder) / REGISTRY if folder is not None and not url else None
+        if self.file is not None:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.where = redacted_url(url) if url else str(self.file)
+        """Where it lives, as messages name it (no password)."""
         self._local = threading.local()
-        self._db().executescript(SCHEMA)  # each statement commits on its own
+        db = self._db()
+        for statement in SCHEMA.split(";"):  # each statement commits on its own
+            if statement.strip():
+                db.execute(statement)
 
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.file, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            # WAL + NORMAL survives a killed process (a power cut may lose the last commits,
-            # which the next index redoes): one fsync a checkpoint, not one per source
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=60000")
+            conn = _Conn(self._connect(), pg=bool(self.url))
             self._local.conn = conn
         return conn
+
+    def _connect(self) -> Any:
+        if self.url:
+            import psycopg
+
+            try:
+                raw = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+                raw.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
+                raw.execute(f"SET search_path TO {PG_SCHEMA}")
+            except psycopg.Error as e:
+                raise RegistryUnreachable(
+                    f"the source registry at {self.where} (registry_url) cannot be used: "
+                    f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+                ) from e
+            return raw
+        raw = sqlite3.connect(self.file, timeout=60, isolation_level=None)
+        raw.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL survives a killed process (a power cut may lose the last commits,
+        # which the next index redoes): one fsync a checkpoint, not one per source
+        raw.execute("PRAGMA synchronous=NORMAL")
+        raw.execute("PRAGMA busy_timeout=60000")
+        return raw
 
     @contextmanager
     def _tx(self):
         """One write transaction, taken at once (two writers queue rather than deadlock)."""
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
+        if db.pg:
+            db.execute("BEGIN")
+            db.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK,))
+        else:
+            db.execute("BEGIN IMMEDIATE")
         try:
             yield db
             db.execute("COMMIT")
@@ -128,7 +197,10 @@ class SourceRegistry:
 
     def chroma_written(self) -> int:
         with self._tx() as db:
-            db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chroma'")
+            db.execute(
+                "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) "
+                "WHERE key = 'chroma'"
+            )
             return int(db.execute("SELECT value FROM meta WHERE key='chroma'").fetchone()[0])
 
     def sources(self) -> list[Source]:
@@ -147,6 +219,18 @@ class SourceRegistry:
                 "FROM sources ORDER BY path"
             )
         ]
+
+    def builds(self) -> list[dict[str, Any]]:
+        """The distinct build settings recorded (a server KB's; a local one keeps a file)."""
+        rows = self._db().execute("SELECT settings FROM builds ORDER BY first_seen, settings")
+        return [json.loads(r[0]) for r in rows]
+
+    def record_build(self, settings: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO builds VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (json.dumps(settings, sort_keys=True), time.time()),
+            )
 
     def get(self, path: str) -> Source | None:
         return next((s for s in self.sources() if s.path == path), None)
@@ -198,8 +282,9 @@ class SourceRegistry:
                 "SELECT h.item, o.hash FROM holds h "
                 "JOIN holds o ON o.item = h.item AND o.path != h.path "
                 "JOIN sources s ON o.path = s.path AND o.hash = s.hash "
-                "WHERE h.path = ? AND h.hash IS NOT ? "
-                "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? AND hash IS ?)",
+                "WHERE h.path = ? AND h.hash IS DISTINCT FROM ? "
+                "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? "
+                "AND hash IS NOT DISTINCT FROM ?)",
                 (path, keep, path, keep),
             )
         )
@@ -210,8 +295,9 @@ class SourceRegistry:
         version left pending by a crash, and not this one, is retired."""
         with self._tx() as db:
             db.execute(
-                "INSERT OR IGNORE INTO retired SELECT pending FROM sources WHERE path = ? "
-                "AND pending IS NOT NULL AND pending != ? AND pending IS NOT hash",
+                "INSERT INTO retired SELECT pending FROM sources WHERE path = ? "
+                "AND pending IS NOT NULL AND pending != ? AND pending IS DISTINCT FROM hash "
+                "ON CONFLICT DO NOTHING",
                 (path, version),
             )
             db.execute(
@@ -225,7 +311,7 @@ class SourceRegistry:
         """Record that ``version`` of ``path`` produced these (item id, modality) pairs."""
         rows = [(path, version, i, m) for i, m in items]
         with self._tx() as db:
-            db.executemany("INSERT OR IGNORE INTO holds VALUES (?, ?, ?, ?)", rows)
+            db.executemany("INSERT INTO holds VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
             # an item queued by an earlier version and held again (a reverted edit) stays
             db.executemany("DELETE FROM garbage WHERE item = ?", [(r[2],) for r in rows])
 
@@ -250,8 +336,8 @@ class SourceRegistry:
                 "SELECT 1 FROM sources WHERE path = ? AND hash IS NULL", (path,)
             ).fetchone():
                 db.execute(
-                    "INSERT OR IGNORE INTO retired SELECT pending FROM sources "
-                    "WHERE path = ? AND pending IS NOT NULL",
+                    "INSERT INTO retired SELECT pending FROM sources "
+                    "WHERE path = ? AND pending IS NOT NULL ON CONFLICT DO NOTHING",
                     (path,),
                 )
                 self._drop(db, path, keep=None)
@@ -277,27 +363,29 @@ class SourceRegistry:
             db.executemany("DELETE FROM garbage WHERE item = ?", [(i,) for i in items])
 
     @staticmethod
-    def _drop(db: sqlite3.Connection, path: str, keep: str | None) -> int:
+    def _drop(db: _Conn, path: str, keep: str | None) -> int:
         """Queue as garbage the items of ``path``'s versions other than ``keep`` that neither
         ``keep`` nor another live source holds; retire those versions' hashes."""
         before = db.execute("SELECT COUNT(*) FROM garbage").fetchone()[0]
         db.execute(
-            "INSERT OR IGNORE INTO garbage SELECT h.item, h.modality FROM holds h "
-            "WHERE h.path = ? AND h.hash IS NOT ? "
-            "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? AND hash IS ?) "
+            "INSERT INTO garbage SELECT h.item, h.modality FROM holds h "
+            "WHERE h.path = ? AND h.hash IS DISTINCT FROM ? "
+            "AND h.item NOT IN (SELECT item FROM holds WHERE path = ? "
+            "AND hash IS NOT DISTINCT FROM ?) "
             "AND h.item NOT IN (SELECT o.item FROM holds o JOIN sources s "
-            "ON o.path = s.path AND o.hash = s.hash WHERE o.path != ?)",
+            "ON o.path = s.path AND o.hash = s.hash WHERE o.path != ?) ON CONFLICT DO NOTHING",
             (path, keep, path, keep, path),
         )
         db.execute(
-            "INSERT OR IGNORE INTO retired SELECT DISTINCT hash FROM holds "
-            "WHERE path = ? AND hash IS NOT ?",
+            "INSERT INTO retired SELECT DISTINCT hash FROM holds "
+            "WHERE path = ? AND hash IS DISTINCT FROM ? ON CONFLICT DO NOTHING",
             (path, keep),
         )
         db.execute(
-            "INSERT OR IGNORE INTO retired SELECT hash FROM sources "
-            "WHERE path = ? AND hash IS NOT NULL AND hash IS NOT ?",
+            "INSERT INTO retired SELECT hash FROM sources "
+            "WHERE path = ? AND hash IS NOT NULL AND hash IS DISTINCT FROM ? "
+            "ON CONFLICT DO NOTHING",
             (path, keep),
         )
-        db.execute("DELETE FROM holds WHERE path = ? AND hash IS NOT ?", (path, keep))
+        db.execute("DELETE FROM holds WHERE path = ? AND hash IS DISTINCT FROM ?", (path, keep))
         return db.execute("SELECT COUNT(*) FROM garbage").fetchone()[0] - before

@@ -36,3 +36,81 @@ def town_kb(tmp_path_factory):
         [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
     )
     return path
+
+
+PG_BIN = sorted(Path(p) for p in __import__("glob").glob("/usr/lib/postgresql/*/bin"))
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server on loopback for the session (.ci/run installs the package)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from hopgraph.models.embedded import free_port
+
+    if not PG_BIN:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
+    # not under pytest's tmp (private to root): the server's own user must reach it
+    data = Path(tempfile.mkdtemp(prefix="hopgraph-pg-")) / "data"
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_pg:  # the server refuses to run as root
+        shutil.chown(data.parent, "postgres")
+    port = free_port()
+
+    def run(*cmd):
+        return subprocess.run([*as_pg, *cmd], check=True, capture_output=True, timeout=120)
+
+    run(str(PG_BIN[-1] / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
+    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-w", "-l", str(data.parent / "log"), "-o",
+        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")  # fmt: skip
+    yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+    shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def fresh_database(postgres: str, name: str) -> str:
+    """A new empty database on the ``postgres`` server; its URL."""
+    import psycopg
+
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """``chroma run`` from this environment on a free loopback port."""
+    import shutil
+    import subprocess
+    import time
+
+    import httpx
+
+    from hopgraph.models.embedded import free_port
+
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists() and shutil.which("chroma") is None:
+        pytest.skip("the chroma CLI is not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(chroma if chroma.exists() else "chroma"), "run", "--path", str(tmp_path / "srv"),
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("chroma server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)

@@ -2,44 +2,16 @@
 claims questions atomically, and a worker killed with -9 loses nothing (its question is picked
 up by another, which resumes it from the shared checkpoint)."""
 
-import glob
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-import pytest
 from scripted_server import ScriptedServer
 
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.models.embedded import free_port
-
-BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    if not BIN:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
-    # not under pytest's tmp (private to root): the server's own user must reach it
-    data = Path(tempfile.mkdtemp(prefix="hopgraph-pg-")) / "data"
-    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_pg:  # the server refuses to run as root
-        shutil.chown(data.parent, "postgres")
-    port = free_port()
-    run = lambda *cmd: subprocess.run([*as_pg, *cmd], check=True, capture_output=True, timeout=120)  # noqa: E731
-    run(f"{BIN[-1]}/initdb", "-D", str(data), "-U", "postgres", "--auth=trust")
-    run(f"{BIN[-1]}/pg_ctl", "-D", str(data), "-w", "-l", str(data.parent / "log"), "-o",
-        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")  # fmt: skip
-    yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    run(f"{BIN[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
-    shutil.rmtree(data.parent, ignore_errors=True)
 
 
 def test_two_workers_share_a_run_and_one_killed_loses_nothing(tmp_path, postgres):

@@ -1,0 +1,102 @@
+"""A KB on a Chroma server keeps every guarantee of a local one when its source registry lives in
+PostgreSQL (``registry_url``): a real ``chroma run`` and a real PostgreSQL on loopback, driven
+through the CLI as a user on several machines would."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import fresh_database
+from scripted_server import ScriptedServer
+
+
+def hopgraph(*args, cwd, timeout=300):
+    env = {**os.environ, "COLUMNS": "300"}
+    return subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, env=env,
+    )  # fmt: skip
+
+
+def texts(out: str) -> str:
+    return out.lower()
+
+
+def test_an_edited_file_on_a_server_kb_replaces_its_old_version(tmp_path, chroma_server, postgres):
+    """On a Chroma server an edited file kept both versions ("a green heron named Pim" beside
+    "a red fox named Tor"), `kb ls` and `kb rm` refused, `--prune` removed nothing, and a run
+    could not tell that the KB changed under its record."""
+    registry = fresh_database(postgres, "kb_edit")
+    server = ["--set", f"chroma_url={chroma_server}", "--set", f"registry_url={registry}"]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "pets.txt").write_text("A green heron named Pim lives by the mill pond.")
+    (corpus / "mill.txt").write_text("The mill of Tollen grinds barley every autumn.")
+    (corpus / "gone.txt").write_text("The lighthouse of Marrowick is painted copper.")
+    out = hopgraph("index", "corpus", *server, "--no-ocr", cwd=tmp_path)
+    assert out.returncode == 0 and "3 added" in out.stdout, out.stdout + out.stderr
+
+    (tmp_path / "q.jsonl").write_text(
+        '{"id": "a", "question": "Which animal lives by the pond?"}\n'
+    )
+    with ScriptedServer() as model:
+        run = ["run", "--agent", "rag", "--questions", "q.jsonl", "--out", "r", *server,
+               "--base-url", model.base_url, "--model", "scripted"]  # fmt: skip
+        out = hopgraph(*run, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+
+        (corpus / "pets.txt").write_text("A red fox named Tor lives by the mill pond.")
+        (corpus / "gone.txt").unlink()
+        out = hopgraph("index", "corpus", *server, "--no-ocr", "--prune", cwd=tmp_path)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "1 changed source(s) replaced" in out.stdout and "removed" in out.stdout
+
+        found = hopgraph("search", "an animal by the mill pond", *server, cwd=tmp_path)
+        assert found.returncode == 0, found.stderr
+        assert "fox named tor" in texts(found.stdout) and "heron" not in texts(found.stdout)
+        found = hopgraph("search", "the copper lighthouse", *server, cwd=tmp_path)
+        assert "marrowick" not in texts(found.stdout)
+
+        listed = hopgraph("kb", "ls", *server, "--json", cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        sources = json.loads(listed.stdout)
+        paths = sorted(Path(s["path"]).name for s in sources)
+        assert paths == ["mill.txt", "pets.txt"]
+        import hashlib
+
+        pets = next(s for s in sources if s["path"].endswith("pets.txt"))
+        digest = hashlib.sha256(b"pets.txt\0" + (corpus / "pets.txt").read_bytes()).hexdigest()
+        assert pets["sha256"] == digest and pets["pending"] is None
+
+        (tmp_path / "q.jsonl").write_text(
+            '{"id": "a", "question": "Which animal lives by the pond?"}\n'
+            '{"id": "b", "question": "What does the mill grind?"}\n'
+        )
+        out = hopgraph(*run, cwd=tmp_path)  # the record's KB changed under it
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "a source changed" in out.stderr
+
+    # the registry's password never reaches a record
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["context"]["registry_url"] == registry  # (this one has none)
+
+
+def test_a_server_kb_without_a_registry_is_refused_naming_the_setting(tmp_path, chroma_server):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "pets.txt").write_text("A green heron named Pim lives by the mill pond.")
+    server = ["--set", f"chroma_url={chroma_server}"]
+    for command in (["index", "corpus", "--no-ocr"], ["kb", "ls"], ["kb", "rm", "x"]):
+        out = hopgraph(*command, *server, cwd=tmp_path)
+        assert out.returncode == 2, (command, out.stderr)
+        assert "no source registry is configured" in out.stderr
+        assert "registry_url=postgresql://" in out.stderr
+
+
+def test_a_registry_password_is_kept_out_of_manifests_and_messages():
+    from hopgraph.config import Context
+
+    ctx = Context(registry_url="postgresql://kb:s3cret@db.example:5432/kb")
+    assert ctx.as_dict()["registry_url"] == "postgresql://kb:***@db.example:5432/kb"
