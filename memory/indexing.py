@@ -160,6 +160,8 @@ def index_source(
     ocr: str = "auto",
     prune: bool = False,
     on_batch: Callable[[IndexReport], None] | None = None,
+    worker: str = "",
+    lease_seconds: float = 60.0,
 ) -> IndexReport:
     """Read ``source`` and add its items; already indexed items are counted, not re-embedded.
 
@@ -175,7 +177,13 @@ def index_source(
     the visual space when the KB's image embedder (CLIP / SigLIP) has weights here; else a note
     says so once. The settings are recorded with the KB (``builds.jsonl``) before anything is
     read, so a run's manifest names the KB it read and a record never resumes on one built
-    another way."""
+    another way.
+
+    Several indexers (processes, machines) may index one KB at once: each source it reads is
+    leased to one of them (``worker``, renewed while it reads, released at its commit), so a
+    source is read once; one another indexer holds is tried again when the rest is done, and
+    taken over when its lease (``lease_seconds``) runs out unrenewed (the holder died). A
+    source leased with other build settings is refused (``LeaseConflict``)."""
     began = time.perf_counter()
     path = Path(source)
     resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -227,10 +235,12 @@ def index_source(
                 continue
             if not done.count and done.was is None:
                 registry.discard(done.key)  # nothing to hold: read (and reported) next time
+                lease.release(done.key)
                 continue
             kb.keep_shared(done.key, done.version)
             registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
                             complete=done.key not in underived)  # fmt: skip
+            lease.release(done.key)
             if done.was is not None and done.was.hash:
                 report.replaced.append(done.key)
         if read and registry is not None:
@@ -241,25 +251,34 @@ def index_source(
             on_batch(report)
 
     left = limit
-    for unit in units:
-        if left is not None and left <= 0:
-            break
+    lease = Lease(registry, worker or worker_id(), build, lease_seconds)
+
+    def index_unit(unit: SourceUnit) -> bool:
+        """Read one source into the buffer (or find it unchanged); False where another
+        indexer holds it now (it is tried again once the others are done)."""
+        nonlocal left
         try:
             size, mtime = unit.stat()
             was = known.get(unit.key)
-            fresh = was is not None and not was.pending and was.complete
-            if fresh and was.build == build and (was.size, was.mtime_ns) == (size, mtime):
+            if not _fresh(was, build, size, mtime):
+                if not lease.claim(unit.key):
+                    return False
+                was = registry.get(unit.key) if registry is not None else None  # as it is now
+            if _fresh(was, build, size, mtime):
                 report.unchanged += 1
-                continue
+                lease.release(unit.key)
+                return True
             sha256 = unit.sha256()
         except OSError as e:  # unreadable (permissions, an I/O error): this source alone fails
             report.skipped.append(_unreadable(unit, e))
-            continue
+            lease.release(unit.key)
+            return True
         version = _version(sha256, build)
-        if fresh and was.hash == version:
+        if _live(was) and was.hash == version:
             registry.touch(unit.key, size, mtime)
             report.unchanged += 1
-            continue
+            lease.release(unit.key)
+            return True
         pending = _Pending(unit.key, version, sha256, size, mtime, was)
         failures, begun = len(report.failed), registry is None
         try:
@@ -270,6 +289,7 @@ def index_source(
                     begun = True
                 buffer.append((item, (unit.key, version)))
                 pending.count += 1
+                lease.renew()
                 if len(buffer) >= batch_size:
                     flush()
         except OSError as e:
@@ -278,10 +298,19 @@ def index_source(
             left -= pending.count
         if len(report.failed) > failures:  # its earlier version, if any, stays as it was
             buffer[:] = [b for b in buffer if b[1][0] != unit.key]
-            continue
+            lease.release(unit.key)
+            return True
         if not begun and was is not None:  # read whole, it gave nothing: that replaces it
             registry.begin(unit.key, resolved, version, build)
         read.append(pending)
+        return True
+
+    held = [unit for unit in units if (left is None or left > 0) and not index_unit(unit)]
+    while held:  # sources other indexers hold: theirs when they commit, ours if they die
+        flush()
+        time.sleep(min(2.0, lease_seconds / 4))
+        lease.renew()
+        held = [unit for unit in held if not index_unit(unit)]
     flush()
     if registry is not None and resolved in ("folder", "pdf") and path.is_dir() and limit is None:
         root = str(path.resolve())
@@ -295,6 +324,62 @@ def index_source(
                     report.vanished.append(key)
     report.seconds = time.perf_counter() - began
     return report
+
+
+def _live(was: Source | None) -> bool:
+    """A registered source whose live version is whole (none pending, none missing)."""
+    return was is not None and not was.pending and was.complete
+
+
+def _fresh(was: Source | None, build: dict, size: int, mtime: int) -> bool:
+    """Registered whole with these settings, size and mtime: skipped unread."""
+    return _live(was) and was.build == build and (was.size, was.mtime_ns) == (size, mtime)
+
+
+def worker_id() -> str:
+    """This indexer's name in the registry's leases: host, process and a random tag."""
+    import os
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class LeaseConflict(ValueError):
+    """Another indexer holds a source of this KB with other build settings."""
+
+
+class Lease:
+    """This indexer's leases on the sources it reads (``SourceRegistry.claim``); a KB with no
+    registry leases nothing."""
+
+    def __init__(self, registry, worker: str, build: dict, seconds: float):  # noqa: ANN001
+        self.registry, self.worker, self.seconds = registry, worker, seconds
+        self.build = json.dumps(build, sort_keys=True)
+        self.renewed = time.monotonic()
+
+    def claim(self, key: str) -> bool:
+        if self.registry is None:
+            return True
+        holder = self.registry.claim(key, self.worker, self.build, self.seconds)
+        if holder is None:
+            return True
+        if holder[1] != self.build:
+            raise LeaseConflict(
+                f"{key} is being indexed by {holder[0]} with other settings ({holder[1]}; "
+                f"these: {self.build}): index one KB with one set of settings at a time"
+            )
+        return False
+
+    def renew(self) -> None:
+        """Extend this indexer's leases, a third of a lease at most after the last time."""
+        if self.registry is not None and time.monotonic() - self.renewed > self.seconds / 3:
+            self.registry.renew(self.worker, self.seconds)
+            self.renewed = time.monotonic()
+
+    def release(self, key: str) -> None:
+        if self.registry is not None:
+            self.registry.release(key, self.worker)
 
 
 @dataclass

@@ -57,6 +57,12 @@ CREATE TABLE IF NOT EXISTS retired (hash TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS garbage (item TEXT PRIMARY KEY, modality TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS builds (settings TEXT PRIMARY KEY, first_seen DOUBLE PRECISION);
+CREATE TABLE IF NOT EXISTS leases (
+    path TEXT PRIMARY KEY,
+    worker TEXT NOT NULL,
+    build TEXT NOT NULL,
+    expires DOUBLE PRECISION NOT NULL
+);
 INSERT INTO meta VALUES ('chroma', '0') ON CONFLICT DO NOTHING
 """
 """Valid SQL for SQLite and PostgreSQL alike (null-safe comparisons as IS [NOT] DISTINCT FROM,
@@ -133,10 +139,10 @@ class SourceRegistry:
         self.where = redacted_url(url) if url else str(self.file)
         """Where it lives, as messages name it (no password)."""
         self._local = threading.local()
-        db = self._db()
-        for statement in SCHEMA.split(";"):  # each statement commits on its own
-            if statement.strip():
-                db.execute(statement)
+        with self._tx() as db:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
 
     def _db(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
@@ -151,7 +157,9 @@ class SourceRegistry:
 
             try:
                 raw = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-                raw.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
+                with raw.transaction():  # two machines creating it at once would collide
+                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK,))
+                    raw.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
                 raw.execute(f"SET search_path TO {PG_SCHEMA}")
             except psycopg.Error as e:
                 raise RegistryUnreachable(
@@ -203,20 +211,24 @@ class SourceRegistry:
             )
             return int(db.execute("SELECT value FROM meta WHERE key='chroma'").fetchone()[0])
 
-    def sources(self) -> list[Source]:
+    def sources(self, only: str | None = None) -> list[Source]:
+        """Every registered source (or ``only`` that one), with its live items per modality."""
         db = self._db()
+        one, args = ("AND s.path = ? ", (only,)) if only is not None else ("", ())
         counts: dict[str, dict[str, int]] = {}
         for path, modality, n in db.execute(
             "SELECT h.path, h.modality, COUNT(*) FROM holds h JOIN sources s "
-            "ON h.path = s.path AND h.hash = s.hash GROUP BY h.path, h.modality"
+            f"ON h.path = s.path AND h.hash = s.hash WHERE 1 = 1 {one}"
+            "GROUP BY h.path, h.modality",
+            args,
         ):
             counts.setdefault(path, {})[modality] = n
         return [
             Source(p, f, size, mtime, sha, h, pend, json.loads(b), counts.get(p, {}), at, bool(c))
             for p, f, size, mtime, sha, h, pend, b, at, c in db.execute(
                 "SELECT path, format, size, mtime_ns, sha256, hash, pending, build, indexed_at, "
-                "complete "
-                "FROM sources ORDER BY path"
+                f"complete FROM sources s WHERE 1 = 1 {one}ORDER BY path",
+                args,
             )
         ]
 
@@ -233,7 +245,37 @@ class SourceRegistry:
             )
 
     def get(self, path: str) -> Source | None:
-        return next((s for s in self.sources() if s.path == path), None)
+        """One source, read alone (an indexer asks for each it is about to read)."""
+        return next(iter(self.sources(path)), None)
+
+    # -- leases: several indexers at once ------------------------------------------------------
+    def claim(self, path: str, worker: str, build: str, seconds: float) -> tuple[str, str] | None:
+        """Lease ``path`` to ``worker`` for ``seconds``: None where it is this worker's now, else
+        (holder, its build settings) of the live lease another worker holds. A lease that ran
+        out unrenewed (its holder died) is taken over."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT worker, build, expires FROM leases WHERE path = ?", (path,)
+            ).fetchone()
+            if row is not None and row[0] != worker and row[2] > now:
+                return row[0], row[1]
+            db.execute(
+                "INSERT INTO leases VALUES (?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET "
+                "worker = excluded.worker, build = excluded.build, expires = excluded.expires",
+                (path, worker, build, now + seconds),
+            )
+            return None
+
+    def renew(self, worker: str, seconds: float) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE leases SET expires = ? WHERE worker = ?", (time.time() + seconds, worker)
+            )
+
+    def release(self, path: str, worker: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM leases WHERE path = ? AND worker = ?", (path, worker))
 
     def hidden(self) -> list[str]:
         """Every version an item may carry that is not live: being written (or left so by a

@@ -205,9 +205,10 @@ def test_cli_index_prints_summary_with_reasons(messy_folder, tmp_path):
         text=True,
         timeout=300,
     )
-    assert out.returncode == 0, out.stderr
-    assert "9 added" in out.stdout and "4 skipped" in out.stdout
-    assert "broken.pdf" in out.stdout and "bad JSON line" in out.stdout
+    assert out.returncode == 3, out.stderr  # a source failed (the broken PDF): said, and in
+    assert "9 added" in out.stdout and "4 skipped" in out.stdout  # the exit status (issue 63)
+    assert "failed" in out.stdout and "broken.pdf" in out.stdout and "bad JSON line" in out.stdout
+    assert "1 source(s) could not be read" in out.stderr
 
 
 def test_an_empty_text_file_is_reported_not_skipped_silently(tmp_path):

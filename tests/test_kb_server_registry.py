@@ -100,3 +100,108 @@ def test_a_registry_password_is_kept_out_of_manifests_and_messages():
 
     ctx = Context(registry_url="postgresql://kb:s3cret@db.example:5432/kb")
     assert ctx.as_dict()["registry_url"] == "postgresql://kb:***@db.example:5432/kb"
+
+
+BIG = 400
+
+
+def write_big(path, marker):
+    path.write_text(
+        "\n\n".join(f"Record {i} of {path.stem} says {marker} {i} times." for i in range(BIG))
+    )
+
+
+def spawn_index(root, chroma, registry, worker, *, batch_size=4, lease=3.0):
+    import textwrap
+
+    code = textwrap.dedent(
+        f"""
+        import json
+        from hopgraph.memory.indexing import index_source
+        from hopgraph.memory.kb import KnowledgeBase
+        kb = KnowledgeBase("unused", chroma_url={chroma!r}, registry_url={registry!r})
+        report = index_source(kb, {str(root)!r}, "folder", ocr="off", batch_size={batch_size},
+                              worker={worker!r}, lease_seconds={lease})
+        print(json.dumps(report.as_dict()))
+        """
+    )
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def pending_holds_of(registry, worker):
+    import psycopg
+
+    with psycopg.connect(registry) as db:
+        if not db.execute("SELECT to_regclass('hopgraph_registry.leases')").fetchone()[0]:
+            return 0  # not made yet
+        return db.execute(
+            "SELECT COUNT(*) FROM hopgraph_registry.holds h JOIN hopgraph_registry.sources s "
+            "ON h.path = s.path AND h.hash = s.pending JOIN hopgraph_registry.leases l "
+            "ON l.path = s.path WHERE l.worker = %s",
+            (worker,),
+        ).fetchone()[0]
+
+
+def test_two_indexers_share_the_sources_and_one_killed_loses_nothing(
+    tmp_path, chroma_server, postgres
+):
+    import signal
+    import time
+
+    from hopgraph.memory.kb import KnowledgeBase
+
+    registry = fresh_database(postgres, "kb_two")
+    root = tmp_path / "docs"
+    root.mkdir()
+    for n in range(6):
+        write_big(root / f"ledger{n}.txt", "AMBER")
+    one = spawn_index(root, chroma_server, registry, "w1", batch_size=2)
+    two = spawn_index(root, chroma_server, registry, "w2")
+    deadline = time.monotonic() + 300
+    while pending_holds_of(registry, "w1") < 4 and one.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    one.send_signal(signal.SIGKILL)
+    assert one.wait() == -signal.SIGKILL, "the first indexer finished before it could be killed"
+    out, _ = two.communicate(timeout=600)
+    assert two.returncode == 0
+    report = json.loads(out.splitlines()[-1])
+    assert report["unchanged"] == 0 and not report["failed"]  # 5 free, then the killed one's
+
+    kb = KnowledgeBase("unused", chroma_url=chroma_server, registry_url=registry)
+    sources = kb.registry.sources()
+    assert len(sources) == 6 and all(s.hash and not s.pending for s in sources)
+    assert not kb.hidden() or not kb.registry.garbage()
+    every = [h["text"] for h in kb.iter_items("text")]
+    for n in range(6):  # each source whole, once
+        text = " ".join(t for t in every if f"of ledger{n} says" in t)
+        assert all(text.count(f"ledger{n} says AMBER {i} times.") == 1 for i in range(BIG))
+    again = spawn_index(root, chroma_server, registry, "w3")
+    out, _ = again.communicate(timeout=600)
+    assert json.loads(out.splitlines()[-1])["unchanged"] == 6  # a re-run reads nothing
+
+
+def test_a_reader_of_a_server_kb_sees_one_whole_version_during_a_replace(
+    tmp_path, chroma_server, postgres
+):
+    from hopgraph.memory.indexing import index_source
+    from hopgraph.memory.kb import KnowledgeBase
+
+    registry = fresh_database(postgres, "kb_reader")
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_big(root / "ledger.txt", "AMBER")
+    reader = KnowledgeBase("unused", chroma_url=chroma_server, registry_url=registry)
+    index_source(reader, root, "folder", ocr="off")
+    write_big(root / "ledger.txt", "CRIMSON")
+    writer = spawn_index(root, chroma_server, registry, "w1")
+    versions = []
+    while writer.poll() is None:
+        seen = [h["text"] for h in reader.search("What does the ledger say?", k=20)]
+        kinds = {"AMBER" in t for t in seen if "ledger" in t}
+        assert len(kinds) <= 1, f"a search mixed two versions: {seen}"
+        versions += list(kinds)
+    assert writer.wait() == 0
+    seen = [h["text"] for h in reader.search("What does the ledger say?", k=20)]
+    assert seen and all("CRIMSON" in t for t in seen)
+    assert versions and versions[0] is True  # it began on the old version
