@@ -125,6 +125,45 @@ def extract_json(text: str) -> str:
     return text[start : end + 1] if start != -1 and end > start else text.strip()
 
 
+def capped(text: str, cap: int) -> str:
+    """``text`` whole, or its first ``cap`` characters and a marker saying how many were cut."""
+    if cap <= 0 or len(text) <= cap:
+        return text
+    return f"{text[:cap]} [... {len(text) - cap} more characters cut (trace_text_cap {cap})]"
+
+
+def _image_ref(url: str) -> str:
+    """An image part as the trace names it: its media type, size and digest, not its bytes."""
+    import hashlib
+
+    head, _, data = url.partition(",")
+    if not head.startswith("data:"):
+        return url  # a remote URL names itself
+    kind, digest = head[5:].split(";")[0], hashlib.sha256(data.encode()).hexdigest()[:16]
+    return f"{kind}, {len(data) * 3 // 4} bytes, sha256:{digest}"
+
+
+def traced_messages(messages: Sequence[Message], cap: int = 0) -> list[Message]:
+    """The messages as a trace keeps them: text as sent (``capped``), images by reference."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = [
+                {
+                    "type": "image_url",
+                    "image_url": _image_ref(p.get("image_url", {}).get("url", "")),
+                }
+                if p.get("type") == "image_url"
+                else {**p, "text": capped(p.get("text", ""), cap)}
+                for p in content
+            ]
+        elif isinstance(content, str):
+            content = capped(content, cap)
+        out.append({**m, "content": content})
+    return out
+
+
 class ChatModel:
     """A model served at an OpenAI-compatible ``base_url``."""
 
@@ -147,6 +186,7 @@ class ChatModel:
         count_prompt_tokens: Callable[[Sequence[Message]], int] | None = None,
         context_window: int = 0,
         cache: ResponseCache | None = None,
+        trace_cap: int = 0,
     ):
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -162,6 +202,8 @@ class ChatModel:
         self._lock = threading.Lock()
         self.cache = cache
         """Greedy replies read back by request (``models.response_cache``), when set."""
+        self.trace_cap = trace_cap
+        """Characters of each traced message and reply (0: whole)."""
         self.transport = Transport(
             self.base_url, model, api_key=api_key, timeout=timeout, max_retries=max_retries,
             http_client=http_client, stream=stream, count_prompt_tokens=count_prompt_tokens,
@@ -268,6 +310,9 @@ class ChatModel:
                 temperature=self.temperature,
                 response_format=fmt,
                 extra={"repair": attempt == 2},
+                parse=lambda r: schema.model_validate_json(
+                    extract_json(r.choices[0].message.content or "")
+                ).model_dump(mode="json"),
             )
             raw = resp.choices[0].message.content or ""
             try:
@@ -309,6 +354,7 @@ class ChatModel:
             temperature=0.0,
             logprobs=True,
             top_logprobs=20,
+            parse=p_yes_read,
         )
         p, found = p_yes_from_response(resp)
         if not found:
@@ -330,10 +376,13 @@ class ChatModel:
         kind: str,
         check_images: bool = True,
         extra: dict[str, Any] | None = None,
+        parse: Callable[[Any], Any] | None = None,
         **kwargs: Any,
     ):
-        """One chat completion with bounded retries, reported as an ``llm_call`` event; extra
-        keyword arguments go to the API as they are (logprobs, response_format...)."""
+        """One chat completion with bounded retries, reported as an ``llm_call`` event that
+        keeps what was sent and replied (``LLMCall``) and, with ``parse``, what the caller reads
+        from the reply; extra keyword arguments go to the API as they are (logprobs,
+        response_format...)."""
         self.check()
         if check_images and has_images(messages) and not self.dialect.images:
             raise CapabilityError(
@@ -345,19 +394,26 @@ class ChatModel:
         extra = dict(extra or {})
         if pictures := image_count(messages):
             extra["images"] = pictures  # the trace shows which calls saw a picture
+        sent = {k: v for k, v in kwargs.items() if k != "extra_body"} | (
+            kwargs.get("extra_body") or {}
+        )  # as the wire carries them: the client merges extra_body into the body
+        content = {"messages": traced_messages(messages, self.trace_cap),
+                   "sampling": json.loads(json.dumps(sent, default=str))}  # fmt: skip
         key = ""
         if self.cache is not None and self.cache.cacheable(kwargs):
             key = request_key(self.model, messages, kwargs)
             if (hit := self.cache.get(key)) is not None:
                 call = LLMCall(role=role, template=template, model=self.model, kind=kind,
-                               extra=extra | {"cached": True})  # fmt: skip
+                               extra=extra | {"cached": True}, **content)  # fmt: skip
                 call.started, call.latency_s = round(time.time(), 4), 0.0
                 if hit.usage is not None:
                     call.prompt_tokens = hit.usage.prompt_tokens or 0
                     call.completion_tokens = hit.usage.completion_tokens or 0
+                self._read(call, hit, parse)
                 emit(call, self.on_event)
                 return hit
-        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra)
+        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra,
+                       **content)  # fmt: skip
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
         call.started = round(time.time(), 4)
@@ -377,8 +433,18 @@ class ChatModel:
             call.completion_tokens = resp.usage.completion_tokens or 0
         if key:
             self.cache.put(key, self.model, resp)
+        self._read(call, resp, parse)
         emit(call, self.on_event)
         return resp
+
+    def _read(self, call: LLMCall, resp: Any, parse: Callable[[Any], Any] | None) -> None:
+        """The reply and what ``parse`` reads from it, into the call's event."""
+        call.reply = capped(resp.choices[0].message.content or "", self.trace_cap)
+        if parse is not None:
+            try:
+                call.parsed = parse(resp)
+            except (ValidationError, ValueError) as e:
+                call.parse_error = _short_error(e)
 
 
 def token_text(token: str) -> str:
@@ -394,6 +460,17 @@ def token_ids_instead_of_text(resp: Any) -> bool:
     content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
     tops = content[0].top_logprobs if content else []
     return bool(tops) and all(t.token.startswith("token_id:") for t in tops)
+
+
+def p_yes_read(resp: Any) -> dict[str, Any]:
+    """What a P(Yes) call read: the probability and the top logprobs it came from."""
+    p, found = p_yes_from_response(resp)
+    choice = resp.choices[0]
+    content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+    tops = (
+        [[t.token, round(t.logprob, 4)] for t in (content[0].top_logprobs or [])] if content else []
+    )
+    return {"p_yes": p, "yes_or_no_found": found, "top_logprobs": tops}
 
 
 def p_yes_from_response(resp: Any) -> tuple[float, bool]:

@@ -44,6 +44,18 @@ class LLMCall(Event):
     attempts: int = 1
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """What was sent: each message's text (whole, or cut at ``trace_text_cap`` with a marker
+    saying how much), an image as a reference (type, bytes, sha256), never its bytes."""
+    sampling: dict[str, Any] = field(default_factory=dict)
+    """The request's settings as sent (max_tokens, temperature, response_format, logprobs...)."""
+    reply: str | None = None
+    """The raw reply text (None where no reply came)."""
+    parsed: Any = None
+    """What the caller read from it: a structured reply's object, P(Yes) with the top
+    logprobs it was read from."""
+    parse_error: str | None = None
+    """Why the reply could not be read (a structured reply that did not validate)."""
 
 
 @dataclass

@@ -91,6 +91,8 @@ class ScriptedServer(LoopbackServer):
         self.per_token = per_token
         self._slots = threading.BoundedSemaphore(slots) if slots else None
         self.calls = 0
+        self.log: list[tuple[dict, str]] = []
+        """Each chat request's body as received and the reply text sent for it."""
         self._lock = threading.Lock()
         server = self
 
@@ -136,6 +138,7 @@ class ScriptedServer(LoopbackServer):
                     with server._slots or contextlib.nullcontext():
                         time.sleep(server.delay + server.per_token * (n_in + n_out))
                 if body.get("stream"):
+                    server._logged(body, str(content))
                     self._stream(str(content))
                     return
                 top = None
@@ -159,6 +162,7 @@ class ScriptedServer(LoopbackServer):
                             }
                         ]
                     }
+                server._logged(body, content)
                 self._send(
                     {
                         "id": "x",
@@ -206,3 +210,7 @@ class ScriptedServer(LoopbackServer):
                     pass
 
         self.serve(Handler, port)
+
+    def _logged(self, body: dict, content: str) -> None:
+        with self._lock:
+            self.log.append(({k: v for k, v in body.items() if k != "_template"}, content))

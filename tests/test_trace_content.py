@@ -1,0 +1,94 @@
+"""Traces you can debug a prompt with (issue 62): every LLM call's event keeps the messages the
+endpoint received and the reply it sent, the settings sent and what was read from the reply."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from bench_agents import setup
+
+    return setup(tmp_path_factory.mktemp("demo"))
+
+
+AGENTS = {
+    "rag": ("rag", {}),
+    "qdrag-qdc": ("qdrag", {"qdrag_mode": "qdc"}),
+    "mmapg": ("mmapg", {"mmapg_max_iterations": 3}),
+    "mabdqa": ("mabdqa", {"mabdqa_judge": "p_yes", "mabdqa_m": 4}),
+}
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name, demo, tmp_path):
+    from before_after import reply
+    from scripted_server import ScriptedServer
+
+    from hopgraph.config import Context
+    from hopgraph.evals.run_folder import read_trace
+    from hopgraph.evals.runner import Runner
+
+    kb, qfile, qdoc = demo
+    agent, fields = AGENTS[name]
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
+                      api_key="sk-secret-key-1234", **fields)  # fmt: skip
+        run = tmp_path / name
+        summary = Runner(agent, run, ctx).run(qdoc if agent == "mabdqa" else qfile, limit=2)
+    assert summary.finished == 2 and summary.failed == 0
+    received = [(json.dumps(body["messages"], sort_keys=True), body, sent)
+                for body, sent in server.log]  # fmt: skip
+    calls = []
+    for path in sorted((run / "traces").glob("*.jsonl")):
+        assert "sk-secret-key-1234" not in path.read_text()  # no key reaches a trace
+        events = [r["data"] for r in read_trace(path) if r.get("mode") == "custom"]
+        calls += [e for e in events if e.get("event") == "llm_call"]
+    assert len(calls) == len(received) and calls, (len(calls), len(received))
+    left = list(received)
+    for call in calls:
+        key = json.dumps(call["messages"], sort_keys=True)
+        match = next(
+            (r for r in left if r[0] == key and r[2] == call["reply"]
+             and all(r[1].get(k) == v for k, v in call["sampling"].items())),
+            None,
+        )  # fmt: skip
+        assert match is not None, f"{call['role']}: no request with these messages and reply"
+        left.remove(match)
+        if call["kind"] == "structured":
+            assert call["parsed"] == json.loads(call["reply"]) or call["parse_error"]
+        if call["kind"] == "p_yes":
+            assert 0 <= call["parsed"]["p_yes"] <= 1 and call["parsed"]["top_logprobs"]
+
+
+def test_a_trace_cap_cuts_each_text_and_says_how_much(endpoint):
+    from hopgraph.models.chat import user
+
+    long = "word " * 400
+    events = []
+    model = endpoint(["a reply " * 100]).model_client(trace_cap=100, on_event=events.append)
+    model.complete([user(long)], role="test")
+    (call,) = [e for e in events if e["event"] == "llm_call"]
+    text = call["messages"][0]["content"]
+    assert text.startswith(long[:100]) and "1900 more characters cut (trace_text_cap 100)" in text
+    assert call["reply"].endswith("700 more characters cut (trace_text_cap 100)]")
+
+
+def test_an_image_is_traced_by_reference_never_its_bytes(endpoint, tmp_path):
+    from PIL import Image
+
+    from hopgraph.models.chat import user
+
+    Image.new("RGB", (64, 64), "red").save(tmp_path / "red.png")
+    events = []
+    model = endpoint(["a red square"]).model_client(on_event=events.append)
+    model.complete([user("What is shown?", [tmp_path / "red.png"])], role="test")
+    (call,) = [e for e in events if e["event"] == "llm_call"]
+    image, text = call["messages"][0]["content"]
+    assert image["image_url"].startswith("image/") and "sha256:" in image["image_url"]
+    assert "base64" not in json.dumps(call) and text["text"] == "What is shown?"
