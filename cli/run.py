@@ -365,6 +365,9 @@ def trace(
     ],
     fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
     out: Annotated[str, typer.Option(help="where the html of a two-run diff goes")] = "",
+    calls: Annotated[
+        bool, typer.Option("--calls", help="each LLM call's prompt and reply under its node")
+    ] = False,
 ) -> None:
     """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
     put one question's executions in two runs side by side with their first divergence."""
@@ -391,6 +394,7 @@ def trace(
             return
         rows, first = report.trace_diff(*records, hashes)
         console.print(report.format_trace_diff(rows, first, labels, hashes), markup=False)
+        console.print(report.format_call_diff(report.call_diff(*records), hashes), markup=False)
         return
     if len(args) > 2:
         refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
@@ -413,7 +417,7 @@ def trace(
         if fmt == "mermaid":
             console.print(report.to_mermaid(report.graph_view(records)), markup=False)
         elif fmt == "text":
-            console.print(report.format_tree(records), markup=False)
+            console.print(report.format_tree(records, calls=calls), markup=False)
         else:
             raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")
 

@@ -86,14 +86,128 @@ def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": nodes, "edges": edges}
 
 
-def format_tree(records: list[dict[str, Any]]) -> str:
-    """A readable step tree: nodes, the LLM calls and retrievals inside them."""
+def format_tree(records: list[dict[str, Any]], calls: bool = False) -> str:
+    """A readable step tree: nodes, the LLM calls and retrievals inside them; ``calls``: each
+    call's messages and reply under it (``call_lines``)."""
     lines = []
     for step in steps(records):
         indent = "  " * len(step.ns)
         where = "/".join([*step.ns, step.node])
         lines.append(f"{indent}● {where}" + (f"  -> {', '.join(step.keys)}" if step.keys else ""))
-        lines += [event_line(e, indent) for e in step.events]
+        for e in step.events:
+            lines.append(event_line(e, indent))
+            if calls and e.get("event") == "llm_call":
+                lines += call_lines(e, indent + "      ")
+    return "\n".join(lines)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A traced message's text; an image as its reference."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(
+            f"[image {p.get('image_url')}]" if p.get("type") == "image_url" else p.get("text", "")
+            for p in content
+        )
+    return str(content or "")
+
+
+def call_lines(e: dict[str, Any], indent: str) -> list[str]:
+    """An LLM call's content, as `hopgraph trace --calls` shows it: each message, the reply,
+    what was read from it, and the settings sent."""
+    if "messages" not in e:
+        return [f"{indent}(this trace was written before calls kept their content)"]
+    out = []
+    for m in e["messages"]:
+        out.append(f"{indent}┌ {m.get('role', '?')}")
+        out += [f"{indent}│ {line}" for line in message_text(m).splitlines() or [""]]
+    out.append(f"{indent}┌ reply")
+    out += [f"{indent}│ {line}" for line in (e.get("reply") or "(none)").splitlines() or [""]]
+    if e.get("parsed") is not None:
+        out.append(f"{indent}└ read: {json.dumps(e['parsed'], ensure_ascii=False)[:400]}")
+    if e.get("parse_error"):
+        out.append(f"{indent}└ did not validate: {e['parse_error']}")
+    sampling = {k: v for k, v in (e.get("sampling") or {}).items() if k != "response_format"}
+    out.append(f"{indent}  sent with {json.dumps(sampling, default=str)}")
+    return out
+
+
+def _count_by_template(rows: list) -> str:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.template] = counts.get(r.template, 0) + 1
+    return (": " + ", ".join(f"{t} ({n})" for t, n in counts.items())) if counts else ""
+
+
+@dataclass
+class CallDiff:
+    """The n-th LLM call of two executions of one question: whether its prompt and its reply
+    differ."""
+
+    a: dict[str, Any] | None
+    b: dict[str, Any] | None
+    prompt_changed: bool
+    reply_changed: bool
+
+    @property
+    def template(self) -> str:
+        return str((self.a or self.b or {}).get("template", ""))
+
+
+def llm_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        r["data"]
+        for r in records
+        if r.get("mode") == "custom" and (r.get("data") or {}).get("event") == "llm_call"
+    ]
+
+
+def call_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[CallDiff]:
+    """Two executions' LLM calls side by side in the order they were made."""
+    ca, cb = llm_calls(a), llm_calls(b)
+    out = []
+    for i in range(max(len(ca), len(cb))):
+        x, y = (ca[i] if i < len(ca) else None), (cb[i] if i < len(cb) else None)
+        both = x is not None and y is not None
+        out.append(
+            CallDiff(
+                x,
+                y,
+                prompt_changed=not both or x.get("messages") != y.get("messages"),
+                reply_changed=not both or x.get("reply") != y.get("reply"),
+            )
+        )
+    return out
+
+
+def format_call_diff(rows: list[CallDiff], hashes: tuple[dict, dict] = ({}, {})) -> str:
+    """Which calls' prompts changed, by template: those whose template was edited (the runs'
+    ``hashes`` differ) apart from those whose inputs changed (an earlier reply, other
+    evidence); then the first call whose reply diverges, with both replies."""
+    if rows and all("messages" not in (r.a or r.b or {}) for r in rows):
+        return "calls: these traces keep no call content (written before it was kept)"
+    edited = {
+        t for t in hashes[0].keys() | hashes[1].keys() if hashes[0].get(t) != hashes[1].get(t)
+    }
+    changed = [r for r in rows if r.prompt_changed]
+    swapped = [r for r in changed if r.template in edited]
+    fed = [r for r in changed if r.template not in edited]
+    lines = [
+        f"calls: {len(rows)}; prompts changed in {len(swapped)} by an edited template"
+        + _count_by_template(swapped)
+        + f"; in {len(fed)} by their inputs (earlier replies, other evidence)"
+        + _count_by_template(fed)
+    ]
+    first = next((i for i, r in enumerate(rows) if r.reply_changed), None)
+    if first is None:
+        lines.append("every reply is the same")
+        return "\n".join(lines)
+    r = rows[first]
+    lines.append(f"first reply that differs: call {first} ({r.template})"
+                 + (", whose prompt changed" if r.prompt_changed else ", same prompt"))  # fmt: skip
+    for label, call in (("a", r.a), ("b", r.b)):
+        reply = "(no such call)" if call is None else (call.get("reply") or "(none)")
+        lines.append(f"  {label}: {_brief(reply, 300)}")
     return "\n".join(lines)
 
 

@@ -92,3 +92,40 @@ def test_an_image_is_traced_by_reference_never_its_bytes(endpoint, tmp_path):
     image, text = call["messages"][0]["content"]
     assert image["image_url"].startswith("image/") and "sha256:" in image["image_url"]
     assert "base64" not in json.dumps(call) and text["text"] == "What is shown?"
+
+
+def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path, town_kb):
+    """After a template swap, `hopgraph trace A B QID` names the swapped template's calls as
+    the ones whose prompt changed, and shows where the replies first diverge."""
+    import os
+    import subprocess
+
+    from before_after import reply
+    from scripted_server import ScriptedServer
+
+    root = Path(__file__).resolve().parents[1]
+    overlay = tmp_path / "mine" / "rag"
+    overlay.mkdir(parents=True)
+    answer = (root / "prompts" / "rag" / "answer.j2").read_text()
+    (overlay / "answer.j2").write_text(answer + "\nAnswer in one short sentence.\n")
+    (tmp_path / "q.jsonl").write_text('{"id": "q1", "question": "What is fact 3 about?"}\n')
+
+    def hopgraph(*args):
+        env = {**os.environ, "COLUMNS": "300"}
+        out = subprocess.run([sys.executable, "-m", "hopgraph.cli", *args], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    with ScriptedServer(reply) as server:
+        base = ["run", "--agent", "rag", "--questions", "q.jsonl", "--kb", str(town_kb),
+                "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        hopgraph(*base, "--out", "a")
+        hopgraph(*base, "--out", "b", "--prompts", "mine")
+    shown = hopgraph("trace", "b", "q1", "--calls")
+    assert "Answer in one short sentence." in shown and "┌ reply" in shown
+    assert "Fact 3 about town 3." in shown  # the retrieved context as the model got it
+    diff = hopgraph("trace", "a", "b", "q1")
+    assert "prompts changed in 1 by an edited template: rag/answer (1); in 1 by their " in diff
+    assert "inputs (earlier replies, other evidence): rag/short_answer (1)" in diff
+    assert "first reply that differs: call 0 (rag/answer), whose prompt changed" in diff
