@@ -8,6 +8,7 @@ once the question ends, with the times it recorded, so a resumed question export
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -22,11 +23,27 @@ def otel_endpoint(flag: str = "") -> str:
     return flag or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 
 
+CONTENT_SWITCH = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI conventions' opt-in for message content on spans (off by default: prompts may hold
+personal data): ``true``, ``SPAN_ONLY`` or ``SPAN_AND_EVENT`` turn it on."""
+
+
+def content_wanted() -> bool:
+    return os.environ.get(CONTENT_SWITCH, "").strip().lower() in ("true", "span_only",
+                                                                  "span_and_event")  # fmt: skip
+
+
 class OtelExport:
     """Exports questions to ``endpoint`` (a collector's base URL, as the OTLP variable gives it,
-    or its ``/v1/traces`` URL) or to ``exporter``; ``close`` flushes every span."""
+    or its ``/v1/traces`` URL) or to ``exporter``; ``close`` flushes every span. ``content``
+    (default: ``CONTENT_SWITCH``): each ``chat`` span also carries its input and output
+    messages (``gen_ai.input.messages``, ``gen_ai.output.messages``), as Phoenix and Langfuse
+    show them."""
 
-    def __init__(self, endpoint: str = "", exporter: SpanExporter | None = None):
+    def __init__(
+        self, endpoint: str = "", exporter: SpanExporter | None = None, content: bool | None = None
+    ):
+        self.content = content_wanted() if content is None else content
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -38,7 +55,7 @@ class OtelExport:
         self.tracer = self.provider.get_tracer("hopgraph")
 
     def export(self, agent: str, records: list[dict[str, Any]], pred: dict[str, Any]) -> None:
-        export_question(self.tracer, agent, records, pred)
+        export_question(self.tracer, agent, records, pred, content=self.content)
 
     def close(self) -> None:
         self.provider.shutdown()
@@ -49,7 +66,7 @@ def _ns(seconds: float) -> int:
 
 
 def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
-                    pred: dict[str, Any]) -> None:  # fmt: skip
+                    pred: dict[str, Any], content: bool = False) -> None:  # fmt: skip
     """Spans for one question's trace ``records`` (``read_trace``) and its prediction line."""
     root: Span | None = None
     wall0 = last = 0.0
@@ -95,7 +112,7 @@ def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
                 span.end(end_time=_ns(at))
                 stack[:] = [(n, s) for n, s in stack if s is not span]
         elif mode == "custom" and data.get("event") == "llm_call":
-            _llm_span(tracer, parent_for(ns), data)
+            _llm_span(tracer, parent_for(ns), data, content)
         elif mode == "custom" and data.get("event") == "retrieval":
             span = tracer.start_span(
                 "retrieval", context=set_span_in_context(parent_for(ns)),
@@ -120,8 +137,37 @@ def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
     root.end(end_time=_ns(max(last, wall0 + pred.get("seconds", 0.0))))
 
 
-def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any]) -> None:
+def genai_messages(e: dict[str, Any]) -> dict[str, str]:
+    """An LLM call's messages in the GenAI conventions' shape (a JSON string on the span): role
+    and parts; an image part is its reference, never its bytes."""
+
+    def parts(content: Any) -> list[dict[str, str]]:
+        if not isinstance(content, list):
+            return [{"type": "text", "content": str(content or "")}]
+        return [
+            {"type": "image_reference", "content": str(p.get("image_url", ""))}
+            if p.get("type") == "image_url"
+            else {"type": "text", "content": p.get("text", "")}
+            for p in content
+        ]
+
+    given = [{"role": m.get("role", "user"), "parts": parts(m.get("content"))}
+             for m in e.get("messages", [])]  # fmt: skip
+    out: dict[str, str] = {"gen_ai.input.messages": json.dumps(given, ensure_ascii=False)}
+    if e.get("reply") is not None:
+        said = [{"role": "assistant", "parts": parts(e["reply"]), "finish_reason": "stop"}]
+        out["gen_ai.output.messages"] = json.dumps(said, ensure_ascii=False)
+    return out
+
+
+def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any], content: bool = False) -> None:
     started = e.get("started") or 0.0
+    sampling = e.get("sampling") or {}
+    asked = {
+        f"gen_ai.request.{name}": sampling[name]
+        for name in ("temperature", "max_tokens", "top_p")
+        if isinstance(sampling.get(name), int | float)
+    }
     span = tracer.start_span(
         f"chat {e.get('model', '')}", context=set_span_in_context(parent),
         start_time=_ns(started),
@@ -134,6 +180,8 @@ def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any]) -> None:
             "hopgraph.template": e.get("template", ""),
             "hopgraph.kind": e.get("kind", ""),
             "hopgraph.attempts": int(e.get("attempts", 1)),
+            **asked,
+            **(genai_messages(e) if content and "messages" in e else {}),
         },
     )  # fmt: skip
     if e.get("error"):

@@ -154,3 +154,36 @@ def test_an_api_key_leaves_no_trace_in_the_run_folder_trace_or_spans(tmp_path, k
         assert secret.encode() not in path.read_bytes(), path
     dead_preds = read_predictions(tmp_path / "dead" / "predictions.jsonl")
     assert all(p["error"] and secret not in p["error"] for p in dead_preds.values())
+
+
+def test_with_the_content_switch_chat_spans_carry_the_messages(tmp_path, kb_dir, monkeypatch):
+    """Off by default (the GenAI conventions' opt-in); on, each chat span carries what the
+    model was sent and what it replied, in the conventions' attributes."""
+    import json
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("q0", "What about town 3?")], qfile)
+    with ScriptedServer() as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
+        Runner("rag", tmp_path / "run", ctx).run(qfile)
+    sent = {json.dumps(body["messages"]): reply for body, reply in server.log}
+    records = read_trace(trace_path(tmp_path / "run", "q0"))
+    pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
+
+    def chat_spans(**kw):
+        exporter = InMemorySpanExporter()
+        otel = OtelExport(exporter=exporter, **kw)
+        otel.export("rag", records, pred)
+        otel.close()
+        return [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+
+    assert not any("gen_ai.input.messages" in s.attributes for s in chat_spans())
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    spans = chat_spans()
+    assert spans and len(spans) == len(sent)
+    for span in spans:
+        given = json.loads(span.attributes["gen_ai.input.messages"])
+        messages = [{"role": m["role"], "content": m["parts"][0]["content"]} for m in given]
+        said = json.loads(span.attributes["gen_ai.output.messages"])
+        assert said[0]["parts"][0]["content"] == sent[json.dumps(messages)]
+        assert span.attributes["gen_ai.request.max_tokens"] > 0
