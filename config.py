@@ -109,6 +109,9 @@ class Context:
     SQLite file, and a server KB has none (its lifecycle commands refuse, naming this)."""
     prompts_dir: str = field(default="", metadata=OPERATOR)
     """A user folder whose ``.j2`` files override the built-in templates by name."""
+    trace_content: bool = field(default=True, metadata=OPERATOR)
+    """Whether an LLM call's trace event keeps the messages sent and the reply (off: role,
+    template, settings, tokens and latency only)."""
     trace_text_cap: int = field(default=0, metadata=OPERATOR)
     """Characters of each message and reply an LLM call's trace event keeps (0: whole); a cut
     text ends with a marker saying how much was cut."""
@@ -344,7 +347,8 @@ SERVING_FIELDS = frozenset(
     {
         "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
         "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
-        "chroma_url", "registry_url", "prompts_dir", "trace_text_cap", "response_cache",
+        "chroma_url", "registry_url", "prompts_dir", "trace_content", "trace_text_cap",
+        "response_cache",
         "image_roots", "limit_question_chars", "limit_images", "limit_image_pixels",
         "limit_knobs",
     }

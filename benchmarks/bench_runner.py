@@ -6,6 +6,9 @@
    (checkpointing, traces, predictions) against a zero-latency endpoint; overhead per question
    = wall time - time inside LLM calls - time inside KB searches, per step = that / steps.
 2. Throughput against an endpoint that sleeps 100 ms per call: concurrency 1 vs 8.
+3. Content tracing (each LLM call's messages and reply in the trace) on against off, side by
+   side: rag's overhead per step at zero latency, and its wall time against the 100 ms endpoint
+   (the goal: under 2 % more), rounds alternating which goes first.
 """
 
 from __future__ import annotations
@@ -52,6 +55,39 @@ def overhead(run: Path) -> dict:
     }
 
 
+def content_tracing(root: Path, qfile: Path, n: int, rounds: int = 3) -> dict:
+    """rag with each LLM call's content traced against without, alternating, in one run."""
+    out: dict[str, dict[str, list[float]]] = {"on": {}, "off": {}}
+    for delay, key in ((0.0, "zero_latency"), (0.1, "sleep_100ms")):
+        with ScriptedServer(delay=delay) as server:
+            for r in range(rounds):
+                for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                    ctx = Context(base_url=server.base_url, model="scripted",
+                                  kb_dir=str(root / "kb"), trace_content=mode == "on")  # fmt: skip
+                    run = root / f"content-{mode}-{key}-{r}"
+                    began = time.perf_counter()
+                    Runner("rag", run, ctx).run(qfile)
+                    wall = time.perf_counter() - began
+                    per_step = overhead(run)["overhead_per_step_ms_median"]
+                    out[mode].setdefault(f"{key}_wall_s", []).append(wall)
+                    out[mode].setdefault(f"{key}_per_step_ms", []).append(per_step)
+    med = {m: {k: statistics.median(v) for k, v in d.items()} for m, d in out.items()}
+    return {
+        "questions": n,
+        "rounds": rounds,
+        "per_step_ms_on": round(med["on"]["zero_latency_per_step_ms"], 3),
+        "per_step_ms_off": round(med["off"]["zero_latency_per_step_ms"], 3),
+        "per_step_ratio": round(
+            med["on"]["zero_latency_per_step_ms"] / med["off"]["zero_latency_per_step_ms"], 3
+        ),
+        "wall_s_on_sleep_100ms": round(med["on"]["sleep_100ms_wall_s"], 3),
+        "wall_s_off_sleep_100ms": round(med["off"]["sleep_100ms_wall_s"], 3),
+        "wall_ratio_sleep_100ms": round(
+            med["on"]["sleep_100ms_wall_s"] / med["off"]["sleep_100ms_wall_s"], 4
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--questions", type=int, default=40)
@@ -91,6 +127,7 @@ def main() -> None:
                 "seconds_c8": round(timings[8], 2),
                 "speedup": round(timings[1] / timings[8], 2),
             }
+        results["content_tracing"] = content_tracing(root, qfile, args.questions)
     text = json.dumps(results, indent=2)
     print(text)
     if args.out:

@@ -48,7 +48,7 @@ def _model(
 ) -> ChatModel:
     key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
            ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir,
-           ctx.response_cache, ctx.trace_text_cap)  # fmt: skip
+           ctx.response_cache, ctx.trace_content, ctx.trace_text_cap)  # fmt: skip
     return _models.get(key, lambda: ChatModel(
         base_url,
         name,
@@ -65,7 +65,7 @@ def _model(
         count_prompt_tokens=server.prompt_tokens if server is not None else None,
         context_window=server.n_ctx if server is not None else 0,
         cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
-        trace_cap=ctx.trace_text_cap,
+        trace_cap=ctx.trace_text_cap if ctx.trace_content else -1,
     ))  # fmt: skip
 
 

@@ -203,7 +203,7 @@ class ChatModel:
         self.cache = cache
         """Greedy replies read back by request (``models.response_cache``), when set."""
         self.trace_cap = trace_cap
-        """Characters of each traced message and reply (0: whole)."""
+        """Characters of each traced message and reply (0: whole; -1: none kept)."""
         self.transport = Transport(
             self.base_url, model, api_key=api_key, timeout=timeout, max_retries=max_retries,
             http_client=http_client, stream=stream, count_prompt_tokens=count_prompt_tokens,
@@ -397,8 +397,8 @@ class ChatModel:
         sent = {k: v for k, v in kwargs.items() if k != "extra_body"} | (
             kwargs.get("extra_body") or {}
         )  # as the wire carries them: the client merges extra_body into the body
-        content = {"messages": traced_messages(messages, self.trace_cap),
-                   "sampling": json.loads(json.dumps(sent, default=str))}  # fmt: skip
+        content = {"messages": traced_messages(messages, self.trace_cap) if self.trace_cap >= 0
+                   else [], "sampling": json.loads(json.dumps(sent, default=str))}  # fmt: skip
         key = ""
         if self.cache is not None and self.cache.cacheable(kwargs):
             key = request_key(self.model, messages, kwargs)
@@ -439,6 +439,8 @@ class ChatModel:
 
     def _read(self, call: LLMCall, resp: Any, parse: Callable[[Any], Any] | None) -> None:
         """The reply and what ``parse`` reads from it, into the call's event."""
+        if self.trace_cap < 0:  # content tracing off
+            return
         call.reply = capped(resp.choices[0].message.content or "", self.trace_cap)
         if parse is not None:
             try:

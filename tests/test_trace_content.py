@@ -129,3 +129,14 @@ def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path,
     assert "prompts changed in 1 by an edited template: rag/answer (1); in 1 by their " in diff
     assert "inputs (earlier replies, other evidence): rag/short_answer (1)" in diff
     assert "first reply that differs: call 0 (rag/answer), whose prompt changed" in diff
+
+
+def test_content_tracing_can_be_turned_off(endpoint):
+    from hopgraph.models.chat import user
+
+    events = []
+    endpoint(["a reply"]).model_client(trace_cap=-1, on_event=events.append).complete(
+        [user("a question")], role="test"
+    )
+    (call,) = [e for e in events if e["event"] == "llm_call"]
+    assert call["messages"] == [] and call["reply"] is None and call["sampling"]["max_tokens"]
