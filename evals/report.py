@@ -340,14 +340,24 @@ body{font-family:system-ui,sans-serif;margin:2rem;color:#111;max-width:1200px}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;
 font-size:.9rem;text-align:left}details{border:1px solid #ddd;border-radius:8px;margin:.6rem 0;
 padding:.4rem .8rem}summary{cursor:pointer;font-weight:600}.ok{color:#15803d}.bad{color:#b91c1c}
-.graph{max-width:100%;height:auto;display:block;margin:.5rem 0}
-code{background:#f3f4f6;padding:0 .2rem}
+.graph{max-width:100%;height:auto;display:block;margin:.5rem 0}g.node{cursor:pointer}
+code{background:#f3f4f6;padding:0 .2rem}.dim{color:#6b7280}
+.steps>li{margin:.4rem 0}.call,.retrieval,.flag,.event{margin:.3rem 0 .3rem 1rem}
+details.call{border-color:#c7d2fe;background:#f8faff}details.call.error{border-color:#fca5a5}
+.flag{background:#fef3c7;border-left:4px solid #d97706;padding:.2rem .5rem}
+.msg pre,.hit pre{white-space:pre-wrap;background:#f9fafb;border:1px solid #eee;padding:.4rem;
+margin:.2rem 0;max-height:24rem;overflow:auto;font-size:.85rem}.msg.reply pre{background:#ecfdf5}
+.hit details{border:none;margin:0;padding:0}.hit summary{font-weight:400}
+.badge{font-size:.75rem;border-radius:4px;padding:0 .3rem;margin-right:.3rem;color:#fff}
+.badge.kept{background:#2563eb}.badge.cited{background:#15803d}
+.node-detail{border:2px solid #6366f1;border-radius:8px;padding:.4rem .8rem;margin:.4rem 0}
 """
 
 
-def _drawing(view: dict[str, Any]) -> str:
+def _drawing(view: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:
     """The SVG, then, where the graph's nodes carry ``detail`` (MMAPG: instruction, content,
-    parents, calls), a table of them: the drawing's boxes are too small to read those in."""
+    parents, calls), a table of them (the boxes are too small to read those in) and one panel
+    per node, shown when its box is clicked: its instruction, parents, hits and content."""
     rows = [
         f"<tr><td>{html.escape(n['id'])}</td><td>{html.escape(n.get('kind', ''))}</td>"
         + "".join(f"<td>{html.escape(str(n['detail'].get(k, '')))}</td>" for k in DETAIL)
@@ -357,8 +367,50 @@ def _drawing(view: dict[str, Any]) -> str:
     ]
     if not rows:
         return to_svg(view)
+    hits = _node_hits(records or [])
+    panels = "".join(
+        f"<div class='node-detail' data-for='{_esc(n['id'])}' hidden><b>{_esc(n['id'])}</b> "
+        f"({_esc(n.get('kind', ''))})"
+        + "".join(f"<p><b>{k}:</b> {_esc(n['detail'].get(k, ''))}</p>" for k in DETAIL)
+        + (
+            "<p><b>hits:</b></p><ul>"
+            + "".join(
+                f"<li><code>{_esc(h['id'])}</code> {_esc(h.get('title', ''))}: "
+                f"{_esc(str(h.get('text', ''))[:300])}</li>"
+                for h in hits.get(n["id"], [])
+            )
+            + "</ul>"
+            if hits.get(n["id"])
+            else ""
+        )
+        + "</div>"
+        for n in view["nodes"]
+        if isinstance(n.get("detail"), dict)
+    )
     head = "".join(f"<th>{c}</th>" for c in ("node", "type", *DETAIL))
-    return f"{to_svg(view)}<table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f"{to_svg(view)}{panels}<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _node_hits(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """A planning graph's nodes' hits, from the final state (MMAPG's ``nodes``)."""
+    for rec in reversed(records):
+        data = rec.get("data")
+        if rec.get("mode") == "values" and isinstance(data, dict):
+            return {n["id"]: n.get("hits") or [] for n in data.get("nodes") or [] if "id" in n}
+    return {}
+
+
+_SCRIPT = """
+function showNode(root, id){root.querySelectorAll('.node-detail').forEach(function(p){
+p.hidden = p.dataset.for !== id;});}
+document.querySelectorAll('details.question').forEach(function(q){
+q.querySelectorAll('g.node').forEach(function(g){g.addEventListener('click', function(){
+showNode(q, g.dataset.id);});});});
+var m = location.hash.match(/^#(.+):(.+)$/);
+if (m) {var q = document.getElementById(decodeURIComponent(m[1]));
+if (q) {q.open = true; showNode(q, decodeURIComponent(m[2]));}}
+"""
+"""Clicking a planning-graph node shows its panel; ``report.html#QID:NODE`` opens one."""
 
 
 DETAIL = ("parents", "instruction", "content", "calls", "tokens")
@@ -382,6 +434,121 @@ def _calls_table(records: list[dict[str, Any]]) -> str:
     )
     head = f"<tr>{head}</tr>"
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def evidence_index(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every piece of evidence a question's trace holds whole (in node updates and the final
+    state), by id: what a retrieval event names by id only, with its text, title, source, page."""
+    found: dict[str, dict[str, Any]] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("id"), str) and isinstance(value.get("text"), str):
+                found.setdefault(value["id"], value)
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for rec in records:
+        if rec.get("mode") in ("updates", "values"):
+            walk(rec.get("data"))
+    return found
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _hit_html(i: str, score: Any, known: dict, kept: set, cited: set) -> str:
+    """One retrieved item: rank line (score, id, title, source, page), its text collapsed;
+    marked kept (in the contexts the answer was written from) and cited."""
+    e = known.get(i, {})
+    marks = [m for m, on in (("kept", i in kept), ("cited", i in cited)) if on]
+    where = " · ".join(
+        str(x)
+        for x in (e.get("title"), e.get("source"), f"p.{e['page']}" if e.get("page") else "")
+        if x
+    )
+    badge = "".join(f"<span class='badge {m}'>{m}</span>" for m in marks)
+    text = e.get("text")
+    body = f"<pre>{_esc(text)}</pre>" if text else "<p class='dim'>(text not in the trace)</p>"
+    return (
+        f"<li class='hit {' '.join(marks)}'><details><summary>{badge}"
+        f"<code>{_esc(i)}</code> {score} <span class='dim'>{_esc(where)}</span></summary>"
+        f"{body}</details></li>"
+    )
+
+
+def _call_html(e: dict[str, Any]) -> str:
+    """An LLM call, collapsed: role, template, tokens, latency; open: each message, the reply,
+    what was read from it, the settings."""
+    flags = " error" if e.get("error") else (" repair" if (e.get("extra") or {}).get("repair")
+                                              else "")  # fmt: skip
+    head = (
+        f"llm <b>{_esc(e.get('role'))}</b> [{_esc(e.get('template'))}] "
+        f"{e.get('prompt_tokens', 0)}+{e.get('completion_tokens', 0)} tok "
+        f"{e.get('latency_s', 0):.2f}s"
+        + (" · repair request" if flags == " repair" else "")
+        + (f" · <b>error</b> {_esc(e['error'])}" if e.get("error") else "")
+    )
+    if "messages" not in e:
+        return f"<div class='call{flags}'>{head}</div>"
+    body = "".join(
+        f"<div class='msg {_esc(m.get('role', ''))}'><b>{_esc(m.get('role', ''))}</b>"
+        f"<pre>{_esc(message_text(m))}</pre></div>"
+        for m in e["messages"]
+    )
+    body += (
+        f"<div class='msg reply'><b>reply</b><pre>{_esc(e.get('reply') or '(none)')}</pre></div>"
+    )
+    if e.get("parsed") is not None:
+        body += (
+            f"<p><b>read:</b> <code>{_esc(json.dumps(e['parsed'], ensure_ascii=False))}</code></p>"
+        )
+    if e.get("parse_error"):
+        body += f"<p class='bad'><b>did not validate:</b> {_esc(e['parse_error'])}</p>"
+    sampling = {k: v for k, v in (e.get("sampling") or {}).items() if k != "response_format"}
+    body += f"<p class='dim'>sent with {_esc(json.dumps(sampling, default=str))}</p>"
+    return f"<details class='call{flags}' open><summary>{head}</summary>{body}</details>"
+
+
+def _event_html(e: dict[str, Any], known: dict, kept: set, cited: set) -> str:
+    """One event inside a step: a call, a retrieval with its hits, a flag, or its kind."""
+    kind = e.get("event")
+    if kind == "llm_call":
+        return _call_html(e)
+    if kind == "retrieval":
+        ids = e.get("ids", [])
+        hits = "".join(_hit_html(i, score, known, kept, cited)
+                       for i, score in zip(ids, e.get("scores", []), strict=False))  # fmt: skip
+        return (
+            f"<div class='retrieval'>retrieve <q>{_esc(e.get('query', ''))}</q> "
+            f"({_esc(e.get('role', ''))}, {len(ids)} hits)<ol>{hits}</ol></div>"
+        )
+    if kind in ("fallback", "empty_reply", "repair"):
+        shown = json.dumps({k: v for k, v in e.items() if k != "event"}, default=str)[:400]
+        return f"<div class='flag'>{_esc(kind)}: {_esc(shown)}</div>"
+    if "error" in e:
+        return f"<div class='flag bad'>error: {_esc(e['error'])}</div>"
+    return f"<div class='event dim'>{_esc(kind or 'event')}</div>"
+
+
+def _steps_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
+    """Each executed node in order with what happened inside it: retrievals with their hits
+    (kept and cited marked), LLM calls with prompt and reply, fallbacks and empty replies
+    flagged, and the state keys it wrote."""
+    known = evidence_index(records)
+    kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
+    out = ["<ol class='steps'>"]
+    for step in steps(records):
+        where = "/".join([*step.ns, step.node])
+        wrote = f" <span class='dim'>→ {_esc(', '.join(step.keys))}</span>" if step.keys else ""
+        inner = [_event_html(e, known, kept, cited) for e in step.events]
+        out.append(f"<li class='step'><b>{_esc(where)}</b>{wrote}{''.join(inner)}</li>")
+    out.append("</ol>")
+    return "".join(out)
 
 
 SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
@@ -435,9 +602,10 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
                 if pred.get("error")
                 else ""
             )
-            + f"</p>{_drawing(graph_view(records))}{_calls_table(records)}</details>"
+            + f"</p>{_drawing(graph_view(records), records)}<h3>Steps</h3>"
+            + f"{_steps_html(records, pred)}<h3>LLM calls</h3>{_calls_table(records)}</details>"
         )
-    parts.append("</body></html>")
+    parts.append(f"<script>{_SCRIPT}</script></body></html>")
     out = run_dir / "report.html"
     out.write_text("".join(parts), encoding="utf-8")
     return out

@@ -140,3 +140,63 @@ def test_content_tracing_can_be_turned_off(endpoint):
     )
     (call,) = [e for e in events if e["event"] == "llm_call"]
     assert call["messages"] == [] and call["reply"] is None and call["sampling"]["max_tokens"]
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run",
+                  "--disable-quic", "--enable-logging=stderr", "--v=0"]  # fmt: skip
+
+
+@pytest.mark.skipif(
+    __import__("shutil").which("chromium") is None,
+    reason="chromium not installed (.ci/run installs it)",
+)
+@pytest.mark.parametrize("name", AGENTS)
+def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
+    """Per question: the drawing, each node in order with its retrievals (hits with their
+    text, kept and cited marked) and its calls (prompt and reply, collapsed); for MMAPG a
+    planning-graph node's panel (instruction, parents, hits, content) opens on click, here
+    through the link ``report.html#QID:NODE`` that runs the same handler."""
+    import html as htmlmod
+    import re
+    import subprocess
+
+    from before_after import reply
+    from scripted_server import ScriptedServer
+
+    from hopgraph.config import Context
+    from hopgraph.evals import report
+    from hopgraph.evals.evaluate import evaluate_run
+    from hopgraph.evals.run_folder import read_predictions, read_trace, trace_path
+    from hopgraph.evals.runner import Runner
+
+    kb, qfile, qdoc = demo
+    agent, fields = AGENTS[name]
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb), **fields)
+        Runner(agent, tmp_path / "run", ctx).run(qdoc if agent == "mabdqa" else qfile, limit=1)
+    ((qid, pred),) = read_predictions(tmp_path / "run" / "predictions.jsonl").items()
+    records = read_trace(trace_path(tmp_path / "run", qid))
+    calls = report.llm_calls(records)
+    page = report.render_html(tmp_path / "run", evaluate_run(tmp_path / "run"))
+    url = page.as_uri() + (f"#{qid}:Q1" if agent == "mmapg" else "")
+    profile = [f"--user-data-dir={tmp_path / 'profile'}"]
+    out = subprocess.run(["chromium", *CHROMIUM_FLAGS, *profile, "--dump-dom", url],
+                         capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = out.stdout
+    assert "Uncaught" not in out.stderr
+    assert dom.count('<li class="step">') >= 2
+    assert len(re.findall(r"<details class=\"call[^\"]*\" open", dom)) == len(calls) > 0
+    first = report.message_text(calls[0]["messages"][-1]).splitlines()[0]
+    assert htmlmod.escape(first, quote=False) in dom  # the prompt the model got is on the page
+    assert htmlmod.escape(calls[0]["reply"].splitlines()[0], quote=False) in dom
+    if pred.get("citations"):
+        assert 'class="hit kept cited"' in dom
+    if agent == "mmapg":
+        assert '<div class="node-detail" data-for="Q1">' in dom  # shown
+        assert '<div class="node-detail" data-for="Q0" hidden="">' in dom  # the others hidden
+    shot = tmp_path / f"{name}.png"
+    subprocess.run(["chromium", *CHROMIUM_FLAGS, *profile, f"--screenshot={shot}",
+                    "--window-size=1200,1600", url], capture_output=True, timeout=180)  # fmt: skip
+    assert shot.exists() and shot.stat().st_size > 20_000
