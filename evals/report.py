@@ -351,6 +351,10 @@ margin:.2rem 0;max-height:24rem;overflow:auto;font-size:.85rem}.msg.reply pre{ba
 .badge{font-size:.75rem;border-radius:4px;padding:0 .3rem;margin-right:.3rem;color:#fff}
 .badge.kept{background:#2563eb}.badge.cited{background:#15803d}
 .node-detail{border:2px solid #6366f1;border-radius:8px;padding:.4rem .8rem;margin:.4rem 0}
+figure.page{display:inline-block;margin:.5rem;vertical-align:top;max-width:45%}
+.sheet{position:relative;border:1px solid #ccc}.sheet img{display:block;width:100%}
+.sheet svg{position:absolute;inset:0;width:100%;height:100%}
+rect.quoted{fill:rgba(250,204,21,.45);stroke:#ca8a04;stroke-width:1}
 """
 
 
@@ -551,6 +555,42 @@ def _steps_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
+    """Each cited PDF page, rendered, with the region the answer quotes highlighted (an SVG in
+    PDF points laid over the page image)."""
+    from hopgraph.memory.regions import cited_region
+
+    known = evidence_index(records)
+    said = f"{pred.get('response', '')}\n{pred.get('answer', '')}"
+    figures = []
+    for cid in pred.get("citations") or []:
+        e = known.get(cid) or {}
+        prov = e.get("provenance") or {}
+        if e.get("modality") != "page" or not e.get("path") or not prov.get("page_size"):
+            continue
+        w, h = prov["page_size"]
+        boxes = cited_region(e, said)
+        rects = "".join(
+            f"<rect class='quoted' x='{x0}' y='{y0}' width='{x1 - x0}' height='{y1 - y0}'/>"
+            for x0, y0, x1, y1 in boxes
+        )
+        caption = (
+            f"{_esc(e.get('source', ''))} p.{e.get('page')}: "
+            + (
+                "the highlighted lines are what the answer quotes"
+                if boxes
+                else "cited; the answer quotes none of its text"
+            )  # fmt: skip
+        )
+        figures.append(
+            f"<figure class='page' data-id='{_esc(cid)}'><div class='sheet'>"
+            f"<img src='{Path(e['path']).as_uri()}' alt='{_esc(e.get('title', ''))}'>"
+            f"<svg viewBox='0 0 {w} {h}' preserveAspectRatio='none'>{rects}</svg></div>"
+            f"<figcaption>{caption}</figcaption></figure>"
+        )
+    return f"<h3>Cited pages</h3>{''.join(figures)}" if figures else ""
+
+
 SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 
 
@@ -603,7 +643,8 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
                 else ""
             )
             + f"</p>{_drawing(graph_view(records), records)}<h3>Steps</h3>"
-            + f"{_steps_html(records, pred)}<h3>LLM calls</h3>{_calls_table(records)}</details>"
+            + f"{_steps_html(records, pred)}{_cited_pages_html(records, pred)}"
+            + f"<h3>LLM calls</h3>{_calls_table(records)}</details>"
         )
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     out = run_dir / "report.html"

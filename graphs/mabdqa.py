@@ -76,6 +76,9 @@ class State(InputState, total=False):
     """P(Yes) of the answer reflection for the last answer."""
     answer: str
     response: str
+    citations: list[str]
+    """The pages the answer read, each cited by id (the report shows them, and the span of a
+    page's text the answer quotes)."""
 
 
 def _document(state: State, ctx: Context) -> DocumentPages:
@@ -185,7 +188,9 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     text = roles.answer(question, top, ctx, state.get("images", []))
     attempt = {"question": question, "pages": [h["page"] for h in top], "answer": text}
-    return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top}
+    cited = [h["id"] for h in top]
+    return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top,
+            "citations": cited}  # fmt: skip
 
 
 def reflect_answer(state: State, runtime: Runtime[Context]) -> State:

@@ -250,7 +250,7 @@ def read_pdf(
             where = f"{path}#page{number}"
             try:
                 layer = page.get_text().strip()
-                text, meta = layer, {"pages": len(doc)}
+                text, meta = layer, {"pages": len(doc)} | text_lines(page, layer)
                 png, image = "", None
                 if folder is not None:
                     png_path = folder / f"page-{number:04d}.png"
@@ -269,6 +269,8 @@ def read_pdf(
                     if found is not None:
                         text = with_ocr(layer, found.text)
                         meta |= {"ocr": found.engine, "text_layer_chars": len(layer)}
+                        if text != layer:  # OCR'd text has no boxes of its own here
+                            meta.pop("lines", None)
                         ocred += 1
             except Exception as e:  # a damaged page: skip it, keep the document
                 yield Skipped(where, f"page failed: {e}")
@@ -291,6 +293,28 @@ def read_pdf(
         if no_text:
             why = "" if ocr is not None else " (no OCR: --ocr off, or no engine installed)"
             notes.append(f"{path.name}: {no_text} page(s) without text{why}")
+
+
+def text_lines(page, text: str) -> dict[str, Any]:  # noqa: ANN001 - a pymupdf Page
+    """Where the page's text lies: the page size and each text line's box in PDF points with its
+    character span in ``text`` (``[x0, y0, x1, y1, start, end]``), so a citation can point at
+    the region it quotes (``memory/regions.py``)."""
+    lines, at = [], 0
+    for block in page.get_text("dict")["blocks"]:
+        for line in block.get("lines", []):
+            said = "".join(span["text"] for span in line["spans"]).strip()
+            if not said:
+                continue
+            start = text.find(said, at)
+            if start < 0:
+                start = text.find(said)
+            if start < 0:
+                continue
+            x0, y0, x1, y1 = (round(v, 1) for v in line["bbox"])
+            lines.append([x0, y0, x1, y1, start, start + len(said)])
+            at = start + len(said)
+    size = [round(page.rect.width, 1), round(page.rect.height, 1)]
+    return {"page_size": size, "lines": lines} if lines else {}
 
 
 def _render(page, page_pixels: int):  # noqa: ANN001, ANN202 - a pymupdf Page and Pixmap
