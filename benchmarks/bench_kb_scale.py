@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.memory.kb import KnowledgeBase
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from servers import start_chroma  # noqa: E402
+
+from hopgraph.memory.kb import KnowledgeBase  # noqa: E402
 
 DIM = 384
 CHUNK = 4096
@@ -54,30 +57,6 @@ def rss_mb(pid: int) -> float:
     import psutil
 
     return psutil.Process(pid).memory_info().rss / 2**20
-
-
-def start_server(folder: Path) -> tuple[subprocess.Popen, str]:
-    """``chroma run`` from this environment on a free loopback port, once it answers."""
-    import httpx
-
-    from hopgraph.models.embedded import free_port
-
-    chroma = Path(sys.executable).parent / "chroma"
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(chroma), "run", "--path", str(folder), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("chroma run did not start")
 
 
 def grow(kb: KnowledgeBase, rng: np.random.Generator, start: int, end: int) -> float:
@@ -144,7 +123,7 @@ def measure(place: str, sizes: list[int], n_queries: int, root: Path) -> list[di
     rng = np.random.default_rng(0)
     server = None
     if place == "server":
-        server, url = start_server(root / "server")
+        server, url = start_chroma(root / "server")
         kb = KnowledgeBase(root / "unused", chroma_url=url)
         folder = root / "server"
     else:

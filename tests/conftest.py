@@ -83,34 +83,11 @@ def fresh_database(postgres: str, name: str) -> str:
 @pytest.fixture
 def chroma_server(tmp_path):
     """``chroma run`` from this environment on a free loopback port."""
-    import shutil
-    import subprocess
-    import time
+    from servers import CHROMA, start_chroma
 
-    import httpx
-
-    from hopgraph.models.embedded import free_port
-
-    chroma = Path(sys.executable).parent / "chroma"
-    if not chroma.exists() and shutil.which("chroma") is None:
+    if not CHROMA.exists():
         pytest.skip("the chroma CLI is not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(chroma if chroma.exists() else "chroma"), "run", "--path", str(tmp_path / "srv"),
-         "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("chroma server did not start")
+    proc, url = start_chroma(tmp_path / "srv")
     yield url
     proc.terminate()
     proc.wait(timeout=20)

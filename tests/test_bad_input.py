@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA
+from servers import hopgraph
 
 PDFS = SHARED_DATA / "mmlongbench" / "pdfs"
-
-
-def hopgraph(*args, cwd, timeout=180):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, env=env,
-    )  # fmt: skip
 
 
 def unreadable(path: Path) -> None:

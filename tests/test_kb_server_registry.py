@@ -3,21 +3,13 @@ PostgreSQL (``registry_url``): a real ``chroma run`` and a real PostgreSQL on lo
 through the CLI as a user on several machines would."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from conftest import fresh_database
 from scripted_server import ScriptedServer
-
-
-def hopgraph(*args, cwd, timeout=300):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, env=env,
-    )  # fmt: skip
+from servers import hopgraph
 
 
 def texts(out: str) -> str:
