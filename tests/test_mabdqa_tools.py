@@ -171,15 +171,28 @@ def test_without_judgements_the_bandit_ranks_as_the_question_li_does():  # Alg. 
     assert walk.ranking == [int(p) for p in np.argsort(-li_q, kind="stable")]
 
 
-def test_an_unjudged_page_keeps_its_li_place_against_pages_judged_low():
+def test_judged_and_unjudged_pages_are_ranked_on_one_scale():
+    """A judge that gave every page 0.6 pushed LI's top pages below the unjudged ones (judged
+    pages by Eq. 8, unjudged by LI alone: [3,4,5,6,7,8,0,1,2,9] with m = 3). A judge that says
+    the same of every page tells nothing: LI's order stands."""
     h, li_q = document()
-    walk = bandit_retrieve(h, lambda p: 0.0, prior=li_q, m=6, alpha=0.8, beta=0.1, lam=0.75)
+    by_li = [int(p) for p in np.argsort(-li_q, kind="stable")]
+    for c in (0.0, 0.6, 1.0):
+        walk = bandit_retrieve(h, lambda p, c=c: c, prior=li_q, m=3, alpha=0.8, beta=0.0, lam=0.75)
+        assert walk.ranking == by_li, c
+    # a page judged relevant rises above every page the walk did not judge, and one judged
+    # irrelevant falls below every unjudged page of at least its LI
+    seen = []
+
+    def first_liked(p):
+        seen.append(p)
+        return 1.0 if len(seen) == 1 else 0.0
+
+    walk = bandit_retrieve(h, first_liked, prior=li_q, m=6, alpha=0.8, beta=0.1, lam=0.75)
+    assert walk.ranking[0] == seen[0]
     unjudged = [p for p in walk.ranking if p not in walk.judged]
-    assert unjudged == [int(p) for p in np.argsort(-li_q, kind="stable") if p not in walk.judged]
-    best = unjudged[0]  # the question's best page the walk left alone
-    assert all(walk.ranking.index(best) < walk.ranking.index(p) for p in walk.judged)
-    # a page judged relevant still rises above every page the walk did not judge
-    liked = bandit_retrieve(h, lambda p: 1.0, prior=li_q, m=3, alpha=0.8, beta=0.1, lam=0.75)
-    assert set(liked.ranking[:3]) == set(liked.judged)
+    for low in seen[1:]:
+        above = [p for p in unjudged if li_q[p] >= li_q[low]]
+        assert all(walk.ranking.index(p) < walk.ranking.index(low) for p in above)
     with pytest.raises(ValueError, match="prior scores 5 pages"):
         bandit_retrieve(h, lambda p: 0.0, prior=li_q[:5], m=1, alpha=0.8, beta=0.1, lam=0.75)

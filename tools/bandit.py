@@ -56,17 +56,23 @@ def arm_confidence(h: Hypergraph, arms: Arms, page: int) -> float:
 
 def composite_score(
     h: Hypergraph, arms: Arms, page: int, s_vlm: float, *, alpha: float, beta: float,
-    lam: float, max_degree: int,
+    lam: float, max_degree: int, li: float | None = None,
 ) -> float:  # fmt: skip
     """Eq. 8: (1-alpha) max_j LI(Q_j, p) + alpha s_vlm + beta[(1-lambda) h + lambda s̄_cb], with
     LI min-max normalised per arm and the degree h divided by the largest degree in H, so
-    every term lies in [0, 1]."""
-    degree = h.degree(page) / max_degree if max_degree else 0.0
+    every term lies in [0, 1]. ``li``: the page's LI term where the walk ranks by another
+    (the question's LI(q, p), Alg. 2 line 4), for judged and unjudged pages alike."""
     return (
-        (1 - alpha) * float(h.li[:, page].max())
+        (1 - alpha) * (float(h.li[:, page].max()) if li is None else li)
         + alpha * s_vlm
-        + beta * ((1 - lam) * degree + lam * arm_confidence(h, arms, page))
+        + beta * graph_term(h, arms, page, lam=lam, max_degree=max_degree)
     )
+
+
+def graph_term(h: Hypergraph, arms: Arms, page: int, *, lam: float, max_degree: int) -> float:
+    """Eq. 8's bracket: (1-lambda) h + lambda s̄_cb, the page's degree and its arms' means."""
+    degree = h.degree(page) / max_degree if max_degree else 0.0
+    return (1 - lam) * degree + lam * arm_confidence(h, arms, page)
 
 
 @dataclass
@@ -114,11 +120,19 @@ def bandit_retrieve(
         raise ValueError(f"prior scores {len(initial)} pages, the hypergraph holds {h.n_pages}")
 
     def score(p: int) -> float:
-        """Eq. 8 for a judged page; an unjudged one keeps its LI(q, p) (Alg. 2 line 4)."""
-        if p not in judged:
-            return float(initial[p])
-        return composite_score(h, arms, p, judged[p], alpha=alpha, beta=beta, lam=lam,
-                               max_degree=max_degree)  # fmt: skip
+        """Eq. 8 for every page, on one scale, with the page's LI(q, p) as its LI term (Alg. 2
+        line 4). An unjudged page's other terms are at their prior, the same for every such
+        page: the judgement expected of it (the mean of those made so far; 0.5, Beta(1, 1)'s
+        mean, before any) and the mean graph term over the pages; so without judgements the
+        walk ranks as LI does. Scoring an unjudged page by LI alone put it on another scale: a
+        judge that gave every page 0.6 pushed LI's top pages below unjudged ones."""
+        if p in judged:
+            return composite_score(h, arms, p, judged[p], alpha=alpha, beta=beta, lam=lam,
+                                   max_degree=max_degree, li=float(initial[p]))  # fmt: skip
+        expected = float(np.mean(list(judged.values()))) if judged else 0.5
+        graph = np.mean([graph_term(h, arms, q, lam=lam, max_degree=max_degree)
+                         for q in range(h.n_pages)])  # fmt: skip
+        return (1 - alpha) * float(initial[p]) + alpha * expected + beta * float(graph)
 
     current = start
     steps = []
