@@ -6,6 +6,7 @@ layer, and every call says so in the trace (``described``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -60,9 +61,23 @@ def aspects(question: str, ctx: Context) -> list[str]:
     reply = ASPECTS.complete(
         ctx, max_tokens=80, question=question, max_aspects=ctx.mabdqa_max_aspects
     )
-    phrases = [p.strip().strip("\"'.-*").strip() for p in reply.replace("\n", ",").split(",")]
-    out = list(dict.fromkeys(p for p in phrases if p and len(p) <= 120))
+    out = list(dict.fromkeys(p for p in aspect_phrases(reply) if p and len(p) <= 120))
     return out[: ctx.mabdqa_max_aspects]
+
+
+def aspect_phrases(reply: str) -> list[str]:
+    """The phrases of an aspects reply: a JSON list read as a list (``["male", "page 17"]``
+    gave the subquery ``["male``), else comma- or line-separated phrases."""
+    text = reply.strip()
+    start, end = text.find("["), text.rfind("]")
+    if start != -1 and end > start:
+        try:
+            listed = json.loads(text[start : end + 1])
+        except json.JSONDecodeError:
+            listed = None
+        if isinstance(listed, list):
+            return [str(p).strip() for p in listed if isinstance(p, str | int | float)]
+    return [p.strip().strip("\"'.-*[]").strip() for p in text.replace("\n", ",").split(",")]
 
 
 def judge_page(question: str, page: Evidence, ctx: Context) -> float:

@@ -196,3 +196,20 @@ def test_judged_and_unjudged_pages_are_ranked_on_one_scale():
         assert all(walk.ranking.index(p) < walk.ranking.index(low) for p in above)
     with pytest.raises(ValueError, match="prior scores 5 pages"):
         bandit_retrieve(h, lambda p: 0.0, prior=li_q[:5], m=1, alpha=0.8, beta=0.1, lam=0.75)
+
+
+def test_aspect_subqueries_read_a_json_list_as_a_list():
+    """A reply ["male", "female", "page 17"] gave the subquery `["male`."""
+    from hopgraph.agents.mabdqa import aspect_phrases
+
+    assert aspect_phrases('["male", "female", "page 17"]') == ["male", "female", "page 17"]
+    assert aspect_phrases('Aspects: ["revenue 2019", "net margin"]') == [
+        "revenue 2019",
+        "net margin",
+    ]
+    assert aspect_phrases("revenue 2019, net margin\nstaff") == [
+        "revenue 2019",
+        "net margin",
+        "staff",
+    ]
+    assert aspect_phrases('["unclosed, list') == ["unclosed", "list"]
