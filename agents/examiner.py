@@ -73,12 +73,15 @@ def split_instruction(instruction: str, parents: list[str], ctx: Context) -> Spl
     )  # fmt: skip
 
 
-def key_phrases(instruction: str, ctx: Context) -> list[str]:
-    """Eq. 6, with the few-shot examples F_text in the template. Fallback: no phrase (the
-    caller then searches with the text part itself)."""
+def key_phrases(instruction: str, ctx: Context, parents: list[str] | tuple = ()) -> list[str]:
+    """Eq. 6, with the few-shot examples F_text in the template and the parent nodes' content
+    (Sec. 3.3: the instruction and its parents go to the retrieval module), so an earlier
+    answer can name what the instruction refers to. Fallback: no phrase (the caller then
+    searches with the text part itself)."""
     out = KEY_PHRASES.structured(
-        ctx, Phrases, fallback=Phrases(), max_tokens=120, instruction=instruction
-    )
+        ctx, Phrases, fallback=Phrases(), max_tokens=120, instruction=instruction,
+        parents=[p for p in parents if p],
+    )  # fmt: skip
     return _clean(out.phrases)
 
 

@@ -98,7 +98,10 @@ def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     image_phrases: list[str] = []
     question = ""
     if state.get("text_part"):
-        text_phrases = examiner.key_phrases(state["text_part"], ctx) or [state["text_part"]]
+        parents = state.get("parents", [])
+        text_phrases = examiner.key_phrases(state["text_part"], ctx, parents) or [
+            state["text_part"]
+        ]
     if state.get("image_part"):
         phrases, question = examiner.image_queries(state["image_part"], state["image_kind"], ctx)
         phrases = phrases or [state["image_part"]]

@@ -483,7 +483,9 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
     )
     ctx = Context(kb_dir=str(tmp_path / "kb"), mmapg_max_candidates=4,
                   mmapg_text_radius=2.0, mmapg_image_radius=2.0)  # fmt: skip
-    monkeypatch.setattr(examiner, "key_phrases", lambda text, ctx: ["harbour toll ledger"])
+    monkeypatch.setattr(
+        examiner, "key_phrases", lambda text, ctx, parents=(): ["harbour toll ledger"]
+    )
     monkeypatch.setattr(
         examiner, "image_queries", lambda part, kind, ctx: (["red lighthouse photo"], "Colour?")
     )
@@ -511,3 +513,37 @@ def test_a_repeated_search_in_single_path_mode_builds_on_the_latest_node_only():
     assert repairs == [{"kind": "repeated_retrieval", "of": "R1", "used": ["A3"]}]
     ok, _ = check_step(raw, nodes, "q?", False)  # the full method answers from both searches
     assert ok["parents"] == ["R1", "R2"]
+
+
+def test_a_parent_nodes_answer_reaches_the_search(tmp_path, monkeypatch):
+    """On a KB without images, split returned before the parents were read and the key phrases
+    came from the instruction alone: "Find the medal the real person received" under a parent
+    that names James Stockdale searched without "Stockdale" (Sec. 3.3, Eq. 5; Alg. 1 line 13)."""
+    from langgraph.runtime import Runtime
+
+    from hopgraph.graphs import mmapg
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", "s", "James Stockdale received the Medal of Honor.", title="Stockdale")])
+
+    def keyphrases(body):
+        prompt = body["messages"][-1]["content"]
+        if "Stockdale" in prompt:  # the model names whom the prompt names
+            return json.dumps({"phrases": ["medal received by James Stockdale"]})
+        return json.dumps({"phrases": ["medal received by the real person"]})
+
+    searched = []
+    real = mmapg.find_candidates
+
+    def spy(phrases, side, ctx, **kw):
+        searched.extend(phrases)
+        return real(phrases, side, ctx, **kw)
+
+    monkeypatch.setattr(mmapg, "find_candidates", spy)
+    with ScriptedServer(by_template({"mmapg/keyphrases": keyphrases})) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path / "kb"))
+        parent = "The real person behind the character is James Stockdale."
+        state = {"instruction": "Find the medal the real person received", "parents": [parent]}
+        state |= mmapg.split(state, Runtime(context=ctx))
+        mmapg.search(state, Runtime(context=ctx))
+    assert any("Stockdale" in p for p in searched), searched
