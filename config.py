@@ -137,6 +137,10 @@ class Context:
     mmapg_max_candidates: int = field(default=6, metadata=at_least(1))
     """Candidates examined per retrieval node, best first: each costs one model call, and the
     radius search alone has no upper bound."""
+    mmapg_examine_filter: bool = False
+    """Ours, off by default: drop a candidate the examiner judges unhelpful before extraction
+    (each drop is a ``dropped_candidate`` step in the trace). The paper collects every
+    examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
 
     # -- QDRAG (qdrag.txt) --------------------------------------------------------------
     qdrag_budget: int = field(default=5, metadata=at_least(1))

@@ -94,10 +94,10 @@ def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str],
     return _clean(out.queries()), out.question.strip() or instruction
 
 
-def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) -> str:
+def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) -> Examination:
     """Eq. 12 (a text candidate, by the LLM) or Eq. 13 (an image, by the VLM). With no VLM
     configured an image is examined through its own text (title, caption), noted in the trace.
-    Returns the facts found, or "" when the candidate does not help.
+    Returns the examination: the facts found (O_i) and whether the model judged them helpful.
 
     The facts come first, then the verdict: a small model judging first says "no" to
     everything. Fallback: a reply still malformed after its repair (e.g. cut off at
@@ -119,7 +119,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
             pictures=[candidate["path"]] if seen else [], question=question,
             described=not seen, **fields,
         )  # fmt: skip
-    return out.facts.strip() if out.helps and out.facts.strip() else ""
+    return out
 
 
 def extract(instruction: str, findings: list[dict[str, Any]], ctx: Context) -> str:

@@ -135,12 +135,20 @@ def fan_out(state: RetrievalState):
 
 
 def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
-    """Eq. 12-13: what one candidate tells about the instruction (nothing: no finding)."""
+    """Eq. 12-13: what one candidate tells about the instruction, O_i, kept whatever the
+    examiner's verdict (extraction, Eq. 14, decides what matters); with
+    ``mmapg_examine_filter`` one judged unhelpful is dropped, and the drop is traced."""
+    ctx = context(runtime)
     c = state["candidate"]
-    text = examiner.examine(c, state["instruction"], state["question"], context(runtime))
-    if not text:
+    found = examiner.examine(c, state["instruction"], state["question"], ctx)
+    facts = found.facts.strip()
+    if not facts:  # the candidate told nothing
         return {"findings": []}
-    return {"findings": [{"id": c["id"], "title": c.get("title", ""), "text": text}]}
+    if ctx.mmapg_examine_filter and not found.helps:
+        emit(Step("dropped_candidate", {"id": c["id"], "facts": facts}))
+        return {"findings": []}
+    return {"findings": [{"id": c["id"], "title": c.get("title", ""), "text": facts,
+                          "helps": found.helps}]}  # fmt: skip
 
 
 def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:

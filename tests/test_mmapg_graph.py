@@ -547,3 +547,24 @@ def test_a_parent_nodes_answer_reaches_the_search(tmp_path, monkeypatch):
         state |= mmapg.split(state, Runtime(context=ctx))
         mmapg.search(state, Runtime(context=ctx))
     assert any("Stockdale" in p for p in searched), searched
+
+
+def test_an_examination_judged_unhelpful_still_reaches_extraction(tmp_path):
+    """The examiner kept a candidate only when judged helpful, and a gold passage that was the
+    first hit of its search was dropped; the paper collects every examination result O_i and
+    lets extraction decide (Eq. 12-14). The filter stays as a declared setting, off."""
+    from langgraph.runtime import Runtime
+
+    from hopgraph.graphs import mmapg
+
+    said = json.dumps({"facts": "Stockdale received the Medal of Honor.", "helps": False})
+    text = "James Stockdale received the Medal of Honor in 1976."
+    candidate = {"id": "text-1", "modality": "text", "title": "Stockdale", "text": text}
+    state = {"candidate": candidate, "instruction": "Find his medal", "question": "Find his medal"}
+    with ScriptedServer(by_template({"mmapg/examine_text": said})) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path / "kb"))
+        kept = mmapg.examine(state, Runtime(context=ctx))
+        filtered = mmapg.examine(state, Runtime(context=ctx.replace(mmapg_examine_filter=True)))
+    assert kept["findings"][0]["text"] == "Stockdale received the Medal of Honor."
+    assert kept["findings"][0]["helps"] is False
+    assert filtered == {"findings": []}
