@@ -34,9 +34,17 @@ def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  #
 
 
 def plan_step(
-    question: str, plan: str, nodes: list[dict[str, Any]], ctx: Context, *, single_path: bool
+    question: str,
+    plan: str,
+    nodes: list[dict[str, Any]],
+    ctx: Context,
+    *,
+    single_path: bool,
+    repeated: dict[str, Any] | None = None,
 ) -> PlannerStep:
-    """P_plan ⊕ P_state(G) ⊕ P_parent ⊕ P_C → the next node (Eq. 4). Raises
+    """P_plan ⊕ P_state(G) ⊕ P_parent ⊕ P_C → the next node (Eq. 4). ``repeated``: the step
+    it proposed last that repeats one it already took (its type, instruction and the node it
+    repeats, with what that node found), so it chooses again knowing so. Raises
     ``StructuredOutputError`` when the reply is malformed even after one repair (the graph
     mends the step)."""
     return PLANNER.structured(
@@ -48,4 +56,5 @@ def plan_step(
         plan=plan,
         nodes=nodes,
         single_path=single_path,
+        repeated=repeated,
     )

@@ -35,7 +35,7 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
-from hopgraph.models.events import Repair, Step, emit, tally_calls
+from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
 from hopgraph.tools.mmapg_search import (
     IMAGE_SIDE,
     TEXT_SIDE,
@@ -233,31 +233,52 @@ def begin(state: State, runtime: Runtime[Context]) -> State:
     return {"plan": plan, "nodes": [q0]}
 
 
+REPEATS = ("repeated_question", "repeated_retrieval", "repeated_answer")
+"""The repairs that mend a step repeating one already taken."""
+
+
 def planner(state: State, runtime: Runtime[Context]) -> State:
-    """Eq. 4: the next node's type, parents and instruction, checked against the graph."""
+    """Eq. 4: the next node's type, parents and instruction, checked against the graph. A step
+    that repeats one already taken goes back to the planner once, told which node it repeats
+    and what that node found (Sec. 3.3: the planner decides, Stop included); only a second
+    repeat is mended by the rule (``check_step``), declared as a fallback."""
     ctx = context(runtime)
     nodes = state["nodes"]
     with tally_calls() as tally:
-        try:
-            raw = plan_step(
-                state["question"],
-                state.get("plan", ""),
-                nodes,
-                ctx,
-                single_path=ctx.mmapg_single_path,
-            ).model_dump()
-            problems: list[dict[str, Any]] = []
-        except StructuredOutputError as e:
-            raw = fallback_step(nodes, state["question"])
-            problems = [
-                {"kind": "malformed", "error": str(e), "raw": e.raw[:500], "fallback": raw["type"]}
-            ]
-    step, repairs = check_step(raw, nodes, state["question"], ctx.mmapg_single_path)
+        raw, problems = _proposed(state, ctx)
+        step, repairs = check_step(raw, nodes, state["question"], ctx.mmapg_single_path)
+        repeat = next((r for r in repairs if r["kind"] in REPEATS), None)
+        if repeat is not None and not problems:
+            of = next(n for n in nodes if n["id"] == repeat["of"])
+            told = {"type": raw["type"], "instruction": raw.get("instruction", ""),
+                    "of": of["id"], "found": of.get("content", "")}  # fmt: skip
+            raw, problems = _proposed(state, ctx, repeated=told)
+            step, again = check_step(raw, nodes, state["question"], ctx.mmapg_single_path)
+            repairs = [{"kind": "repeat_told", "of": of["id"], "proposed": told["type"]}, *again]
+            if (mended := next((r for r in again if r["kind"] in REPEATS), None)) is not None:
+                emit(Fallback("planner", f"the step repeated {mended['of']} again: "
+                              f"{mended['kind']} mended by rule", step["type"]))  # fmt: skip
     repairs = [*problems, *repairs]
     for r in repairs:
         r["iteration"] = len(nodes)
         emit(Repair("planner", r))
     return {"step": {**step, **tally}, "repairs": repairs}
+
+
+def _proposed(
+    state: State, ctx: Context, repeated: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The planner's step as it proposed it, or the fallback for a malformed one."""
+    nodes = state["nodes"]
+    try:
+        proposed = plan_step(state["question"], state.get("plan", ""), nodes, ctx,
+                             single_path=ctx.mmapg_single_path, repeated=repeated)  # fmt: skip
+        return proposed.model_dump(), []
+    except StructuredOutputError as e:
+        raw = fallback_step(nodes, state["question"])
+        return raw, [
+            {"kind": "malformed", "error": str(e), "raw": e.raw[:500], "fallback": raw["type"]}
+        ]
 
 
 def fallback_step(nodes: list[dict[str, Any]], question: str) -> dict[str, Any]:

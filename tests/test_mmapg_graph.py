@@ -568,3 +568,31 @@ def test_an_examination_judged_unhelpful_still_reaches_extraction(tmp_path):
     assert kept["findings"][0]["text"] == "Stockdale received the Medal of Honor."
     assert kept["findings"][0]["helps"] is False
     assert filtered == {"findings": []}
+
+
+def test_a_planner_told_that_it_repeats_itself_chooses_again(tmp_path, kb_dir):
+    """A repeated search became "answer Q0 from every search" by our rule, and a repeated
+    answer Stop: 32 of 40 reported questions ended so. The planner decides first (Sec. 3.3):
+    told which node its step repeats and what that node found, it chooses a new search here;
+    only a second repeat is mended by the rule, as a declared fallback."""
+    pred, final, records, seen = run(
+        tmp_path,
+        kb_dir,
+        [
+            step("retrieval", ["Q0"], "Find who founded Town 3"),
+            step("retrieval", ["Q0"], "Find who founded Town 3"),  # repeats R1
+            step("retrieval", ["R1"], "Find where Ada Moor was born"),  # told, it chooses anew
+            step("retrieval", ["R1"], "Find where Ada Moor was born"),  # repeats R2
+            step("retrieval", ["R1"], "Find where Ada Moor was born"),  # and again: the rule
+            step("stop"),
+        ],
+    )
+    nodes = {n["id"]: n for n in final["nodes"]}
+    assert nodes["R2"]["type"] == "retrieval"
+    assert nodes["R2"]["instruction"] == "Find where Ada Moor was born"
+    told = [p for p in seen if "repeats\n[R1], which already found" in p]
+    assert told and "Ada Moor founded Town 3" in told[0]
+    assert nodes["A3"]["type"] == "answer"  # the second repeat, mended by the rule
+    kinds = [e["detail"]["kind"] for e in events(records, "repair")]
+    assert kinds.count("repeat_told") == 2 and "repeated_retrieval" in kinds
+    assert len(events(records, "fallback")) == 1
