@@ -49,10 +49,16 @@ def shortened(
     parsed and a short answer extracted from it (for EM/F1), by ``model`` (the one that wrote
     it; the LLM by default). Every method's cited reply is shortened by this one call."""
     cited, invalid = parse_citations(text, n_contexts)
+    answer = short_answer(question, text, ctx, model=model)
+    return CitedAnswer(text=text, answer=answer, cited=cited, invalid=invalid)
+
+
+def short_answer(question: str, text: str, ctx: Context, *, model: ChatModel | None = None) -> str:
+    """The short answer EM/F1 score, extracted from a method's final reply by one shared call:
+    every method in a comparison is scored by this one rule."""
     short = SHORT_ANSWER.complete(
         ctx, pictures=(), model=model, max_tokens=32, question=question,
         answer=strip_citations(text),
     )  # fmt: skip
     lines = [ln.strip() for ln in short.strip().splitlines() if ln.strip()]
-    answer = strip_citations(lines[0]) if lines else strip_citations(text)
-    return CitedAnswer(text=text, answer=answer.rstrip("."), cited=cited, invalid=invalid)
+    return (strip_citations(lines[0]) if lines else strip_citations(text)).rstrip(".")

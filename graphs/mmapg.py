@@ -23,6 +23,7 @@ from langgraph.types import Send
 from typing_extensions import TypedDict
 
 from hopgraph.agents import examiner
+from hopgraph.agents.generator import short_answer
 from hopgraph.agents.planner import overall_plan, plan_step
 from hopgraph.agents.reasoner import reason
 from hopgraph.config import Context
@@ -445,11 +446,13 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     nodes = state["nodes"]
     stopped = "stop" if state.get("step", {}).get("type") == "stop" else "max_iterations"
     last = nodes[-1]
+    ctx = context(runtime)
     if last["type"] == "answer":
         final, response = last["answer"], last["content"]
     else:
-        out = reason(state["question"], nodes, context(runtime), state.get("images", []))
+        out = reason(state["question"], nodes, ctx, state.get("images", []))
         final, response = out.answer, out.rationale
+    final = short_answer(state["question"], final, ctx)  # the one scoring rule of every method
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
     emit(
         Step(

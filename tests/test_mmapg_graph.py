@@ -55,6 +55,7 @@ def scripted(planner_steps, *, split=None, prompts_seen=None, cut_off=None):
             "mmapg/examine_text": examine_text,
             "mmapg/extract": "Ada Moor founded Town 3; she was born in Lund.",
             "mmapg/reason": json.dumps({"rationale": "R1 says so", "answer": "Lund"}),
+            "rag/short_answer": lambda body: "Lund" if "Lund" in last_text(body) else "unknown",
         },
         default=lambda body: pytest.fail(
             f"unscripted {body['_template']}: {last_text(body)[:200]}"
@@ -596,3 +597,28 @@ def test_a_planner_told_that_it_repeats_itself_chooses_again(tmp_path, kb_dir):
     kinds = [e["detail"]["kind"] for e in events(records, "repair")]
     assert kinds.count("repeat_told") == 2 and "repeated_retrieval" in kinds
     assert len(events(records, "fallback")) == 1
+
+
+def test_mmapgs_answer_is_scored_by_the_rule_every_method_is(tmp_path, kb_dir):
+    """rag, QDRAG and the peers have their replies reduced to a short answer by one shared
+    call before EM/F1; MMAPG's reasoner answer was scored as it was (a reported loss was a
+    15-word sentence)."""
+    long = "The town of Lund, in the south, is where Ada Moor was born long ago."
+    reasoned = json.dumps({"rationale": "R1 says so", "answer": long})
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("q1", QUESTION, ["Lund"])], qfile)
+    script = scripted([step("stop")])
+    seen = []
+
+    def reply(body):
+        if body["_template"] == "mmapg/reason":
+            return reasoned
+        if body["_template"] == "rag/short_answer":
+            seen.append(body["messages"][-1]["content"])
+        return script(body)
+
+    with ScriptedServer(reply) as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
+        Runner("mmapg", tmp_path / "run", ctx).run(qfile)
+    pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]
+    assert pred["answer"] == "Lund" and seen and "Ada Moor was born long ago" in seen[0]

@@ -30,7 +30,7 @@ ROLES = {
     "mmapg/examine_text": (
         examiner,
         lambda: examiner.examine({"id": "t1", "text": "x"}, "founder?", "founder?", CTX),
-        lambda out: out == "",
+        lambda out: out.facts == "" and not out.helps,
     ),
     "mmapg/reason": (
         reasoner,
