@@ -17,18 +17,7 @@ data=../shared/data/mmlongbench
 # its own table), so one record never mixes pages read two ways
 [ -d runs/mmlb-kb/chroma ] || $H index $data/pdfs --kb runs/mmlb-kb --no-render --ocr off
 questions=runs/mmlb-q-spread$per_doc.jsonl
-.venv/bin/python - "$per_doc" "$questions" <<'PY'
-import json, sys
-from collections import defaultdict
-per_doc, out = int(sys.argv[1]), sys.argv[2]
-by_doc = defaultdict(list)
-for line in open("runs/mmlb-q.jsonl"):
-    q = json.loads(line)
-    if q["evidence"]:
-        by_doc[q["doc"]].append(q)
-rows = [by_doc[d][k] for k in range(per_doc) for d in sorted(by_doc) if len(by_doc[d]) > k]
-open(out, "w").writelines(json.dumps(q) + "\n" for q in rows)
-PY
+.venv/bin/python benchmarks/mmlb_spread.py "$per_doc" runs/mmlb-q.jsonl "$questions"
 R=benchmarks/results/mmlongbench
 /usr/bin/time -f "li %e s" $H run --agent mabdqa --questions $questions --kb runs/mmlb-kb \
   --out $R/mabdqa-li --set mabdqa_retriever=li \

@@ -11,16 +11,8 @@ data=../shared/data/mmlongbench
 out=benchmarks/results/mmlongbench/ocr
 mkdir -p "$out"
 [ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $data/samples.json --out runs/mmlb-q.jsonl
-[ -f runs/mmlb-q-spread1.jsonl ] || .venv/bin/python - <<'PY'
-import json
-from collections import defaultdict
-by_doc = defaultdict(list)
-for line in open("runs/mmlb-q.jsonl"):
-    q = json.loads(line)
-    if q["evidence"]:
-        by_doc[q["doc"]].append(q)
-open("runs/mmlb-q-spread1.jsonl", "w").writelines(json.dumps(by_doc[d][0]) + "\n" for d in sorted(by_doc))
-PY
+[ -f runs/mmlb-q-spread1.jsonl ] || .venv/bin/python benchmarks/mmlb_spread.py 1 runs/mmlb-q.jsonl \
+  runs/mmlb-q-spread1.jsonl
 for mode in off auto; do
   kb=runs/mmlb-kb-ocr-$mode
   # the first build's log keeps the OCR seconds (a rebuild reads the OCR cache)

@@ -29,9 +29,12 @@ def data_convert(
     out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
 ) -> None:
     """Convert a benchmark's questions into hopgraph's canonical JSONL."""
-    from hopgraph.evals.datasets import convert
+    import sys
+
+    from hopgraph.evals.datasets import convert, record_made
 
     n = convert(name, source, out)
+    record_made(out, " ".join(["hopgraph", *sys.argv[1:]]))  # a record names how to re-make it
     console.print(f"{n} questions -> {out}")
     from hopgraph.evals.datasets import read_questions
 

@@ -369,3 +369,31 @@ def download(
         os.replace(part, target)
         paths.append(target)
     return paths
+
+
+def made_path(questions: str | Path) -> Path:
+    """Where a question file's provenance lies: ``<file>.made.json`` beside it."""
+    return Path(f"{questions}.made.json")
+
+
+def record_made(questions: str | Path, command: str) -> None:
+    """Write how ``questions`` was made (``hopgraph data convert ...`` or a script), with the
+    file's sha256, so a run's manifest can name the command that re-creates it."""
+    import hashlib
+
+    digest = hashlib.sha256(Path(questions).read_bytes()).hexdigest()
+    made_path(questions).write_text(json.dumps({"command": command, "sha256": digest}) + "\n")
+
+
+def how_made(questions: str | Path) -> str:
+    """The command that made ``questions`` as it is now; "" where none is recorded (or the
+    file changed since)."""
+    import hashlib
+
+    path = made_path(questions)
+    try:
+        made = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ""
+    digest = hashlib.sha256(Path(questions).read_bytes()).hexdigest()
+    return str(made.get("command", "")) if made.get("sha256") == digest else ""

@@ -21,7 +21,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.config import SERVING_FIELDS, Context
 from hopgraph.evals.code_fingerprint import code_fingerprint
-from hopgraph.evals.datasets import read_questions
+from hopgraph.evals.datasets import how_made, read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
@@ -39,6 +39,10 @@ PACKAGES = (
     "torch",
     "llama-cpp-python",
 )
+
+
+PREPARE = "benchmarks/prepare_questions.sh"
+"""The one script that makes every question file the committed records were run on."""
 
 
 class RunError(RuntimeError):
@@ -234,6 +238,11 @@ def manifest(
         "agent": agent,
         "questions": str(questions_file) if questions_file else "(asked)",
         "questions_sha256": _sha256(questions_file) if questions_file else "",
+        **(
+            {"questions_made": made}
+            if questions_file and (made := how_made(questions_file))
+            else {}
+        ),
         "context": ctx.as_dict(),
         "endpoint": endpoint,
         "model": ctx.model,
@@ -290,7 +299,13 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
             f"scoring {run_dir} needs its question file {qfile} (sha256 "
             f"{str(man.get('questions_sha256'))[:12]}…), "
             + ("which has other content" if qfile.is_file() else "which is not here")
-            + f"; re-create it as the record's command did: {man.get('command', '?')}"
+            + "; re-create it with "
+            + (
+                f"the command that made it: {man['questions_made']}"
+                if man.get("questions_made")
+                else f"`hopgraph data convert` from the benchmark's file ({PREPARE} makes every "
+                "question file the committed records need from ../shared/data)"
+            )  # fmt: skip
         )
     questions = {q.id: q for q in read_questions(qfile)[0]}
     for qid, p in preds.items():
