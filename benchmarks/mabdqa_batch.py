@@ -33,7 +33,7 @@ from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.results import fmt
-from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.run_folder import has_trace, read_predictions, trace_path
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.tools.bandit import bandit_retrieve
@@ -71,8 +71,8 @@ def recorded_walks(run: Path, out: Path, predictions: dict[str, dict]) -> dict[s
         if qid in predictions and w["code"] == predictions[qid].get("code")
     }
     for qid, pred in predictions.items():
-        trace = run / "traces" / f"{qid}.jsonl"
-        if not pred.get("error") and trace.exists():
+        trace = trace_path(run, qid)
+        if not pred.get("error") and has_trace(trace):
             subqueries, judged, ranking = first_walk(trace)
             walks[qid] = {
                 "code": pred.get("code"), "subqueries": subqueries, "judged": judged,

@@ -17,15 +17,21 @@ from pathlib import Path
 
 from mabdqa_judges import pairs_won  # this folder: the script's own
 
-from hopgraph.evals.run_folder import gold_evidence, read_predictions, read_trace
+from hopgraph.evals.run_folder import (
+    gold_evidence,
+    has_trace,
+    read_predictions,
+    read_trace,
+    trace_path,
+)
 
 
 def judgements(run: Path) -> dict:
     preds = read_predictions(run / "predictions.jsonl")
     gold_s, other_s, wins, pairs, with_gold, questions = [], [], 0.0, 0, 0, 0
     for qid, pred in preds.items():
-        trace = run / "traces" / f"{qid}.jsonl"
-        if pred.get("error") or not trace.exists() or not gold_evidence(pred):
+        trace = trace_path(run, qid)
+        if pred.get("error") or not has_trace(trace) or not gold_evidence(pred):
             continue
         custom = [r["data"] for r in read_trace(trace) if r.get("mode") == "custom"]
         steps = [e for e in custom if e.get("event") == "bandit_step"]

@@ -16,10 +16,11 @@ from hopgraph.evals.datasets import record_made
 def main() -> None:
     per_doc, source, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     by_doc = defaultdict(list)
-    for line in open(source, encoding="utf-8"):
-        q = json.loads(line)
-        if q["evidence"]:
-            by_doc[q["doc"]].append(q)
+    with open(source, encoding="utf-8") as f:
+        for line in f:
+            q = json.loads(line)
+            if q["evidence"]:
+                by_doc[q["doc"]].append(q)
     rows = [by_doc[d][k] for k in range(per_doc) for d in sorted(by_doc) if len(by_doc[d]) > k]
     with open(out, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(q) + "\n" for q in rows)

@@ -292,7 +292,7 @@ def ask(
 
     from hopgraph.evals.datasets import Question
     from hopgraph.evals.report import live_line
-    from hopgraph.evals.run_folder import trace_path
+    from hopgraph.evals.run_folder import packed, trace_path
     from hopgraph.evals.runner import Runner
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache)
@@ -353,7 +353,7 @@ def ask(
     console.print(
         f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
         f"{time.perf_counter() - began:.1f}s; "
-        f"trace {trace_path(run_dir, qid)}[/dim]"
+        f"trace {packed(trace_path(run_dir, qid))}[/dim]"
     )
 
 
@@ -372,13 +372,13 @@ def trace(
     """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
     put one question's executions in two runs side by side with their first divergence."""
     from hopgraph.evals import report
-    from hopgraph.evals.run_folder import trace_path
+    from hopgraph.evals.run_folder import has_trace, trace_ids, trace_path
 
     if len(args) == 3:
         runs, qid = [Path(a) for a in args[:2]], args[2]
         paths = [trace_path(r, qid) for r in runs]
         for path in paths:
-            if not path.exists():
+            if not has_trace(path):
                 refuse(f"no trace for question {qid!r} at {path}")
         records = tuple(report.read_trace(p) for p in paths)
         hashes = tuple(
@@ -406,10 +406,10 @@ def trace(
         path = report.render_html(folder, load_metrics(folder))
         console.print(f"report: {path}")
         return
-    traces = sorted((folder / "traces").glob("*.jsonl"))
+    traces = trace_ids(folder)
     if qid is not None:
         traces = [trace_path(folder, qid)]
-        if not traces[0].exists():
+        if not has_trace(traces[0]):
             raise ValueError(f"no trace for question {qid!r} in {folder}")
     for path in traces:
         records = report.read_trace(path)

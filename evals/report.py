@@ -625,7 +625,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
     parts.append("<h2>Questions</h2>")
     for n, (qid, pred) in enumerate(preds.items()):
         trace = trace_path(run_dir, qid)
-        records = read_trace(trace) if trace.exists() else []
+        records = read_trace(trace)
         score = per_q.get(qid, {})
         shown = {k: round(v, 3) for k, v in score.items() if k in SHOWN_SCORES}
         good = score.get("em", score.get("mmlb_acc", 0)) >= 1

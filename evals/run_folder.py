@@ -467,18 +467,65 @@ def _jsonable(value: Any) -> Any:
 
 
 def read_trace(path: str | Path) -> list[dict[str, Any]]:
-    """A trace file's records ([] for none); a line cut short by a crash is skipped."""
+    """A question's trace records ([] for none): its packed part (``<qid>.jsonl.gz``, its
+    finished sittings) then its open part (``<qid>.jsonl``, a sitting being written); a line
+    cut short by a crash is skipped."""
+    import gzip
+
+    path = Path(path)
+    texts = []
+    if packed(path).exists():
+        texts.append(gzip.decompress(packed(path).read_bytes()).decode("utf-8"))
+    if path.exists():
+        texts.append(path.read_text(encoding="utf-8"))
+    if len(texts) == 2 and texts[0].endswith(texts[1]):  # packed, then a crash kept the open part
+        texts.pop()
     records = []
-    if Path(path).exists():
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    for line in "\n".join(texts).splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
     return records
 
 
 def trace_path(run_dir: str | Path, qid: str) -> Path:
-    """Where a question's trace lives in a run folder (the id made safe as a file name)."""
+    """Where a question's trace is written in a run folder (the id made safe as a file name);
+    once the question ends it is packed beside it (``packed``). Read it with ``read_trace``."""
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
     return Path(run_dir) / "traces" / f"{name}.jsonl"
+
+
+def packed(path: Path) -> Path:
+    """The compressed form of a trace file: ``<qid>.jsonl.gz``."""
+    return Path(f"{path}.gz")
+
+
+def has_trace(path: Path) -> bool:
+    return path.exists() or packed(path).exists()
+
+
+def pack_trace(path: Path) -> None:
+    """Compress a question's trace once it ends (what a result record commits: about a tenth
+    of the size), joining what an earlier sitting packed; written whole, then the open part
+    removed: a crash in between leaves both, read and packed once (``read_trace``)."""
+    import gzip
+
+    if not path.exists():
+        return
+    done = (
+        gzip.decompress(packed(path).read_bytes()).decode("utf-8") if packed(path).exists() else ""
+    )
+    tail = path.read_text(encoding="utf-8")
+    text = done if done.endswith(tail) else done + tail  # a crash after packing, before unlink
+    tmp = Path(f"{packed(path)}.tmp")
+    tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    os.replace(tmp, packed(path))
+    path.unlink()
+
+
+def trace_ids(run_dir: str | Path) -> list[Path]:
+    """Each question's trace path in a run folder (packed or open), by file name."""
+    folder = Path(run_dir) / "traces"
+    names = {p.name.removesuffix(".gz") for p in folder.glob("*.jsonl*") if p.suffix != ".tmp"}
+    return [folder / n for n in sorted(names)]

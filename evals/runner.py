@@ -35,6 +35,8 @@ from hopgraph.evals.run_folder import (
     extends,
     manifest,
     method_code,
+    pack_trace,
+    packed,
     read_predictions,
     read_trace,
     record_changes,
@@ -323,8 +325,10 @@ class Runner:
         return pred, records
 
     def accept(self, pred: Prediction, records: list[dict[str, Any]]) -> None:
-        """A finished question's line goes to the record, and its trace to the exporter."""
+        """A finished question's line goes to the record, its trace is packed (a result record
+        commits it), and the trace goes to the exporter."""
         self.predictions.append(pred)
+        pack_trace(trace_path(self.run_dir, pred["id"]))
         if self.exporter is not None:
             self.exporter.export(self.agent, records, pred)
 
@@ -393,6 +397,7 @@ class Runner:
             done.pop(qid, None)
             self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
             trace_path(self.run_dir, qid).unlink(missing_ok=True)
+            packed(trace_path(self.run_dir, qid)).unlink(missing_ok=True)
         failed_before = {qid for qid, p in done.items() if p.get("error")}
         # keep finished successes; failed questions are retried (from their checkpoint)
         _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])

@@ -231,7 +231,6 @@ def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_
     """A 200,000-character question failed after 3 attempts as "cannot reach model endpoint
     ... the reply stream ended before [DONE]"; the server's log said the prompt exceeded its
     context window. It is counted before it is sent, and refused without a retry."""
-    import json
 
     write_questions(tmp_path / "q.jsonl", 1, long=200_000)
     out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
@@ -241,7 +240,9 @@ def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_
     assert "1 finished, 1 failed" in out.stdout
     assert "long: ContextWindowError: the prompt is " in out.stderr
     assert "more than the context window of 2048" in out.stderr
-    trace = [json.loads(x) for x in (tmp_path / "r" / "traces" / "long.jsonl").open()]
+    from hopgraph.evals.run_folder import read_trace, trace_path
+
+    trace = read_trace(trace_path(tmp_path / "r", "long"))
     calls = [
         r["data"]
         for r in trace

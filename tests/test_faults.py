@@ -41,9 +41,11 @@ def run(tmp_path, kb_dir, faults, name="run"):
 def attempts(tmp_path, name="run"):
     """Every llm_call event's attempts, over all traces of a run."""
     out = []
-    for trace in (tmp_path / name / "traces").glob("*.jsonl"):
-        for line in trace.read_text().splitlines():
-            data = json.loads(line).get("data")
+    from hopgraph.evals.run_folder import read_trace, trace_ids
+
+    for trace in trace_ids(tmp_path / name):
+        for record in read_trace(trace):
+            data = record.get("data")
             if isinstance(data, dict) and data.get("event") == "llm_call":
                 out.append(data["attempts"])
     return out

@@ -99,7 +99,9 @@ def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir,
         Runner(agent, tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
     assert pred["error"] is None, pred["error"]
-    trace = [json.loads(line) for line in (tmp_path / "run" / "traces" / "img-1.jsonl").open()]
+    from hopgraph.evals.run_folder import read_trace, trace_path
+
+    trace = read_trace(trace_path(tmp_path / "run", "img-1"))
     calls = [r["data"] for r in trace if r.get("mode") == "custom"
              and r["data"].get("event") == "llm_call"]  # fmt: skip
     with_picture = {c["template"] for c in calls if c["extra"].get("images")}

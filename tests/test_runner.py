@@ -78,8 +78,12 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     assert sum(t["prompt_tokens"] for t in by.values()) == 20
     assert all(t["calls"] == 1 and t["seconds"] >= 0 for t in by.values())
     assert evaluate_run(tmp_path / "run")["by_template"]["rag/answer"]["calls"] == 1.0
-    trace = (tmp_path / "run" / "traces" / "q0.jsonl").read_text().splitlines()
-    events = [json.loads(line)["data"].get("event") for line in trace if '"custom"' in line]
+    from hopgraph.evals.run_folder import packed, read_trace, trace_path
+
+    path = trace_path(tmp_path / "run", "q0")
+    assert packed(path).exists() and not path.exists()  # packed once the question ended
+    trace = read_trace(path)
+    events = [r["data"].get("event") for r in trace if r.get("mode") == "custom"]
     assert events.count("llm_call") == 2 and events.count("retrieval") == 1
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["agent"] == "rag" and len(manifest["questions_sha256"]) == 64
@@ -230,8 +234,10 @@ def test_redo_answers_named_questions_afresh_and_refuses_unknown_ids(tmp_path, k
     after = read_predictions(run_dir / "predictions.jsonl")
     assert sorted(after) == ["q0", "q1", "q2"] and after["q0"] == before["q0"]
     assert (run_dir / "predictions.jsonl").read_text().count('"q1"') == 1
-    trace = (run_dir / "traces" / "q1.jsonl").read_text()
-    assert trace.count('"mode": "start"') == 1 and '"resume": false' in trace
+    from hopgraph.evals.run_folder import read_trace, trace_path
+
+    starts = [r for r in read_trace(trace_path(run_dir, "q1")) if r.get("mode") == "start"]
+    assert len(starts) == 1 and starts[0]["data"]["resume"] is False
 
 
 def test_bad_question_lines_are_reported_and_the_rest_run(tmp_path, kb_dir):
@@ -587,8 +593,9 @@ def test_compare_labels_runs_by_folder_name_unless_names_collide():
 
 def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_path, kb_dir):
     """Prediction lines hold ids, outputs and counts, never the question or gold text; git
-    ignores the traces and checkpoints of a record; eval joins gold back from the question
-    file; a clone holding only manifest + predictions resumes the rest."""
+    keeps a record's packed traces and ignores its checkpoints and open traces; eval joins
+    gold back from the question file; a clone holding only manifest + predictions resumes
+    the rest."""
     from hopgraph.evals.evaluate import evaluate_run
     from hopgraph.evals.run_folder import scored_predictions
 
@@ -606,7 +613,8 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
             cwd=TESTS.parent, capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         names = sorted(Path(line[3:]).name for line in tracked.splitlines())
-        assert names == ["manifest.json", "predictions.jsonl"], tracked
+        traces = [f"q{i}.jsonl.gz" for i in range(4)]  # a record keeps its traces, packed
+        assert names == ["manifest.json", "predictions.jsonl", *traces], tracked
         assert "em" in evaluate_run(record)["overall"]  # scored: gold joined from the file
         assert scored_predictions(record)["q2"]["gold"] == ["answer-2"]
         # a fresh clone: only what git keeps; the run resumes the two questions left
@@ -683,8 +691,10 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
               "● select  kept=", "▶ generate", "    llm generator [rag/answer]", "● generate",
               "A: answer-", "  [1] Town 3: Fact number 3 about town 3.")]  # fmt: skip
     assert order == sorted(order)
-    trace = (tmp_path / "ask" / "traces").glob("*.jsonl")
-    assert all('"mode": "tasks"' not in t.read_text() for t in trace)  # not kept in traces
+    from hopgraph.evals.run_folder import read_trace, trace_ids
+
+    traces = [read_trace(t) for t in trace_ids(tmp_path / "ask")]
+    assert traces and all(r.get("mode") != "tasks" for t in traces for r in t)  # not kept
 
 
 def test_a_record_refuses_answers_from_other_method_code_unless_accepted(

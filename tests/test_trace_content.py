@@ -31,7 +31,7 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     from scripted_server import ScriptedServer
 
     from hopgraph.config import Context
-    from hopgraph.evals.run_folder import read_trace
+    from hopgraph.evals.run_folder import read_trace, trace_ids
     from hopgraph.evals.runner import Runner
 
     kb, qfile, qdoc = demo
@@ -45,9 +45,10 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     received = [(json.dumps(body["messages"], sort_keys=True), body, sent)
                 for body, sent in server.log]  # fmt: skip
     calls = []
-    for path in sorted((run / "traces").glob("*.jsonl")):
-        assert "sk-secret-key-1234" not in path.read_text()  # no key reaches a trace
-        events = [r["data"] for r in read_trace(path) if r.get("mode") == "custom"]
+    for path in trace_ids(run):
+        records = read_trace(path)
+        assert "sk-secret-key-1234" not in json.dumps(records)  # no key reaches a trace
+        events = [r["data"] for r in records if r.get("mode") == "custom"]
         calls += [e for e in events if e.get("event") == "llm_call"]
     assert len(calls) == len(received) and calls, (len(calls), len(received))
     left = list(received)
@@ -200,3 +201,44 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
     subprocess.run(["chromium", *CHROMIUM_FLAGS, *profile, f"--screenshot={shot}",
                     "--window-size=1200,1600", url], capture_output=True, timeout=180)  # fmt: skip
     assert shot.exists() and shot.stat().st_size > 20_000
+
+
+def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
+    """Records dropped every trace (.gitignore), so a reader of RESULTS.md could not see why a
+    question was lost. A finished question's trace is packed (traces/<qid>.jsonl.gz, which a
+    record commits); trace, the report and compare --format html read it; a question retried
+    in a later sitting keeps both sittings in one packed trace."""
+    from scripted_server import ScriptedServer
+    from servers import hopgraph
+
+    from hopgraph.evals.run_folder import packed, read_trace, trace_path
+
+    (tmp_path / "q.jsonl").write_text(
+        '{"id": "q0", "question": "What is fact 0?"}\n{"id": "q1", "question": "What is fact 1?"}\n'
+    )
+    fail = {"on": True}
+
+    def reply(body):
+        if fail["on"] and "fact 1?" in str(body["messages"]):
+            raise RuntimeError("down for q1")
+        return "answer-x"
+
+    with ScriptedServer(reply) as server:
+        args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--base-url",
+                server.base_url, "--model", "scripted", "--set", "max_retries=0"]  # fmt: skip
+        assert hopgraph(*args, "--out", "a", cwd=tmp_path).returncode == 3  # q1 failed
+        fail["on"] = False
+        assert hopgraph(*args, "--out", "a", cwd=tmp_path).returncode == 0  # q1 retried
+        assert hopgraph(*args, "--out", "b", cwd=tmp_path).returncode == 0
+    for qid in ("q0", "q1"):
+        path = trace_path(tmp_path / "a", qid)
+        assert packed(path).exists() and not path.exists()
+    starts = [r for r in read_trace(trace_path(tmp_path / "a", "q1")) if r["mode"] == "start"]
+    assert len(starts) == 2  # the failed sitting and the retry, one packed trace
+    shown = hopgraph("trace", "a", "q0", "--calls", cwd=tmp_path)
+    assert shown.returncode == 0 and "answer-x" in shown.stdout
+    report = hopgraph("trace", "a", "--format", "html", cwd=tmp_path)
+    assert report.returncode == 0 and "answer-x" in (tmp_path / "a" / "report.html").read_text()
+    flips = hopgraph("compare", "a", "b", "--format", "html", "--out", "f.html", cwd=tmp_path)
+    assert flips.returncode == 0, flips.stderr
+    assert hopgraph("trace", "a", "b", "q0", cwd=tmp_path).returncode == 0
