@@ -152,7 +152,7 @@ def run_table(t: RunTable) -> list[str]:
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
         builds = {} if t.speed_is_compared else build_by_question(t, have)
-        out += _code_lines(t, have) + _build_lines(builds)
+        out += _code_lines(t, have) + _build_lines(builds) + _trace_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
             cells = []
@@ -272,6 +272,17 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     )
     return [f"**Mixed code:** these answers come from more than one revision of the method's "
             f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
+
+
+def _trace_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+    """Which columns' records keep no traces (made before records kept them, 2026-11-27), so a
+    reader knows where the why of a question cannot be looked up."""
+    bare = [k for k in have if not any((records_dir() / t.rows[k] / "traces").glob("*.jsonl.gz"))]
+    if not bare:
+        return []
+    return [f"**Traces:** the records of {', '.join(bare)} keep none (made before result records "
+            "kept their traces); `hopgraph trace` can show a question of a column only once "
+            "it is re-made.", ""]  # fmt: skip
 
 
 def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str, str]]:
