@@ -188,7 +188,9 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         f"Random unit 384-d vectors added through `KnowledgeBase.add_vectors`; {rep['queries']} "
         "top-10 queries at each size, each sent through `KnowledgeBase.search` and straight to "
         "the Chroma collection in alternating order, in one run. The goal: hopgraph's median "
-        "within 1.5x of the engine's at 1M, local and on a server (`chroma run` on loopback).",
+        "within 1.5x of the engine's at 1M, local and on a server (`chroma run` on loopback). "
+        "RSS is the benchmark process's (on the server rows it still holds what the local rows "
+        "loaded) and, in brackets, the server's.",
         "",
         "| where | vectors | add / s | search p50 / p95 ms | engine p50 / p95 ms | ratio (p50) | "
         "GRAIL step p50 ms | RSS MB (server) | disk MB |",
