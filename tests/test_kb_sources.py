@@ -292,3 +292,20 @@ def test_a_crash_then_a_reverted_edit_leaves_the_old_version_whole(tmp_path, mon
     assert all(every.count(f"says AMBER {i} times.") == 1 for i in range(BIG))
     assert not kb.hidden() or not kb.registry.garbage()
     visible_stamps_are_live(kb)
+
+
+def test_a_source_another_indexer_holds_with_other_settings_is_refused(tmp_path):
+    """Two indexers given different build settings for one KB would each make their own version
+    of a source, one replacing the other: the second is refused, naming the first."""
+    from hopgraph.memory.indexing import LeaseConflict
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "notes.txt").write_text("The mascot of the Zelkova club is a green heron named Pim.")
+    kb = KnowledgeBase(tmp_path / "kb")
+    theirs = {"format": "folder", "ocr": "rapidocr", "page_pixels": 0, "limit": None,
+              "derived": False}  # fmt: skip
+    key = str((root / "notes.txt").resolve())
+    assert kb.registry.claim(key, "host:1:other", json.dumps(theirs, sort_keys=True), 60) is None
+    with pytest.raises(LeaseConflict, match="being indexed by host:1:other with other settings"):
+        index_source(kb, root, "folder", ocr="off", render_pages=False)
