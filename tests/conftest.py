@@ -38,46 +38,22 @@ def town_kb(tmp_path_factory):
     return path
 
 
-PG_BIN = sorted(Path(p) for p in __import__("glob").glob("/usr/lib/postgresql/*/bin"))
-
-
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL server on loopback for the session (.ci/run installs the package)."""
-    import shutil
-    import subprocess
-    import tempfile
-
-    from hopgraph.models.embedded import free_port
+    from servers import PG_BIN, start_postgres
 
     if not PG_BIN:
         pytest.skip("PostgreSQL is not installed (apt-get install postgresql; .ci/run does)")
-    # not under pytest's tmp (private to root): the server's own user must reach it
-    data = Path(tempfile.mkdtemp(prefix="hopgraph-pg-")) / "data"
-    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    if as_pg:  # the server refuses to run as root
-        shutil.chown(data.parent, "postgres")
-    port = free_port()
-
-    def run(*cmd):
-        return subprocess.run([*as_pg, *cmd], check=True, capture_output=True, timeout=120)
-
-    run(str(PG_BIN[-1] / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
-    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-w", "-l", str(data.parent / "log"), "-o",
-        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")  # fmt: skip
-    yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
-    shutil.rmtree(data.parent, ignore_errors=True)
+    url, stop = start_postgres()
+    yield url
+    stop()
 
 
 def fresh_database(postgres: str, name: str) -> str:
-    """A new empty database on the ``postgres`` server; its URL."""
-    import psycopg
+    from servers import fresh_database as fresh
 
-    with psycopg.connect(postgres, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return postgres.rsplit("/", 1)[0] + f"/{name}"
+    return fresh(postgres, name)
 
 
 @pytest.fixture

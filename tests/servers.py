@@ -43,3 +43,45 @@ def start_chroma(folder: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("chroma run did not start")
+
+
+PG_BIN = sorted(Path(p) for p in __import__("glob").glob("/usr/lib/postgresql/*/bin"))
+
+
+def start_postgres():  # noqa: ANN201 - (url, stop)
+    """A PostgreSQL server on a free loopback port, in a fresh cluster: its URL and a function
+    that stops it and removes the cluster."""
+    import shutil
+    import tempfile
+
+    from hopgraph.models.embedded import free_port
+
+    # not under pytest's tmp (private to root): the server's own user must reach it
+    data = Path(tempfile.mkdtemp(prefix="hopgraph-pg-")) / "data"
+    as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_pg:  # the server refuses to run as root
+        shutil.chown(data.parent, "postgres")
+    port = free_port()
+
+    def run(*cmd: str) -> None:
+        subprocess.run([*as_pg, *cmd], check=True, capture_output=True, timeout=120)
+
+    run(str(PG_BIN[-1] / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
+    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-w", "-l", str(data.parent / "log"), "-o",
+        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")  # fmt: skip
+
+    def stop() -> None:
+        run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(data.parent, ignore_errors=True)
+
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+
+
+def fresh_database(postgres: str, name: str) -> str:
+    """A new empty database on the ``postgres`` server; its URL."""
+    import psycopg
+
+    with psycopg.connect(postgres, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres.rsplit("/", 1)[0] + f"/{name}"
