@@ -100,3 +100,22 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
     page = "\n".join(judges.render([figures]))
     assert "about 283 questions for 80 % power, more than the 162 the data holds" in page
     assert "no difference to detect" in page  # p_yes_vs_scale: tied
+
+
+def test_bench_kb_scale_measures_a_small_kb_and_renders(tmp_path):
+    out = tmp_path / "scale.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_kb_scale.py"), "--sizes", "300,600",
+         "--places", "local", "--queries", "6", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert [r["vectors"] for r in report["rows"]] == [300, 600]
+    assert all(r["ratio_p50"] > 0 and r["grail_step_p50_ms"] > 0 for r in report["rows"])
+    spec = importlib.util.spec_from_file_location(
+        "scale", ROOT / "benchmarks" / "bench_kb_scale.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "| local | 600 |" in "\n".join(module.render([report]))
