@@ -385,15 +385,11 @@ def record_made(questions: str | Path, command: str) -> None:
     made_path(questions).write_text(json.dumps({"command": command, "sha256": digest}) + "\n")
 
 
-def how_made(questions: str | Path) -> str:
-    """The command that made ``questions`` as it is now; "" where none is recorded (or the
-    file changed since)."""
-    import hashlib
-
-    path = made_path(questions)
+def how_made(questions: str | Path, sha256: str) -> str:
+    """The command that made ``questions`` as it is now (its content's ``sha256``, which the
+    caller has); "" where none is recorded, or the file changed since."""
     try:
-        made = json.loads(path.read_text())
+        made = json.loads(made_path(questions).read_text())
     except (OSError, ValueError):
         return ""
-    digest = hashlib.sha256(Path(questions).read_bytes()).hexdigest()
-    return str(made.get("command", "")) if made.get("sha256") == digest else ""
+    return str(made.get("command", "")) if made.get("sha256") == sha256 else ""

@@ -234,15 +234,13 @@ def manifest(
     agent: str, questions_file: Path | None, ctx: Context, endpoint: str
 ) -> dict[str, Any]:
     """What a run folder was made with; ``questions_file`` None: a question asked directly."""
+    digest = _sha256(questions_file) if questions_file else ""
+    made = how_made(questions_file, digest) if questions_file else ""
     return {
         "agent": agent,
         "questions": str(questions_file) if questions_file else "(asked)",
-        "questions_sha256": _sha256(questions_file) if questions_file else "",
-        **(
-            {"questions_made": made}
-            if questions_file and (made := how_made(questions_file))
-            else {}
-        ),
+        "questions_sha256": digest,
+        **({"questions_made": made} if made else {}),
         "context": ctx.as_dict(),
         "endpoint": endpoint,
         "model": ctx.model,

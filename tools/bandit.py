@@ -129,10 +129,20 @@ def bandit_retrieve(
         if p in judged:
             return composite_score(h, arms, p, judged[p], alpha=alpha, beta=beta, lam=lam,
                                    max_degree=max_degree, li=float(initial[p]))  # fmt: skip
-        expected = float(np.mean(list(judged.values()))) if judged else 0.5
-        graph = np.mean([graph_term(h, arms, q, lam=lam, max_degree=max_degree)
-                         for q in range(h.n_pages)])  # fmt: skip
-        return (1 - alpha) * float(initial[p]) + alpha * expected + beta * float(graph)
+        return (1 - alpha) * float(initial[p]) + unjudged_prior()
+
+    prior: dict[int, float] = {}
+
+    def unjudged_prior() -> float:
+        """alpha * E[s] + beta * mean graph term: the same for every unjudged page, and changed
+        only by a judgement (which also updates the arms), so made once per judgement count."""
+        if len(judged) not in prior:
+            expected = float(np.mean(list(judged.values()))) if judged else 0.5
+            graph = np.mean([graph_term(h, arms, q, lam=lam, max_degree=max_degree)
+                             for q in range(h.n_pages)])  # fmt: skip
+            prior.clear()
+            prior[len(judged)] = alpha * expected + beta * float(graph)
+        return prior[len(judged)]
 
     current = start
     steps = []
