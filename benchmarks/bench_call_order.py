@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-from hopgraph.agents.reranker import score_all
+from hopgraph.agents.qdrag import score_all
 from hopgraph.config import Context
 from hopgraph.tools.retrieval import knowledge_base
 

@@ -26,8 +26,8 @@ from hopgraph.evals.datasets import convert_mmlongbench
 from hopgraph.evals.results import fmt
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.memory.kb import KnowledgeBase
-from hopgraph.tools.page_hypergraph import build_hypergraph, late_interaction
-from hopgraph.tools.page_vectors import document_pages, query_vectors
+from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph, late_interaction
+from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 KS = (1, 3, 5)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.evals.results import fmt
-from hopgraph.memory.polar import Observation, PolarMemory, normalize_concept
+from hopgraph.memory.polarmem import Observation, PolarMemory, normalize_concept
 
 THEMES = {
     "kitchen": "cup plate knife fork spoon kettle toaster sink stove bowl bottle table chair "
@@ -133,7 +133,7 @@ def negation_texts(n: int, seed: int = 5) -> list[tuple[str, str, list[str], lis
 def run_negations(args) -> dict:
     """The knowledge pathway on planted negations, with the code this checkout has."""
     from hopgraph.config import Context
-    from hopgraph.memory.services import ingest_text, polar_memory
+    from hopgraph.graphs.polarmem import ingest_text, polar_memory
 
     texts = negation_texts(args.texts)
     folder = Path(tempfile.mkdtemp(prefix="polar-neg-"))
@@ -271,7 +271,7 @@ def run_scenes(args) -> dict:
 def parse_accuracy(folder: Path, queries, k: int) -> dict:
     """The product's recall with the embedded LLM's parse (App. B prompt 3)."""
     from hopgraph.config import Context
-    from hopgraph.memory.services import recall
+    from hopgraph.graphs.polarmem import recall
 
     ctx = Context(polar_dir=str(folder), polar_top_k=k)
     exact = both = flipped = 0
@@ -301,7 +301,7 @@ def run_text(args) -> dict:
     asserted``: only when it asserts it), and lacks y when it asserts y absent or never names
     it. ``--old-reading`` reads the same graph as the
     code before the polarity fix did: every text entity a MENTIONS edge, and MENTIONS in C+."""
-    import hopgraph.memory.polar as polar
+    import hopgraph.memory.polarmem as polar
 
     folder = args.memory
     if args.old_reading:

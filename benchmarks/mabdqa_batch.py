@@ -36,9 +36,9 @@ from hopgraph.evals.results import fmt
 from hopgraph.evals.run_folder import has_trace, read_predictions, trace_path
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.prompts import prompts_for, sha256_file
-from hopgraph.tools.bandit import bandit_retrieve
-from hopgraph.tools.page_hypergraph import build_hypergraph, late_interaction
-from hopgraph.tools.page_vectors import document_pages, query_vectors
+from hopgraph.tools.mabdqa.bandit import bandit_retrieve
+from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph, late_interaction
+from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
 from hopgraph.tools.retrieval import knowledge_base
 
 BATCHES = (1, 2, 4)

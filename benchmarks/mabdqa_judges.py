@@ -109,8 +109,8 @@ def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.cli.app import build_context
     from hopgraph.evals.datasets import read_questions
     from hopgraph.models.embedded import install_sigterm_handler
-    from hopgraph.tools.page_hypergraph import late_interaction
-    from hopgraph.tools.page_vectors import document_pages, query_vectors
+    from hopgraph.tools.mabdqa.page_hypergraph import late_interaction
+    from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
     from hopgraph.tools.retrieval import knowledge_base
 
     install_sigterm_handler()

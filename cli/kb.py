@@ -78,7 +78,7 @@ def index(
         refuse(no_registry(store))
     derive = None
     if triplets:
-        from hopgraph.agents.triplets import extract_triplets
+        from hopgraph.agents.mmapg import extract_triplets
         from hopgraph.memory.cache import JsonCache
         from hopgraph.memory.indexing import triplet_items
 

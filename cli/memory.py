@@ -50,7 +50,7 @@ def memory_ingest(
     """Store images (concepts verified by the VLM) and texts (entities by the LLM). A source
     or text that fails is reported and the rest go on; texts already stored are skipped, so a
     re-run resumes."""
-    from hopgraph.memory.services import ingest_sources
+    from hopgraph.graphs.polarmem import ingest_sources
 
     ctx = memory_context(memory, base_url, model, prompts, sets)
 
@@ -85,7 +85,7 @@ def memory_recall(
     sets: Sets = None,
 ) -> None:
     """Recall memories: logic first, similarity second (or similarity only)."""
-    from hopgraph.memory.services import recall
+    from hopgraph.graphs.polarmem import recall
 
     ctx = memory_context(memory, base_url, model, prompts, sets)
     given = positive is not None or negative is not None
@@ -102,7 +102,7 @@ def memory_recall(
 def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
     """Counts of memories, concepts, edges and vectors."""
 
-    from hopgraph.memory.services import polar_memory
+    from hopgraph.graphs.polarmem import polar_memory
 
     console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))
 
@@ -114,7 +114,7 @@ def memory_forget(
     sets: Sets = None,
 ) -> None:
     """Forget memories: their edges and vectors go, and no writer stores them again."""
-    from hopgraph.memory.services import polar_memory
+    from hopgraph.graphs.polarmem import polar_memory
 
     gone = polar_memory(memory_context(memory, "", "", "", sets)).forget(ids)
     unknown = [i for i in ids if i not in gone]

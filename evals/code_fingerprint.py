@@ -1,7 +1,11 @@
 """Which code a method's answers come from: the graph module and every hopgraph module of the
 method layers (graphs, agents, tools, memory, prompts) it imports, followed statically through
 their ``import`` lines. The CLI, evals and the model backends are left out: a change there does
-not change what a method answers. Templates are hashed apart, in the manifest's ``prompts``."""
+not change what a method answers. Templates are hashed apart, in the manifest's ``prompts``.
+
+A part a graph includes only when a setting turns it on (GRAIL's steering, PolarMem's recall)
+is followed only when the run's Context turns it on, so a run that never steers is not
+re-fingerprinted by an edit of GRAIL."""
 
 from __future__ import annotations
 
@@ -14,6 +18,13 @@ from pathlib import Path
 
 METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts")
 ROOT = "hopgraph"
+PARTS = {"hopgraph.tools.grail": "grail_mode", "hopgraph.graphs.polarmem": "polar_memory"}
+"""A part's package or module -> the Context field that makes a graph run it."""
+
+
+def parts_off(ctx: object | None) -> tuple[str, ...]:
+    """The parts ``ctx`` leaves off (none without a Context: everything counts)."""
+    return tuple(p for p, field in PARTS.items() if ctx is not None and not getattr(ctx, field))
 
 
 def _in_layers(module: str) -> bool:
@@ -51,13 +62,14 @@ def _imports(path: Path, module: str) -> set[str]:
     return out
 
 
-def method_files(module: str) -> dict[str, Path]:
-    """Module name -> file, for ``module`` and what it imports within the method layers."""
+def method_files(module: str, skip: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Module name -> file, for ``module`` and what it imports within the method layers, less
+    the modules under ``skip`` (parts left off)."""
     seen: dict[str, Path] = {}
     todo = [module]
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or any(name == p or name.startswith(p + ".") for p in skip):
             continue
         path = _file_of(name)
         if path is None:
@@ -67,11 +79,12 @@ def method_files(module: str) -> dict[str, Path]:
     return seen
 
 
-def code_fingerprint(module: str) -> dict[str, object]:
-    """``{"fingerprint": 12 hex, "files": {module: sha256[:16]}}`` of a graph module's code."""
+def code_fingerprint(module: str, ctx: object | None = None) -> dict[str, object]:
+    """``{"fingerprint": 12 hex, "files": {module: sha256[:16]}}`` of a graph module's code, as
+    run with ``ctx``'s parts."""
     files = {
         name: hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-        for name, path in sorted(method_files(module).items())
+        for name, path in sorted(method_files(module, parts_off(ctx)).items())
     }
     blob = json.dumps(files, sort_keys=True).encode()
     return {"fingerprint": hashlib.sha256(blob).hexdigest()[:12], "files": files}

@@ -14,7 +14,7 @@ import torch
 from torch.nn import functional as F
 
 from hopgraph.evals.datasets import Question
-from hopgraph.evals.results import fmt
+from hopgraph.evals.stats import fmt
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
 from hopgraph.tools.grail.training import Instance, leave_one_out

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hopgraph.agents.decomposer import PLAN_QDR, answer_from, plan_qdr
+from hopgraph.agents.qdrag import PLAN_QDR, answer_from, plan_qdr
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question
-from hopgraph.tools.qdrag_budget import parse_plan, ready, resolved
+from hopgraph.tools.qdrag import parse_plan, ready, resolved
 from hopgraph.tools.retrieval import search
 
 

@@ -219,13 +219,13 @@ def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]
     return changes
 
 
-def method_code(agent: str) -> dict[str, Any]:
+def method_code(agent: str, ctx: Context | None = None) -> dict[str, Any]:
     """The code fingerprint of the agent's graph module (a registered name or a spec; {} for
-    one that cannot be found)."""
+    one that cannot be found), with the parts ``ctx`` turns on."""
     from hopgraph.graphs import module_of
 
     try:
-        return code_fingerprint(module_of(agent))
+        return code_fingerprint(module_of(agent), ctx)
     except ValueError:
         return {}
 
@@ -247,7 +247,7 @@ def manifest(
         "gguf_sha256": _gguf_sha256(ctx),
         "prompts": prompt_hashes(ctx),
         "kb": kb_description(ctx),
-        "code": method_code(agent),
+        "code": method_code(agent, ctx),
         "git_revision": git_revision(),
         "versions": _versions(),
         "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",

@@ -133,9 +133,9 @@ class Runner:
         self.on_record = on_record
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
-        self.code = method_code(agent).get("fingerprint", "")
         self.run_dir = Path(run_dir)
         self.ctx = ctx.as_operator()  # whoever runs a Runner is the operator
+        self.code = method_code(agent, self.ctx).get("fingerprint", "")
         self.endpoint = endpoint
         self.speed_probe = speed_probe
         self.speed: dict[str, float] = {}

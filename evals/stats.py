@@ -2,13 +2,15 @@
 and RESULTS.md take them from: better / worse / tied counts, the two-sided exact sign test
 (scipy's ``binomtest``), McNemar's exact test for 0/1 metrics, a seeded paired bootstrap
 interval of the mean difference (scipy's ``bootstrap``), and how many questions a difference
-of the observed shape needs for p < 0.05 at 80 % power."""
+of the observed shape needs for p < 0.05 at 80 % power; and `fmt`, a figure as the tables
+print it."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -143,3 +145,12 @@ def paired_scores(
     """The questions both runs scored on ``metric`` (sorted), and each run's values."""
     ids = sorted(q for q in a.keys() & b.keys() if metric in a[q] and metric in b[q])
     return ids, [a[q][metric] for q in ids], [b[q][metric] for q in ids]
+
+
+def fmt(v: Any) -> str:
+    """A figure as every table prints it: thousands separated, floats to 3 places."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 1000:
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
+    return "" if v is None else str(v)

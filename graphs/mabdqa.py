@@ -31,9 +31,9 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models import parallel_calls
 from hopgraph.models.events import Retrieval, Step, emit
-from hopgraph.tools.bandit import Arms, bandit_retrieve
-from hopgraph.tools.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
-from hopgraph.tools.page_vectors import DocumentPages, document_pages, query_vectors
+from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
+from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
+from hopgraph.tools.mabdqa.page_vectors import DocumentPages, document_pages, query_vectors
 from hopgraph.tools.retrieval import knowledge_base
 
 

@@ -14,7 +14,6 @@ Context switches (Table 3 ablations): ``mmapg_single_path``, ``mmapg_triplets``,
 from __future__ import annotations
 
 import operator
-import re
 from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
@@ -22,11 +21,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from hopgraph.agents import examiner
+from hopgraph.agents import mmapg as roles
 from hopgraph.agents.generator import short_answer
-from hopgraph.agents.planner import overall_plan, plan_step
-from hopgraph.agents.reasoner import reason
+from hopgraph.agents.mmapg import overall_plan, plan_step, reason
 from hopgraph.config import Context
+from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -34,12 +33,13 @@ from hopgraph.graphs.shared import (
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence
-from hopgraph.memory.services import memory_candidates
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
-from hopgraph.tools.mmapg_search import (
+from hopgraph.tools.mmapg import (
     IMAGE_SIDE,
     TEXT_SIDE,
+    check_step,
+    fallback_step,
     find_candidates,
     has_image_side,
     top_k,
@@ -78,7 +78,7 @@ def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     ctx = context(runtime)
     if not has_image_side(ctx):
         return {"text_part": state["instruction"], "image_part": "", "image_kind": "descriptive"}
-    out = examiner.split_instruction(state["instruction"], state.get("parents", []), ctx)
+    out = roles.split_instruction(state["instruction"], state.get("parents", []), ctx)
     text_part = out.text_part.strip()
     image_part = out.image_part.strip()
     if image_part.lower().strip(".") in EMPTY:
@@ -100,11 +100,9 @@ def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     question = ""
     if state.get("text_part"):
         parents = state.get("parents", [])
-        text_phrases = examiner.key_phrases(state["text_part"], ctx, parents) or [
-            state["text_part"]
-        ]
+        text_phrases = roles.key_phrases(state["text_part"], ctx, parents) or [state["text_part"]]
     if state.get("image_part"):
-        phrases, question = examiner.image_queries(state["image_part"], state["image_kind"], ctx)
+        phrases, question = roles.image_queries(state["image_part"], state["image_kind"], ctx)
         phrases = phrases or [state["image_part"]]
         if state["image_kind"] == "targeted":  # Eq. 7-8: names join the KB_text query
             text_phrases += phrases
@@ -141,7 +139,7 @@ def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
     ``mmapg_examine_filter`` one judged unhelpful is dropped, and the drop is traced."""
     ctx = context(runtime)
     c = state["candidate"]
-    found = examiner.examine(c, state["instruction"], state["question"], ctx)
+    found = roles.examine(c, state["instruction"], state["question"], ctx)
     facts = found.facts.strip()
     if not facts:  # the candidate told nothing
         return {"findings": []}
@@ -157,7 +155,7 @@ def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     findings = state.get("findings", [])
     if not findings:
         return {"content": NOTHING_FOUND.format(instruction=state["instruction"])}
-    return {"content": examiner.extract(state["instruction"], findings, context(runtime))}
+    return {"content": roles.extract(state["instruction"], findings, context(runtime))}
 
 
 retrieval_builder = StateGraph(RetrievalState, context_schema=Context)
@@ -280,89 +278,6 @@ def _proposed(
         return raw, [
             {"kind": "malformed", "error": str(e), "raw": e.raw[:500], "fallback": raw["type"]}
         ]
-
-
-def fallback_step(nodes: list[dict[str, Any]], question: str) -> dict[str, Any]:
-    """What a malformed planner reply becomes: search for the question itself if nothing was
-    retrieved yet, else stop (and answer from the graph)."""
-    if any(n["type"] == "retrieval" for n in nodes):
-        return {"type": "stop", "parents": [], "instruction": ""}
-    return {"type": "retrieval", "parents": ["Q0"], "instruction": question}
-
-
-def check_step(
-    raw: dict[str, Any], nodes: list[dict[str, Any]], question: str, single_path: bool
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
-    ones are dropped, and a step left without a parent hangs off the latest node. Single-path
-    planning always builds on the latest node. A question already asked becomes a search for it;
-    a search that already ran becomes an answer to the question from the searches that found
-    something (single path: from the latest node); an answer already given from the same
-    parents, or built only on that answer, becomes Stop. Each change is returned as a repair."""
-    known = {n["id"].upper(): n["id"] for n in nodes}
-    latest = nodes[-1]["id"]
-    step = {
-        "type": raw["type"],
-        "analysis": raw.get("analysis", ""),
-        "instruction": (raw.get("instruction") or "").strip(),
-    }
-    repairs: list[dict[str, Any]] = []
-    if step["type"] == "stop":
-        return {**step, "parents": []}, repairs
-    if single_path:
-        parents = [latest]
-    else:
-        named = [str(p) for p in raw.get("parents", [])]
-        parents = list(
-            dict.fromkeys(
-                known[key] for p in named if (key := re.sub(r"[\[\]\s]", "", p).upper()) in known
-            )
-        )
-        if len(parents) < len(named):
-            repairs.append({"kind": "unknown_parent", "named": named, "used": parents or [latest]})
-        elif not named:
-            repairs.append({"kind": "no_parent", "named": [], "used": [latest]})
-        parents = parents or [latest]
-    if not step["instruction"]:
-        step["instruction"] = question
-        repairs.append({"kind": "empty_instruction", "used": question})
-    asked = _asked(nodes, "question", step["instruction"]) or (
-        [nodes[0]] if _norm(step["instruction"]) == _norm(question) else []
-    )
-    if step["type"] == "question" and asked:
-        # asking it again adds nothing (a small single-path planner re-asked until the cap):
-        # search for it instead, which the next check turns into an answer if that ran too
-        step["type"] = "retrieval"
-        repairs.append({"kind": "repeated_question", "of": asked[0]["id"]})
-    if step["type"] == "retrieval" and _asked(nodes, "retrieval", step["instruction"]):
-        # the same search again finds the same things: answer the question from what the
-        # searches found instead (a small planner otherwise loops here until the cap)
-        found = [n["id"] for n in nodes if n["type"] == "retrieval" and n.get("sources")]
-        of = _asked(nodes, "retrieval", step["instruction"])[0]["id"]
-        # single path (A.7): each step builds on the previous one only, never on several
-        parents = [latest] if single_path else (found or [latest])
-        step |= {"type": "answer", "instruction": question}
-        repairs.append({"kind": "repeated_retrieval", "of": of, "used": parents})
-    same = _asked(nodes, "answer", step["instruction"])
-    given = [n for n in same if set(n["parents"]) == set(parents)]
-    if not given and set(parents) <= {n["id"] for n in same}:
-        given = [n for n in same if n["id"] in parents]  # built on the same answer: nothing new
-    if step["type"] == "answer" and given:
-        # the same answer from the same nodes again, or from that answer itself (the only
-        # parent single-path planning allows): the graph has nothing more to give
-        repairs.append({"kind": "repeated_answer", "of": given[0]["id"], "used": "stop"})
-        return {**step, "type": "stop", "parents": []}, repairs
-    return {**step, "parents": parents}, repairs
-
-
-def _asked(nodes: list[dict[str, Any]], kind: str, instruction: str) -> list[dict[str, Any]]:
-    """Earlier nodes of ``kind`` with the same instruction (case and punctuation aside)."""
-    same = _norm(instruction)
-    return [n for n in nodes if n["type"] == kind and _norm(n["instruction"]) == same]
-
-
-def _norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def act(state: State) -> str:

@@ -15,10 +15,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from typing_extensions import TypedDict
 
-from hopgraph.agents.decomposer import answer_from, decompose_qdc, plan_qdr
 from hopgraph.agents.generator import generate_cited_answer
-from hopgraph.agents.reranker import score_all
+from hopgraph.agents.qdrag import answer_from, decompose_qdc, plan_qdr, score_all
 from hopgraph.config import Context
+from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -27,9 +27,9 @@ from hopgraph.graphs.shared import (
     contract_builder,
 )
 from hopgraph.memory.evidence import Evidence
-from hopgraph.memory.services import memory_candidates
 from hopgraph.models.events import Fallback, emit
-from hopgraph.tools.qdrag_budget import (
+from hopgraph.tools.grail.tool import steerable_search
+from hopgraph.tools.qdrag import (
     PlanError,
     Planned,
     allocate,
@@ -149,7 +149,7 @@ def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
     ctx = context(runtime)
     sub = state["sub"]
     k, held = ctx.qdrag_retrieve_k, sub.get("held", [])
-    hits = search(sub["question"], ctx, k=k, held=held, steer=ctx.grail_mode)
+    hits = steerable_search(sub["question"], ctx, k=k, held=held, steer=ctx.grail_mode)
     answer = answer_from(sub["question"], hits[: ctx.qdrag_budget], ctx)
     return {
         "solved": [

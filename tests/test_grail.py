@@ -273,7 +273,8 @@ def test_untrained_weights_never_run_gap_or_hybrid_silently(tmp_path, monkeypatc
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"t{i}", f"Passage number {i} about topic {i % 3}.") for i in range(6)])
     events = []
-    monkeypatch.setattr(retrieval, "emit", lambda event: events.append(event.as_event()))
+    for module in (retrieval, grail_tool):  # a plain search's event, and a steered one's
+        monkeypatch.setattr(module, "emit", lambda event: events.append(event.as_event()))
     ctx = Context(kb_dir=str(tmp_path / "kb"), grail_tau_base=0.07)
     held = [next(kb.iter_items("text"))["id"]]
     for mode in ("gap", "hybrid"):

@@ -204,7 +204,7 @@ def test_bad_questions_fail_alone(tmp_path, kb_dir):
 
 
 def test_page_vectors_are_cached_per_document(tmp_path, kb_dir):
-    from hopgraph.tools.page_vectors import document_pages
+    from hopgraph.tools.mabdqa.page_vectors import document_pages
 
     kb = KnowledgeBase(kb_dir)
     first = document_pages(kb, DOC)

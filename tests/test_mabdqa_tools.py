@@ -4,8 +4,8 @@ bandit on planted problems."""
 import numpy as np
 import pytest
 
-from hopgraph.tools.bandit import Arms, arm_confidence, bandit_retrieve, composite_score
-from hopgraph.tools.page_hypergraph import (
+from hopgraph.tools.mabdqa.bandit import Arms, arm_confidence, bandit_retrieve, composite_score
+from hopgraph.tools.mabdqa.page_hypergraph import (
     Hypergraph,
     build_hypergraph,
     late_interaction,

@@ -471,7 +471,7 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
     KB_text only, descriptive parts KB_img."""
     from langgraph.runtime import Runtime
 
-    from hopgraph.agents import examiner
+    from hopgraph.agents import mmapg as roles
     from hopgraph.graphs import mmapg
 
     kb = KnowledgeBase(tmp_path / "kb")
@@ -484,11 +484,9 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
     )
     ctx = Context(kb_dir=str(tmp_path / "kb"), mmapg_max_candidates=4,
                   mmapg_text_radius=2.0, mmapg_image_radius=2.0)  # fmt: skip
+    monkeypatch.setattr(roles, "key_phrases", lambda text, ctx, parents=(): ["harbour toll ledger"])
     monkeypatch.setattr(
-        examiner, "key_phrases", lambda text, ctx, parents=(): ["harbour toll ledger"]
-    )
-    monkeypatch.setattr(
-        examiner, "image_queries", lambda part, kind, ctx: (["red lighthouse photo"], "Colour?")
+        roles, "image_queries", lambda part, kind, ctx: (["red lighthouse photo"], "Colour?")
     )
     state = {"instruction": "x", "text_part": "tolls", "image_part": "the red lighthouse"}
     got = mmapg.search({**state, "image_kind": "descriptive"}, Runtime(context=ctx))

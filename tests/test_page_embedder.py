@@ -17,8 +17,8 @@ from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.embedders import page_embedder
 from hopgraph.models.errors import ModelWeightsMissing
-from hopgraph.tools.page_hypergraph import late_interaction
-from hopgraph.tools.page_vectors import document_pages, query_vectors
+from hopgraph.tools.mabdqa.page_hypergraph import late_interaction
+from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
 
 DOC = "report.pdf"
 QUESTION = "which page shows a red chart"

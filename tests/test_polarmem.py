@@ -14,14 +14,14 @@ from PIL import Image
 from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
-from hopgraph.memory.polar import (
+from hopgraph.memory.polarmem import (
     Observation,
     PolarMemory,
     PolarMemoryError,
     normalize_concept,
 )
 from hopgraph.models import CapabilityError
-from hopgraph.tools.polarity import between_class_variance, otsu_threshold, partition
+from hopgraph.tools.polarmem import between_class_variance, otsu_threshold, partition
 
 # -- Eq. 5-6 ---------------------------------------------------------------------------------
 
@@ -235,7 +235,7 @@ def photo(tmp_path):
 
 
 def test_visual_pathway_negates_a_proposed_concept_and_text_aligns_to_it(served, photo):
-    from hopgraph.memory.services import ingest_image, ingest_text, polar_memory
+    from hopgraph.graphs.polarmem import ingest_image, ingest_text, polar_memory
 
     ctx, seen = served
     done = ingest_image(photo, ctx, caption="a kitchen")
@@ -263,7 +263,7 @@ def msg_text(body):
 
 
 def test_recall_parses_the_query_and_handles_overlap_and_no_concepts(served, caplog):
-    from hopgraph.memory.services import polar_memory, recall
+    from hopgraph.graphs.polarmem import polar_memory, recall
 
     ctx, _ = served
     polar_memory(ctx).add(
@@ -294,7 +294,7 @@ def test_recall_parses_the_query_and_handles_overlap_and_no_concepts(served, cap
 
 
 def test_an_image_without_a_vlm_says_so_and_stores_nothing(tmp_path, photo):
-    from hopgraph.memory.services import ingest_image, polar_memory
+    from hopgraph.graphs.polarmem import ingest_image, polar_memory
 
     ctx = Context(polar_dir=str(tmp_path / "mem"))
     with pytest.raises(CapabilityError, match="needs a vision-language model"):
@@ -303,7 +303,7 @@ def test_an_image_without_a_vlm_says_so_and_stores_nothing(tmp_path, photo):
 
 
 def test_langchain_tools(served, photo):
-    from hopgraph.memory.services import memory_tools
+    from hopgraph.graphs.polarmem import memory_tools
 
     ctx, _ = served
     tools = {t.name: t for t in memory_tools(ctx)}
@@ -390,7 +390,7 @@ def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
 WRITER = textwrap.dedent(
     """
     import sys
-    from hopgraph.memory.polar import Observation, PolarMemory
+    from hopgraph.memory.polarmem import Observation, PolarMemory
     m = PolarMemory(sys.argv[1])
     tag = sys.argv[2]
     for i in range(0, 120, 2):
@@ -447,7 +447,7 @@ NEGATIONS = {
 def negations(tmp_path):
     """A memory of the texts above, their entities and polarities as a model would give them
     (``x``: the model gave no polarity, a bare name)."""
-    from hopgraph.memory.services import ingest_text, polar_memory
+    from hopgraph.graphs.polarmem import ingest_text, polar_memory
 
     def reply(body):
         passage = msg_text(body).rsplit("Passage:", 1)[1].strip()
@@ -510,7 +510,7 @@ def test_recall_over_asserted_and_negated_concepts(negations):
 
 
 def test_the_callers_assertion_wins_over_the_models_reading(tmp_path):
-    from hopgraph.memory.services import ingest_text, polar_memory
+    from hopgraph.graphs.polarmem import ingest_text, polar_memory
 
     reply = json.dumps({"entities": [{"name": "rake", "polarity": "present"}]})
     with ScriptedServer(lambda body: reply) as server:
@@ -524,7 +524,7 @@ def test_the_callers_assertion_wins_over_the_models_reading(tmp_path):
 def test_parsed_concepts_must_stand_in_the_query(tmp_path, caplog):
     """A small model echoed unrelated words ("Caldra river" / "fishing"); such concepts are
     dropped and noted, and a parse left with nothing falls back to similarity recall."""
-    from hopgraph.memory.services import polar_memory, recall
+    from hopgraph.graphs.polarmem import polar_memory, recall
 
     replies = {
         "a kitchen with a knife": {"positive": ["knife", "Caldra river"], "negative": ["fishing"]},

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from hopgraph.tools.qdrag_budget import (
+from hopgraph.tools.qdrag import (
     PlanError,
     allocate,
     entropy,

@@ -4,7 +4,7 @@ import os
 import pytest
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.agents.decomposer import QDCOutput
+from hopgraph.agents.qdrag import QDCOutput
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace
@@ -223,8 +223,8 @@ def test_qdr_can_steer_dependent_searches_with_grail(tmp_path, kb_dir):
 
 
 def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
-    from hopgraph.memory.polar import Observation
-    from hopgraph.memory.services import polar_memory
+    from hopgraph.graphs.polarmem import polar_memory
+    from hopgraph.memory.polarmem import Observation
 
     mem_dir = tmp_path / "mem"
     polar_memory(Context(polar_dir=str(mem_dir))).add(
@@ -264,7 +264,7 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     one in the passage-major order rerank laid out; a configured endpoint gets them at once."""
     import threading
 
-    from hopgraph.agents import reranker
+    from hopgraph.agents import qdrag
 
     seen = []
 
@@ -272,14 +272,14 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
         seen.append((question, context["id"], threading.current_thread().name))
         return 0.5
 
-    monkeypatch.setattr(reranker, "relevance", relevance)
+    monkeypatch.setattr(qdrag, "relevance", relevance)
     pairs = [(q, {"id": f"c{i}"}) for i in range(10) for q in ("q", "s1", "s2")]
     main = threading.current_thread().name
-    reranker.score_all(pairs, Context(model="qwen2.5-coder-1.5b"))  # the embedded server
+    qdrag.score_all(pairs, Context(model="qwen2.5-coder-1.5b"))  # the embedded server
     assert [(q, c) for q, c, _ in seen] == [(q, c["id"]) for q, c in pairs]
     assert {t for *_, t in seen} == {main}
     seen.clear()
-    reranker.score_all(pairs, Context(base_url="http://vllm:8000/v1", model="m"))
+    qdrag.score_all(pairs, Context(base_url="http://vllm:8000/v1", model="m"))
     assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
     assert main not in {t for *_, t in seen}
 
@@ -287,7 +287,7 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
 def test_rerank_prompts_of_one_passage_differ_only_in_their_closing_question():
     """Reranking goes passage by passage: the instruction and the passage come first, so the
     calls on one passage reuse all of it from the server's KV cache and read only the question."""
-    from hopgraph.agents.reranker import RERANKER
+    from hopgraph.agents.qdrag import RERANKER
 
     passage = {"title": "Town 3", "text": "Town 3 was founded by Ada Moor in 1820. " * 20}
     questions = ["Who founded Town 3?", "Where was the founder of the old port born?"]

@@ -4,7 +4,7 @@ fails the question."""
 
 import pytest
 
-from hopgraph.agents import decomposer, examiner, reasoner, role
+from hopgraph.agents import mmapg, qdrag, role
 from hopgraph.config import Context
 from hopgraph.models import StructuredOutputError
 
@@ -13,38 +13,38 @@ MALFORMED = ['{"cut off at max_tok', "still no JSON here"]
 
 ROLES = {
     "mmapg/decompose": (
-        examiner,
-        lambda: examiner.split_instruction("Find the crest of Town 3", [], CTX),
+        mmapg,
+        lambda: mmapg.split_instruction("Find the crest of Town 3", [], CTX),
         lambda out: out.text_part == "Find the crest of Town 3" and out.image_part == "",
     ),
     "mmapg/keyphrases": (
-        examiner,
-        lambda: examiner.key_phrases("founder of Town 3", CTX),
+        mmapg,
+        lambda: mmapg.key_phrases("founder of Town 3", CTX),
         lambda out: out == [],
     ),
     "mmapg/image_target": (
-        examiner,
-        lambda: examiner.image_queries("the crest of Town 3", "targeted", CTX),
+        mmapg,
+        lambda: mmapg.image_queries("the crest of Town 3", "targeted", CTX),
         lambda out: out == ([], "the crest of Town 3"),
     ),
     "mmapg/examine_text": (
-        examiner,
-        lambda: examiner.examine({"id": "t1", "text": "x"}, "founder?", "founder?", CTX),
+        mmapg,
+        lambda: mmapg.examine({"id": "t1", "text": "x"}, "founder?", "founder?", CTX),
         lambda out: out.facts == "" and not out.helps,
     ),
     "mmapg/reason": (
-        reasoner,
-        lambda: reasoner.reason("Where was she born?", [], CTX),
-        lambda out: out.answer == reasoner.NO_ANSWER,
+        mmapg,
+        lambda: mmapg.reason("Where was she born?", [], CTX),
+        lambda out: out.answer == mmapg.NO_ANSWER,
     ),
     "qdrag/decompose_qdc": (
-        decomposer,
-        lambda: decomposer.decompose_qdc("Where was the founder of X born?", [], CTX),
+        qdrag,
+        lambda: qdrag.decompose_qdc("Where was the founder of X born?", [], CTX),
         lambda out: out == [],
     ),
     "qdrag/plan_qdr": (
-        decomposer,
-        lambda: decomposer.plan_qdr("Where was the founder of X born?", CTX),
+        qdrag,
+        lambda: qdrag.plan_qdr("Where was the founder of X born?", CTX),
         lambda out: out == [],
     ),
 }

@@ -1,8 +1,8 @@
 import json
 
+from hopgraph.agents import mmapg as triplets_agent
 from hopgraph.agents import role
-from hopgraph.agents import triplets as triplets_agent
-from hopgraph.agents.triplets import extract_triplets
+from hopgraph.agents.mmapg import extract_triplets
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.indexing import index_source, triplet_items

@@ -53,7 +53,7 @@ def test_mmapg_image_side_searches_the_visual_space_and_says_so(
     tiny_clip, pictures, tmp_path, monkeypatch
 ):
     from hopgraph.tools import retrieval
-    from hopgraph.tools.mmapg_search import IMAGE_SIDE, find_candidates
+    from hopgraph.tools.mmapg import IMAGE_SIDE, find_candidates
 
     kb_dir = tmp_path / "kb"
     index_source(KnowledgeBase(kb_dir, image_embedder=tiny_clip), pictures, ocr="off")

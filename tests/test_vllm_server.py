@@ -169,8 +169,8 @@ def test_page_images_and_an_image_examination_go_through_qwen25_vls_processor(ti
     model: 200s whose prompts hold the image tokens, from our own prompts and image parts."""
     from PIL import Image
 
-    from hopgraph.agents.examiner import examine
     from hopgraph.agents.mabdqa import answer
+    from hopgraph.agents.mmapg import examine
     from hopgraph.models import vlm_model
 
     sizes = [(600, 800), (800, 600), (400, 9)]

@@ -15,13 +15,13 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from hopgraph.evals.results.spec import BenchTable, Claim, RunTable
 from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.stats import paired
+from hopgraph.evals.stats import fmt, paired
 
 RESULTS_DIR: Path | None = None
 """The records folder; None: ``benchmarks/results`` of the checkout ``hopgraph results`` runs in."""
@@ -49,74 +49,9 @@ def page_path() -> Path:
     return checkout() / "docs" / "RESULTS.md"
 
 
-@dataclass
-class Claim:
-    """ "``better`` beats ``worse`` on ``metric``" (higher is better unless ``lower``)."""
-
-    better: str
-    worse: str
-    metric: str
-    lower: bool = False
-
-
-@dataclass
-class RunTable:
-    """Run records side by side on the questions all of them finished."""
-
-    method: str
-    title: str
-    finding: str
-    rows: dict[str, str]
-    """Column label -> record folder, relative to ``benchmarks/results``."""
-    metrics: list[str]
-    claims: list[Claim] = field(default_factory=list)
-    command: str = ""
-    target: int | dict[str, int] = 0
-    """Questions the issue asks for (one number, or one per column label); fewer are reported
-    as partial."""
-    deviations: list[str] = field(default_factory=list)
-    """Each setting of these records that differs from the paper, and why (one line each),
-    shown above the table."""
-    pool: int = 0
-    """Questions the data holds for this table (a verdict needing more says so)."""
-    by_template: bool = False
-    """Also list each prompt template's calls and LLM seconds per call, per column."""
-    speed_is_compared: bool = False
-    """The columns differ in the endpoint's speed on purpose (e.g. two llama.cpp builds), so
-    their seconds are the finding and no caveat (of speed or build) is added."""
-    tuning: str = ""
-    """A committed tuning split (a JSON file under ``benchmarks/results`` whose ``ids`` are
-    the questions prompts and settings may be tuned on, issue 44): every figure of the table,
-    its claims and the n they would need read only the other questions, and the page says so."""
-
-
-@dataclass
-class BenchTable:
-    """A benchmark's JSON report(s), rendered by ``render``."""
-
-    method: str
-    title: str
-    finding: str
-    files: list[str]
-    render: str
-    """Its renderer, beside the code that writes the report (``renderer``): ``files``'
-    reports (None where missing) -> the page's lines."""
-    command: str = ""
-    deviations: list[str] = field(default_factory=list)
-    """As ``RunTable.deviations``."""
-
-
 def _load(rel: str) -> dict[str, Any] | None:
     path = records_dir() / rel
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-def fmt(v: Any) -> str:
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 1000:
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 100 else f"{v:,.0f}"
-    return "" if v is None else str(v)
 
 
 def tuning_split(t: RunTable) -> set[str]:

@@ -6,7 +6,7 @@ it (a ``path.py:function`` or ``module:function`` spec)."""
 from __future__ import annotations
 
 from hopgraph.evals.grail import grail_files
-from hopgraph.evals.results import BenchTable, Claim, RunTable
+from hopgraph.evals.results.spec import BenchTable, Claim, RunTable
 
 
 def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:

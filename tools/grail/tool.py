@@ -1,17 +1,26 @@
-"""``grail_search`` as a LangChain tool an agent can call: evidence that complements what the
-agent already holds, found by steering the query embedding (no LLM call)."""
+"""GRAIL in the retrieval service and as a LangChain tool: ``steerable_search`` (the plain search,
+or with evidence held and a mode, the query embedding steered away from it) and ``grail_search``
+an agent can call. No LLM call."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.config import Context
-from hopgraph.memory.evidence import Evidence
+from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.memory.kb import KnowledgeBase
+from hopgraph.models.events import Retrieval, emit
 from hopgraph.runtime import ProcessCache, process_cache
-from hopgraph.tools.grail.models import GrailModel
-from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
 from hopgraph.tools.retrieval import knowledge_base, search
+
+if TYPE_CHECKING:
+    from hopgraph.tools.grail.retrieval import Grail
 
 _steerers: ProcessCache[tuple, Grail] = process_cache("GRAIL steerers")
 
@@ -21,7 +30,10 @@ def grail_for(ctx: Context) -> Grail:
     adapter was trained (its space differs from the index's)."""
     key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
 
-    def make() -> Grail:
+    def make() -> Grail:  # torch loads with the first steered search, not with the graph
+        from hopgraph.tools.grail.models import GrailModel
+        from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
+
         kb = knowledge_base(ctx)
         model = (
             GrailModel.load(ctx.grail_weights, tau_base=ctx.grail_tau_base, kb=kb)
@@ -34,6 +46,30 @@ def grail_for(ctx: Context) -> Grail:
     return _steerers.get(key, make)
 
 
+def steerable_search(
+    query: str | np.ndarray,
+    ctx: Context,
+    *,
+    held: Sequence[str] = (),
+    steer: str = "",
+    k: int | None = None,
+    role: str = "retriever",
+    **plain,
+) -> list[Evidence]:
+    """``tools.retrieval.search``, or with ``steer`` (a GRAIL mode) and ``held`` evidence ids,
+    the query embedding steered away from what ``held`` covers and the top-k not in ``held``
+    (GRAIL, no LLM call; ``plain``'s radius and modalities do not apply then)."""
+    if not (steer and held):
+        return search(query, ctx, k=k, role=role, **plain)
+    began = time.perf_counter()
+    kb = knowledge_base(ctx)
+    k = k or ctx.top_k
+    hits, grail = _steered(query, list(held), k, steer, ctx, kb)
+    shown = query if isinstance(query, str) else plain.get("label") or "(vector)"
+    emit(Retrieval.of(role, shown, hits, began, context=list(held), **grail))
+    return hits
+
+
 def grail_search(
     query: str, context_ids: list[str], k: int, mode: str, ctx: Context
 ) -> list[Evidence]:
@@ -41,7 +77,24 @@ def grail_search(
     service's GRAIL path; with nothing held, a plain search). A mode the weights cannot run
     (gap or hybrid untrained) runs its stand-in, and the trace says so (``requested``,
     ``fallback``)."""
-    return search(query, ctx, k=k, held=context_ids, steer=mode, role="grail")
+    return steerable_search(query, ctx, k=k, held=context_ids, steer=mode, role="grail")
+
+
+def _steered(
+    query: str | np.ndarray, held: list[str], k: int, mode: str, ctx: Context, kb: KnowledgeBase
+) -> tuple[list[Evidence], dict]:
+    """GRAIL's steered top-k, fetched from the knowledge base once, and what the trace records
+    of it: the mode that ran, the one requested where it had to fall back, the gate."""
+    import torch
+
+    grail = grail_for(ctx)
+    q = torch.as_tensor(kb.embed_query(query) if isinstance(query, str) else query)
+    runs, why = grail.model.mode_for(mode)
+    found, steered = grail.search(q, held, k, runs)
+    stored = {e["id"]: e for e in kb.get([i for i, _ in found])}
+    hits = [rescored(stored[i], round(s, 4), grail=runs) for i, s in found if i in stored]
+    diagnostics = {"mode": runs, **steered.diagnostics()}
+    return hits, diagnostics | ({"requested": mode, "fallback": why} if why else {})
 
 
 class GrailArgs(BaseModel):

@@ -1,7 +1,7 @@
-"""PolarMem's service, where the memory meets the model roles: the visual and knowledge
-pathways that fill the memory, recall with query parsing, and the LangChain tools
-``memory_ingest_text``, ``memory_ingest_image``, ``memory_recall`` and ``memory_stats`` that
-any agent (or graph) can call."""
+"""PolarMem's pathways, where its store (`memory/polarmem.py`) meets its roles
+(`agents/polarmem.py`): the visual and knowledge pathways that fill the memory, recall with query
+parsing, and the LangChain tools ``memory_ingest_text``, ``memory_ingest_image``,
+``memory_recall``, ``memory_stats`` and ``memory_forget`` that any agent (or graph) can call."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from hopgraph.agents import polarmem as roles
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence, evidence
-from hopgraph.memory.polar import (
+from hopgraph.memory.polarmem import (
     AddReport,
     Observation,
     PolarMemory,
@@ -26,7 +26,7 @@ from hopgraph.memory.sources import chunk_paragraphs
 from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Step, emit
 from hopgraph.runtime import ProcessCache, process_cache
-from hopgraph.tools.polarity import Partition, partition
+from hopgraph.tools.polarmem import Partition, partition
 
 log = logging.getLogger(__name__)
 _memories: ProcessCache[tuple, PolarMemory] = process_cache("memories", PolarMemory.close)
@@ -95,7 +95,7 @@ def ingest_sources(
     rest go on; ``on_progress`` also hears of each image stored, each record skipped and each
     source read."""
     from hopgraph.memory.files import IMAGE_SUFFIXES, Skipped
-    from hopgraph.memory.polar import PolarMemoryError
+    from hopgraph.memory.polarmem import PolarMemoryError
     from hopgraph.memory.sources import read_source, read_text_file
     from hopgraph.models.errors import HopgraphModelError
 

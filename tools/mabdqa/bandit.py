@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.runtime import fan_out
-from hopgraph.tools.page_hypergraph import Hypergraph, minmax
+from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, minmax
 
 
 @dataclass

@@ -1,5 +1,7 @@
-"""QDRAG's decomposer: QD-C (one call: entity replacement + open decomposition, guided by the
-retrieved contexts) and QD-R (a zero-shot plan with <Ans_of_Qi> placeholders)."""
+"""QDRAG's roles: the decomposer, QD-C (one call: entity replacement + open decomposition,
+guided by the retrieved contexts) and QD-R (a zero-shot plan with <Ans_of_Qi> placeholders);
+the sub-question answerer; the reranker, S(C|Q_i) = P("Yes" | Q_i, C, R), pointwise, its calls
+issued concurrently."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from pydantic import BaseModel, Field
 from hopgraph.agents.role import Role
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
+from hopgraph.models import parallel_calls
 from hopgraph.models.events import Repair, emit
+from hopgraph.runtime import fan_out
 from hopgraph.tools.replies import qdc_subquestions
 
 DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc")
@@ -93,3 +97,16 @@ def answer_from(question: str, contexts: list[Evidence], ctx: Context) -> str:
     text = SUB_ANSWER.complete(ctx, max_tokens=24, question=question, contexts=contexts)
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[0].rstrip(".") if lines else ""
+
+
+RERANKER = Role("reranker", "qdrag/rerank")
+
+
+def relevance(question: str, context: Evidence, ctx: Context) -> float:
+    return RERANKER.p_yes(ctx, question=question, context=context)
+
+
+def score_all(pairs: list[tuple[str, Evidence]], ctx: Context) -> list[float]:
+    """S for every (question, context) pair, ``parallel_calls`` requests in flight (in the
+    pairs' order, one by one, against the embedded server)."""
+    return fan_out(lambda pair: relevance(*pair, ctx), pairs, parallel_calls(ctx))

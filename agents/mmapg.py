@@ -1,18 +1,76 @@
-"""MMAPG's retrieval-module roles (Sec. 3.4): split the instruction into text and image parts
-(Eq. 5), build the search queries (Eq. 6-9), examine each candidate (Eq. 12-13) and extract the
-node's content from the findings (Eq. 14)."""
+"""MMAPG's roles. The planning module (Sec. 3.3): the overall plan, generated once (P_plan_gen),
+and each step's decision (Eq. 4). The retrieval module (Sec. 3.4): split the instruction into text
+and image parts (Eq. 5), build the search queries (Eq. 6-9), examine each candidate (Eq. 12-13)
+and extract the node's content from the findings (Eq. 14). The reasoning module: answer an
+instruction from the nodes it is given (Alg. 1 line 24). The knowledge base's triplet conversion
+(Eq. 1-2), cached per passage and model."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from hopgraph.agents.role import Role
+from hopgraph import prompts
+from hopgraph.agents.role import CALLER_HANDLES, Role
 from hopgraph.config import Context
+from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.evidence import Evidence
-from hopgraph.models import vlm_model
-from hopgraph.models.events import Fallback, emit
+from hopgraph.memory.kb import Item
+from hopgraph.models import StructuredOutputError, vlm_model
+from hopgraph.models.events import Fallback, Repair, emit
+from hopgraph.tools.replies import complete_triplets
+
+
+class PlannerStep(BaseModel):
+    """I_C, I_parent, I_instr of Eq. 4 (the analysis first, so the model reads before choosing)."""
+
+    analysis: str = ""
+    type: Literal["question", "retrieval", "answer", "stop"]
+    parents: list[str] = Field(default_factory=list)
+    instruction: str = ""
+
+
+PLAN = Role("planner", "mmapg/plan")
+PLANNER = Role("planner", "mmapg/planner")
+
+
+def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
+    """P_plan_gen: the global plan the planner consults at every step. A question's pictures
+    go with it to the VLM, so the plan names what they show."""
+    text = PLAN.complete(
+        ctx, pictures=images, max_tokens=200, question=question, picture=bool(images)
+    )
+    return text.strip()
+
+
+def plan_step(
+    question: str,
+    plan: str,
+    nodes: list[dict[str, Any]],
+    ctx: Context,
+    *,
+    single_path: bool,
+    repeated: dict[str, Any] | None = None,
+) -> PlannerStep:
+    """P_plan ⊕ P_state(G) ⊕ P_parent ⊕ P_C → the next node (Eq. 4). ``repeated``: the step
+    it proposed last that repeats one it already took (its type, instruction and the node it
+    repeats, with what that node found), so it chooses again knowing so. Raises
+    ``StructuredOutputError`` when the reply is malformed even after one repair (the graph
+    mends the step)."""
+    return PLANNER.structured(
+        ctx,
+        PlannerStep,
+        fallback=CALLER_HANDLES,
+        max_tokens=300,
+        question=question,
+        plan=plan,
+        nodes=nodes,
+        single_path=single_path,
+        repeated=repeated,
+    )
 
 
 class Split(BaseModel):
@@ -130,3 +188,70 @@ def extract(instruction: str, findings: list[dict[str, Any]], ctx: Context) -> s
 
 def _clean(phrases: list[str]) -> list[str]:
     return list(dict.fromkeys(p.strip() for p in phrases if p and p.strip()))
+
+
+class Reasoned(BaseModel):
+    rationale: str = ""
+    answer: str
+
+
+NO_ANSWER = "unknown"
+"""The reasoner's fallback answer: a reply that stays malformed answers nothing, and says so."""
+
+
+REASONER = Role("reasoner", "mmapg/reason")
+
+
+def reason(
+    instruction: str,
+    nodes: list[dict[str, Any]],
+    ctx: Context,
+    images: list[str] = (),  # type: ignore[assignment]
+) -> Reasoned:
+    """The answer to ``instruction`` from the nodes' contents (and the question's pictures,
+    to the VLM)."""
+    out = REASONER.structured(
+        ctx,
+        Reasoned,
+        fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
+        pictures=images,
+        max_tokens=160,
+        instruction=instruction,
+        nodes=nodes,
+        picture=bool(images),
+    )
+    return Reasoned(rationale=out.rationale.strip(), answer=out.answer.strip().rstrip("."))
+
+
+EXAMPLES = json.loads(
+    (Path(prompts.__file__).parent / "mmapg" / "triplets_examples.json").read_text()
+)
+"""The few-shot set F_tri of Eq. 1: our own invented passages, kept with the prompts."""
+
+
+TRIPLETS = Role("triplet_converter", "mmapg/triplets")
+
+
+class Triplets(BaseModel):
+    facts: list[list[str]] = Field(description="[subject, relation, object] triplets")
+
+
+def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -> list[list[str]]:
+    """T_i = M(P_tri ⊕ F_tri ⊕ S_i) (Eq. 1), well-formed triplets only, cached by item id."""
+    namespace = f"triplets:{ctx.model}"
+    if cache is not None and (hit := cache.get(namespace, item.id)) is not None:
+        return hit
+    try:
+        found = TRIPLETS.structured(
+            ctx, Triplets, fallback=CALLER_HANDLES, repair=False,
+            examples=EXAMPLES, title=item.title, text=item.text,
+        ).facts  # fmt: skip
+    except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count
+        found = complete_triplets(e.raw)
+        if not found:
+            raise
+        emit(Repair(TRIPLETS.name, {"salvaged": len(found), "error": str(e)[:200]}))
+    facts = [[str(p).strip() for p in f] for f in found if len(f) == 3 and all(map(str.strip, f))]
+    if cache is not None:
+        cache.put(namespace, item.id, facts)
+    return facts

@@ -1,0 +1,189 @@
+"""The layering docs/architecture.md states is the code's: every hopgraph module's imports (at
+its top or inside a function) go to its own layer, a layer its row lists, or ``config`` /
+``runtime``; and no import closes a cycle."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("cli", "evals", "graphs", "agents", "tools", "memory", "models", "prompts")
+BASE = {"config", "runtime"}
+"""Under every layer: anyone may import them; they import no other hopgraph module."""
+
+
+def layer_table(doc: Path = ROOT / "docs" / "architecture.md") -> dict[str, set[str]]:
+    """Layer -> the layers it may import, read from the doc's table."""
+    table = {}
+    for line in doc.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            name = cells[0].strip("`/")
+            table[name] = set() if cells[2] == "—" else {x.strip() for x in cells[2].split(",")}
+    return table
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(("hopgraph", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def modules() -> dict[str, Path]:
+    return {
+        module_name(p): p
+        for p in ROOT.rglob("*.py")
+        if p.relative_to(ROOT).parts[0] in (*LAYERS, "config.py", "runtime.py", "__init__.py")
+    }
+
+
+def imports(path: Path, module: str, known: set[str]) -> set[str]:
+    """The hopgraph modules ``path`` imports: ``from a import b`` names a.b where b is a
+    module, else a; relative imports resolved against ``module``."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            subs = {f"{base}.{a.name}" for a in node.names} & known
+            out |= subs or {base}
+    return {m for m in out if m == "hopgraph" or m.startswith("hopgraph.")}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "hopgraph"
+
+
+def upward_imports(table: dict[str, set[str]], mods: dict[str, Path] | None = None) -> list[str]:
+    mods = mods or modules()
+    bad = []
+    for mod, path in sorted(mods.items()):
+        here = layer_of(mod)
+        for target in sorted(imports(path, mod, set(mods))):
+            there = layer_of(target)
+            if here in BASE and target != mod:
+                bad.append(f"{mod} imports {target} ({here} sits under every layer)")
+            elif there not in BASE | {here} | table.get(here, set()):
+                bad.append(f"{mod} ({here}) imports {target} ({there})")
+    return bad
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm)."""
+    mods = modules()
+    edges = {m: imports(p, m, set(mods)) & set(mods) for m, p in mods.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.remove(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for m in sorted(edges):
+        if m not in index:
+            visit(m)
+    return found
+
+
+def test_the_doc_states_a_row_for_every_layer():
+    assert set(layer_table()) == set(LAYERS)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert upward_imports(layer_table()) == []
+
+
+def test_no_import_closes_a_cycle():
+    assert cycles() == []
+
+
+@pytest.mark.parametrize(
+    "where, line",
+    [
+        ("memory/kb.py", "from hopgraph.agents.role import Role"),
+        ("tools/retrieval.py", "from hopgraph.graphs.shared import context"),
+        ("models/chat.py", "from hopgraph.memory.kb import KnowledgeBase"),
+        ("config.py", "from hopgraph.models import chat_model"),
+    ],
+)
+def test_an_upward_import_added_to_a_module_is_caught(where, line, tmp_path):
+    """The check reads what is on disk: the same file with one upward import, inside a
+    function, fails it, naming the module and what it imported."""
+    real = ROOT / where
+    copy = tmp_path / real.name
+    copy.write_text(real.read_text() + "\n\ndef added():\n    " + line + "\n")
+    mods = modules() | {module_name(real): copy}
+    target = line.split()[1]
+    found = upward_imports(layer_table(), mods)
+    assert len(found) == 1 and found[0].startswith(module_name(real)) and target in found[0]
+
+
+def test_the_layout_holds_for_every_method():
+    """Each method's code is at its name in each layer it has code in."""
+    have = {
+        "mmapg": ["graphs/mmapg.py", "agents/mmapg.py", "tools/mmapg.py", "prompts/mmapg"],
+        "qdrag": ["graphs/qdrag.py", "agents/qdrag.py", "tools/qdrag.py", "prompts/qdrag"],
+        "mabdqa": ["graphs/mabdqa.py", "agents/mabdqa.py", "tools/mabdqa", "prompts/mabdqa"],
+        "polarmem": [
+            "graphs/polarmem.py",
+            "agents/polarmem.py",
+            "tools/polarmem.py",
+            "memory/polarmem.py",
+            "prompts/polarmem",
+        ],  # fmt: skip
+        "grail": ["tools/grail"],
+    }
+    missing = [p for paths in have.values() for p in paths if not (ROOT / p).exists()]
+    assert missing == []
+    methods = set(have)
+    for layer in ("agents", "tools", "memory", "graphs"):
+        for p in (ROOT / layer).iterdir():
+            stem = p.stem
+            assert not any(stem.startswith(m) and stem != m for m in methods), p
+
+
+def test_a_fingerprint_covers_what_the_method_runs():
+    """rag never steers: GRAIL's modules are not in its fingerprint, so editing GRAIL leaves
+    rag's records alone; QDRAG covers GRAIL and PolarMem only when its Context turns them on."""
+    from hopgraph.config import Context
+    from hopgraph.evals.run_folder import method_code
+
+    def parts(agent, **fields):
+        files = method_code(agent, Context(**fields))["files"]
+        return {
+            "grail" if ".grail." in m else m.split(".")[1]
+            for m in files
+            if "grail" in m or "polarmem" in m
+        }
+
+    assert parts("rag") == set() and parts("rag", grail_mode="gap-fixed") == set()
+    assert parts("qdrag") == set() and parts("mmapg") == set()
+    assert parts("qdrag", grail_mode="gap-fixed") == {"grail"}
+    assert parts("mmapg", polar_memory=True) == {"graphs", "agents", "tools", "memory"}
+    assert method_code("rag", Context())["fingerprint"] == method_code("rag")["fingerprint"]
