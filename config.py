@@ -119,6 +119,11 @@ class Context:
     # -- retrieval common ----------------------------------------------------------------
     top_k: int = field(default=5, metadata=at_least(1))
 
+    max_question_tokens: int = field(default=0, metadata=at_least(0))
+    """A question's token cap (prompt + completion, 0: none): a method that reaches it starts
+    no new step and answers from what it holds (MMAPG from its graph, QDRAG from the contexts
+    it retrieved, MAB-DQA from the pages judged), recorded as a ``budget_stop`` event."""
+
     # -- MMAPG (mmapg.txt, Alg. 1) ------------------------------------------------------
     mmapg_max_iterations: int = field(default=10, metadata=at_least(1))
     """The planner loop's cap k (Alg. 1, line 3)."""
@@ -318,6 +323,15 @@ class ClientContext(Context):
     runner, ``graph.invoke(..., context=Context(...))``) is the operator and is not checked."""
 
     def __init__(self, **given: Any):
+        self.refuse(given)
+        super().__init__(**given)
+        within_limits(self, self.knob_limits())
+        self.check_floors()
+
+    @staticmethod
+    def refuse(given: dict[str, Any]) -> None:
+        """A client's choices, refused where they name an operator field or an unknown one, or
+        a value not of its field's type (JSON from a client)."""
         operator = sorted(set(given) & Context.operator_fields())
         if operator:
             raise ValueError(
@@ -325,7 +339,7 @@ class ClientContext(Context):
                 "this server and are set by its environment, not by a client"
             )
         hints = get_type_hints(Context)
-        for name, value in given.items():  # JSON from a client: each value of its field's type
+        for name, value in given.items():
             typ = hints.get(name)
             if typ is None:
                 raise ValueError(f"unknown Context field {name!r}")
@@ -333,18 +347,28 @@ class ClientContext(Context):
             mistyped = wanted and not isinstance(value, wanted)
             if mistyped or (isinstance(value, bool) and typ in (int, float)):
                 raise ValueError(f"Context field {name!r} expects {typ.__name__}, not {value!r}")
-        super().__init__(**given)
-        for name, most in self.knob_limits().items():
-            value = getattr(self, name)
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and not (0 <= value <= most)
-            ):
-                raise ValueError(
-                    f"Context field {name!r} must lie in 0..{most:g} on this server, not {value}"
-                )
-        self.check_floors()
+
+
+def within_limits(ctx: Context, limits: dict[str, float]) -> None:
+    """Each costly knob of ``ctx`` within ``0..limit`` (the operator's ``limit_knobs``)."""
+    for name, most in limits.items():
+        value = getattr(ctx, name)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and not 0 <= value <= most:
+            raise ValueError(
+                f"Context field {name!r} must lie in 0..{most:g} on this server, not {value}"
+            )
+
+
+def for_client(operator: Context, given: dict[str, Any]) -> Context:
+    """The Context a client's request runs with on a server whose operator built ``operator``
+    (``hopgraph mcp``): the client's choices refused as ``ClientContext`` refuses them and held
+    to the operator's own limits, every other field the operator's; not marked as the
+    operator's, so the question's admission holds it to the request limits."""
+    ClientContext.refuse(given)
+    out = Context(**({f.name: getattr(operator, f.name) for f in fields(operator)} | given))
+    within_limits(out, operator.knob_limits())
+    return out
 
 
 SERVING_FIELDS = frozenset(

@@ -51,6 +51,9 @@ Sets = Annotated[
 ]
 
 
+PriceOption = Annotated[
+    str, typer.Option("--price", help="the model's price: prompt=USD,completion=USD per 1M tokens")
+]
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
 
 

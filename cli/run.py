@@ -16,6 +16,7 @@ from hopgraph.cli.app import (
     CacheDir,
     ModelName,
     OtelEndpoint,
+    PriceOption,
     PromptsDir,
     Sets,
     app,
@@ -159,9 +160,18 @@ def run(
             "RESULTS.md then says that its columns mix code fingerprints)"
         ),
     ] = False,
+    budget_tokens: Annotated[
+        int, typer.Option(help="stop starting questions once the record has spent N tokens")
+    ] = 0,
+    budget_usd: Annotated[
+        float, typer.Option(help="stop starting questions once the record has spent $X (--price)")
+    ] = 0.0,
+    price: PriceOption = "",
     sets: Sets = None,
 ) -> None:
-    """Run an agent over a question file: checkpointed, resumable, traced."""
+    """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
+    question starts once the record's answered questions have spent it (those in flight
+    finish); the run then exits 4, and re-running with a larger budget goes on."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -180,6 +190,9 @@ def run(
     agent = chosen_graph(agent, graph)
     if concurrency < 1:
         refuse(f"--concurrency is how many questions run at once: 1 or more, not {concurrency}")
+    budget = run_budget(budget_tokens, budget_usd, price)
+    if budget and checkpointer:
+        refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
     if not Path(questions).is_file():
         refuse(f"no questions file at {questions}")
     if kb and Path(kb).is_file():
@@ -205,7 +218,7 @@ def run(
         runner = Runner(
             agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
             speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
-            accept_code_change=accept_code_change, exporter=otel,
+            accept_code_change=accept_code_change, exporter=otel, budget=budget,
         )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")
@@ -250,12 +263,37 @@ def run(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
     )
+    if budget:
+        console.print(f"spent: {spent_text(summary.spent)} of {spent_text(vars(budget))}")
     if summary.failed:
         failed_questions(summary.errors)
+    if summary.budget_stopped:
+        err.print(f"[yellow]budget reached:[/yellow] {summary.budget_stopped} question(s) not "
+                  "started; re-run with a larger budget to answer them")  # fmt: skip
+        raise typer.Exit(BUDGET_SPENT)
 
 
 QUESTIONS_FAILED = 3
 """``hopgraph run``'s exit status when it ended with questions failed (the rest are kept)."""
+BUDGET_SPENT = 4
+"""``hopgraph run``'s exit status when its budget left questions unstarted."""
+
+
+def run_budget(tokens: int, usd: float, price: str):  # noqa: ANN201 - a Budget or None
+    """The run's budget from its flags, refused (exit 2) where they do not make one."""
+    from hopgraph.evals.cost import Budget, Price
+
+    try:
+        priced = Price.parse(price) if price else None
+        budget = Budget(tokens=tokens, usd=usd, price=priced)
+    except ValueError as e:
+        refuse(str(e))
+    return budget if (tokens or usd) else None
+
+
+def spent_text(spent: dict) -> str:
+    parts = [f"{spent['tokens']:,} tokens"] if spent.get("tokens") else []
+    return ", ".join(parts + ([f"${spent['usd']:.4f}"] if spent.get("usd") else [])) or "nothing"
 
 
 def failed_questions(errors: list[tuple[str, str]], shown: int = 3) -> NoReturn:
@@ -430,10 +468,17 @@ def evaluate(
     ] = False,
     base_url: BaseUrl = "",
     model: ModelName = "",
+    price: PriceOption = "",
     sets: Sets = None,
 ) -> None:
-    """Score a run: metrics.json and a table."""
+    """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
+    from hopgraph.evals.cost import Price
     from hopgraph.evals.evaluate import evaluate_run, headline
+
+    try:
+        priced = Price.parse(price) if price else None
+    except ValueError as e:
+        refuse(str(e))
 
     judge = kb_store = None
     judge_name = ""
@@ -463,7 +508,7 @@ def evaluate(
         err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
 
     result = evaluate_run(
-        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged
+        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
     )
     _warn_missing_gold(run_dir, kb_store, sets)
     table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
@@ -480,7 +525,17 @@ def evaluate(
             per.add_row(name, *(f"{t[k]:g}" for k in ("calls", "prompt_tokens",
                         "completion_tokens", "seconds")))  # fmt: skip
         console.print(per)
+    console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+
+
+def cost_text(cost: dict) -> str:
+    """A run's cost in one line: calls, tokens, USD where priced, budget stops."""
+    text = (f"{cost['llm_calls']:,} LLM calls, {cost['prompt_tokens']:,} prompt + "
+            f"{cost['completion_tokens']:,} completion tokens")  # fmt: skip
+    text += f", ${cost['usd']:.4f}" if "usd" in cost else ""
+    stops = cost.get("budget_stops", 0)
+    return text + (f"; {stops} question(s) stopped by max_question_tokens" if stops else "")
 
 
 def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001

@@ -13,6 +13,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
+from hopgraph.evals.cost import Price, cost_of
 from hopgraph.evals.run_folder import gold_evidence, read_predictions, scored_predictions
 from hopgraph.evals.stats import Paired, paired, paired_scores
 
@@ -20,8 +21,8 @@ KS = (1, 3, 5, 10)
 MMLB_FORMATS = {"int", "float", "str", "list", "none"}
 
 
-def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
-    """Per-question scores: answers, retrieval at each K, cost."""
+def score_prediction(pred: dict[str, Any], price: Price | None = None) -> dict[str, float]:
+    """Per-question scores: answers, retrieval at each K, cost (USD at ``price``)."""
     golds = pred.get("gold") or []
     answer = pred.get("answer", "") or ""
     out: dict[str, float] = {}
@@ -54,6 +55,10 @@ def score_prediction(pred: dict[str, Any]) -> dict[str, float]:
     out["llm_calls"] = pred.get("llm_calls", 0)
     out["prompt_tokens"] = pred.get("prompt_tokens", 0)
     out["completion_tokens"] = pred.get("completion_tokens", 0)
+    if price is not None:
+        out["usd"] = cost_of(pred, price)["usd"]
+    if "budget_stops" in pred:  # the question's token cap ended its method early
+        out["budget_stops"] = pred["budget_stops"]
     out["fallbacks"] = pred.get("fallbacks", 0)
     if "empty_replies" in pred:
         out["empty_replies"] = pred["empty_replies"]
@@ -93,6 +98,19 @@ def citation_metrics(pred: dict[str, Any], texts: dict[str, str], judge: m.Judge
         pairs.append((strip_citations(sentence), passages))
     recall, precision = m.citation_scores(pairs, judge)
     return {"citation_recall": recall, "citation_precision": precision}
+
+
+def run_cost(preds: list[dict[str, Any]], price: Price | None) -> dict[str, Any]:
+    """What every question of the run cost together, with the price it was counted at."""
+    out: dict[str, Any] = {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for p in preds:
+        for k, v in cost_of(p).items():
+            out[k] += v
+    out["budget_stops"] = sum(int(p.get("budget_stops", 0)) for p in preds)
+    if price is not None:
+        out["usd"] = round(price.usd(out["prompt_tokens"], out["completion_tokens"]), 6)
+        out["price"] = {"prompt": price.prompt, "completion": price.completion}
+    return out
 
 
 def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
@@ -140,13 +158,15 @@ def evaluate_run(
     kb=None,  # noqa: ANN001
     judge_name: str = "",
     on_judged: Callable[[int, int], None] | None = None,
+    price: Price | None = None,
 ) -> dict[str, Any]:
     """Score every prediction; write ``metrics.json``; return it. LLM-judged citation scores
     last: a question whose response and contexts are unchanged keeps the scores the last
     judging gave it (a plain re-score keeps them too), and the file is rewritten after each
     question judged, so an interrupted or resumed run judges only what it has not. A
     ``judge_name`` other than the one recorded judges every question afresh. ``on_judged(i,
-    n)`` after each of the ``n`` questions judged now."""
+    n)`` after each of the ``n`` questions judged now. ``price``: each question's cost in USD
+    too, and the run's total (``cost``, failed questions included: they were paid for)."""
     run_dir = Path(run_dir)
     preds = list(scored_predictions(run_dir).values())
     ok = [p for p in preds if not p.get("error")]
@@ -156,7 +176,7 @@ def evaluate_run(
         record = {}
     name = judge_name or record.get("judge", "")
     judged: dict[str, str] = {}
-    per_question = {p["id"]: score_prediction(p) for p in ok}
+    per_question = {p["id"]: score_prediction(p, price) for p in ok}
     for p in ok:
         before = old.get("per_question", {}).get(p["id"], {})
         key = judged_key(p)
@@ -177,6 +197,7 @@ def evaluate_run(
             "overall": aggregate(list(per_question.values())) if per_question else {},
             "by_type": {t: aggregate(r) | {"n": len(r)} for t, r in sorted(by_type.items())},
             "by_template": by_template(ok),
+            "cost": run_cost(preds, price),
             **({"citations": {"judge": name, "questions": judged}} if judged else {}),
             "per_question": per_question,
         }
@@ -226,6 +247,8 @@ HEADLINE = (
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "usd",
+    "budget_stops",
     "depth",
     "fallbacks",
     "empty_replies",
@@ -257,7 +280,7 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
 
 LOWER_IS_BETTER = {
     "llm_calls", "prompt_tokens", "completion_tokens", "depth", "fallbacks", "empty_replies",
-    "seconds", "invalid_citations", "hit_cap", "planner_repairs",
+    "seconds", "invalid_citations", "hit_cap", "planner_repairs", "usd", "budget_stops",
 }  # fmt: skip
 """Metrics where a smaller value is the better one (costs and faults)."""
 

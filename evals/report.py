@@ -594,6 +594,15 @@ def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> st
 SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 
 
+def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
+    """A question's calls and tokens, USD where the run was scored with a price, and whether
+    its token cap stopped it."""
+    text = (f"{pred.get('llm_calls', 0)} calls, {pred.get('prompt_tokens', 0)} + "
+            f"{pred.get('completion_tokens', 0)} tokens")  # fmt: skip
+    text += f", ${score['usd']:.5f}" if "usd" in score else ""
+    return text + (" (stopped by max_question_tokens)" if pred.get("budget_stops") else "")
+
+
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
@@ -622,6 +631,10 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
             if "@" not in k or k.endswith("@5")
         )
         parts.append(f"<h2>Metrics</h2><table>{cells}</table>")
+    if metrics and metrics.get("cost"):
+        cells = "".join(f"<tr><th>{k}</th><td>{html.escape(str(v))}</td></tr>"
+                        for k, v in metrics["cost"].items())  # fmt: skip
+        parts.append(f"<h2>Cost (all questions)</h2><table>{cells}</table>")
     parts.append("<h2>Questions</h2>")
     for n, (qid, pred) in enumerate(preds.items()):
         trace = trace_path(run_dir, qid)
@@ -636,7 +649,8 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
             f"{html.escape(qid)}: {html.escape(pred.get('question', ''))}</summary>"
             f"<p><b>Answer:</b> {html.escape(str(pred.get('answer', '')))}<br>"
             f"<b>Gold:</b> {html.escape(' | '.join(map(str, pred.get('gold', []))))}<br>"
-            f"<b>Score:</b> {html.escape(json.dumps(shown))}"
+            f"<b>Score:</b> {html.escape(json.dumps(shown))}<br>"
+            f"<b>Cost:</b> {html.escape(_cost_line(pred, score))}"
             + (
                 f"<br><b class='bad'>Error:</b> {html.escape(pred['error'])}"
                 if pred.get("error")

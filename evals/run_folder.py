@@ -344,6 +344,8 @@ class Prediction(TypedDict):
     fallbacks: int
     empty_replies: int
     cache_hits: NotRequired[int]
+    budget_stops: NotRequired[int]
+    """1 where the question's token cap (``max_question_tokens``) stopped its method early."""
     depth: int
     retrieved: list[str]
     by_template: dict[str, dict[str, float]]
@@ -389,7 +391,7 @@ class EventCounts:
     from a question's events as they stream (or from a trace a resumed question already has)."""
 
     def __init__(self) -> None:
-        self.fallbacks = self.empty = self.cache_hits = 0
+        self.fallbacks = self.empty = self.cache_hits = self.budget_stops = 0
         self.intervals: list[tuple[float, float]] = []
         self.templates: dict[str, dict[str, float]] = {}
         """Per prompt template: calls, prompt and completion tokens, seconds (where a
@@ -424,6 +426,8 @@ class EventCounts:
                 self.intervals.append((event["started"], event["started"] + event["latency_s"]))
         elif kind == Fallback.event:  # a role's output, replaced by its declared fallback
             self.fallbacks += 1
+        elif kind == "budget_stop":  # the question's token cap ended the method early
+            self.budget_stops += 1
         elif kind == EmptyReply.event:
             self.empty += 1
         elif kind == Retrieval.event:
@@ -442,6 +446,7 @@ class EventCounts:
             "fallbacks": self.fallbacks,
             "empty_replies": self.empty,
             **({"cache_hits": self.cache_hits} if self.cache_hits else {}),
+            **({"budget_stops": self.budget_stops} if self.budget_stops else {}),
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),
             "by_template": {

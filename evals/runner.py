@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
 from hopgraph.evals.code_fingerprint import code_changes
+from hopgraph.evals.cost import Budget
 from hopgraph.evals.datasets import Question, read_questions
 from hopgraph.evals.run_folder import (
     EventCounts,
@@ -48,6 +49,7 @@ from hopgraph.graphs.shared import output_of
 from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
 from hopgraph.models.errors import HopgraphModelError
+from hopgraph.models.events import question_spend
 from hopgraph.prompts import prompts_for
 
 if TYPE_CHECKING:
@@ -75,6 +77,11 @@ class RunSummary:
     """(question id, error) of each question that failed this sitting, in the order they ended."""
     problems: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
+    spent: dict[str, Any] = field(default_factory=dict)
+    """What the record's answered questions spent (tokens, and USD at the budget's price), where
+    the run has a budget."""
+    budget_stopped: int = 0
+    """Questions the budget left unstarted (0: it did not stop the run)."""
 
 
 def preflight(ctx: Context) -> None:
@@ -119,6 +126,7 @@ class Runner:
         lease: float = 60.0,
         speed_probe: bool = False,
         accept_code_change: bool = False,
+        budget: Budget | None = None,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
         happens, and each node's start (``tasks`` mode, not kept in the trace). ``exporter``
@@ -127,9 +135,12 @@ class Runner:
         the same database, agent and run folder name (``evals.shared_run``). ``speed_probe``:
         time the endpoint once per sitting (``measure_speed``) and record its rates with the
         sitting and every question it answers; the CLI sets it for the embedded server, whose
-        speed is the host's (two hosts of one kind read prompts 1.65x apart)."""
+        speed is the host's (two hosts of one kind read prompts 1.65x apart). ``budget``: no
+        question starts once the record's answered questions have spent it (questions in
+        flight finish); the summary says what was spent and how many were left unstarted."""
         self.agent = agent
         self.accept_code_change = accept_code_change
+        self.budget = budget
         self.on_record = on_record
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
@@ -269,29 +280,11 @@ class Runner:
 
             keep({"mode": "start", "data": {"id": q.id, "resume": payload is None,
                                             "wall": round(time.time(), 4)}})  # fmt: skip
+            before = EventCounts.of(records).stats() if records else {}
+            spent = before.get("prompt_tokens", 0) + before.get("completion_tokens", 0)
             try:
-                modes = ["updates", "custom", "tasks"]
-                for ns, mode, chunk in (
-                    self.graph.stream(
-                        payload, config, context=self.ctx, stream_mode=modes, subgraphs=True
-                    )
-                    if streaming
-                    else ()
-                ):
-                    if self.on_record is not None:
-                        self.on_record(q.id, list(ns), mode, chunk)
-                    if mode == "tasks":  # kept light: which node started or ended, not its state
-                        mode, chunk = (
-                            "task",
-                            {
-                                "id": chunk.get("id"),
-                                "name": chunk.get("name"),
-                                "event": "start" if "input" in chunk else "end",
-                                **({"error": str(chunk["error"])} if chunk.get("error") else {}),
-                            },
-                        )
-                    keep({"t": round(time.perf_counter() - began, 4), "ns": list(ns),
-                          "mode": mode, "data": chunk})  # fmt: skip
+                with question_spend(spent):  # the question's token cap counts what it spent
+                    self._stream(q, payload, config, streaming, began, keep)
             except Exception as e:  # one question's failure is recorded, the batch goes on
                 error = f"{type(e).__name__}: {e}"
                 keep({"mode": "error", "data": {"error": error}})
@@ -323,6 +316,30 @@ class Runner:
             "doc": q.doc,
         }
         return pred, records
+
+    def _stream(self, q: Question, payload, config, streaming, began, keep) -> None:  # noqa: ANN001
+        """One question's stream: each record to the live view and, through ``keep``, to the
+        trace."""
+        modes = ["updates", "custom", "tasks"]
+        for ns, mode, chunk in (
+            self.graph.stream(payload, config, context=self.ctx, stream_mode=modes, subgraphs=True)
+            if streaming
+            else ()
+        ):
+            if self.on_record is not None:
+                self.on_record(q.id, list(ns), mode, chunk)
+            if mode == "tasks":  # kept light: which node started or ended, not its state
+                mode, chunk = (
+                    "task",
+                    {
+                        "id": chunk.get("id"),
+                        "name": chunk.get("name"),
+                        "event": "start" if "input" in chunk else "end",
+                        **({"error": str(chunk["error"])} if chunk.get("error") else {}),
+                    },
+                )
+            keep({"t": round(time.perf_counter() - began, 4), "ns": list(ns),
+                  "mode": mode, "data": chunk})  # fmt: skip
 
     def accept(self, pred: Prediction, records: list[dict[str, Any]]) -> None:
         """A finished question's line goes to the record, its trace is packed (a result record
@@ -392,6 +409,8 @@ class Runner:
         if self.shared is not None:
             if redo:
                 raise RunError("--redo is not available on a shared (postgres) run")
+            if self.budget:
+                raise RunError("a budget applies to a local run, not a shared (postgres) one")
             return self._run_shared(questions, concurrency, summary, on_done, began)
         for qid in redo:
             done.pop(qid, None)
@@ -403,36 +422,53 @@ class Runner:
         _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])
         todo = [q for q in questions if q.id not in done or q.id in failed_before]
         summary.skipped_done = len(questions) - len(todo)
+        kept = list(read_predictions(self.predictions.path).values())
+        summary.spent = self.budget.spent(kept) if self.budget else {}
+        queue = iter(todo)
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-        in_a_row, aborted = 0, None
+        in_a_row, aborted, inflight = 0, None, set()
+
+        def start_more() -> None:
+            """Keep ``concurrency`` questions in flight, none once the run must stop."""
+            while len(inflight) < max(1, concurrency) and aborted is None:
+                if self.budget and self.budget.reached(summary.spent):
+                    summary.budget_stopped = sum(1 for _ in queue)  # the ones never started
+                    return
+                q = next(queue, None)
+                if q is None:
+                    return
+                inflight.add(pool.submit(self.run_question, q))
+
         try:
-            futures = [pool.submit(self.run_question, q) for q in todo]
-            for future in as_completed(futures):
-                if future.cancelled():
-                    continue
-                pred, records = future.result()
-                self.accept(pred, records)
-                if pred["error"]:
-                    summary.failed += 1
-                    summary.errors.append((pred["id"], pred["error"]))
-                    in_a_row += 1
-                else:
-                    summary.finished += 1
-                    in_a_row = 0
-                if on_done is not None:
-                    on_done(pred, summary)
-                if (
-                    aborted is None
-                    and max_consecutive_failures
-                    and (in_a_row >= max_consecutive_failures)
-                ):
-                    aborted = RunAborted(
-                        f"{in_a_row} questions in a row failed, so the run stopped; the last "
-                        f"({pred['id']}): {pred['error']}. Fix the cause and re-run the same "
-                        "command: finished questions are kept and the rest resume"
-                    )
-                    for f in futures:  # the queued ones never start; in-flight ones finish
-                        f.cancel()
+            start_more()
+            while inflight:
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    inflight.discard(future)
+                    pred, records = future.result()
+                    self.accept(pred, records)
+                    kept.append(pred)
+                    summary.spent = self.budget.spent(kept) if self.budget else {}
+                    if pred["error"]:
+                        summary.failed += 1
+                        summary.errors.append((pred["id"], pred["error"]))
+                        in_a_row += 1
+                    else:
+                        summary.finished += 1
+                        in_a_row = 0
+                    if on_done is not None:
+                        on_done(pred, summary)
+                    if (
+                        aborted is None
+                        and max_consecutive_failures
+                        and (in_a_row >= max_consecutive_failures)
+                    ):  # the queued ones never start; in-flight ones finish
+                        aborted = RunAborted(
+                            f"{in_a_row} questions in a row failed, so the run stopped; the "
+                            f"last ({pred['id']}): {pred['error']}. Fix the cause and re-run the "
+                            "same command: finished questions are kept and the rest resume"
+                        )
+                start_more()
         except BaseException:  # Ctrl-C / SIGTERM: start nothing new; checkpoints keep the rest
             pool.shutdown(wait=False, cancel_futures=True)
             raise

@@ -28,21 +28,36 @@ def _given(headers: dict) -> str:
     return header(b"x-api-key") or (bearer[7:] if bearer.lower().startswith("bearer ") else "")
 
 
-@auth.authenticate
-async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
-    """The client's identity: a hash of the key it sent (the key itself is never kept)."""
+def refusal(headers: dict) -> str | None:
+    """Why a request with these headers is refused (None: it carries a valid key). Shared by
+    the LangGraph server and ``hopgraph mcp --http``."""
     if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() == "off":
-        return {"identity": "local-development"}
+        return None
     keys, given = _keys(), _given(headers)
     if not keys:
-        raise Auth.exceptions.HTTPException(
-            status_code=401,
-            detail="this server has no API key configured (HOPGRAPH_API_KEYS); it refuses "
-            "every request until its operator sets one",
+        return (
+            "this server has no API key configured (HOPGRAPH_API_KEYS); it refuses "
+            "every request until its operator sets one"
         )
     if not given or not any(hmac.compare_digest(given, k) for k in keys):
-        raise Auth.exceptions.HTTPException(status_code=401, detail="a valid x-api-key is needed")
-    return {"identity": "key-" + hashlib.sha256(given.encode()).hexdigest()[:16]}
+        return "a valid x-api-key is needed"
+    return None
+
+
+def identity(headers: dict) -> str:
+    """A caller's identity: a hash of the key it sent (the key itself is never kept)."""
+    if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() == "off":
+        return "local-development"
+    return "key-" + hashlib.sha256(_given(headers).encode()).hexdigest()[:16]
+
+
+@auth.authenticate
+async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
+    """The client's identity, once ``refusal`` lets its request through."""
+    why = refusal(headers)
+    if why is not None:
+        raise Auth.exceptions.HTTPException(status_code=401, detail=why)
+    return {"identity": identity(headers)}
 
 
 @auth.on.threads

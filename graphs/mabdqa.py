@@ -27,6 +27,7 @@ from hopgraph.graphs.shared import (
     add_chain,
     context,
     contract_builder,
+    over_budget,
 )
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models import parallel_calls
@@ -132,7 +133,7 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
         h, judge, prior=prior_li, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
         lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
         start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
-        workers=parallel_calls(ctx),
+        workers=parallel_calls(ctx), stop=lambda: over_budget(ctx, "bandit"),
     )  # fmt: skip
     ids = [pages.pages[p]["id"] for p in walk.ranking]
     if not prior:
@@ -207,6 +208,8 @@ def after_reflect(state: State, runtime: Runtime[Context]) -> str:
     re-enters the hypergraph while re-entries remain, then is refined (App. C.7-C.8)."""
     ctx = context(runtime)
     if not ctx.mabdqa_answer_reflection or state.get("responds", 1.0) >= 0.5:
+        return "finish"
+    if over_budget(ctx, "reflection"):
         return "finish"
     if ctx.mabdqa_retriever == "bandit" and len(state["attempts"]) <= ctx.mabdqa_reentries:
         return "reenter"

@@ -31,6 +31,7 @@ from hopgraph.graphs.shared import (
     add_chain,
     context,
     contract_builder,
+    over_budget,
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.errors import StructuredOutputError
@@ -350,9 +351,13 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
 
 
 def loop(state: State, runtime: Runtime[Context]) -> str:
-    """Back to the planner until k planner steps have been taken (Alg. 1 line 3)."""
+    """Back to the planner until k planner steps have been taken (Alg. 1 line 3), or the
+    question's token cap is spent (then the graph answers as the loop's end does)."""
+    ctx = context(runtime)
     steps = len(state["nodes"]) - 1
-    return "finish" if steps >= context(runtime).mmapg_max_iterations else "planner"
+    if steps >= ctx.mmapg_max_iterations or over_budget(ctx, "planner"):
+        return "finish"
+    return "planner"
 
 
 def finish(state: State, runtime: Runtime[Context]) -> State:

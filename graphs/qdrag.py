@@ -25,6 +25,7 @@ from hopgraph.graphs.shared import (
     cited_output,
     context,
     contract_builder,
+    over_budget,
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Fallback, emit
@@ -118,8 +119,8 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
 def dispatch(state: State, runtime: Runtime[Context]):
     """QD-R: the next wave of subquestions whose placeholders can be filled, in parallel."""
     ctx = context(runtime)
-    if ctx.qdrag_mode == "dense":
-        return "select"
+    if ctx.qdrag_mode == "dense" or over_budget(ctx, "dispatch"):
+        return "select"  # the token cap spent: no more subquestion or P(Yes) call
     if ctx.qdrag_mode != "qdr":
         return "rerank"
     answers = {s["id"]: s["answer"] for s in state.get("solved", [])}
@@ -203,10 +204,11 @@ def rerank(state: State, runtime: Runtime[Context]) -> State:
 
 
 def select(state: State, runtime: Runtime[Context]) -> State:
-    """The entropy budget (or an equal split, or dense top-N) → the contexts kept."""
+    """The entropy budget (or an equal split, or dense top-N) → the contexts kept; dense
+    top-N also where the token cap stopped the method before any reranking."""
     ctx = context(runtime)
     contexts = state.get("contexts", [])
-    if ctx.qdrag_mode == "dense":
+    if ctx.qdrag_mode == "dense" or not state.get("scores"):
         kept, allocation = contexts[: ctx.qdrag_budget], {}
     else:
         scores = state.get("scores", {})

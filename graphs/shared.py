@@ -17,10 +17,12 @@ from hopgraph.agents.generator import CitedAnswer
 from hopgraph.config import ClientContext, Context
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
+from hopgraph.models.events import Step, emit, question_spent
 
 
 class InputState(TypedDict):
-    """A question as every graph takes it; the gold fields are for tools, no graph reads them."""
+    """A question as every graph takes it. No gold field: a served client never sends the
+    answer, and scoring reads gold from the question file."""
 
     question: str
     id: NotRequired[str]
@@ -28,8 +30,6 @@ class InputState(TypedDict):
     """The question's own images: paths or URLs, sent to VLM calls as data URLs."""
     doc: NotRequired[str]
     """The document a question is about (MAB-DQA: the PDF's file name as indexed)."""
-    gold_answers: NotRequired[list[str]]
-    gold_evidence: NotRequired[list[str]]
 
 
 class OutputState(TypedDict, total=False):
@@ -50,6 +50,21 @@ def output_of(values: dict) -> OutputState:
     if "evidence" not in out and ("kept" in values or "contexts" in values):
         out["evidence"] = values.get("kept", values.get("contexts", []))
     return OutputState(**out)
+
+
+def over_budget(ctx: Context, at: str) -> bool:
+    """Whether the question has spent its ``max_question_tokens``; the first time, a
+    ``budget_stop`` event says where the method stopped (``at``) and what it had spent."""
+    spend = question_spent()
+    if not ctx.max_question_tokens or spend is None:
+        return False
+    if spend["tokens"] < ctx.max_question_tokens:
+        return False
+    if not spend["stopped"]:
+        spend["stopped"] = True
+        emit(Step("budget_stop", {"at": at, "spent": spend["tokens"],
+                                  "cap": ctx.max_question_tokens}))  # fmt: skip
+    return True
 
 
 def context(runtime: Runtime[Context]) -> Context:

@@ -16,6 +16,7 @@ EventSink = Callable[[dict[str, Any]], None]
 
 _tally: ContextVar[dict[str, int] | None] = ContextVar("hopgraph_call_tally", default=None)
 _tally_lock = threading.Lock()
+_spend: ContextVar[dict[str, Any] | None] = ContextVar("hopgraph_question_spend", default=None)
 
 
 @dataclass
@@ -133,10 +134,14 @@ def emit(event: Event, sink: EventSink | None = None) -> None:
     event = event.as_event()
     if sink is not None:
         sink(event)
-    if event.get("event") == "llm_call" and (tally := _tally.get()) is not None:
+    if event.get("event") == "llm_call":
+        used = event.get("prompt_tokens", 0) + event.get("completion_tokens", 0)
         with _tally_lock:
-            tally["calls"] += 1
-            tally["tokens"] += event.get("prompt_tokens", 0) + event.get("completion_tokens", 0)
+            if (tally := _tally.get()) is not None:
+                tally["calls"] += 1
+                tally["tokens"] += used
+            if (spend := _spend.get()) is not None:
+                spend["tokens"] += used
     try:
         from langgraph.config import get_stream_writer
 
@@ -156,3 +161,22 @@ def tally_calls() -> Iterator[dict[str, int]]:
         yield tally
     finally:
         _tally.reset(token)
+
+
+@contextmanager
+def question_spend(tokens: int = 0) -> Iterator[dict[str, Any]]:
+    """Counts every token one question's LLM calls use, from ``tokens`` (what a resumed
+    question spent before), for its cap (``max_question_tokens``): whoever streams the graph
+    opens it, and every node sees it (LangGraph runs a node in a copy of the caller's
+    context)."""
+    spend = {"tokens": tokens, "stopped": False}
+    token = _spend.set(spend)
+    try:
+        yield spend
+    finally:
+        _spend.reset(token)
+
+
+def question_spent() -> dict[str, Any] | None:
+    """The running question's spend, None outside ``question_spend``."""
+    return _spend.get()

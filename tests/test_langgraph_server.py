@@ -156,3 +156,19 @@ def test_the_key_check_and_thread_ownership(served):
     with pytest.raises(Exception, match="404|not found|Not Found"):
         theirs.runs.wait(thread, "rag", input={"id": "q", "question": "What about town 4?"})
     assert thread not in [t["thread_id"] for t in theirs.threads.search(limit=100)]
+
+
+def test_langgraphs_own_mcp_is_off_and_no_client_schema_offers_gold(served):
+    """``/mcp`` is off (``langgraph.json``: hopgraph's MCP tools are ``hopgraph mcp``, see
+    docs/serving.md), and no graph's input schema offers a gold field to a client."""
+    import httpx
+
+    url = served[0]
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"x-api-key": KEY, "accept": "application/json, text/event-stream"}
+    assert httpx.post(f"{url}/mcp", json=ping, headers=headers, timeout=30).status_code == 404
+    client = _client(served)
+    for assistant in client.assistants.search(limit=20):
+        schema = client.assistants.get_schemas(assistant["assistant_id"])["input_schema"]
+        assert "question" in schema["properties"]
+        assert not [k for k in schema["properties"] if "gold" in k], assistant["graph_id"]

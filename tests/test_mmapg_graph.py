@@ -139,6 +139,22 @@ def events(records, name):
     ]
 
 
+def test_a_question_token_cap_ends_the_loop_and_the_graph_answers(tmp_path, kb_dir):
+    """max_question_tokens: once the question has spent it, no planner step starts; the answer
+    comes from the graph as at the loop's end, and the record counts a budget stop."""
+    steps = [step("retrieval", ["Q0"], "Find who founded Town 3"),
+             step("retrieval", ["Q0"], "Find the founder of Town 3 another way"),
+             step("answer", ["R1", "R2"], "Where was the founder born?"), step("stop")]  # fmt: skip
+    pred, final, records, _ = run(tmp_path, kb_dir, steps, max_question_tokens=1)
+    assert [n["id"] for n in final["nodes"]] == ["Q0", "R1"]  # one step, then the cap
+    assert pred["answer"] == "Lund" and pred["budget_stops"] == 1
+    (stop,) = events(records, "budget_stop")
+    assert stop["at"] == "planner" and stop["spent"] >= 1 and stop["cap"] == 1
+    uncapped, final, _, _ = run(tmp_path / "uncapped", kb_dir, steps)
+    assert len(final["nodes"]) == 4 and "budget_stops" not in uncapped
+    assert uncapped["llm_calls"] > pred["llm_calls"]
+
+
 def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, kb_dir):
     pred, final, records, _ = run(
         tmp_path,

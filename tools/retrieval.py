@@ -32,20 +32,21 @@ def search(
     k: int | None = None,
     role: str = "retriever",
     modalities: Sequence[str] | None = None,
+    sources: Sequence[str] | None = None,
     radius: float | None = None,
     derived: bool | None = None,
     max_hits: int = 100,
     label: str = "",
 ) -> list[Evidence]:
-    """Top-``k`` (default ``ctx.top_k``) by similarity, or every item within ``radius``.
-    ``label`` names a vector query in the trace."""
+    """Top-``k`` (default ``ctx.top_k``) by similarity, or every item within ``radius``;
+    ``sources`` keeps only the items of those registered sources. ``label`` names a vector
+    query in the trace."""
     began = time.perf_counter()
     kb = knowledge_base(ctx)
     k = k or ctx.top_k
     shown = query if isinstance(query, str) else label or "(vector)"
-    hits = kb.search(
-        query, k=k, modalities=modalities, radius=radius, max_hits=max_hits, derived=derived
-    )
+    hits = kb.search(query, k=k, modalities=modalities, sources=sources, radius=radius,
+                     max_hits=max_hits, derived=derived)  # fmt: skip
     emit(Retrieval.of(role, shown, hits, began))
     return hits
 

@@ -102,6 +102,7 @@ def bandit_retrieve(
     on_step: Callable[[dict[str, Any]], None] | None = None,
     batch: int = 1,
     workers: int = 8,
+    stop: Callable[[], bool] | None = None,
 ) -> Walk:
     """Judge at most ``m`` pages (fewer when every page is judged), walking H as above.
     ``prior`` is LI(q, p) of the question for every page (Alg. 2 line 4), the score of a page
@@ -110,7 +111,8 @@ def bandit_retrieve(
     ``batch`` b > 1 (ours, not the paper's): each round draws b Thompson samples, picks b
     distinct pages, judges them concurrently and then updates the arms, so the critical path
     holds ceil(m / b) judgements instead of m; b = 1 is the paper's walk. At most ``workers``
-    judgements run at once."""
+    judgements run at once. ``stop()`` true ends the walk before its next round (a spent
+    token cap): the ranking is made from the pages judged so far."""
     rng = np.random.default_rng(seed)
     arms = arms or Arms.uniform(len(h.subqueries))
     judged = dict(judged or {})
@@ -147,7 +149,7 @@ def bandit_retrieve(
     current = start
     steps = []
     budget, rounds = m, 0
-    while budget > 0:
+    while budget > 0 and not (stop is not None and stop()):
         picks = []  # (page, arm, how, sample) of this round, chosen before any is judged
         for _ in range(min(batch, budget)):
             taken = judged.keys() | {p for p, *_ in picks}

@@ -1,0 +1,85 @@
+"""What a run costs: the tokens every question's LLM calls used, and money where the user gives
+the model's price (``Price``, USD per million tokens, as providers list it); and the budgets
+that stop a run before it overspends (``Budget``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million prompt and completion tokens."""
+
+    prompt: float
+    completion: float
+
+    @classmethod
+    def parse(cls, text: str) -> Price:
+        """``prompt=0.15,completion=0.6``: both parts, non-negative numbers."""
+        parts: dict[str, float] = {}
+        for item in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = item.partition("=")
+            try:
+                number = float(value) if sep else -1.0
+            except ValueError:
+                number = -1.0
+            if key.strip() not in ("prompt", "completion") or number < 0:
+                raise ValueError(
+                    f"--price takes prompt=USD,completion=USD per million tokens, not {item!r}"
+                )
+            parts[key.strip()] = number
+        if set(parts) != {"prompt", "completion"}:
+            raise ValueError(f"--price needs both prompt= and completion=, not {text!r}")
+        return cls(**parts)
+
+    def usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
+
+
+def tokens(pred: dict[str, Any]) -> int:
+    """A question's tokens, prompt and completion."""
+    return int(pred.get("prompt_tokens", 0)) + int(pred.get("completion_tokens", 0))
+
+
+def cost_of(pred: dict[str, Any], price: Price | None = None) -> dict[str, Any]:
+    """A question's cost: its calls and tokens, and USD where a price is given."""
+    out = {
+        "llm_calls": int(pred.get("llm_calls", 0)),
+        "prompt_tokens": int(pred.get("prompt_tokens", 0)),
+        "completion_tokens": int(pred.get("completion_tokens", 0)),
+    }
+    if price is not None:
+        out["usd"] = round(price.usd(out["prompt_tokens"], out["completion_tokens"]), 6)
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run may spend in all (every answered question of its record, failed ones
+    included): tokens, USD at ``price``, or both; the first one reached stops it."""
+
+    tokens: int = 0
+    usd: float = 0.0
+    price: Price | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens < 0 or self.usd < 0:
+            raise ValueError("a budget is a positive number")
+        if self.usd and self.price is None:
+            raise ValueError("--budget-usd needs --price prompt=USD,completion=USD")
+
+    def spent(self, preds: list[dict[str, Any]]) -> dict[str, Any]:
+        prompt = sum(int(p.get("prompt_tokens", 0)) for p in preds)
+        completion = sum(int(p.get("completion_tokens", 0)) for p in preds)
+        out: dict[str, Any] = {"tokens": prompt + completion}
+        if self.price is not None:
+            out["usd"] = round(self.price.usd(prompt, completion), 6)
+        return out
+
+    def reached(self, spent: dict[str, Any]) -> bool:
+        return bool(
+            (self.tokens and spent["tokens"] >= self.tokens)
+            or (self.usd and spent.get("usd", 0.0) >= self.usd)
+        )
