@@ -44,7 +44,7 @@ def _file_of(module: str) -> Path | None:
     return Path(origin) if origin and origin.endswith(".py") else None
 
 
-def _imports(path: Path, module: str) -> set[str]:
+def imported(path: Path, module: str) -> set[str]:
     """Modules a file names in its import lines (``from a.b import c`` names a.b and, where c is
     a module, a.b.c); relative imports resolved against ``module``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -75,7 +75,7 @@ def method_files(module: str, skip: tuple[str, ...] = ()) -> dict[str, Path]:
         if path is None:
             continue
         seen[name] = path
-        todo += [m for m in _imports(path, name) if _in_layers(m) and m not in seen]
+        todo += [m for m in imported(path, name) if _in_layers(m) and m not in seen]
     return seen
 
 

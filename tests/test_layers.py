@@ -2,10 +2,11 @@
 its top or inside a function) go to its own layer, a layer its row lists, or ``config`` /
 ``runtime``; and no import closes a cycle."""
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from hopgraph.evals.code_fingerprint import imported
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("cli", "evals", "graphs", "agents", "tools", "memory", "models", "prompts")
@@ -38,21 +39,9 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path, module: str, known: set[str]) -> set[str]:
-    """The hopgraph modules ``path`` imports: ``from a import b`` names a.b where b is a
-    module, else a; relative imports resolved against ``module``."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            subs = {f"{base}.{a.name}" for a in node.names} & known
-            out |= subs or {base}
-    return {m for m in out if m == "hopgraph" or m.startswith("hopgraph.")}
+    """The hopgraph modules ``path`` imports (the fingerprint's reading of import lines), the
+    package root left out (``from hopgraph import prompts`` imports hopgraph.prompts)."""
+    return {m for m in imported(path, module) if m in known and m != "hopgraph"}
 
 
 def layer_of(module: str) -> str:

@@ -1,7 +1,8 @@
 """Self-Ask (Press et al., 2022) as a method of one's own, built only from hopgraph's public
-parts: a ``Role`` per call site, the retrieval service, ``Evidence``, typed events and
-``contract_builder``. The model asks one simpler follow-up question at a time; each is searched
-and answered from its passages; the final answer cites every passage the hops read.
+parts, all from one module (``hopgraph.graphs.kit``): a ``Role`` per call site, the retrieval
+service, ``Evidence``, typed events and ``contract_builder``. The model asks one simpler
+follow-up question at a time; each is searched and answered from its passages; the final answer
+cites every passage the hops read. It stops asking at ``MAX_HOPS`` or the question's token cap.
 
     hopgraph run --graph examples/self_ask/graph.py:graph --questions q.jsonl --kb kb --out run
 """
@@ -16,14 +17,21 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from hopgraph.agents.generator import generate_cited_answer
-from hopgraph.agents.role import Role
-from hopgraph.config import Context
-from hopgraph.graphs.shared import InputState, cited_output, context, contract_builder
-from hopgraph.memory.evidence import Evidence
-from hopgraph.models.events import Step, emit
-from hopgraph.prompts import add_template_folder
-from hopgraph.tools.retrieval import search
+from hopgraph.graphs.kit import (
+    Context,
+    Evidence,
+    InputState,
+    Role,
+    Step,
+    add_template_folder,
+    cited_output,
+    context,
+    contract_builder,
+    emit,
+    generate_cited_answer,
+    over_budget,
+    search,
+)
 
 add_template_folder(Path(__file__).parent / "prompts")
 NEXT = Role("self_ask_next", "self_ask/next")
@@ -54,7 +62,7 @@ def ask(state: State, runtime: Runtime[Context]) -> State:
     """The next follow-up question, or none when the hops suffice (or the cap is reached)."""
     ctx = context(runtime)
     hops = state.get("hops", [])
-    if len(hops) >= MAX_HOPS:
+    if len(hops) >= MAX_HOPS or over_budget(ctx, "ask"):  # the question's token cap spent
         return {"follow_up": ""}
     reply = NEXT.structured(ctx, FollowUp, fallback=FollowUp(), max_tokens=80,
                             question=state["question"], hops=hops)  # fmt: skip
