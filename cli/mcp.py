@@ -1,13 +1,12 @@
 """``hopgraph mcp``: hopgraph's methods, knowledge base and PolarMem as Model Context Protocol
-tools (the official ``mcp`` SDK), over stdio for a desktop client or streamable HTTP for remote
-ones. The server is the operator: its options and ``HOPGRAPH_*`` environment set the endpoints,
-folders and limits; a caller sets only what a served graph's client may (``config.for_client``).
-Over HTTP each request needs one of the LangGraph server's API keys (``HOPGRAPH_API_KEYS``), and
-each key has a PolarMem of its own."""
+tools (the server: ``cli/mcp_server.py``), over stdio for a desktop client or streamable HTTP for
+remote ones. The server is the operator: its options and ``HOPGRAPH_*`` environment set the
+endpoints, folders and limits; a caller sets only what a served graph's client may
+(``config.for_client``). Over HTTP each request needs one of the LangGraph server's API keys
+(``HOPGRAPH_API_KEYS``), and each key has a PolarMem of its own."""
 
-import threading
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated
 
 import typer
 
@@ -21,269 +20,6 @@ from hopgraph.cli.app import (
     app,
     build_context,
 )
-from hopgraph.config import Context
-
-ASK = (
-    "Answer a question from the knowledge base with one of hopgraph's multi-hop methods: "
-    "rag (one search, a cited answer; fastest), qdrag (decomposes the question, reranks the "
-    "passages by P(Yes)), mmapg (plans searches step by step; slowest), mabdqa (questions "
-    "about one long PDF, named by doc), direct (no retrieval). Returns the answer, the "
-    "evidence it cites (id, title, source, page) and what the call cost (LLM calls, tokens)."
-)
-KB_SEARCH = (
-    "Search the knowledge base by meaning: the k passages, table rows, images and PDF pages "
-    "closest to the query, optionally only from the named sources (see kb_sources). No LLM call."
-)
-GRAIL_SEARCH = (
-    "Search for the evidence still missing: given the ids of evidence already held, the query "
-    "embedding is steered away from what they cover (GRAIL), and the k best items not held are "
-    "returned. No LLM call."
-)
-KB_SOURCES = "List the files the knowledge base was built from, with their items per modality."
-RECALL = (
-    "Recall memories (PolarMem) for a request in words; state exclusions plainly ('photos of "
-    "dogs but no cars'). Each memory comes with a fact check: what it is verified to show, and "
-    "to lack."
-)
-INGEST = (
-    "Store a text in memory (PolarMem): its entities are read with what the text asserts present "
-    "or absent. Optionally list things you assert present or absent yourself."
-)
-FORGET = "Forget memories by id: they are removed and never stored again."
-
-
-def cited(evidence: list[dict[str, Any]], text: bool = False) -> list[dict[str, Any]]:
-    """Evidence as a caller reads it: where it is from, not the KB's internals."""
-    keys = ("id", "modality", "title", "source", "page", "score", *(("text",) if text else ()))
-    return [{k: e[k] for k in keys if e.get(k) not in (None, "")} for e in evidence]
-
-
-def build_server(operator: Context, *, price=None, per_key_memory: bool = False):  # noqa: ANN001, ANN201
-    """The MCP server over ``operator``'s Context. ``per_key_memory``: each caller's PolarMem is
-    a folder of its own under ``polar_dir`` (over HTTP)."""
-    import pydantic
-    from mcp.server.mcpserver import Context as Call
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from hopgraph.cli.app import run_endpoint
-    from hopgraph.config import for_client
-    from hopgraph.evals.cost import cost_of
-    from hopgraph.evals.run_folder import EventCounts
-    from hopgraph.graphs import GRAPHS, load_graph, recursion_limit
-    from hopgraph.graphs.auth import identity
-    from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
-    from hopgraph.graphs.shared import output_of
-    from hopgraph.memory.kb import KnowledgeBaseError
-    from hopgraph.models.errors import HopgraphModelError
-    from hopgraph.models.events import question_spend
-    from hopgraph.prompts import PromptError
-    from hopgraph.tools.grail.tool import grail_search
-    from hopgraph.tools.retrieval import knowledge_base, search
-
-    failures = (ValueError, KnowledgeBaseError, HopgraphModelError, PromptError, OSError)
-    checked: dict[str, str] = {}
-    lock = threading.Lock()
-
-    def endpoint_ready() -> None:
-        """The endpoint, checked once (the embedded server starts on the first call that needs
-        a model, so a client that only searches never waits for it)."""
-        from hopgraph.evals.runner import preflight
-
-        with lock:
-            if "url" not in checked:
-                checked["url"] = run_endpoint(operator)
-                preflight(operator.replace(base_url=checked["url"]))
-
-    def model_ctx(given: dict[str, Any] | None = None) -> Context:
-        endpoint_ready()
-        return for_client(operator.replace(base_url=checked["url"]), given or {})
-
-    def memory_ctx(call: Call) -> Context:
-        ctx = model_ctx()
-        if per_key_memory:
-            who = identity(dict(call.headers or {}))  # the key's hash, as threads are owned
-            ctx = ctx.replace(polar_dir=str(Path(operator.polar_dir) / who))
-        return ctx
-
-    def guarded(fn):  # noqa: ANN001, ANN202 - a tool body
-        """Our errors become MCP tool errors with the message the CLI gives."""
-
-        def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except ToolError:
-                raise
-            except failures as e:
-                raise ToolError(str(e)) from None
-
-        return run
-
-    methods = tuple(GRAPHS)
-    Method = Literal[methods]  # type: ignore[valid-type]
-    client_fields = {
-        name: (typ | None, None)
-        for name, typ in get_type_hints(Context).items()
-        if name not in Context.operator_fields()
-    }
-    Settings = pydantic.create_model(  # noqa: N806 - a model class
-        "Settings",
-        __config__=pydantic.ConfigDict(extra="forbid"),
-        **client_fields,
-    )
-    server = MCPServer(
-        "hopgraph",
-        log_level="WARNING",
-        instructions="Multi-hop question answering over the operator's knowledge base, and a "
-        "memory that keeps what is verified present and verified absent.",
-    )
-
-    @server.tool(description=ASK)
-    def ask(
-        question: Annotated[str, pydantic.Field(description="the question")],
-        method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",
-        doc: Annotated[str, pydantic.Field(description="mabdqa: the PDF's file name")] = "",
-        settings: Annotated[
-            Settings | None,
-            pydantic.Field(description="the method's knobs, within the operator's limits"),
-        ] = None,
-    ) -> dict[str, Any]:
-        return guarded(_ask)(question, method, doc, settings)
-
-    def _ask(question: str, method: str, doc: str, settings: Any) -> dict[str, Any]:
-        given = settings.model_dump(exclude_none=True) if settings is not None else {}
-        ctx = model_ctx(given)
-        if not question.strip():
-            raise ValueError("the question is empty")
-        graph = load_graph(method)
-        payload = {"id": "mcp", "question": question, **({"doc": doc} if doc else {})}
-        counts, final = EventCounts(), {}
-        config = {"recursion_limit": recursion_limit(method, ctx),
-                  "max_concurrency": ctx.max_concurrency}  # fmt: skip
-        with question_spend():  # the caller's max_question_tokens counts this question
-            for mode, chunk in graph.stream(
-                payload, config, context=ctx, stream_mode=["custom", "values"]
-            ):
-                if mode == "custom":
-                    counts.add(chunk)
-                else:
-                    final = chunk
-        out = output_of(final)
-        evidence = {e["id"]: e for e in out.get("evidence", [])}
-        stats = counts.stats()
-        return {
-            "answer": out.get("answer", ""),
-            "response": out.get("response", ""),
-            "evidence": cited([evidence[i] for i in out.get("citations", []) if i in evidence]),
-            "method": method,
-            "cost": cost_of(stats, price),
-            **({"budget_stop": True} if stats.get("budget_stops") else {}),
-        }
-
-    @server.tool(description=KB_SEARCH)
-    def kb_search(
-        query: Annotated[str, pydantic.Field(description="what to find, in words")],
-        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
-        sources: Annotated[
-            list[str] | None, pydantic.Field(description="only items of these source paths")
-        ] = None,
-    ) -> list[dict[str, Any]]:
-        def run() -> list[dict[str, Any]]:
-            if not query.strip():
-                raise ValueError("the query is empty")
-            return cited(search(query, operator, k=k, sources=sources or None), text=True)
-
-        return guarded(run)()
-
-    @server.tool(name="grail_search", description=GRAIL_SEARCH)
-    def steered(
-        query: Annotated[str, pydantic.Field(description="the question or what is missing")],
-        held: Annotated[list[str], pydantic.Field(description="ids of evidence already held")],
-        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
-        mode: Literal["query", "additive", "gap-fixed", "gap", "hybrid"] = "gap-fixed",
-    ) -> list[dict[str, Any]]:
-        return guarded(lambda: cited(grail_search(query, held, k, mode, operator), text=True))()
-
-    @server.tool(description=KB_SOURCES)
-    def kb_sources() -> list[dict[str, Any]]:
-        def run() -> list[dict[str, Any]]:
-            kb = knowledge_base(operator)
-            if kb.registry is None:
-                raise ValueError(
-                    "this knowledge base keeps no source registry (a Chroma server needs "
-                    "registry_url)"
-                )
-            return [
-                {"path": s.path, "format": s.format, "bytes": s.size, "sha256": s.sha256,
-                 "items": s.counts, "unfinished": bool(s.pending)}
-                for s in kb.registry.sources()
-            ]  # fmt: skip
-
-        return guarded(run)()
-
-    @server.tool(description=RECALL)
-    def memory_recall(
-        query: Annotated[str, pydantic.Field(description="the request, in words")],
-        call: Call,
-        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
-    ) -> dict[str, Any]:
-        def run() -> dict[str, Any]:
-            got = recall(query, memory_ctx(call), k=k)
-            return {
-                "memories": [r.evidence() for r in got.items],
-                "ids": [r.id for r in got.items],
-                "wanted": got.positive,
-                "excluded": got.negative,
-                **({"note": got.note} if got.note else {}),
-            }
-
-        return guarded(run)()
-
-    @server.tool(description=INGEST)
-    def memory_ingest(
-        text: Annotated[str, pydantic.Field(description="the text to remember")],
-        call: Call,
-        source: str = "",
-        present: list[str] | None = None,
-        absent: list[str] | None = None,
-    ) -> dict[str, Any]:
-        def run() -> dict[str, Any]:
-            report = ingest_text(text, memory_ctx(call), source=source,
-                                 present=present or [], absent=absent or [])  # fmt: skip
-            return dict(vars(report))
-
-        return guarded(run)()
-
-    @server.tool(description=FORGET)
-    def memory_forget(
-        ids: Annotated[list[str], pydantic.Field(description="memory ids, as recall gives")],
-        call: Call,
-    ) -> dict[str, Any]:
-        return guarded(lambda: {"forgotten": polar_memory(memory_ctx(call)).forget(ids)})()
-
-    return server
-
-
-def key_check(inner):  # noqa: ANN001, ANN201 - ASGI apps
-    """ASGI middleware: a request without one of ``HOPGRAPH_API_KEYS`` (``x-api-key`` or
-    ``Authorization: Bearer``) gets 401, as the LangGraph server answers it."""
-    import json
-
-    from hopgraph.graphs.auth import refusal
-
-    async def app(scope, receive, send):  # noqa: ANN001, ANN202
-        if scope["type"] != "http":
-            return await inner(scope, receive, send)
-        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-        why = refusal(headers)
-        if why is None:
-            return await inner(scope, receive, send)
-        body = json.dumps({"detail": why}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body})
-
-    return app
 
 
 @app.command("mcp")
@@ -302,12 +38,17 @@ def mcp(
     memory_ingest, memory_forget. stdio by default (a desktop client starts it); --http serves
     streamable HTTP at /mcp, where each request needs an API key (HOPGRAPH_API_KEYS)."""
     from hopgraph.cli.app import refuse
+    from hopgraph.cli.mcp_server import build_server, key_check
     from hopgraph.evals.cost import Price
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
     if not Path(ctx.kb_dir).is_dir() and not ctx.chroma_url:
         refuse(f"no knowledge base at {ctx.kb_dir}: build one with hopgraph index FILES --kb DIR")
-    server = build_server(ctx, price=Price.parse(price) if price else None, per_key_memory=http)
+    try:
+        priced = Price.parse(price) if price else None
+    except ValueError as e:
+        refuse(str(e))
+    server = build_server(ctx, price=priced, per_key_memory=http)
     if not http:
         server.run("stdio")
         return

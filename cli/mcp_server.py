@@ -1,0 +1,282 @@
+"""The MCP server ``hopgraph mcp`` serves (the official ``mcp`` SDK): the tools, each a thin
+call into the library with the Context a caller may have (``config.for_client``), our errors
+turned into MCP tool errors with the message the CLI gives; and the API-key check in front of
+its HTTP transport. Loaded only by the command, so the CLI starts without the SDK."""
+
+import threading
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_type_hints
+
+import pydantic
+from mcp.server.mcpserver import Context as Call
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from hopgraph.cli.app import run_endpoint
+from hopgraph.config import Context, for_client
+from hopgraph.evals.cost import Price, cost_of
+from hopgraph.evals.run_folder import EventCounts
+from hopgraph.graphs import GRAPHS, load_graph, recursion_limit
+from hopgraph.graphs.auth import identity, refusal
+from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
+from hopgraph.graphs.shared import output_of
+from hopgraph.memory.kb import KnowledgeBaseError
+from hopgraph.models.errors import HopgraphModelError
+from hopgraph.models.events import question_spend
+from hopgraph.prompts import PromptError
+from hopgraph.tools.grail.tool import grail_search
+from hopgraph.tools.retrieval import knowledge_base, search
+
+ASK = (
+    "Answer a question from the knowledge base with one of hopgraph's multi-hop methods: "
+    "rag (one search, a cited answer; fastest), qdrag (decomposes the question, reranks the "
+    "passages by P(Yes)), mmapg (plans searches step by step; slowest), mabdqa (questions "
+    "about one long PDF, named by doc), direct (no retrieval). Returns the answer, the "
+    "evidence it cites (id, title, source, page) and what the call cost (LLM calls, tokens)."
+)
+KB_SEARCH = (
+    "Search the knowledge base by meaning: the k passages, table rows, images and PDF pages "
+    "closest to the query, optionally only from the named sources (see kb_sources). No LLM call."
+)
+GRAIL_SEARCH = (
+    "Search for the evidence still missing: given the ids of evidence already held, the query "
+    "embedding is steered away from what they cover (GRAIL), and the k best items not held are "
+    "returned. No LLM call."
+)
+KB_SOURCES = "List the files the knowledge base was built from, with their items per modality."
+RECALL = (
+    "Recall memories (PolarMem) for a request in words; state exclusions plainly ('photos of "
+    "dogs but no cars'). Each memory comes with a fact check: what it is verified to show, and "
+    "to lack."
+)
+INGEST = (
+    "Store a text in memory (PolarMem): its entities are read with what the text asserts present "
+    "or absent. Optionally list things you assert present or absent yourself."
+)
+FORGET = "Forget memories by id: they are removed and never stored again."
+
+
+FAILURES = (ValueError, KnowledgeBaseError, HopgraphModelError, PromptError, OSError)
+
+
+def guarded(fn):  # noqa: ANN001, ANN201 - a tool body
+    """Our errors become MCP tool errors with the message the CLI gives."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except FAILURES as e:
+            raise ToolError(str(e)) from None
+
+    return run
+
+
+def cited(evidence: list[dict[str, Any]], text: bool = False) -> list[dict[str, Any]]:
+    """Evidence as a caller reads it: where it is from, not the KB's internals."""
+    keys = ("id", "modality", "title", "source", "page", "score", *(("text",) if text else ()))
+    return [{k: e[k] for k in keys if e.get(k) not in (None, "")} for e in evidence]
+
+
+class Operator:
+    """What the server's operator set: the Context every call starts from, the price, whether
+    each caller's PolarMem is a folder of its own (over HTTP); and the model endpoint, checked
+    once, by the first call that needs a model (a client that only searches never waits for the
+    embedded server to start)."""
+
+    def __init__(self, ctx: Context, price: Price | None, per_key_memory: bool):
+        self.ctx, self.price, self.per_key_memory = ctx, price, per_key_memory
+        self._endpoint = ""
+        self._lock = threading.Lock()
+
+    def model_ctx(self, given: dict[str, Any] | None = None) -> Context:
+        from hopgraph.evals.runner import preflight
+
+        with self._lock:
+            if not self._endpoint:
+                url = run_endpoint(self.ctx)
+                preflight(self.ctx.replace(base_url=url))
+                self._endpoint = url
+        return for_client(self.ctx.replace(base_url=self._endpoint), given or {})
+
+    def memory_ctx(self, call: Call) -> Context:
+        ctx = self.model_ctx()
+        if self.per_key_memory:
+            who = identity(dict(call.headers or {}))  # the key's hash, as threads are owned
+            ctx = ctx.replace(polar_dir=str(Path(self.ctx.polar_dir) / who))
+        return ctx
+
+    def answer(self, question: str, method: str, doc: str, given: dict) -> dict[str, Any]:
+        """One question through a graph: the answer, the evidence it cites, what it cost."""
+        ctx = self.model_ctx(given)
+        if not question.strip():
+            raise ValueError("the question is empty")
+        graph = load_graph(method)
+        payload = {"id": "mcp", "question": question, **({"doc": doc} if doc else {})}
+        counts, final = EventCounts(), {}
+        config = {"recursion_limit": recursion_limit(method, ctx),
+                  "max_concurrency": ctx.max_concurrency}  # fmt: skip
+        with question_spend():  # the caller's max_question_tokens counts this question
+            for mode, chunk in graph.stream(
+                payload, config, context=ctx, stream_mode=["custom", "values"]
+            ):
+                if mode == "custom":
+                    counts.add(chunk)
+                else:
+                    final = chunk
+        out = output_of(final)
+        evidence = {e["id"]: e for e in out.get("evidence", [])}
+        stats = counts.stats()
+        return {
+            "answer": out.get("answer", ""),
+            "response": out.get("response", ""),
+            "evidence": cited([evidence[i] for i in out.get("citations", []) if i in evidence]),
+            "method": method,
+            "cost": cost_of(stats, self.price),
+            **({"budget_stop": True} if stats.get("budget_stops") else {}),
+        }
+
+    def sources(self) -> list[dict[str, Any]]:
+        kb = knowledge_base(self.ctx)
+        if kb.registry is None:
+            raise ValueError(
+                "this knowledge base keeps no source registry (a Chroma server needs registry_url)"
+            )
+        return [
+            {"path": s.path, "format": s.format, "bytes": s.size, "sha256": s.sha256,
+             "items": s.counts, "unfinished": bool(s.pending)}
+            for s in kb.registry.sources()
+        ]  # fmt: skip
+
+
+def settings_model() -> type[pydantic.BaseModel]:
+    """The knobs a caller may set: every Context field but the operator's, each optional."""
+    hints = get_type_hints(Context)
+    fields = {n: (t | None, None) for n, t in hints.items() if n not in Context.operator_fields()}
+    return pydantic.create_model(
+        "Settings", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
+
+
+def build_server(operator: Context, *, price: Price | None = None,
+                 per_key_memory: bool = False) -> MCPServer:  # fmt: skip
+    """The MCP server over ``operator``'s Context."""
+    server = MCPServer(
+        "hopgraph",
+        log_level="WARNING",
+        instructions="Multi-hop question answering over the operator's knowledge base, and a "
+        "memory that keeps what is verified present and verified absent.",
+    )
+    op = Operator(operator, price, per_key_memory)
+    add_ask(server, op)
+    add_kb_tools(server, op)
+    add_memory_tools(server, op)
+    return server
+
+
+def add_ask(server: MCPServer, op: Operator) -> None:
+    Method = Literal[tuple(GRAPHS)]  # type: ignore[valid-type]  # noqa: N806
+    Settings = settings_model()  # noqa: N806
+
+    @server.tool(description=ASK)
+    def ask(
+        question: Annotated[str, pydantic.Field(description="the question")],
+        method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",
+        doc: Annotated[str, pydantic.Field(description="mabdqa: the PDF's file name")] = "",
+        settings: Annotated[
+            Settings | None,
+            pydantic.Field(description="the method's knobs, within the operator's limits"),
+        ] = None,
+    ) -> dict[str, Any]:
+        given = settings.model_dump(exclude_none=True) if settings is not None else {}
+        return guarded(op.answer)(question, method, doc, given)
+
+
+def add_kb_tools(server: MCPServer, op: Operator) -> None:
+    @server.tool(description=KB_SEARCH)
+    def kb_search(
+        query: Annotated[str, pydantic.Field(description="what to find, in words")],
+        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
+        sources: Annotated[
+            list[str] | None, pydantic.Field(description="only items of these source paths")
+        ] = None,
+    ) -> list[dict[str, Any]]:
+        def run() -> list[dict[str, Any]]:
+            if not query.strip():
+                raise ValueError("the query is empty")
+            return cited(search(query, op.ctx, k=k, sources=sources or None), text=True)
+
+        return guarded(run)()
+
+    @server.tool(name="grail_search", description=GRAIL_SEARCH)
+    def steered(
+        query: Annotated[str, pydantic.Field(description="the question or what is missing")],
+        held: Annotated[list[str], pydantic.Field(description="ids of evidence already held")],
+        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
+        mode: Literal["query", "additive", "gap-fixed", "gap", "hybrid"] = "gap-fixed",
+    ) -> list[dict[str, Any]]:
+        return guarded(lambda: cited(grail_search(query, held, k, mode, op.ctx), text=True))()
+
+    @server.tool(description=KB_SOURCES)
+    def kb_sources() -> list[dict[str, Any]]:
+        return guarded(op.sources)()
+
+
+def add_memory_tools(server: MCPServer, op: Operator) -> None:
+    @server.tool(description=RECALL)
+    def memory_recall(
+        query: Annotated[str, pydantic.Field(description="the request, in words")],
+        call: Call,
+        k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            got = recall(query, op.memory_ctx(call), k=k)
+            note = {"note": got.note} if got.note else {}
+            return {"memories": [r.evidence() for r in got.items],
+                    "ids": [r.id for r in got.items], "wanted": got.positive,
+                    "excluded": got.negative, **note}  # fmt: skip
+
+        return guarded(run)()
+
+    @server.tool(description=INGEST)
+    def memory_ingest(
+        text: Annotated[str, pydantic.Field(description="the text to remember")],
+        call: Call,
+        source: str = "",
+        present: list[str] | None = None,
+        absent: list[str] | None = None,
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            report = ingest_text(text, op.memory_ctx(call), source=source,
+                                 present=present or [], absent=absent or [])  # fmt: skip
+            return dict(vars(report))
+
+        return guarded(run)()
+
+    @server.tool(description=FORGET)
+    def memory_forget(
+        ids: Annotated[list[str], pydantic.Field(description="memory ids, as recall gives")],
+        call: Call,
+    ) -> dict[str, Any]:
+        return guarded(lambda: {"forgotten": polar_memory(op.memory_ctx(call)).forget(ids)})()
+
+
+def key_check(inner):  # noqa: ANN001, ANN201 - ASGI apps
+    """ASGI middleware: a request without one of ``HOPGRAPH_API_KEYS`` (``x-api-key`` or
+    ``Authorization: Bearer``) gets 401, as the LangGraph server answers it."""
+    import json
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        if scope["type"] != "http":
+            return await inner(scope, receive, send)
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        why = refusal(headers)
+        if why is None:
+            return await inner(scope, receive, send)
+        body = json.dumps({"detail": why}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+    return app
