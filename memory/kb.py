@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,12 +33,17 @@ from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.registry import RegistryUnreachable, SourceRegistry
 
 MODALITIES = ("text", "table", "image", "page")
+log = logging.getLogger(__name__)
 COLLECTION_PREFIX = "hopgraph-"
 BUILDS = "builds.jsonl"
 """One line per ``hopgraph index`` run beside a local KB: the settings it indexed with."""
 VISUAL = COLLECTION_PREFIX + "visual"
 """Image items' vectors in the image embedder's space (CLIP / SigLIP), beside the text space:
 MMAPG's KB_img (Eq. 3) where such weights exist."""
+PAGE_VECTORS = COLLECTION_PREFIX + "pagevec-"
+"""Collections of MAB-DQA's page-unit vectors, one per encoder (``keep_page_vectors``)."""
+PROJECTED_PREFIX = COLLECTION_PREFIX + "grail-"
+"""Collections of the KB's vectors through a GRAIL alignment adapter (``projected``)."""
 
 
 class KnowledgeBaseError(RuntimeError):
@@ -190,10 +195,6 @@ def _rows(res: dict) -> list[Row]:
         (i, d or "", m or {}, 0.0)
         for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)
     ]
-
-
-def _cache_name(doc: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", doc)[:80]
 
 
 class KnowledgeBase:
@@ -562,17 +563,77 @@ class KnowledgeBase:
                 png.unlink(missing_ok=True)
                 if png.parent.is_dir() and not any(png.parent.iterdir()):
                     png.parent.rmdir()
-        for doc in filter(None, docs):
-            for cache in (self.path / "page_vectors").glob(f"{_cache_name(doc)}-*.npz"):
-                cache.unlink(missing_ok=True)
+        if docs:
+            with self._chroma(write=True):
+                self._drop_page_vectors(docs)
         self.registry.collected(i for i, _ in gone)
         self._vectors.clear()
         return len(gone)
 
-    def page_vector_cache(self, doc: str, key: str) -> Path:
-        """Where a document's page vectors for ``key`` (a hash of what they were made from)
-        are kept; removed with the document's pages."""
-        return self.path / "page_vectors" / f"{_cache_name(doc)}-{key}.npz"
+    # -- MAB-DQA's page vectors, kept in the engine ------------------------------------------
+    def _page_vector_collection(self, encoder: str, create: bool):  # noqa: ANN202
+        """The collection of one encoder's page-unit vectors (each encoder has its own size)."""
+        name = PAGE_VECTORS + hashlib.sha1(encoder.encode()).hexdigest()[:12]
+        if create:
+            return cosine_collection(self.client, name, encoder, page_vectors=True)
+        try:
+            return self.client.get_collection(name, embedding_function=None)
+        except Exception:  # chromadb raises NotFoundError (varies by version)
+            return None
+
+    def page_vectors(
+        self, doc: str, key: str, encoder: str
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """A document's page vectors as stored for ``key`` (a hash of the encoder and of what
+        the pages hold): every unit's vector in page order and each page's offset; None where
+        none are stored whole (never stored, or a writer stopped part way)."""
+        with self._chroma():
+            col = self._page_vector_collection(encoder, create=False)
+            if col is None:
+                return None
+            res = col.get(where={"$and": [{"doc": doc}, {"key": key}]},
+                          include=["embeddings", "metadatas"])  # fmt: skip
+        mds = res["metadatas"]
+        if not mds or len(mds) != mds[0]["units"]:
+            return None
+        order = np.argsort([md["i"] for md in mds], kind="stable")
+        pages = np.asarray([mds[j]["page"] for j in order])
+        offsets = np.searchsorted(pages, np.arange(mds[0]["pages"] + 1), side="left")
+        return np.asarray(res["embeddings"], np.float32)[order], offsets
+
+    def keep_page_vectors(
+        self, doc: str, key: str, encoder: str, flat: np.ndarray, offsets: np.ndarray
+    ) -> None:
+        """Store a document's page vectors (``page_vectors`` reads them back) where the KB
+        lives, so every machine that answers over the document shares them; removed with the
+        document's pages."""
+        if not len(flat):
+            return
+        pages = np.searchsorted(offsets, np.arange(len(flat)), side="right") - 1
+        stem = hashlib.sha1(doc.encode()).hexdigest()[:16]
+        with self._chroma(write=True):
+            col = self._page_vector_collection(encoder, create=True)
+            step = min(self.client.get_max_batch_size(), 4096)
+            for lo in range(0, len(flat), step):
+                hi = min(len(flat), lo + step)
+                col.upsert(
+                    ids=[f"{stem}-{key}-{i}" for i in range(lo, hi)],
+                    embeddings=flat[lo:hi],
+                    metadatas=[{"doc": doc, "key": key, "i": i, "page": int(pages[i]),
+                                "units": len(flat), "pages": len(offsets) - 1}
+                               for i in range(lo, hi)],
+                )  # fmt: skip
+
+    def _drop_page_vectors(self, docs: Iterable[str]) -> None:
+        """The stored page vectors of ``docs``, in every encoder's collection."""
+        docs = [d for d in docs if d]
+        if not docs:
+            return
+        for c in self.client.list_collections():
+            name = getattr(c, "name", c)
+            if name.startswith(PAGE_VECTORS):
+                col = self.client.get_collection(name, embedding_function=None)
+                col.delete(where={"doc": {"$in": docs}})
 
     def add_vectors(
         self, modality: str, ids: Sequence[str], vectors: np.ndarray, metadatas: list[dict]
@@ -681,6 +742,74 @@ class KnowledgeBase:
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, dim), np.float32)
         self._vectors[modality] = (stamp, ids, matrix)
         return ids, matrix
+
+    # -- a projection of the whole KB, kept in the engine ------------------------------------
+    def state(self) -> str:
+        """What the KB holds now, read cheaply where it can be: a local KB's write counter
+        (every write bumps it) with its sources' live and hidden versions; a server KB's
+        sources' versions where it has registered sources (its items come through ``index``);
+        else its item counts (a count per collection: a server KB filled by ``add`` alone)."""
+        registered = self.registry.state() if self.registry is not None else ""
+        hidden = ",".join(sorted(self.hidden()))
+        if self._local is not None:
+            return f"{self.registry.chroma_version()}/{registered}/{hidden}"
+        if registered:
+            return f"{registered}/{hidden}"
+        return json.dumps(self.counts(), sort_keys=True)
+
+    def projection(
+        self, key: str, project: Callable[[np.ndarray], np.ndarray], *, batch: int = 4096
+    ) -> str:
+        """The name of the collection of every item's vector passed through ``project``
+        (GRAIL's trained alignment adapter, named by ``key``), for the KB as it is now: built
+        once, ``batch`` vectors at a time, where the engine keeps the KB, so every process and
+        machine that steers shares it and none loads the KB whole. A change of the KB makes a
+        new one and drops the adapter's older ones. Its content follows from the KB and the
+        adapter alone, so two processes that build it at once upsert the same vectors (no race
+        to lose); its writes are not the KB's (they leave ``state`` as it was)."""
+        stamp = hashlib.sha256(self.state().encode()).hexdigest()[:12]
+        name = f"{PROJECTED_PREFIX}{key[:12]}-{stamp}"
+        with self._chroma():
+            col = cosine_collection(self.client, name, self.embedder_name, grail=key)
+            if (col.metadata or {}).get("complete"):
+                return name
+            n, batch = 0, min(batch, self.client.get_max_batch_size())
+            for modality in MODALITIES:
+                source = self.collection(modality, create=False)
+                size = source.count() if source is not None else 0
+                for offset in range(0, size, batch):
+                    res = source.get(include=["embeddings", "metadatas"], limit=batch,
+                                     offset=offset)  # fmt: skip
+                    vecs = project(np.asarray(res["embeddings"], np.float32))
+                    col.upsert(ids=res["ids"], embeddings=vecs, metadatas=res["metadatas"])
+                    n += len(res["ids"])
+            col.modify(metadata={"embedder": self.embedder_name, "grail": key, "items": n,
+                                 "complete": True})  # fmt: skip
+            for other in self.client.list_collections():  # this adapter's earlier KB states
+                other = getattr(other, "name", other)
+                if other.startswith(f"{PROJECTED_PREFIX}{key[:12]}-") and other != name:
+                    self.client.delete_collection(other)
+            log.info("GRAIL: projected %d vectors of %s into %s", n, self.location, name)
+            return name
+
+    def search_projection(self, name: str, vec: np.ndarray, n: int) -> list[tuple[str, float]]:
+        """The ``n`` nearest items of projection ``name`` (ids and cosine similarity), the
+        versions hidden now left out."""
+        with self._chroma():
+            col = self.client.get_collection(name, embedding_function=None)
+            res = col.query(query_embeddings=[vec], n_results=n,
+                            include=["distances", "metadatas"])  # fmt: skip
+        hidden = set(self.hidden())
+        rows = zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
+        return [(i, 1.0 - float(d)) for i, d, md in rows
+                if (md or {}).get("src_hash") not in hidden]  # fmt: skip
+
+    def projection_vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The projected vectors of ``ids`` (unknown ids are left out)."""
+        with self._chroma():
+            col = self.client.get_collection(name, embedding_function=None)
+            res = col.get(ids=list(ids), include=["embeddings"])
+        return dict(zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True))
 
     # -- the visual space -----------------------------------------------------------------
     def _visual_if_any(self):  # noqa: ANN202

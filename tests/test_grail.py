@@ -307,3 +307,46 @@ def test_a_target_shared_in_the_batch_is_a_positive_not_a_negative():
     assert loss < 1e-3
     distinct = [Instance("a", "", vecs[3], [], "e3", []), Instance("b", "", vecs[4], [], "e4", [])]
     assert float(gap_loss(model, distinct, searcher, mode="query")) < 1e-3
+
+
+def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, monkeypatch):
+    """Issue 58: with trained alignment weights no process loads the KB (``kb.vectors`` is
+    never called); the steered search over the KB's projection kept in Chroma finds what the
+    exact in-memory path finds; a KB change makes a new projection and drops the old one."""
+    from hopgraph.config import Context
+    from hopgraph.memory.kb import PROJECTED_PREFIX, Item, KnowledgeBase
+    from hopgraph.tools.grail import tool as grail_tool
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", f"t{i}", f"Passage {i} on topic {i % 7} of town {i % 5}.")
+            for i in range(80)])  # fmt: skip
+    d = kb.embedder.dim
+    torch.manual_seed(3)
+    model = GrailModel(d, align=True)
+    with torch.no_grad():  # an adapter that moves the space: a rotation
+        model.aligner.weight.copy_(torch.linalg.qr(torch.randn(d, d))[0])
+    model.save(tmp_path / "w", {})
+    ctx = Context(kb_dir=str(tmp_path / "kb"), grail_weights=str(tmp_path / "w"))
+    held = [Item("text", "t3", "").id, Item("text", "t10", "").id]
+    exact = Grail(MatrixSearcher.from_kb(kb), GrailModel.load(tmp_path / "w"))
+    q = torch.as_tensor(kb.embed_query("topic 3 of town 3"))
+    want, _ = exact.search(q, held, 5, "gap-fixed")
+
+    def whole(*_args, **_kw):
+        raise AssertionError("the KB was loaded whole")
+
+    monkeypatch.setattr(KnowledgeBase, "vectors", whole)
+    got = grail_tool.grail_search("topic 3 of town 3", held, 5, "gap-fixed", ctx)
+    assert [h["id"] for h in got] == [i for i, _ in want]
+    assert [h["score"] for h in got] == pytest.approx([round(s, 4) for _, s in want], abs=1e-3)
+
+    def projections() -> list[str]:
+        with kb._chroma():
+            names = [getattr(c, "name", c) for c in kb.client.list_collections()]
+        return [n for n in names if n.startswith(PROJECTED_PREFIX)]
+
+    (first,) = projections()
+    kb.add([Item("text", "new", "Passage new on topic 3 of town 3, added later.")])
+    again = grail_tool.grail_search("topic 3 of town 3", held, 5, "gap-fixed", ctx)
+    (second,) = projections()
+    assert second != first and Item("text", "new", "").id in [h["id"] for h in again]

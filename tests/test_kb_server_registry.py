@@ -197,3 +197,53 @@ def test_a_reader_of_a_server_kb_sees_one_whole_version_during_a_replace(
     seen = [h["text"] for h in reader.search("What does the ledger say?", k=20)]
     assert seen and all("CRIMSON" in t for t in seen)
     assert versions and versions[0] is True  # it began on the old version
+
+
+def test_a_trained_grail_adapter_follows_a_server_kb_through_its_registry(
+    tmp_path, chroma_server, postgres
+):
+    """GRAIL with trained weights steers over the server KB's projection (no process loads the
+    KB), and an edited file, re-indexed, makes the next steered search use a new projection
+    holding the new version (issue 58 item 4)."""
+    import torch
+
+    from hopgraph.config import Context
+    from hopgraph.memory.kb import PROJECTED_PREFIX, KnowledgeBase
+    from hopgraph.runtime import close_all
+    from hopgraph.tools.grail.models import GrailModel
+    from hopgraph.tools.grail.tool import grail_search
+
+    registry = fresh_database(postgres, "kb_grail")
+    server = ["--set", f"chroma_url={chroma_server}", "--set", f"registry_url={registry}"]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    files = {"pets.txt": "A green heron named Pim lives by the mill pond.",
+             "mill.txt": "The mill of Tollen grinds barley every autumn.",
+             "port.txt": "The port of Marrowick ships barley south."}  # fmt: skip
+    for name, text in files.items():
+        (corpus / name).write_text(text)
+    assert hopgraph("index", "corpus", *server, "--no-ocr", cwd=tmp_path).returncode == 0
+    ctx = Context(kb_dir=str(tmp_path / "unused"), chroma_url=chroma_server,
+                  registry_url=registry, grail_weights=str(tmp_path / "w"))  # fmt: skip
+    kb = KnowledgeBase.from_context(ctx)
+    torch.manual_seed(1)
+    model = GrailModel(kb.embedder.dim, align=True)
+    with torch.no_grad():
+        model.aligner.weight.copy_(
+            torch.linalg.qr(torch.randn(kb.embedder.dim, kb.embedder.dim))[0]
+        )
+    model.save(tmp_path / "w", {})
+    held = [kb.search("the mill of Tollen", k=1)[0]["id"]]
+
+    def projections() -> list[str]:
+        names = [getattr(c, "name", c) for c in kb.client.list_collections()]
+        return [n for n in names if n.startswith(PROJECTED_PREFIX)]
+
+    hits = grail_search("an animal by the pond", held, 2, "gap-fixed", ctx)
+    assert "heron" in hits[0]["text"] and len(projections()) == 1
+    (corpus / "pets.txt").write_text("A red fox named Tor lives by the mill pond.")
+    assert hopgraph("index", "corpus", *server, "--no-ocr", cwd=tmp_path).returncode == 0
+    hits = grail_search("an animal by the pond", held, 2, "gap-fixed", ctx)
+    assert "fox" in hits[0]["text"] and not any("heron" in h["text"] for h in hits)
+    assert len(projections()) == 1  # the earlier state's projection is dropped
+    close_all()

@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pymupdf
 import pytest
 from PIL import Image
@@ -137,9 +138,9 @@ def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_pa
     index_source(
         kb, root, ocr="off", derive=lambda it: triplet_items(it, [["keeper", "kept", "goats"]])
     )
-    cache = kb.page_vector_cache("manual.pdf", "abc")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_bytes(b"x")
+    flat = np.eye(4, 384, dtype=np.float32)
+    kb.keep_page_vectors("manual.pdf", "abc", "enc", flat, np.array([0, 1, 4]))
+    assert kb.page_vectors("manual.pdf", "abc", "enc")[1].tolist() == [0, 1, 4]
     pngs = [p["path"] for p in kb.pages_of("manual.pdf")]
     assert len(pngs) == 2 and all(os.path.exists(p) for p in pngs)
     assert kb.counts()["text"] == 2  # the passage and its triplet
@@ -150,7 +151,8 @@ def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_pa
     kb = KnowledgeBase(tmp_path / "kb")
     assert kb.counts() == {"text": 0, "table": 0, "image": 1, "page": 0}
     assert kb.search("leaf", k=3)[0]["modality"] == "image"  # b/leaf.png still holds it
-    assert not any(os.path.exists(p) for p in pngs) and not cache.exists()
+    assert not any(os.path.exists(p) for p in pngs)
+    assert kb.page_vectors("manual.pdf", "abc", "enc") is None  # gone with the pages
     assert hopgraph("kb", "rm", root / "b" / "leaf.png", "--kb", tmp_path / "kb").returncode == 0
     assert KnowledgeBase(tmp_path / "kb").counts()["image"] == 0
     refused = hopgraph("kb", "rm", root / "nowhere.txt", "--kb", tmp_path / "kb")

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 from scripted_server import ScriptedServer, by_template
 
@@ -203,16 +204,32 @@ def test_bad_questions_fail_alone(tmp_path, kb_dir):
     assert "holds no pages of 'missing.pdf'" in preds["q3"]["error"]
 
 
-def test_page_vectors_are_cached_per_document(tmp_path, kb_dir):
+def test_page_vectors_are_kept_in_the_engine_per_document(tmp_path, kb_dir, monkeypatch):
+    """A document's page vectors are computed once and kept where the KB lives (no file
+    beside it), read back whole; a store a writer left part way is computed again."""
+    from hopgraph.memory.kb import PAGE_VECTORS
+    from hopgraph.tools.mabdqa import page_vectors
     from hopgraph.tools.mabdqa.page_vectors import document_pages
 
     kb = KnowledgeBase(kb_dir)
     first = document_pages(kb, DOC)
-    cached = list((kb_dir / "page_vectors").glob("annual-report.pdf-*.npz"))
-    assert len(cached) == 1 and [p["page"] for p in first.pages] == list(range(1, 13))
+    assert not (kb_dir / "page_vectors").exists() and [p["page"] for p in first.pages] == list(
+        range(1, 13)
+    )
+    built = []
+    real = page_vectors._text_lines
+    monkeypatch.setattr(page_vectors, "_text_lines", lambda *a: built.append(1) or real(*a))
     again = document_pages(kb, DOC)
-    assert all((a == b).all() for a, b in zip(first.vectors, again.vectors, strict=True))
+    assert not built  # read back, not encoded again
+    same = lambda x, y: all(np.allclose(a, b, atol=1e-5) for a, b in zip(x, y, strict=True))  # noqa: E731
+    assert same(first.vectors, again.vectors)
     assert json.dumps([len(v) for v in first.vectors]) == json.dumps([2] * 12)
+    with kb._chroma():
+        (name,) = [c.name for c in kb.client.list_collections() if c.name.startswith(PAGE_VECTORS)]
+        col = kb.client.get_collection(name)
+        col.delete(ids=col.get(limit=1)["ids"])  # as if a writer stopped part way
+    third = document_pages(kb, DOC)
+    assert built == [1] and same(first.vectors, third.vectors)
 
 
 def test_each_hrra_switch_changes_what_runs(tmp_path, kb_dir):

@@ -60,11 +60,11 @@ def test_colpali_page_vectors_and_eq1_match_colpalis_own_maxsim(colpali, kb_dir)
         [torch.from_numpy(query)], [torch.from_numpy(v) for v in pages.vectors]
     )[0]
     assert np.allclose(ours, reference.numpy(), rtol=1e-4)
-    # the vectors are cached beside the KB, keyed by the model and the page images
-    cached = sorted((kb_dir / "page_vectors").glob("report.pdf-*.npz"))
-    assert len(cached) == 1
+    # the vectors are kept where the KB lives, keyed by the model and the page images
+    assert not (kb_dir / "page_vectors").exists()
     again = document_pages(kb, DOC, colpali)
-    assert all(np.array_equal(a, b) for a, b in zip(again.vectors, pages.vectors, strict=True))
+    pairs = zip(again.vectors, pages.vectors, strict=True)
+    assert all(np.allclose(a, b, atol=1e-6) for a, b in pairs)  # stored as float32
 
 
 def test_mabdqa_li_ranks_pages_by_colpali_vectors_inside_the_graph(colpali, kb_dir):

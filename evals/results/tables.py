@@ -471,6 +471,16 @@ TABLES: list[RunTable | BenchTable] = [
         command="python benchmarks/bench_kb_scale.py --out benchmarks/results/kb-scale.json",
     ),
     BenchTable(
+        "GRAIL",
+        "with a trained adapter: the KB's projection in the engine, not in each process",
+        "Not a paper claim: steering with a trained alignment adapter must not load the KB into "
+        "every process that steers (issue 58 item 4).",
+        ["grail-projected.json"],
+        "benchmarks/bench_grail_projected.py:render",
+        command="python benchmarks/bench_grail_projected.py --out "
+        "benchmarks/results/grail-projected.json",
+    ),
+    BenchTable(
         "Every method",
         "calls, depth and throughput against a latency model of a batching GPU server",
         "Not a paper claim: on a GPU server the speed a user sees depends on the LLM rounds one "

@@ -1,12 +1,14 @@
 """GRAIL retrieval: steer a query away from the evidence already held, search, and build pools
 sequentially from schedules such as ``"3+2+3+2"``, ``"8+1+1"`` or ``"2*5"`` (grail.txt §3.2).
 
-Searches run over an in-memory matrix (exact, brute force, torch) or a knowledge base's Chroma
-index; both exclude what the pool already holds.
+Searches run over an in-memory matrix (exact, brute force, torch: evaluation), a knowledge
+base's Chroma index, or, for a trained alignment adapter, the KB's projection through it kept in
+the engine; each excludes what the pool already holds.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -18,6 +20,7 @@ from torch.nn import functional as F
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.steering import Steered, pad_context
 
+log = logging.getLogger(__name__)
 _SCHEDULE = re.compile(r"^\s*\d+\s*(\*\s*\d+\s*)?(\+\s*\d+\s*(\*\s*\d+\s*)?)*$")
 
 
@@ -60,6 +63,8 @@ class MatrixSearcher:
 
     @classmethod
     def from_kb(cls, kb, modalities=("text", "table", "image", "page")) -> MatrixSearcher:  # noqa: ANN001
+        """Every vector of ``kb`` in this process (exact evaluation): the log says so, with
+        the memory it takes. Steering at run time uses ``ProjectedSearcher`` instead."""
         ids: list[str] = []
         blocks = []
         for modality in modalities:
@@ -67,7 +72,10 @@ class MatrixSearcher:
             ids += m_ids
             if len(m_ids):
                 blocks.append(matrix)
-        return cls(ids, np.concatenate(blocks) if blocks else np.zeros((0, kb.embedder.dim)))
+        matrix = np.concatenate(blocks) if blocks else np.zeros((0, kb.embedder.dim))
+        log.info("GRAIL: %d vectors of %s loaded into memory for exact search (%.0f MB)",
+                 len(ids), kb.location, matrix.nbytes / 2**20)  # fmt: skip
+        return cls(ids, matrix)
 
     def vectors(self, ids: list[str]) -> torch.Tensor:
         missing = [i for i in ids if i not in self.row]
@@ -128,6 +136,51 @@ class ChromaSearcher:
         return [(h["id"], h["score"]) for h in hits if h["id"] not in exclude][:k]
 
 
+class ProjectedSearcher:
+    """Search the KB's projection through a trained alignment adapter, kept in the engine
+    (``KnowledgeBase.projection``): no process loads the KB. The projection follows the KB: a
+    search after the KB changed opens (or builds) the projection of what it holds now."""
+
+    def __init__(self, kb, model: GrailModel, key: str):  # noqa: ANN001
+        self.kb = kb
+        self.key = key
+        self.dim = kb.embedder.dim
+        self.model = model
+        self._open: tuple[str, str] | None = None
+
+    def _project(self, x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self.model.project(torch.as_tensor(x)).numpy()
+
+    def _read(self, how):  # noqa: ANN001, ANN202 - a read of the projection
+        """``how(name)`` on the projection of the KB as it is now; once more on a fresh one if
+        it went away meanwhile (another process rebuilt it for a changed KB)."""
+        for attempt in (0, 1):
+            state = self.kb.state()
+            if self._open is None or self._open[0] != state:
+                self._open = (state, self.kb.projection(self.key, self._project))
+            try:
+                return how(self._open[1])
+            except Exception:
+                if attempt:
+                    raise
+                self._open = None
+
+    def vectors(self, ids: list[str]) -> torch.Tensor:
+        if not ids:
+            return torch.zeros(0, self.dim)
+        found = self._read(lambda name: self.kb.projection_vectors(name, ids))
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"evidence not in the knowledge base: {missing[:5]}")
+        return torch.as_tensor(np.stack([found[i] for i in ids]))
+
+    def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
+        n = k + len(exclude)
+        hits = self._read(lambda name: self.kb.search_projection(name, vec.detach().numpy(), n))
+        return [(i, s) for i, s in hits if i not in exclude][:k]
+
+
 @dataclass
 class PoolStep:
     size: int
@@ -140,11 +193,14 @@ class Grail:
     """Steered search and sequential pool construction over one searcher."""
 
     def __init__(self, searcher: Searcher, model: GrailModel):
-        if model.aligner is not None:
-            if not isinstance(searcher, MatrixSearcher):
-                raise ValueError("a trained alignment adapter needs the in-memory MatrixSearcher")
-            with torch.no_grad():
+        if model.aligner is not None and isinstance(searcher, MatrixSearcher):
+            with torch.no_grad():  # exact evaluation: the whole matrix, projected here
                 searcher = MatrixSearcher(searcher.ids, model.project(searcher.matrix))
+        elif model.aligner is not None and not isinstance(searcher, ProjectedSearcher):
+            raise ValueError(
+                "a trained alignment adapter searches its projection (ProjectedSearcher) or "
+                "the in-memory MatrixSearcher, not the KB's own index"
+            )
         self.searcher = searcher
         self.model = model
 

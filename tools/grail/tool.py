@@ -4,8 +4,10 @@ an agent can call. No LLM call."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,13 +28,14 @@ _steerers: ProcessCache[tuple, Grail] = process_cache("GRAIL steerers")
 
 
 def grail_for(ctx: Context) -> Grail:
-    """One Grail per (knowledge base, weights, τ_base): Chroma's index, or the matrix when an
-    adapter was trained (its space differs from the index's)."""
+    """One Grail per (knowledge base, weights, τ_base): Chroma's index, or, when an adapter
+    was trained (its space differs from the index's), the KB's projection through it, kept in
+    the engine beside the KB (``KnowledgeBase.projected``): no process loads the KB whole."""
     key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
 
     def make() -> Grail:  # torch loads with the first steered search, not with the graph
         from hopgraph.tools.grail.models import GrailModel
-        from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, MatrixSearcher
+        from hopgraph.tools.grail.retrieval import ChromaSearcher, Grail, ProjectedSearcher
 
         kb = knowledge_base(ctx)
         model = (
@@ -40,8 +43,11 @@ def grail_for(ctx: Context) -> Grail:
             if ctx.grail_weights
             else GrailModel(kb.embedder.dim, tau_base=ctx.grail_tau_base)
         )
-        searcher = MatrixSearcher.from_kb(kb) if model.aligner is not None else ChromaSearcher(kb)
-        return Grail(searcher, model)
+        if model.aligner is None:
+            return Grail(ChromaSearcher(kb), model)
+        weights = Path(ctx.grail_weights) / "grail.safetensors"
+        key = hashlib.sha256(weights.read_bytes()).hexdigest()
+        return Grail(ProjectedSearcher(kb, model, key), model)
 
     return _steerers.get(key, make)
 

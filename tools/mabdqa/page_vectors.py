@@ -5,8 +5,9 @@ The paper embeds page images with ColPali. With ``page_embedder`` set (a ColPali
 their text tokens'. Without it (the CPU default, since no such weights reach every machine), a
 page is its own text split into lines (short lines merged, long ones split into sentences),
 each line one text-encoder vector, so LI(q, p) of Eq. 1 keeps its multi-vector shape either way.
-The vectors of one document are cached beside the knowledge base, keyed by the encoder and the
-page texts or images.
+The vectors of one document are kept where the knowledge base lives (a collection per encoder,
+``KnowledgeBase.keep_page_vectors``), keyed by the encoder and the page texts or images, so every
+machine that answers over the document shares them.
 """
 
 from __future__ import annotations
@@ -85,11 +86,12 @@ def document_pages(kb: KnowledgeBase, doc: str, page_embedder: str = "") -> Docu
             )
         images = [Path(h["path"]).read_bytes() for h in hits]
         key = _key([page_embedder, *(hashlib.sha1(b).hexdigest() for b in images)])
-        flat, offsets = _cached(kb, doc, key, lambda: _page_images(page_embedder, hits))
+        flat, offsets = _cached(kb, doc, key, page_embedder,
+                                lambda: _page_images(page_embedder, hits))  # fmt: skip
     else:
         units = [page_units(h["text"]) for h in hits]
         key = _key([kb.embedder.name, *("\x01".join(u) for u in units)])
-        flat, offsets = _cached(kb, doc, key, lambda: _text_lines(kb, units))
+        flat, offsets = _cached(kb, doc, key, kb.embedder.name, lambda: _text_lines(kb, units))
     vectors = [
         flat[offsets[i] : offsets[i + 1]]
         if offsets[i + 1] > offsets[i]
@@ -115,17 +117,15 @@ def _page_images(name: str, hits: list[Evidence]) -> tuple[np.ndarray, np.ndarra
     return np.concatenate(per_page), np.cumsum([0, *(len(v) for v in per_page)])
 
 
-def _cached(kb: KnowledgeBase, doc: str, key: str, build) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
-    """A document's (flat vectors, page offsets) from the cache beside the KB, else built."""
-    cache = kb.page_vector_cache(doc, key)
-    if cache.is_file():
-        with np.load(cache) as z:
-            return z["flat"], z["offsets"]
+def _cached(
+    kb: KnowledgeBase, doc: str, key: str, encoder: str, build
+) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """A document's (flat vectors, page offsets) as the KB keeps them, else built and kept."""
+    kept = kb.page_vectors(doc, key, encoder)
+    if kept is not None:
+        return kept
     flat, offsets = build()
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp.npz")
-    np.savez(tmp, flat=flat, offsets=offsets)
-    tmp.replace(cache)
+    kb.keep_page_vectors(doc, key, encoder, flat, offsets)
     return flat, offsets
 
 
