@@ -91,6 +91,16 @@ def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) ->
     install_sigterm_handler()
 
 
+def parsed_price(text: str):  # noqa: ANN201 - a Price or None
+    """``--price``: the model's price, refused (exit 2) where it does not parse."""
+    from hopgraph.evals.cost import Price
+
+    try:
+        return Price.parse(text) if text else None
+    except ValueError as e:
+        refuse(str(e))
+
+
 def open_kb(kb: str, sets=None, *, must_exist: bool = False):
     from hopgraph.memory.kb import KnowledgeBase
 

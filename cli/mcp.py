@@ -37,18 +37,13 @@ def mcp(
     """Serve hopgraph as MCP tools: ask, kb_search, grail_search, kb_sources, memory_recall,
     memory_ingest, memory_forget. stdio by default (a desktop client starts it); --http serves
     streamable HTTP at /mcp, where each request needs an API key (HOPGRAPH_API_KEYS)."""
-    from hopgraph.cli.app import refuse
+    from hopgraph.cli.app import parsed_price, refuse
     from hopgraph.cli.mcp_server import build_server, key_check
-    from hopgraph.evals.cost import Price
 
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
     if not Path(ctx.kb_dir).is_dir() and not ctx.chroma_url:
         refuse(f"no knowledge base at {ctx.kb_dir}: build one with hopgraph index FILES --kb DIR")
-    try:
-        priced = Price.parse(price) if price else None
-    except ValueError as e:
-        refuse(str(e))
-    server = build_server(ctx, price=priced, per_key_memory=http)
+    server = build_server(ctx, price=parsed_price(price), per_key_memory=http)
     if not http:
         server.run("stdio")
         return

@@ -27,6 +27,7 @@ from hopgraph.cli.app import (
     interrupted,
     open_kb,
     otel_export,
+    parsed_price,
     refuse,
     spinner,
 )
@@ -281,11 +282,10 @@ BUDGET_SPENT = 4
 
 def run_budget(tokens: int, usd: float, price: str):  # noqa: ANN201 - a Budget or None
     """The run's budget from its flags, refused (exit 2) where they do not make one."""
-    from hopgraph.evals.cost import Budget, Price
+    from hopgraph.evals.cost import Budget
 
     try:
-        priced = Price.parse(price) if price else None
-        budget = Budget(tokens=tokens, usd=usd, price=priced)
+        budget = Budget(tokens=tokens, usd=usd, price=parsed_price(price))
     except ValueError as e:
         refuse(str(e))
     return budget if (tokens or usd) else None
@@ -472,13 +472,9 @@ def evaluate(
     sets: Sets = None,
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
-    from hopgraph.evals.cost import Price
     from hopgraph.evals.evaluate import evaluate_run, headline
 
-    try:
-        priced = Price.parse(price) if price else None
-    except ValueError as e:
-        refuse(str(e))
+    priced = parsed_price(price)
 
     judge = kb_store = None
     judge_name = ""

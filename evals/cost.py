@@ -38,11 +38,6 @@ class Price:
         return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
 
 
-def tokens(pred: dict[str, Any]) -> int:
-    """A question's tokens, prompt and completion."""
-    return int(pred.get("prompt_tokens", 0)) + int(pred.get("completion_tokens", 0))
-
-
 def cost_of(pred: dict[str, Any], price: Price | None = None) -> dict[str, Any]:
     """A question's cost: its calls and tokens, and USD where a price is given."""
     out = {
@@ -52,6 +47,19 @@ def cost_of(pred: dict[str, Any], price: Price | None = None) -> dict[str, Any]:
     }
     if price is not None:
         out["usd"] = round(price.usd(out["prompt_tokens"], out["completion_tokens"]), 6)
+    return out
+
+
+def run_cost(preds: list[dict[str, Any]], price: Price | None) -> dict[str, Any]:
+    """What every question of the run cost together, with the price it was counted at."""
+    out: dict[str, Any] = {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for p in preds:
+        for k, v in cost_of(p).items():
+            out[k] += v
+    out["budget_stops"] = sum(int(p.get("budget_stops", 0)) for p in preds)
+    if price is not None:
+        out["usd"] = round(price.usd(out["prompt_tokens"], out["completion_tokens"]), 6)
+        out["price"] = {"prompt": price.prompt, "completion": price.completion}
     return out
 
 
@@ -71,12 +79,9 @@ class Budget:
             raise ValueError("--budget-usd needs --price prompt=USD,completion=USD")
 
     def spent(self, preds: list[dict[str, Any]]) -> dict[str, Any]:
-        prompt = sum(int(p.get("prompt_tokens", 0)) for p in preds)
-        completion = sum(int(p.get("completion_tokens", 0)) for p in preds)
-        out: dict[str, Any] = {"tokens": prompt + completion}
-        if self.price is not None:
-            out["usd"] = round(self.price.usd(prompt, completion), 6)
-        return out
+        cost = run_cost(preds, self.price)
+        out: dict[str, Any] = {"tokens": cost["prompt_tokens"] + cost["completion_tokens"]}
+        return out | ({"usd": cost["usd"]} if "usd" in cost else {})
 
     def reached(self, spent: dict[str, Any]) -> bool:
         return bool(

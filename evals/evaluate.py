@@ -13,7 +13,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals import metrics as m
-from hopgraph.evals.cost import Price, cost_of
+from hopgraph.evals.cost import Price, cost_of, run_cost
 from hopgraph.evals.run_folder import gold_evidence, read_predictions, scored_predictions
 from hopgraph.evals.stats import Paired, paired, paired_scores
 
@@ -98,19 +98,6 @@ def citation_metrics(pred: dict[str, Any], texts: dict[str, str], judge: m.Judge
         pairs.append((strip_citations(sentence), passages))
     recall, precision = m.citation_scores(pairs, judge)
     return {"citation_recall": recall, "citation_precision": precision}
-
-
-def run_cost(preds: list[dict[str, Any]], price: Price | None) -> dict[str, Any]:
-    """What every question of the run cost together, with the price it was counted at."""
-    out: dict[str, Any] = {"llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for p in preds:
-        for k, v in cost_of(p).items():
-            out[k] += v
-    out["budget_stops"] = sum(int(p.get("budget_stops", 0)) for p in preds)
-    if price is not None:
-        out["usd"] = round(price.usd(out["prompt_tokens"], out["completion_tokens"]), 6)
-        out["price"] = {"prompt": price.prompt, "completion": price.completion}
-    return out
 
 
 def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
