@@ -13,23 +13,62 @@ from typing import Any
 from hopgraph.runtime import ProcessCache, process_cache
 
 
+class ChromaUnreachable(RuntimeError):
+    """The Chroma server of a KB or memory cannot be reached; the message names it."""
+
+
 def chroma_client(path: str | Path = "", url: str = ""):
-    """A ``HttpClient`` for ``url``, else a ``PersistentClient`` in ``path``/chroma."""
+    """A ``HttpClient`` for ``url``, else a ``PersistentClient`` in ``path``/chroma. A server
+    that cannot be reached, at the start or mid-way, raises ``ChromaUnreachable`` naming it
+    (chromadb's own error names no address)."""
     import chromadb
     from chromadb.config import Settings
 
     settings = Settings(anonymized_telemetry=False)
-    if url:
-        from urllib.parse import urlparse
+    if not url:
+        return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=settings)
+    from urllib.parse import urlparse
 
-        parts = urlparse(url)
-        return chromadb.HttpClient(
+    parts = urlparse(url)
+    try:
+        client = chromadb.HttpClient(
             host=parts.hostname or "localhost",
             port=parts.port or 8000,
             ssl=parts.scheme == "https",
             settings=settings,
         )
-    return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=settings)
+    except ValueError as e:  # its heartbeat failed
+        raise _unreachable(url, e) from e
+    _name_failures(client._server, url)
+    return client
+
+
+def _unreachable(url: str, e: BaseException) -> ChromaUnreachable:
+    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return ChromaUnreachable(
+        f"the Chroma server at {url} (chroma_url) cannot be reached: {reason}. Once it "
+        "answers, run the command again: an index goes on where it stopped, and readers never "
+        "see a half-written source"
+    )
+
+
+def _name_failures(server: Any, url: str) -> None:
+    """Every request of ``server`` (chromadb's HTTP API object, shared by the clients of one
+    address) raising ``ChromaUnreachable`` where the connection fails."""
+    import httpx
+
+    send = server._make_request
+    if getattr(send, "names_failures", False):
+        return
+
+    def request(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return send(*args, **kwargs)
+        except httpx.TransportError as e:
+            raise _unreachable(url, e) from e
+
+    request.names_failures = True  # type: ignore[attr-defined]
+    server._make_request = request
 
 
 def cosine_collection(client, name: str, embedder: str, **metadata: Any):  # noqa: ANN001
@@ -41,6 +80,17 @@ def cosine_collection(client, name: str, embedder: str, **metadata: Any):  # noq
         configuration={"hnsw": {"space": "cosine"}},
         metadata={"embedder": embedder, **metadata},
     )
+
+
+def existing_collection(client: Any, name: str):  # noqa: ANN201 - a Collection or None
+    """The collection ``name``, or None where there is none (a server that cannot be reached
+    raises: an absent collection and an absent server are not the same answer)."""
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except ChromaUnreachable:
+        raise
+    except Exception:  # chromadb raises NotFoundError (varies by version)
+        return None
 
 
 class LocalChroma:

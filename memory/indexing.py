@@ -305,13 +305,17 @@ def index_source(
         read.append(pending)
         return True
 
-    held = [unit for unit in units if (left is None or left > 0) and not index_unit(unit)]
-    while held:  # sources other indexers hold: theirs when they commit, ours if they die
+    try:
+        held = [unit for unit in units if (left is None or left > 0) and not index_unit(unit)]
+        while held:  # sources other indexers hold: theirs when they commit, ours if they die
+            flush()
+            time.sleep(min(2.0, lease_seconds / 4))
+            lease.renew()
+            held = [unit for unit in held if not index_unit(unit)]
         flush()
-        time.sleep(min(2.0, lease_seconds / 4))
-        lease.renew()
-        held = [unit for unit in held if not index_unit(unit)]
-    flush()
+    except BaseException:  # the engine or the registry lost, an interrupt: stored stays hidden
+        lease.give_up()
+        raise
     if registry is not None and resolved in ("folder", "pdf") and path.is_dir() and limit is None:
         root = str(path.resolve())
         here = {u.key for u in units}
@@ -357,12 +361,14 @@ class Lease:
         self.registry, self.worker, self.seconds = registry, worker, seconds
         self.build = json.dumps(build, sort_keys=True)
         self.renewed = time.monotonic()
+        self.held: set[str] = set()
 
     def claim(self, key: str) -> bool:
         if self.registry is None:
             return True
         holder = self.registry.claim(key, self.worker, self.build, self.seconds)
         if holder is None:
+            self.held.add(key)
             return True
         if holder[1] != self.build:
             raise LeaseConflict(
@@ -380,6 +386,16 @@ class Lease:
     def release(self, key: str) -> None:
         if self.registry is not None:
             self.registry.release(key, self.worker)
+            self.held.discard(key)
+
+    def give_up(self) -> None:
+        """Release what this indexer holds as it stops on an error, so a re-run need not wait
+        out the leases (where the registry itself is lost, they run out instead)."""
+        for key in list(self.held):
+            try:
+                self.release(key)
+            except Exception:  # noqa: BLE001 - the error that stopped the index is the news
+                return
 
 
 @dataclass

@@ -28,7 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
+from hopgraph.memory.chroma import (
+    chroma_client,
+    cosine_collection,
+    existing_collection,
+    local_chroma,
+)
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.registry import RegistryUnreachable, SourceRegistry
 
@@ -356,9 +361,8 @@ class KnowledgeBase:
             else:
                 if self._known_absent(modality):
                     return None  # not asked again on every search
-                try:
-                    col = self.client.get_collection(name, embedding_function=None)
-                except Exception:  # chromadb raises NotFoundError (varies by version)
+                col = existing_collection(self.client, name)
+                if col is None:
                     self._absent[modality] = self._absence_stamp()
                     return None
             indexed_with = (col.metadata or {}).get("embedder")
@@ -576,10 +580,7 @@ class KnowledgeBase:
         name = PAGE_VECTORS + hashlib.sha1(encoder.encode()).hexdigest()[:12]
         if create:
             return cosine_collection(self.client, name, encoder, page_vectors=True)
-        try:
-            return self.client.get_collection(name, embedding_function=None)
-        except Exception:  # chromadb raises NotFoundError (varies by version)
-            return None
+        return existing_collection(self.client, name)
 
     def page_vectors(
         self, doc: str, key: str, encoder: str
@@ -826,9 +827,8 @@ class KnowledgeBase:
             if col is None and create:
                 col = cosine_collection(self.client, VISUAL, self.image_embedder_name)
             elif col is None:
-                try:
-                    col = self.client.get_collection(VISUAL, embedding_function=None)
-                except Exception:  # chromadb raises NotFoundError (varies by version)
+                col = existing_collection(self.client, VISUAL)
+                if col is None:
                     return None
             indexed_with = (col.metadata or {}).get("embedder")
             if indexed_with != self.image_embedder_name:

@@ -81,26 +81,53 @@ class RegistryUnreachable(RuntimeError):
 
 
 class _Conn:
-    """One connection, SQLite's or PostgreSQL's (psycopg), taking the registry's SQL."""
+    """One connection, SQLite's or PostgreSQL's (psycopg), taking the registry's SQL. A
+    PostgreSQL server lost mid-way raises ``RegistryUnreachable`` naming it (``where``); the
+    connection is then dropped, and the registry's next use connects again."""
 
-    def __init__(self, raw: Any, pg: bool):
-        self.raw, self.pg = raw, pg
+    def __init__(self, raw: Any, pg: bool, where: str = ""):
+        self.raw, self.pg, self.where = raw, pg, where
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.pg else sql
 
+    @contextmanager
+    def _reaching(self):
+        if not self.pg:
+            yield
+            return
+        import psycopg
+
+        try:
+            yield
+        except psycopg.OperationalError as e:
+            raise unreachable(self.where, e) from e
+
+    @property
+    def lost(self) -> bool:
+        return self.pg and self.raw.broken
+
     def execute(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        return self.raw.execute(self._sql(sql), tuple(params))
+        with self._reaching():
+            return self.raw.execute(self._sql(sql), tuple(params))
 
     def executemany(self, sql: str, rows: list[tuple]) -> None:
         if not self.pg:
             self.raw.executemany(sql, rows)
         elif rows:
-            with self.raw.cursor() as cur:
+            with self._reaching(), self.raw.cursor() as cur:
                 cur.executemany(self._sql(sql), rows)
 
     def close(self) -> None:
         self.raw.close()
+
+
+def unreachable(where: str, e: Exception) -> RegistryUnreachable:
+    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return RegistryUnreachable(
+        f"the source registry at {where} (registry_url) cannot be used: {reason}. Once it "
+        "answers, run the command again: an index goes on where it stopped"
+    )
 
 
 @dataclass
@@ -146,8 +173,10 @@ class SourceRegistry:
 
     def _db(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.lost:
+            conn = None
         if conn is None:
-            conn = _Conn(self._connect(), pg=bool(self.url))
+            conn = _Conn(self._connect(), pg=bool(self.url), where=self.where)
             self._local.conn = conn
         return conn
 
@@ -162,10 +191,7 @@ class SourceRegistry:
                     raw.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
                 raw.execute(f"SET search_path TO {PG_SCHEMA}")
             except psycopg.Error as e:
-                raise RegistryUnreachable(
-                    f"the source registry at {self.where} (registry_url) cannot be used: "
-                    f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
-                ) from e
+                raise unreachable(self.where, e) from e
             return raw
         raw = sqlite3.connect(self.file, timeout=60, isolation_level=None)
         raw.execute("PRAGMA journal_mode=WAL")
@@ -188,7 +214,8 @@ class SourceRegistry:
             yield db
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if not db.lost:  # a lost server rolled it back itself
+                db.execute("ROLLBACK")
             raise
 
     def close(self) -> None:
