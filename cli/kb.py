@@ -244,6 +244,23 @@ def no_registry(store) -> str:  # noqa: ANN001 - a KnowledgeBase
     )
 
 
+def unregistered(store) -> str:  # noqa: ANN001 - a KnowledgeBase
+    """What to say of a server KB whose collections hold items while its registry names no
+    source (indexed before ``registry_url`` was set, or with another registry): '' if none."""
+    if store.registry is None or store.registry.sources():
+        return ""
+    held = sum(store.counts().values())
+    if not held:
+        return ""
+    return (
+        f"{store.location} holds {held} item(s) that no source of its registry names (indexed "
+        "without this registry_url, or with another): no edit or removal of their sources can "
+        "reach them. Adopt them by indexing their sources again with this registry (`hopgraph "
+        "index SOURCE`: unchanged items are registered, not embedded again), or rebuild: "
+        "`hopgraph kb drop --yes`, then index"
+    )
+
+
 def _registered(kb: str, sets):  # noqa: ANN001, ANN202
     store = open_kb(kb, sets, must_exist=True)
     if store.registry is None:
@@ -256,6 +273,8 @@ def kb_ls(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> None
     """Every indexed source: its path, size, content hash, items per modality and settings."""
     store = _registered(kb, sets)
     sources = store.registry.sources()
+    if note := unregistered(store):
+        err.print(f"[yellow]note:[/yellow] {note}")
     if as_json:
         console.print_json(data=[vars(s) for s in sources])
         return
@@ -283,6 +302,8 @@ def kb_stats(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> N
         "unfinished": sum(bool(s.pending) for s in sources),
         "awaiting removal": len(store.registry.garbage()) if store.registry else 0,
     }
+    if note := unregistered(store):
+        err.print(f"[yellow]note:[/yellow] {note}")
     if as_json:
         console.print_json(data=out)
         return
@@ -290,6 +311,33 @@ def kb_stats(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> N
         if isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items())
         console.print(f"{key}: {value}")
+
+
+@kb_app.command("drop")
+def kb_drop(
+    yes: Annotated[bool, typer.Option("--yes", help="drop it: nothing is dropped without")] = False,
+    kb: KbDir = "kb",
+    sets: Sets = None,
+) -> None:
+    """Remove the whole KB: every hopgraph collection at its location (a Chroma server's
+    included) and every source its registry names, so that it can be rebuilt."""
+    from hopgraph.memory.kb import COLLECTION_PREFIX
+
+    store = open_kb(kb, sets, must_exist=True)
+    if store.location == str(store.path):
+        refuse(f"{store.location} is a local KB: remove its folder (rm -r {store.location})")
+    names = [getattr(c, "name", c) for c in store.client.list_collections()]
+    names = [n for n in names if n.startswith(COLLECTION_PREFIX)]
+    sources = store.registry.sources() if store.registry is not None else []
+    if not yes:
+        refuse(f"this would drop {len(names)} collection(s) and {len(sources)} registered "
+               f"source(s) of {store.location}: add --yes")  # fmt: skip
+    for s in sources:
+        store.remove_source(s.path)
+    for name in names:
+        store.client.delete_collection(name)
+    console.print(f"{store.location}: {len(names)} collection(s) and {len(sources)} source(s) "
+                  "dropped")  # fmt: skip
 
 
 @kb_app.command("rm")

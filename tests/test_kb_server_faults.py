@@ -124,3 +124,44 @@ def test_the_cli_names_an_unreachable_chroma_server_without_a_traceback(tmp_path
         assert out.returncode == 2, out.stdout + out.stderr
         assert f"the Chroma server at {url} (chroma_url) cannot be reached" in out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_a_server_collection_without_registry_rows_is_named_and_can_be_adopted(
+    tmp_path, chroma_server, postgres
+):
+    """Items indexed with one registry, then read with another that names no source: `kb ls`
+    and `kb stats` say so and how to adopt or rebuild; re-indexing adopts without embedding
+    again; another embedder's collection is refused; `kb drop --yes` empties the server."""
+    from servers import hopgraph
+
+    first, second = fresh_database(postgres, "kb_first"), fresh_database(postgres, "kb_second")
+    corpus(tmp_path / "docs")
+    at = ["--set", f"chroma_url={chroma_server}"]
+    out = hopgraph("index", "docs", *at, "--set", f"registry_url={first}", "--no-ocr",
+                   cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+
+    other = [*at, "--set", f"registry_url={second}"]
+    for args in (("kb", "ls"), ("kb", "stats")):
+        out = hopgraph(*args, *other, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "holds 4 item(s) that no source of its registry names" in " ".join(
+            out.stderr.split()
+        )
+        assert "kb drop --yes" in out.stderr
+
+    out = hopgraph("search", "copper bells", *other, "--set", "text_embedder=all-MiniLM-L12-v2",
+                   cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "not comparable" in out.stderr, out.stdout + out.stderr
+
+    out = hopgraph("index", "docs", *other, "--no-ocr", cwd=tmp_path)
+    assert out.returncode == 0 and "0 added, 4 already indexed" in out.stdout, out.stdout
+    out = hopgraph("kb", "ls", *other, cwd=tmp_path)
+    assert "no source of its registry names" not in out.stderr
+
+    out = hopgraph("kb", "drop", *other, cwd=tmp_path)
+    assert out.returncode == 2 and "add --yes" in out.stderr
+    out = hopgraph("kb", "drop", "--yes", *other, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    kb = KnowledgeBase("unused", chroma_url=chroma_server, registry_url=second)
+    assert sum(kb.counts().values()) == 0 and not kb.registry.sources()
