@@ -8,6 +8,12 @@ SQLite is the source of truth. Chroma's local files are not safe for two process
 writes), so every Chroma operation runs through the folder's one ``LocalChroma`` (the knowledge
 base's too): under its inter-process file lock, with the client reopened whenever the memory's
 version shows another process wrote since it was opened.
+
+On a deployment that shares its knowledge base (``chroma_url`` and ``registry_url`` set), the
+memory lives there too, so every machine reads and writes one memory: its graph in the
+registry's PostgreSQL (a schema per memory, writers serialized by an advisory lock held for
+the transaction) and z_sem in a collection of the Chroma server, both named by the memory
+folder's last part (``polar_dir``). No shared filesystem is needed.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.memory.chroma import cosine_collection, local_chroma
+from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
+from hopgraph.memory.registry import _Conn  # the registry's SQLite / PostgreSQL connection
 
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
@@ -65,6 +72,10 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- memories forgotten on purpose: never stored again, whoever writes them
 CREATE TABLE IF NOT EXISTS forgotten (id TEXT PRIMARY KEY, at REAL NOT NULL);
 """
+
+
+PG_LOCK = 7_251_032
+"""The advisory lock a PostgreSQL memory's writers hold for their transaction."""
 
 
 class PolarMemoryError(ValueError):
@@ -232,42 +243,110 @@ class _Snapshot:
 
 
 class PolarMemory:
-    """A polarized graph memory in a folder: ``graph.sqlite`` and ``chroma/``."""
+    """A polarized graph memory: in a folder (``graph.sqlite`` and ``chroma/``), or, given a
+    Chroma server and a PostgreSQL database, on them under the folder's name."""
 
-    def __init__(self, path: str | Path, *, embedder: str = "all-MiniLM-L6-v2", batch_size=64):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        embedder: str = "all-MiniLM-L6-v2",
+        batch_size=64,
+        chroma_url: str = "",
+        db_url: str = "",
+    ):
         self.path = Path(path).expanduser()
-        self.path.mkdir(parents=True, exist_ok=True)
         self.embedder_name = embedder
         self.batch_size = batch_size
         self._embedder = None
         self._local = threading.local()
-        self._chroma_folder = local_chroma(self.path)
         self._snapshot: _Snapshot | None = None
-        with self._db() as db:
-            db.executescript(SCHEMA)
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('version', '0')")
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (embedder,))
+        self.db_url = db_url if chroma_url else ""
+        if chroma_url and not db_url:
+            raise PolarMemoryError(
+                f"a memory on the Chroma server {chroma_url} keeps its graph in PostgreSQL: set "
+                "registry_url (--set registry_url=postgresql://user@host/db, or "
+                "HOPGRAPH_REGISTRY_URL)"
+            )
+        self.name = re.sub(r"[^a-z0-9_]", "_", self.path.name.lower()) or "polarmem"
+        if chroma_url:
+            self._chroma_folder = None
+            self._client = chroma_client(url=chroma_url)
+            self.collection = f"{COLLECTION}-{self.name}"
+            self.location = f"{chroma_url} (memory {self.name})"
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._chroma_folder = local_chroma(self.path)
+            self.collection = COLLECTION
+            self.location = str(self.path)
+        with self._tx() as db:
+            for statement in filter(str.strip, SCHEMA.split(";\n")):
+                db.execute(statement)
+            db.execute("INSERT INTO meta VALUES ('version', '0') ON CONFLICT DO NOTHING")
+            db.execute("INSERT INTO meta VALUES ('embedder', ?) ON CONFLICT DO NOTHING",
+                       (embedder,))  # fmt: skip
         made_with = self._meta("embedder")
         if made_with != embedder:
             raise PolarMemoryError(
-                f"memory {self.path} holds vectors from embedder {made_with!r}, but "
+                f"memory {self.location} holds vectors from embedder {made_with!r}, but "
                 f"{embedder!r} is configured; their vectors are not comparable"
             )
 
     @classmethod
     def from_context(cls, ctx) -> PolarMemory:  # noqa: ANN001
-        return cls(ctx.polar_dir, embedder=ctx.text_embedder, batch_size=ctx.embed_batch_size)
+        return cls(ctx.polar_dir, embedder=ctx.text_embedder, batch_size=ctx.embed_batch_size,
+                   chroma_url=ctx.chroma_url, db_url=ctx.registry_url)  # fmt: skip
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> _Conn:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.lost:
+            conn = None
         if conn is None:
-            conn = sqlite3.connect(self.path / "graph.sqlite", timeout=60)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=60000")
+            conn = self._connect()
             self._local.conn = conn
         return conn
+
+    def _connect(self) -> _Conn:
+        if not self.db_url:
+            raw = sqlite3.connect(self.path / "graph.sqlite", timeout=60, isolation_level=None)
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute("PRAGMA foreign_keys=ON")
+            raw.execute("PRAGMA busy_timeout=60000")
+            return _Conn(raw, pg=False)
+        import psycopg
+
+        from hopgraph.config import redacted_url
+        from hopgraph.memory.registry import unreachable
+
+        where = redacted_url(self.db_url)
+        try:
+            raw = psycopg.connect(self.db_url, autocommit=True, connect_timeout=10)
+            with raw.transaction():  # two machines creating it at once would collide
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK,))
+                raw.execute(f"CREATE SCHEMA IF NOT EXISTS polarmem_{self.name}")
+            raw.execute(f"SET search_path TO polarmem_{self.name}")
+        except psycopg.Error as e:
+            raise unreachable(where, e) from e
+        return _Conn(raw, pg=True, where=where)
+
+    @contextmanager
+    def _tx(self):
+        """One write transaction, taken at once: two writers, in any process or machine,
+        queue rather than interleave."""
+        db = self._db()
+        if db.pg:
+            db.execute("BEGIN")
+            db.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK,))
+        else:
+            db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if not db.lost:
+                db.execute("ROLLBACK")
+            raise
 
     def _meta(self, key: str) -> str:
         row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -289,11 +368,15 @@ class PolarMemory:
     def _chroma(self):
         """The z_sem collection, used under the inter-process lock by a client that has seen
         every write so far (reopened when another process wrote since)."""
+        if self._chroma_folder is None:  # a server: PostgreSQL's lock orders the writers
+            yield cosine_collection(self._client, self.collection, self.embedder_name)
+            return
         with self._chroma_folder.use(self.version, written=self.version) as client:
-            yield cosine_collection(client, COLLECTION, self.embedder_name)
+            yield cosine_collection(client, self.collection, self.embedder_name)
 
     def close(self) -> None:
-        self._chroma_folder.close()
+        if self._chroma_folder is not None:
+            self._chroma_folder.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -311,102 +394,94 @@ class PolarMemory:
         if not obs:
             return report
         vecs = self.embedder.encode([o.sem_text() for o in obs])
-        now = time.time()
-        with self._chroma() as col:
-            db = self._db()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                gone = _forgotten(db, [o.id for o in obs])  # read under the write lock
-                if gone:
-                    keep = [i for i, o in enumerate(obs) if o.id not in gone]
-                    obs, states = [obs[i] for i in keep], [states[i] for i in keep]
-                    vecs = vecs[keep]
-                    report.forgotten = len(gone)
-                if not obs:
-                    db.execute("ROLLBACK")
-                    report.seconds = time.perf_counter() - began
-                    return report
-                ids = [o.id for o in obs]
-                present = _existing(db, ids)
-                report.updated = len(present)
-                report.added = len(obs) - len(present)
-                concepts = {c for st in states for c in st} | {
-                    normalize_concept(m) for o in obs for m in o.mentions
-                }
-                concepts.discard("")
-                before = db.total_changes
-                db.executemany(
-                    "INSERT OR IGNORE INTO nodes VALUES (?, 'concept', ?, '', '', ?)",
-                    [("concept:" + c, c, now) for c in sorted(concepts)],
-                )
-                report.concepts = db.total_changes - before
-                db.executemany(
-                    "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                    "content = excluded.content, source = excluded.source, path = excluded.path",
-                    [(o.id, o.kind, o.content, o.source, o.path, now) for o in obs],
-                )
-                db.executemany(
-                    "DELETE FROM edges WHERE src = ? AND kind != 'SIMILAR_TO'",
-                    [(i,) for i in present],
-                )
-                edges = [
-                    (o.id, "concept:" + c, state, score, o.note_for(c))
-                    for o, st in zip(obs, states, strict=True)
-                    for c, (state, score) in st.items()
-                ] + [
-                    (o.id, "concept:" + c, "MENTIONS", 1.0, o.note_for(c))
-                    for o in obs
-                    for c in dict.fromkeys(map(normalize_concept, o.mentions))
-                    if c
-                ]
-                for i in range(0, len(obs), 4096):
-                    chunk = obs[i : i + 4096]
-                    col.upsert(
-                        ids=[o.id for o in chunk],
-                        embeddings=vecs[i : i + 4096],
-                        metadatas=[{"kind": o.kind} for o in chunk],
-                    )
-                if similar:
-                    edges += self._similar(db, col, ids, vecs, {o.id: o.kind for o in obs})
-                db.executemany("INSERT OR REPLACE INTO edges VALUES (?, ?, ?, ?, ?)", edges)
-                report.edges = len(edges)
-                self._commit(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._chroma() as col, self._tx() as db:
+            gone = _forgotten(db, [o.id for o in obs])  # read under the write lock
+            if gone:
+                keep = [i for i, o in enumerate(obs) if o.id not in gone]
+                obs, states = [obs[i] for i in keep], [states[i] for i in keep]
+                vecs = vecs[keep]
+                report.forgotten = len(gone)
+            if not obs:
+                report.seconds = time.perf_counter() - began
+                return report
+            self._store(db, col, obs, states, vecs, report, similar=similar)
         report.seconds = time.perf_counter() - began
         return report
 
-    def _commit(self, db: sqlite3.Connection) -> None:
-        """Commit a write that also changed Chroma: the version every process checks its
-        client against is bumped in the same transaction (``_chroma`` reads it on the way out,
-        so this process's client, which made the change, counts as up to date)."""
-        version = self.version() + 1
-        db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version),))
-        db.execute("COMMIT")
+    def _store(self, db: _Conn, col, obs, states, vecs, report: AddReport, *, similar: bool):  # noqa: ANN001
+        """``add``'s writes, inside its transaction: nodes, edges and z_sem vectors."""
+        now = time.time()
+        ids = [o.id for o in obs]
+        present = _existing(db, ids)
+        report.updated = len(present)
+        report.added = len(obs) - len(present)
+        concepts = {c for st in states for c in st} | {
+            normalize_concept(m) for o in obs for m in o.mentions
+        }
+        concepts.discard("")
+        report.concepts = len(concepts) - len(_existing(db, ["concept:" + c for c in concepts]))
+        db.executemany(
+            "INSERT INTO nodes VALUES (?, 'concept', ?, '', '', ?) ON CONFLICT DO NOTHING",
+            [("concept:" + c, c, now) for c in sorted(concepts)],
+        )
+        db.executemany(
+            "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "content = excluded.content, source = excluded.source, path = excluded.path",
+            [(o.id, o.kind, o.content, o.source, o.path, now) for o in obs],
+        )
+        db.executemany(
+            "DELETE FROM edges WHERE src = ? AND kind != 'SIMILAR_TO'", [(i,) for i in present]
+        )
+        edges = [
+            (o.id, "concept:" + c, state, score, o.note_for(c))
+            for o, st in zip(obs, states, strict=True)
+            for c, (state, score) in st.items()
+        ] + [
+            (o.id, "concept:" + c, "MENTIONS", 1.0, o.note_for(c))
+            for o in obs
+            for c in dict.fromkeys(map(normalize_concept, o.mentions))
+            if c
+        ]
+        for i in range(0, len(obs), 4096):
+            chunk = obs[i : i + 4096]
+            col.upsert(
+                ids=[o.id for o in chunk],
+                embeddings=vecs[i : i + 4096],
+                metadatas=[{"kind": o.kind} for o in chunk],
+            )
+        if similar:
+            edges += self._similar(db, col, ids, vecs, {o.id: o.kind for o in obs})
+        db.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst, kind) DO UPDATE "
+            "SET score = excluded.score, provenance = excluded.provenance",
+            edges,
+        )
+        report.edges = len(edges)
+        self._bump(db)
+
+    def _bump(self, db: _Conn) -> None:
+        """Mark a write that also changed Chroma: the version every process checks its client
+        against is bumped in the same transaction (``_chroma`` reads it on the way out, so
+        this process's client, which made the change, counts as up to date)."""
+        version = int(db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0])
+        db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(version + 1),))
 
     def forget(self, ids: Sequence[str]) -> list[str]:
         """Remove memories with their edges (either end) and vectors, in one transaction, and
         record them as forgotten so that no writer, in this process or another, stores them
         again. Returns the ids that were stored; an unknown id is recorded all the same."""
         ids = list(dict.fromkeys(ids))
-        with self._chroma() as col:
-            db = self._db()
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                present = sorted(_existing(db, ids))
-                now = time.time()
-                db.executemany("INSERT OR IGNORE INTO forgotten VALUES (?, ?)",
-                               [(i, now) for i in ids])  # fmt: skip
-                for i in present:
-                    db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (i, i))
-                    db.execute("DELETE FROM nodes WHERE id = ?", (i,))
-                if present:
-                    col.delete(ids=present)
-                self._commit(db)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._chroma() as col, self._tx() as db:
+            present = sorted(_existing(db, ids))
+            now = time.time()
+            db.executemany("INSERT INTO forgotten VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           [(i, now) for i in ids])  # fmt: skip
+            for i in present:
+                db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (i, i))
+                db.execute("DELETE FROM nodes WHERE id = ?", (i,))
+            if present:
+                col.delete(ids=present)
+            self._bump(db)
         return present
 
     def stored(self, ids: Sequence[str]) -> set[str]:
@@ -454,15 +529,18 @@ class PolarMemory:
         version = self.version()
         if self._snapshot is not None and self._snapshot.version == version:
             return self._snapshot
-        ids: list[str] = []
-        chunks = []
-        with self._chroma() as col:
-            version = self.version()  # no write can land while the lock is held
-            size = col.count()
-            for offset in range(0, size, 10_000):
-                res = col.get(include=["embeddings"], limit=10_000, offset=offset)
-                ids += res["ids"]
-                chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
+        while True:
+            ids: list[str] = []
+            chunks = []
+            with self._chroma() as col:
+                version = self.version()  # locally no write lands while the lock is held
+                size = col.count()
+                for offset in range(0, size, 10_000):
+                    res = col.get(include=["embeddings"], limit=10_000, offset=offset)
+                    ids += res["ids"]
+                    chunks.append(np.asarray(res["embeddings"], dtype=np.float32))
+            if self._chroma_folder is not None or self.version() == version:
+                break  # on a server: read again where a write landed meanwhile
         matrix = np.concatenate(chunks) if chunks else np.zeros((0, self.embedder.dim), np.float32)
         self._snapshot = _Snapshot(version, ids, matrix, {i: n for n, i in enumerate(ids)})
         return self._snapshot
@@ -573,7 +651,7 @@ class PolarMemory:
     def concepts_of(self, node: str) -> dict[str, str]:
         """A memory's concepts and the kind of edge to each."""
         rows = self._db().execute(
-            "SELECT dst, kind FROM edges WHERE src = ? AND dst LIKE 'concept:%'", (node,)
+            "SELECT dst, kind FROM edges WHERE src = ? AND dst LIKE ?", (node, "concept:%")
         )
         return {dst.removeprefix("concept:"): kind for dst, kind in rows}
 
@@ -584,7 +662,7 @@ class PolarMemory:
         with self._chroma() as col:
             vectors = col.count()
         return {
-            "path": str(self.path),
+            "path": self.location,
             "nodes": {k: nodes.get(k, 0) for k in NODE_KINDS},
             "edges": {k: edges.get(k, 0) for k in EDGE_KINDS},
             "vectors": vectors,
@@ -594,7 +672,7 @@ class PolarMemory:
         }
 
 
-def _forgotten(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+def _forgotten(db: _Conn, ids: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(ids), 900):
         chunk = ids[i : i + 900]
@@ -603,7 +681,7 @@ def _forgotten(db: sqlite3.Connection, ids: list[str]) -> set[str]:
     return out
 
 
-def _existing(db: sqlite3.Connection, ids: list[str]) -> set[str]:
+def _existing(db: _Conn, ids: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
@@ -612,7 +690,7 @@ def _existing(db: sqlite3.Connection, ids: list[str]) -> set[str]:
     return out
 
 
-def _sources(db: sqlite3.Connection, concepts: set[str], kinds: tuple[str, ...]) -> set[str]:
+def _sources(db: _Conn, concepts: set[str], kinds: tuple[str, ...]) -> set[str]:
     """Memories with an edge of one of ``kinds`` to one of ``concepts``."""
     if not concepts:
         return set()
