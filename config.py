@@ -1,4 +1,9 @@
-"""The one Context every hopgraph graph runs with (LangGraph ``context_schema``).
+"""The Context every hopgraph graph runs with (LangGraph ``context_schema``): what every graph
+shares (endpoint, models, folders, retrieval depth, the limits on a request). Each method's knobs
+are a settings class of its own, beside its graph (``graphs/mmapg.py:MMAPGSettings``; GRAIL's
+and PolarMem's are parts any graph may include); ``context_class`` joins Context and a graph's
+settings into that graph's schema, so LangGraph Studio shows a graph only its own fields. A
+knob's bounds and owner are its field's metadata (``knob``, ``OPERATOR``, ``SERVING``).
 
 Fields left at their default are filled from ``HOPGRAPH_<FIELD>`` environment variables, the
 idiom of langchain-ai's react-agent template; explicit arguments always win.
@@ -17,20 +22,18 @@ OPERATOR = {"owner": "operator"}
 """Field metadata of the operator's settings: endpoints, keys, models, folders, caches, timeouts,
 concurrency and the limits on a request. A client of a served graph may set only the others,
 the method's knobs (``ClientContext``)."""
+SERVING = {"owner": "operator", "serving": True}
+"""An operator's field that says where and how fast a run is served, not what it answers: a
+record may resume with another value (the KB's contents and the prompts' hashes are checked
+apart from their paths)."""
 
 
-def at_least(low: int) -> dict[str, int]:
-    """Field metadata of a knob with a floor, checked by ``Context`` itself when it is made."""
-    return {"minimum": low}
-
-
-KNOB_LIMITS = (
-    "top_k=50,mmapg_max_iterations=20,mmapg_max_candidates=20,qdrag_budget=20,"
-    "qdrag_retrieve_k=50,mabdqa_m=50,mabdqa_reentry_m=20,mabdqa_reentries=3,mabdqa_batch=16,"
-    "mabdqa_max_aspects=10,mabdqa_top_pages=10,mabdqa_theta_h=50,polar_templates=10,"
-    "polar_max_concepts=100,polar_top_k=20"
-)
-"""Served defaults of ``limit_knobs``: each knob's cap on what one client request may ask."""
+def knob(default: Any, *, least: float | None = None, most: float | None = None, **kw: Any):  # noqa: ANN201
+    """A method's knob: ``least`` is checked when a Context is made; ``most`` is the served
+    default of the largest value one client request may ask (the operator's ``limit_knobs``
+    overrides it)."""
+    meta = {k: v for k, v in (("minimum", least), ("most", most)) if v is not None}
+    return field(default=default, metadata=meta, **kw)
 
 
 def _default_cache_dir() -> str:
@@ -40,35 +43,34 @@ def _default_cache_dir() -> str:
 
 @dataclass(kw_only=True)
 class Context:
-    """Endpoint, models, paths and each method's hyperparameters (papers' defaults)."""
+    """Endpoint, models, paths, retrieval depth and the limits on a request: what every graph
+    shares. A method's knobs join it in its graph's schema (``context_class``)."""
 
     # -- model endpoint ------------------------------------------------------------------
-    base_url: str = field(default="", metadata=OPERATOR)
+    base_url: str = field(default="", metadata=SERVING)
     """OpenAI-compatible endpoint (vLLM in production). Empty: start the embedded llama.cpp."""
     model: str = field(default="qwen2.5-coder-1.5b", metadata=OPERATOR)
     """Model name served at ``base_url``, or an embedded GGUF name when ``base_url`` is empty."""
-    api_key: str = field(default="EMPTY", metadata=OPERATOR)
-    backend: Literal["auto", "vllm", "llamacpp", "openai"] = field(
-        default="auto", metadata=OPERATOR
-    )
+    api_key: str = field(default="EMPTY", metadata=SERVING)
+    backend: Literal["auto", "vllm", "llamacpp", "openai"] = field(default="auto", metadata=SERVING)
     """Endpoint dialect: auto | vllm | llamacpp | openai (structured output and image support)."""
-    vlm_base_url: str = field(default="", metadata=OPERATOR)
+    vlm_base_url: str = field(default="", metadata=SERVING)
     """Endpoint of a vision-language model for image calls; empty: same as ``base_url``."""
     vlm_model: str = field(default="", metadata=OPERATOR)
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
-    request_timeout: float = field(default=120.0, metadata=OPERATOR)
+    request_timeout: float = field(default=120.0, metadata=SERVING)
     """Seconds a model request may take (connect: 5 s). A remote endpoint's reply is one read
     covering queueing, prefill and decoding on a loaded batching server: size it for that;
     a timed-out request is not sent again. The embedded server's stream waits this long
     between tokens (10x for the first)."""
-    max_concurrency: int = field(default=32, metadata=OPERATOR)
+    max_concurrency: int = field(default=32, metadata=SERVING)
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
     max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
     ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
     server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
     by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
-    max_retries: int = field(default=2, metadata=OPERATOR)
+    max_retries: int = field(default=2, metadata=SERVING)
     """Times a model call is sent again after a connection error, a malformed reply or a 5xx
     (never after a 4xx, nor after a timeout: raise ``request_timeout`` instead); 2 means at
     most 3 attempts."""
@@ -79,14 +81,14 @@ class Context:
 
     # -- embedded server -----------------------------------------------------------------
     n_ctx: int = field(default=4096, metadata=OPERATOR)
-    n_threads: int = field(default=0, metadata=OPERATOR)
+    n_threads: int = field(default=0, metadata=SERVING)
     """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""
-    n_threads_batch: int = field(default=0, metadata=OPERATOR)
+    n_threads_batch: int = field(default=0, metadata=SERVING)
     """llama.cpp prompt-reading threads; 0 means all cores but one (all cores reads prompts
     faster on a machine where nothing else runs)."""
-    cache_dir: str = field(default_factory=_default_cache_dir, metadata=OPERATOR)
+    cache_dir: str = field(default_factory=_default_cache_dir, metadata=SERVING)
     """Where assembled GGUF files and other caches live."""
-    response_cache: str = field(default="", metadata=OPERATOR)
+    response_cache: str = field(default="", metadata=SERVING)
     """A folder where greedy (temperature 0) replies are kept by their exact request and read
     back, so a re-run pays only for the calls that changed (``--cache DIR``); "" keeps none."""
 
@@ -98,143 +100,45 @@ class Context:
     page_embedder: str = field(default="", metadata=OPERATOR)
     """MAB-DQA's page vectors: a ColPali / ColQwen2 model (local folder or HF-cache id) that
     embeds rendered page images (Sec. 3.1); empty: each page's text lines (the CPU default)."""
-    embed_batch_size: int = field(default=16, metadata=OPERATOR)
+    embed_batch_size: int = field(default=16, metadata=SERVING)
     """Texts per encoder batch: 16 is fastest for passages on 2 CPU cores (measured)."""
-    kb_dir: str = field(default="kb", metadata=OPERATOR)
-    chroma_url: str = field(default="", metadata=OPERATOR)
+    kb_dir: str = field(default="kb", metadata=SERVING)
+    chroma_url: str = field(default="", metadata=SERVING)
     """A Chroma server (http://host:port) for a shared knowledge base; empty: local files."""
-    registry_url: str = field(default="", metadata=OPERATOR)
+    registry_url: str = field(default="", metadata=SERVING)
     """PostgreSQL (postgresql://user@host/db) keeping the source registry of a KB on a Chroma
     server, where every machine that uses the KB reaches it; empty: a local KB keeps its own
     SQLite file, and a server KB has none (its lifecycle commands refuse, naming this)."""
-    prompts_dir: str = field(default="", metadata=OPERATOR)
+    prompts_dir: str = field(default="", metadata=SERVING)
     """A user folder whose ``.j2`` files override the built-in templates by name."""
-    trace_content: bool = field(default=True, metadata=OPERATOR)
+    trace_content: bool = field(default=True, metadata=SERVING)
     """Whether an LLM call's trace event keeps the messages sent and the reply (off: role,
     template, settings, tokens and latency only)."""
-    trace_text_cap: int = field(default=0, metadata=OPERATOR)
+    trace_text_cap: int = field(default=0, metadata=SERVING)
     """Characters of each message and reply an LLM call's trace event keeps (0: whole); a cut
     text ends with a marker saying how much was cut."""
 
     # -- retrieval common ----------------------------------------------------------------
-    top_k: int = field(default=5, metadata=at_least(1))
+    top_k: int = knob(5, least=1, most=50)
 
-    max_question_tokens: int = field(default=0, metadata=at_least(0))
+    max_question_tokens: int = knob(0, least=0)
     """A question's token cap (prompt + completion, 0: none): a method that reaches it starts
     no new step and answers from what it holds (MMAPG from its graph, QDRAG from the contexts
     it retrieved, MAB-DQA from the pages judged), recorded as a ``budget_stop`` event."""
 
-    # -- MMAPG (mmapg.txt, Alg. 1) ------------------------------------------------------
-    mmapg_max_iterations: int = field(default=10, metadata=at_least(1))
-    """The planner loop's cap k (Alg. 1, line 3)."""
-    mmapg_single_path: bool = False
-    """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
-    mmapg_triplets: bool = True
-    """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
-    passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
-    mmapg_retrieval: Literal["module", "similarity"] = "module"
-    """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
-    instruction's embedding, no query building, no examination."""
-    mmapg_text_radius: float = 0.6
-    """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
-    mmapg_image_radius: float = 0.7
-    """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
-    mmapg_max_candidates: int = field(default=6, metadata=at_least(1))
-    """Candidates examined per retrieval node, best first: each costs one model call, and the
-    radius search alone has no upper bound."""
-    mmapg_examine_filter: bool = False
-    """Ours, off by default: drop a candidate the examiner judges unhelpful before extraction
-    (each drop is a ``dropped_candidate`` step in the trace). The paper collects every
-    examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
-
-    # -- QDRAG (qdrag.txt) --------------------------------------------------------------
-    qdrag_budget: int = field(default=5, metadata=at_least(1))
-    """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
-    qdrag_mode: Literal["qdc", "qdr", "dense", "sparse"] = "qdc"
-    """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
-    question without decomposition)."""
-    qdrag_entropy_budget: bool = True
-    """Off: every (sub)question keeps the same share (Table 6 without "S")."""
-    qdrag_retrieve_k: int = field(default=10, metadata=at_least(1))
-    """Contexts retrieved per (sub)question before reranking."""
-
-    # -- MAB-DQA (mab-dqa.txt, Sec. 4.4) ---------------------------------------------------
-    # Paper defaults; the authors' public code uses beta=0.01, lambda=1.
-    mabdqa_alpha: float = 0.8
-    """Weight of the page judgement against late interaction (Eq. 8)."""
-    mabdqa_beta: float = 0.1
-    """Weight of the hypergraph term (Eq. 8)."""
-    mabdqa_lambda: float = 0.75
-    """Arm confidence against page degree inside the hypergraph term (Eq. 8)."""
-    mabdqa_theta_g: float = 0.8
-    """Page-graph edge threshold (Eq. 2)."""
-    mabdqa_theta_h: int = 10
-    """Pages per hyperedge (Algorithm 1)."""
-    mabdqa_m: int = field(default=20, metadata=at_least(0))
-    """Pages judged by the bandit walk (Algorithm 2's iterations)."""
-    mabdqa_batch: int = field(default=1, metadata=at_least(1))
-    """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
-    mabdqa_seed: int = 42
-    mabdqa_top_pages: int = field(default=4, metadata=at_least(1))
-    """Pages the answer reads (the paper's Top-4)."""
-    mabdqa_retriever: Literal["bandit", "li"] = "bandit"
-    """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
-    mabdqa_page_graph: bool = True
-    """Off: no query-agnostic page graph (Table 6 ablation)."""
-    mabdqa_atoms_only: bool = False
-    """On: arms are the atomic subqueries only, no global query (Table 6 ablation)."""
-    mabdqa_question_reflection: bool = True
-    mabdqa_answer_reflection: bool = True
-    """Off: the initial answer is final and the hypergraph is never re-entered."""
-    mabdqa_reentries: int = 1
-    """Times HRRA may re-enter the hypergraph for more pages when the answer falls short."""
-    mabdqa_reentry_m: int = 8
-    """Pages judged per re-entry."""
-    mabdqa_max_aspects: int = 5
-    mabdqa_page_chars: int = 1500
-    """Page text the LLM reads per page when no VLM sees the page image."""
-    mabdqa_judge_tokens: int = 160
-    mabdqa_judge: Literal["scale", "p_yes"] = "scale"
-    """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
-
-    # -- PolarMem (polarmem.txt) -------------------------------------------------------
-    polar_dir: str = field(default="polarmem", metadata=OPERATOR)
-    """The memory's folder (graph.sqlite + chroma/)."""
-    polar_templates: int = 3
-    """Verification templates averaged per concept (Eq. 4: at least 3)."""
-    polar_kappa: float = 0.5
-    """delta = kappa * sigma_w, the uncertainty margin around tau* (Eq. 6); the paper gives
-    no value (the authors' code used a fixed 0.05)."""
-    polar_max_concepts: int = 40
-    """Concepts kept from one image's proposal (App. B: at most 40)."""
-    polar_memory: bool = False
-    """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
-    join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""
-    polar_recall: Literal["logic", "vanilla"] = "logic"
-    """logic (Algorithm 1) | vanilla (similarity only, Eq. 2)."""
-    polar_top_k: int = 3
-    """Memories recalled per query."""
-
-    # -- GRAIL (grail.txt) ---------------------------------------------------------------
-    grail_tau_base: float = 0.05
-    grail_weights: str = field(default="", metadata=OPERATOR)
-    """A trained GRAIL folder (``hopgraph grail train``); empty: the training-free variant."""
-    grail_mode: Literal["", "query", "additive", "gap-fixed", "gap", "hybrid"] = ""
-    """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
-    query | additive | gap-fixed | gap | hybrid."""
-
     # -- what one served request may ask for (the operator's) ------------------------------
-    image_roots: str = field(default="", metadata=OPERATOR)
+    image_roots: str = field(default="", metadata=SERVING)
     """Folders (``os.pathsep``-separated) a question's image files may be read from; data URLs
     and http(s) URLs need none. Served: none by default. ``hopgraph run``: the question file's
     folder when empty."""
-    limit_question_chars: int = field(default=4000, metadata=OPERATOR)
-    limit_images: int = field(default=8, metadata=OPERATOR)
+    limit_question_chars: int = field(default=4000, metadata=SERVING)
+    limit_images: int = field(default=8, metadata=SERVING)
     """Images one question may carry."""
-    limit_image_pixels: int = field(default=40_000_000, metadata=OPERATOR)
+    limit_image_pixels: int = field(default=40_000_000, metadata=SERVING)
     """Width x height of any one question image, as sent (before it is resized)."""
-    limit_knobs: str = field(default=KNOB_LIMITS, metadata=OPERATOR)
-    """The largest value a client may give each costly knob, ``name=max`` comma-separated."""
+    limit_knobs: str = field(default="", metadata=SERVING)
+    """The largest value a client may give a costly knob, ``name=max`` comma-separated, where
+    it differs from the knob's own served cap (its field's ``most``)."""
 
     @property
     def is_operator(self) -> bool:
@@ -251,17 +155,66 @@ class Context:
 
     @classmethod
     def operator_fields(cls) -> frozenset[str]:
-        """The fields only the operator sets (``OPERATOR`` metadata)."""
+        """The fields only the operator sets (``OPERATOR`` / ``SERVING`` metadata)."""
         return frozenset(f.name for f in fields(cls) if f.metadata.get("owner") == "operator")
 
+    @classmethod
+    def serving_fields(cls) -> frozenset[str]:
+        """The fields that say where and how fast a run is served (``SERVING``)."""
+        return frozenset(f.name for f in fields(cls) if f.metadata.get("serving"))
+
+    @classmethod
+    def operator_class(cls) -> type[Context]:
+        """The class an operator builds: a served client's class's own base, else this one."""
+        return cls.__dict__.get("_operator_class") or cls
+
+    @classmethod
+    def adopt(cls, ctx: Context) -> Context:
+        """``ctx`` as this class: each field it has kept, the others at their defaults (a
+        graph run with a Context that lacks its method's knobs gets the papers' values);
+        still the operator's where ``ctx`` was."""
+        target = cls.operator_class()
+        if isinstance(ctx, target):
+            return ctx
+        made = ctx.__dict__.setdefault("_adopted", {})  # nodes ask once per call: made once
+        if target not in made:
+            kept = {f.name: getattr(ctx, f.name) for f in fields(target) if hasattr(ctx, f.name)}
+            made[target] = target(**kept)
+            if ctx.is_operator:
+                object.__setattr__(made[target], "_operator", True)
+        return made[target]
+
+    @classmethod
+    def refuse(cls, given: dict[str, Any]) -> None:
+        """A client's choices, refused where they name an operator field or a field ``cls`` does
+        not have, or a value not of its field's type (JSON from a client)."""
+        operator = sorted(set(given) & cls.operator_fields())
+        if operator:
+            raise ValueError(
+                f"Context field(s) {', '.join(map(repr, operator))} belong to the operator of "
+                "this server and are set by its environment, not by a client"
+            )
+        hints = get_type_hints(cls)
+        for name, value in given.items():
+            typ = hints.get(name)
+            if typ is None:
+                raise ValueError(f"unknown Context field {name!r}{_whose([name])}")
+            wanted = (int, float) if typ is float else typ if typ in (int, bool, str) else None
+            mistyped = wanted and not isinstance(value, wanted)
+            if mistyped or (isinstance(value, bool) and typ in (int, float)):
+                raise ValueError(f"Context field {name!r} expects {typ.__name__}, not {value!r}")
+
     def knob_limits(self) -> dict[str, float]:
-        """``limit_knobs`` as a dict, each name a Context field."""
-        out = {}
+        """The largest value a client may give each costly knob of this Context: each knob's
+        own cap (``most``), with ``limit_knobs`` applied over them."""
+        mine = {f.name for f in fields(self)}
+        out = {f.name: float(f.metadata["most"]) for f in fields(self) if "most" in f.metadata}
         for item in filter(None, (p.strip() for p in self.limit_knobs.split(","))):
-            name, sep, value = item.partition("=")
-            if not sep or name.strip() not in {f.name for f in fields(self)}:
+            name, sep, value = (x.strip() for x in item.partition("="))
+            if not sep or name not in mine | KNOWN_FIELDS:
                 raise ValueError(f"limit_knobs: {item!r} is not field=max")
-            out[name.strip()] = float(value)
+            if name in mine:
+                out[name] = float(value)
         return out
 
     def __post_init__(self) -> None:
@@ -272,7 +225,7 @@ class Context:
                 setattr(self, f.name, coerce(f.name, hints[f.name], env))
             if get_origin(hints[f.name]) is Literal:  # fixed choices: refused once, here
                 coerce(f.name, hints[f.name], getattr(self, f.name))
-        if not isinstance(self, ClientContext):  # a client's: after the operator's limits
+        if not getattr(self, "_client", False):  # a client's: after the operator's limits
             self.check_floors()
 
     def check_floors(self) -> None:
@@ -287,11 +240,12 @@ class Context:
         hints = get_type_hints(type(self))
         unknown = sorted(set(changes) - set(hints))
         if unknown:
-            raise ValueError(f"unknown Context field(s): {', '.join(unknown)}")
+            raise ValueError(f"unknown Context field(s): {', '.join(unknown)}{_whose(unknown)}")
         typed = {k: coerce(k, hints[k], v) if isinstance(v, str) else v for k, v in changes.items()}
-        # a plain Context (a ClientContext refuses operator fields as arguments), still the
+        # the operator's class (a client's refuses operator fields as arguments), still the
         # operator's where this one was
-        out = Context(**({f.name: getattr(self, f.name) for f in fields(self)} | typed))
+        target = type(self).operator_class()
+        out = target(**({f.name: getattr(self, f.name) for f in fields(self)} | typed))
         if self.is_operator:
             object.__setattr__(out, "_operator", True)
         return out
@@ -315,38 +269,62 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{netloc[-1]}"))
 
 
-class ClientContext(Context):
-    """The Context of a served graph, as LangGraph builds it from a client's ``context`` dict.
-    A client chooses the method's knobs within the operator's limits; every operator field
-    comes from the server's environment (or ``langgraph.json``), so one a client names is
-    refused, naming it, before any work. Code that passes a ``Context`` itself (the CLI, the
-    runner, ``graph.invoke(..., context=Context(...))``) is the operator and is not checked."""
+def client_of(cls: type[Context]) -> type[Context]:
+    """The class a served graph's context becomes when LangGraph builds it from a client's
+    ``context`` dict: the client chooses the method's knobs within the operator's limits;
+    every operator field comes from the server's environment (or ``langgraph.json``), so one a
+    client names is refused, naming it, before any work. Code that passes a Context itself
+    (the CLI, the runner, ``graph.invoke(..., context=MMAPGContext(...))``) is the operator
+    and is not checked."""
+    made = cls.__dict__.get("_client_class")
+    if made is not None:
+        return made
 
-    def __init__(self, **given: Any):
-        self.refuse(given)
-        super().__init__(**given)
+    def __init__(self, **given: Any) -> None:  # noqa: N807
+        type(self).refuse(given)
+        cls.__init__(self, **given)
         within_limits(self, self.knob_limits())
         self.check_floors()
 
-    @staticmethod
-    def refuse(given: dict[str, Any]) -> None:
-        """A client's choices, refused where they name an operator field or an unknown one, or
-        a value not of its field's type (JSON from a client)."""
-        operator = sorted(set(given) & Context.operator_fields())
-        if operator:
-            raise ValueError(
-                f"Context field(s) {', '.join(map(repr, operator))} belong to the operator of "
-                "this server and are set by its environment, not by a client"
-            )
-        hints = get_type_hints(Context)
-        for name, value in given.items():
-            typ = hints.get(name)
-            if typ is None:
-                raise ValueError(f"unknown Context field {name!r}")
-            wanted = (int, float) if typ is float else typ if typ in (int, bool, str) else None
-            mistyped = wanted and not isinstance(value, wanted)
-            if mistyped or (isinstance(value, bool) and typ in (int, float)):
-                raise ValueError(f"Context field {name!r} expects {typ.__name__}, not {value!r}")
+    made = type(f"Client{cls.__name__}", (cls,), {
+        "__init__": __init__, "__module__": cls.__module__, "_client": True,
+        "_operator_class": cls, "__doc__": client_of.__doc__,
+    })  # fmt: skip
+    cls._client_class = made
+    return made
+
+
+ClientContext = client_of(Context)
+"""The client's class of a graph that has no knobs of its own (rag, direct)."""
+
+KNOWN_FIELDS: set[str] = {f.name for f in fields(Context)}
+"""Every field of every class ``context_class`` made so far: a name outside a class but in
+here is another method's knob (``--set`` names it for the wrong agent), not a typo."""
+_OWNERS: dict[str, str] = {}
+
+
+def _whose(names: list[str]) -> str:
+    """Where unknown names are another method's knobs: whose."""
+    owned = [f"{n} is {_OWNERS[n]}'s" for n in names if n in _OWNERS]
+    return f" ({'; '.join(owned)}, not this graph's)" if owned else ""
+
+
+def context_class(name: str, *parts: type, module: str = "") -> type[Context]:
+    """The Context of a graph whose knobs are ``parts`` (settings dataclasses, each its
+    fields with ``knob`` metadata): Context's shared fields and theirs, one flat namespace,
+    so ``--set mmapg_max_iterations=3`` and ``HOPGRAPH_MMAPG_MAX_ITERATIONS`` keep their names."""
+    made = dataclass(kw_only=True)(
+        type(
+            name,
+            (Context, *parts),
+            {"__module__": module or parts[0].__module__, "__qualname__": name},
+        )  # fmt: skip
+    )
+    for part in parts:
+        for f in fields(part):
+            KNOWN_FIELDS.add(f.name)
+            _OWNERS.setdefault(f.name, part.__name__.removesuffix("Settings"))
+    return made
 
 
 def within_limits(ctx: Context, limits: dict[str, float]) -> None:
@@ -365,24 +343,11 @@ def for_client(operator: Context, given: dict[str, Any]) -> Context:
     (``hopgraph mcp``): the client's choices refused as ``ClientContext`` refuses them and held
     to the operator's own limits, every other field the operator's; not marked as the
     operator's, so the question's admission holds it to the request limits."""
-    ClientContext.refuse(given)
-    out = Context(**({f.name: getattr(operator, f.name) for f in fields(operator)} | given))
-    within_limits(out, operator.knob_limits())
+    target = type(operator).operator_class()
+    target.refuse(given)
+    out = target(**({f.name: getattr(operator, f.name) for f in fields(operator)} | given))
+    within_limits(out, out.knob_limits())
     return out
-
-
-SERVING_FIELDS = frozenset(
-    {
-        "base_url", "api_key", "backend", "vlm_base_url", "request_timeout", "max_concurrency",
-        "max_retries", "n_threads", "n_threads_batch", "cache_dir", "embed_batch_size", "kb_dir",
-        "chroma_url", "registry_url", "prompts_dir", "trace_content", "trace_text_cap",
-        "response_cache",
-        "image_roots", "limit_question_chars", "limit_images", "limit_image_pixels",
-        "limit_knobs",
-    }
-)  # fmt: skip
-"""Fields that say where and how fast a run is served, not what it answers (a record may resume
-with others; the KB's contents and the prompts' hashes are checked apart from their paths)."""
 
 
 def _default_of(f: dataclasses.Field) -> Any:

@@ -32,14 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from scripted_server import ScriptedServer  # noqa: E402
 
-from hopgraph.config import Context, parse_sets  # noqa: E402
+from hopgraph.config import parse_sets  # noqa: E402
 from hopgraph.evals.datasets import Question, read_questions, write_questions  # noqa: E402
 from hopgraph.evals.demo import PASSAGES, write_demo  # noqa: E402
 from hopgraph.evals.evaluate import by_template  # noqa: E402
 from hopgraph.evals.run_folder import read_predictions  # noqa: E402
 from hopgraph.evals.runner import Runner  # noqa: E402
+from hopgraph.graphs import every_context  # noqa: E402
 from hopgraph.memory.ids import page_key  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
+
+Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
 
 DOC = "esterlund-guide.pdf"
 AGENTS: dict[str, tuple[str, dict[str, Any]]] = {

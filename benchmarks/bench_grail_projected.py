@@ -38,12 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_kb_scale import DIM, grow, rss_mb, unit_vectors  # noqa: E402
 from servers import fresh_database, start_chroma, start_postgres  # noqa: E402
 
-from hopgraph.config import Context  # noqa: E402
+from hopgraph.graphs import every_context  # noqa: E402
 from hopgraph.memory.kb import KnowledgeBase  # noqa: E402
 from hopgraph.runtime import close_all  # noqa: E402
 from hopgraph.tools.grail.models import GrailModel  # noqa: E402
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher  # noqa: E402
 from hopgraph.tools.grail.tool import steerable_search  # noqa: E402
+
+Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
 
 
 def adapter(folder: Path) -> Path:

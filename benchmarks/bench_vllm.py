@@ -26,11 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_agents import setup  # noqa: E402
 
-from hopgraph.config import Context  # noqa: E402
 from hopgraph.evals.run_folder import git_revision, machine, read_predictions  # noqa: E402
 from hopgraph.evals.runner import Runner  # noqa: E402
+from hopgraph.graphs import every_context  # noqa: E402
 from hopgraph.models.embedded import EmbeddedServer  # noqa: E402
 from hopgraph.models.vllm_server import VllmServer  # noqa: E402
+
+Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
 
 MODEL = "smollm2-135m"
 AGENTS = {"rag": ("rag", {}), "QD-C": ("qdrag", {"qdrag_mode": "qdc"})}

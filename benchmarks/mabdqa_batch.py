@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.config import Context
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.results import fmt
 from hopgraph.evals.run_folder import has_trace, read_predictions, trace_path
 from hopgraph.evals.stats import sign_counts as sign_test
+from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.tools.mabdqa.bandit import bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph, late_interaction

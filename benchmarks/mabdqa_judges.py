@@ -114,7 +114,10 @@ def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.tools.retrieval import knowledge_base
 
     install_sigterm_handler()
-    ctx = build_context(args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"])
+    from hopgraph.graphs.mabdqa import MABDQAContext
+
+    ctx = build_context(args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"],
+                        schema=MABDQAContext)  # fmt: skip
     kb = knowledge_base(ctx)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -68,16 +68,22 @@ CacheDir = Annotated[
 
 
 def build_context(
-    base_url: str = "", model: str = "", prompts: str = "", sets=None, cache: str = ""
+    base_url: str = "",
+    model: str = "",
+    prompts: str = "",
+    sets=None,
+    cache: str = "",
+    schema: type[Context] = Context,
 ) -> Context:
-    """Context from defaults, HOPGRAPH_* environment, then command-line options (which win)."""
+    """``schema`` (a graph's Context class, or a command's) from defaults, HOPGRAPH_*
+    environment, then command-line options (which win): ``--set`` names only its fields."""
     changes: dict[str, str] = parse_sets(sets)
     options = (("base_url", base_url), ("model", model), ("prompts_dir", prompts),
                ("response_cache", cache))  # fmt: skip
     for key, value in options:
         if value:
             changes[key] = value
-    return Context().replace(**changes).as_operator()  # the CLI's user is the operator
+    return schema().replace(**changes).as_operator()  # the CLI's user is the operator
 
 
 @app.callback()

@@ -39,8 +39,10 @@ def mcp(
     streamable HTTP at /mcp, where each request needs an API key (HOPGRAPH_API_KEYS)."""
     from hopgraph.cli.app import parsed_price, refuse
     from hopgraph.cli.mcp_server import build_server, key_check
+    from hopgraph.graphs import every_context
 
-    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"])
+    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"],
+                        schema=every_context())  # fmt: skip
     if not Path(ctx.kb_dir).is_dir() and not ctx.chroma_url:
         refuse(f"no knowledge base at {ctx.kb_dir}: build one with hopgraph index FILES --kb DIR")
     server = build_server(ctx, price=parsed_price(price), per_key_memory=http)

@@ -151,9 +151,13 @@ class Operator:
 
 
 def settings_model() -> type[pydantic.BaseModel]:
-    """The knobs a caller may set: every Context field but the operator's, each optional."""
-    hints = get_type_hints(Context)
-    fields = {n: (t | None, None) for n, t in hints.items() if n not in Context.operator_fields()}
+    """The knobs a caller may set: every built-in method's and the shared ones, not the
+    operator's, each optional."""
+    from hopgraph.graphs import every_context
+
+    every = every_context()
+    hints = get_type_hints(every)
+    fields = {n: (t | None, None) for n, t in hints.items() if n not in every.operator_fields()}
     return pydantic.create_model(
         "Settings", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )

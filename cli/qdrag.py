@@ -37,8 +37,9 @@ def qdrag_preferences(
     """QDARF: sample QD-R plans, reward = gold-context recall, write DPO pairs for TRL."""
     from hopgraph.evals.datasets import read_questions
     from hopgraph.evals.qdarf import preference_pairs, write_pairs
+    from hopgraph.graphs.qdrag import QDRAGContext
 
-    ctx = build_context(base_url, model, sets=[*(sets or []), f"kb_dir={kb}"])
+    ctx = build_context(base_url, model, sets=[*(sets or []), f"kb_dir={kb}"], schema=QDRAGContext)
     qs = read_questions(questions)[0][:limit]
     pairs = preference_pairs(
         qs,

@@ -31,7 +31,8 @@ from hopgraph.cli.app import (
     refuse,
     spinner,
 )
-from hopgraph.graphs import GRAPHS
+from hopgraph.graphs import GRAPHS, every_context
+from hopgraph.graphs import context_schema as schema_of
 from hopgraph.models.embedded import unused_cpu_features
 
 GraphSpec = Annotated[
@@ -106,7 +107,7 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
     from hopgraph.models import chat_model, vlm_model
     from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
 
-    ctx = build_context(base_url, model, sets=sets)
+    ctx = build_context(base_url, model, sets=sets, schema=every_context())
     rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
     if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
         rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
@@ -184,11 +185,12 @@ def run(
     from hopgraph.evals.datasets import read_questions
     from hopgraph.evals.runner import RunAborted, Runner
 
-    ctx = build_context(
-        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache
-    )
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
+        schema_of(agent),
+    )  # fmt: skip
     if concurrency < 1:
         refuse(f"--concurrency is how many questions run at once: 1 or more, not {concurrency}")
     budget = run_budget(budget_tokens, budget_usd, price)
@@ -333,8 +335,9 @@ def ask(
     from hopgraph.evals.run_folder import packed, trace_path
     from hopgraph.evals.runner import Runner
 
-    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache)
     agent = chosen_graph(agent, graph)
+    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache,
+                        schema_of(agent))  # fmt: skip
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")

@@ -24,7 +24,9 @@ PARTS = {"hopgraph.tools.grail": "grail_mode", "hopgraph.graphs.polarmem": "pola
 
 def parts_off(ctx: object | None) -> tuple[str, ...]:
     """The parts ``ctx`` leaves off (none without a Context: everything counts)."""
-    return tuple(p for p, field in PARTS.items() if ctx is not None and not getattr(ctx, field))
+    return tuple(
+        p for p, field in PARTS.items() if ctx is not None and not getattr(ctx, field, False)
+    )
 
 
 def _in_layers(module: str) -> bool:

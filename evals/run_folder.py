@@ -19,7 +19,7 @@ from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
-from hopgraph.config import SERVING_FIELDS, Context
+from hopgraph.config import Context
 from hopgraph.evals.code_fingerprint import code_fingerprint
 from hopgraph.evals.datasets import how_made, read_questions
 from hopgraph.evals.metrics import critical_path_depth
@@ -186,7 +186,7 @@ def settings_key(m: dict[str, Any]) -> str:
     from how it is served, the GGUF, every template's sha256 and the KB. A question's checkpoint
     thread is tied to it, so a checkpoint left from other settings (another KB, an edited
     template) is never resumed."""
-    context = {k: v for k, v in m["context"].items() if k not in SERVING_FIELDS}
+    context = {k: v for k, v in m["context"].items() if k not in Context.serving_fields()}
     settings = {"context": context} | {k: m[k] for k in ("gguf_sha256", "prompts", "kb")}
     blob = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -194,16 +194,16 @@ def settings_key(m: dict[str, Any]) -> str:
 
 def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]) -> list[str]:
     """How a sitting's manifest ``new`` would answer differently from the record's ``old``: the
-    Context apart from SERVING_FIELDS, the GGUF, the ``templates`` its questions used, the KB's
-    items and build settings. [] lets it resume. What an older manifest did not record is not
-    compared, nor KB builds that one side does not know."""
+    Context apart from its serving fields (``SERVING``), the GGUF, the ``templates`` its
+    questions used, the KB's items and build settings. [] lets it resume. What an older
+    manifest did not record is not compared, nor KB builds that one side does not know."""
     changes = []
     if old.get("gguf_sha256") and new.get("gguf_sha256") != old["gguf_sha256"]:
         changes.append(f"GGUF {old['gguf_sha256'][:12]} (now {new.get('gguf_sha256', '')[:12]})")
     was, now = old.get("context", {}), new.get("context", {})
     changes += [
         f"{k}={was[k]!r} (now {now[k]!r})"
-        for k in sorted((was.keys() & now.keys()) - SERVING_FIELDS)
+        for k in sorted((was.keys() & now.keys()) - Context.serving_fields())
         if was[k] != now[k]
     ]
     was, now = old.get("prompts", {}), new.get("prompts", {})

@@ -44,7 +44,7 @@ from hopgraph.evals.run_folder import (
     settings_key,
     trace_path,
 )
-from hopgraph.graphs import load_graph, recursion_limit
+from hopgraph.graphs import context_schema, load_graph, recursion_limit
 from hopgraph.graphs.shared import output_of
 from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
@@ -145,7 +145,9 @@ class Runner:
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
         self.run_dir = Path(run_dir)
-        self.ctx = ctx.as_operator()  # whoever runs a Runner is the operator
+        # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks
+        # them, so the manifest names them); whoever runs a Runner is the operator
+        self.ctx = context_schema(agent).adopt(ctx).as_operator()
         self.code = method_code(agent, self.ctx).get("fingerprint", "")
         self.endpoint = endpoint
         self.speed_probe = speed_probe

@@ -122,6 +122,38 @@ def load_graph(agent: str):  # noqa: ANN201 - a compiled graph
     return graph
 
 
+def context_schema(agent: str):  # noqa: ANN201 - a Context class
+    """The Context class an agent's graph runs with (its ``context_schema``, as the operator
+    builds it): what ``--set`` may name for it. Context itself for a graph whose schema is
+    not one of ours."""
+    from hopgraph.config import Context
+
+    schema = getattr(load_graph(agent).builder, "context_schema", None)
+    if isinstance(schema, type) and issubclass(schema, Context):
+        return schema.operator_class()
+    return Context
+
+
+def every_context():  # noqa: ANN201 - a Context class
+    """One Context class with every built-in graph's fields, for a server that answers with
+    any of them (``hopgraph mcp``)."""
+    from hopgraph.config import context_class
+    from hopgraph.graphs.mabdqa import MABDQASettings
+    from hopgraph.graphs.mmapg import MMAPGSettings
+    from hopgraph.graphs.polarmem import PolarMemSettings
+    from hopgraph.graphs.qdrag import QDRAGSettings
+    from hopgraph.tools.grail.settings import GrailSettings
+
+    global _EVERY
+    if _EVERY is None:
+        _EVERY = context_class("EveryContext", MMAPGSettings, QDRAGSettings, MABDQASettings,
+                               GrailSettings, PolarMemSettings, module=__name__)  # fmt: skip
+    return _EVERY
+
+
+_EVERY = None
+
+
 def recursion_limit(agent: str, ctx) -> int:  # noqa: ANN001 - a Context
     """The LangGraph recursion limit a run of ``agent`` sets: the module's own
     ``recursion_limit(ctx)`` where its loop has a cap (MMAPG), else a generous default."""

@@ -1,12 +1,13 @@
 """Everything a method of one's own needs, in one import (``examples/self_ask/graph.py`` uses
 nothing else of hopgraph): the contract (``InputState``, ``contract_builder``, ``context``,
-``cited_output``, ``over_budget``), the Context, a ``Role`` per LLM call site, the retrieval
+``cited_output``, ``over_budget``), the Context and how to declare knobs of one's own
+(``knob``, ``context_class``), a ``Role`` per LLM call site, the retrieval
 service (``search``, GRAIL's ``steerable_search``), ``Evidence``, the typed trace events, the
 cited answer every built-in method writes, and ``add_template_folder`` for its own prompts."""
 
 from hopgraph.agents.generator import generate_cited_answer, short_answer
 from hopgraph.agents.role import Role
-from hopgraph.config import Context
+from hopgraph.config import Context, context_class, knob
 from hopgraph.graphs.shared import (
     InputState,
     OutputState,
@@ -36,10 +37,12 @@ __all__ = [
     "add_template_folder",
     "cited_output",
     "context",
+    "context_class",
     "contract_builder",
     "emit",
     "evidence",
     "generate_cited_answer",
+    "knob",
     "over_budget",
     "search",
     "short_answer",

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import operator
 import time
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from langgraph.graph import END
@@ -21,7 +22,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.config import Context
+from hopgraph.config import context_class, knob
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -36,6 +37,53 @@ from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
 from hopgraph.tools.mabdqa.page_vectors import DocumentPages, document_pages, query_vectors
 from hopgraph.tools.retrieval import knowledge_base
+
+
+@dataclass(kw_only=True)
+class MABDQASettings:
+    """MAB-DQA's knobs (mab-dqa.txt, Sec. 4.4): the paper's defaults; the authors'
+    public code uses beta=0.01, lambda=1."""
+
+    mabdqa_alpha: float = 0.8
+    """Weight of the page judgement against late interaction (Eq. 8)."""
+    mabdqa_beta: float = 0.1
+    """Weight of the hypergraph term (Eq. 8)."""
+    mabdqa_lambda: float = 0.75
+    """Arm confidence against page degree inside the hypergraph term (Eq. 8)."""
+    mabdqa_theta_g: float = 0.8
+    """Page-graph edge threshold (Eq. 2)."""
+    mabdqa_theta_h: int = knob(10, most=50)
+    """Pages per hyperedge (Algorithm 1)."""
+    mabdqa_m: int = knob(20, least=0, most=50)
+    """Pages judged by the bandit walk (Algorithm 2's iterations)."""
+    mabdqa_batch: int = knob(1, least=1, most=16)
+    """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
+    mabdqa_seed: int = 42
+    mabdqa_top_pages: int = knob(4, least=1, most=10)
+    """Pages the answer reads (the paper's Top-4)."""
+    mabdqa_retriever: Literal["bandit", "li"] = "bandit"
+    """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
+    mabdqa_page_graph: bool = True
+    """Off: no query-agnostic page graph (Table 6 ablation)."""
+    mabdqa_atoms_only: bool = False
+    """On: arms are the atomic subqueries only, no global query (Table 6 ablation)."""
+    mabdqa_question_reflection: bool = True
+    mabdqa_answer_reflection: bool = True
+    """Off: the initial answer is final and the hypergraph is never re-entered."""
+    mabdqa_reentries: int = knob(1, most=3)
+    """Times HRRA may re-enter the hypergraph for more pages when the answer falls short."""
+    mabdqa_reentry_m: int = knob(8, most=20)
+    """Pages judged per re-entry."""
+    mabdqa_max_aspects: int = knob(5, most=10)
+    mabdqa_page_chars: int = 1500
+    """Page text the LLM reads per page when no VLM sees the page image."""
+    mabdqa_judge_tokens: int = 160
+    mabdqa_judge: Literal["scale", "p_yes"] = "scale"
+    """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
+
+
+MABDQAContext = context_class("MABDQAContext", MABDQASettings)
+"""MAB-DQA's Context: the shared fields and its knobs."""
 
 
 class WalkState(TypedDict):
@@ -82,14 +130,14 @@ class State(InputState, total=False):
     page's text the answer quotes)."""
 
 
-def _document(state: State, ctx: Context) -> DocumentPages:
+def _document(state: State, ctx: MABDQAContext) -> DocumentPages:
     doc = state.get("doc", "")
     if not doc:
         raise ValueError("mabdqa answers over one document: the question names none (field doc)")
     return document_pages(knowledge_base(ctx), doc, ctx.page_embedder)
 
 
-def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
+def _hypergraph(state: State, pages: DocumentPages, ctx: MABDQAContext) -> Hypergraph:
     """H for the state's subqueries (rebuilt when needed, never stored: it derives from them)."""
     kb = knowledge_base(ctx)
     subqueries = state.get("subqueries") or [state["question"]]
@@ -104,14 +152,14 @@ def _hypergraph(state: State, pages: DocumentPages, ctx: Context) -> Hypergraph:
     )
 
 
-def decompose(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
+def decompose(state: State, runtime: Runtime[MABDQAContext]) -> State:
+    ctx = context(runtime, MABDQAContext)
     if ctx.mabdqa_retriever == "li":
         return {"subqueries": []}
     return {"subqueries": roles.aspects(state["question"], ctx)}
 
 
-def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -> State:
+def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: int) -> State:
     """Run (or continue) the bandit walk with ``m`` judgements; the new ranking and state."""
     began = time.perf_counter()
     pages = _document(state, ctx)
@@ -156,8 +204,8 @@ def _walk(state: State, ctx: Context, question: str, m: int, seed_offset: int) -
     }
 
 
-def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
+def retrieve(state: State, runtime: Runtime[MABDQAContext]) -> State:
+    ctx = context(runtime, MABDQAContext)
     if ctx.mabdqa_retriever == "bandit":
         return _walk(state, ctx, state["question"], ctx.mabdqa_m, 0)
     began = time.perf_counter()  # the baseline: LI(q, p) of the raw question, top-k
@@ -171,20 +219,20 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     return {"ranking": [h["id"] for h in ranked]}
 
 
-def reflect_question(state: State, runtime: Runtime[Context]) -> State:
+def reflect_question(state: State, runtime: Runtime[MABDQAContext]) -> State:
     """Question reflection (App. C.5): the question made specific with what the retrieved
     pages show. The rewritten question is the one answered, judged, re-entered with and
     refined; with ``mabdqa_question_reflection`` off the raw question is."""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     if not ctx.mabdqa_question_reflection:
         return {"asked": state["question"]}
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     return {"asked": roles.reflect_question(state["question"], top, ctx)}
 
 
-def answer(state: State, runtime: Runtime[Context]) -> State:
+def answer(state: State, runtime: Runtime[MABDQAContext]) -> State:
     """The answer from the top pages (App. C.4)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     text = roles.answer(question, top, ctx, state.get("images", []))
@@ -194,19 +242,19 @@ def answer(state: State, runtime: Runtime[Context]) -> State:
             "citations": cited}  # fmt: skip
 
 
-def reflect_answer(state: State, runtime: Runtime[Context]) -> State:
+def reflect_answer(state: State, runtime: Runtime[MABDQAContext]) -> State:
     """Answer reflection (App. C.6): does the last answer respond to the asked question?"""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     if not ctx.mabdqa_answer_reflection:
         return {}
     last = state["attempts"][-1]
     return {"responds": roles.answer_responds(last["question"], last["answer"], ctx)}
 
 
-def after_reflect(state: State, runtime: Runtime[Context]) -> str:
+def after_reflect(state: State, runtime: Runtime[MABDQAContext]) -> str:
     """An answer that responds (or no answer reflection) ends HRRA; one that falls short
     re-enters the hypergraph while re-entries remain, then is refined (App. C.7-C.8)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     if not ctx.mabdqa_answer_reflection or state.get("responds", 1.0) >= 0.5:
         return "finish"
     if over_budget(ctx, "reflection"):
@@ -216,17 +264,17 @@ def after_reflect(state: State, runtime: Runtime[Context]) -> str:
     return "refine"
 
 
-def reenter(state: State, runtime: Runtime[Context]) -> State:
+def reenter(state: State, runtime: Runtime[MABDQAContext]) -> State:
     """More pages from the hypergraph, judged against the asked question."""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     question = state.get("asked") or state["question"]
     return _walk(state, ctx, question, ctx.mabdqa_reentry_m, len(state["attempts"]))
 
 
-def refine(state: State, runtime: Runtime[Context]) -> State:
+def refine(state: State, runtime: Runtime[MABDQAContext]) -> State:
     """Summary of what the answer needs (App. C.7, with the hypergraph's aspects), then the
     refined answer from the pages, the first answer and that summary (App. C.8)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MABDQAContext)
     last = state["attempts"][-1]
     summary = roles.summarize(last["question"], state.get("subqueries", []), ctx)
     text = roles.refine_answer(last["question"], last["answer"], summary, state["kept"], ctx)
@@ -234,7 +282,7 @@ def refine(state: State, runtime: Runtime[Context]) -> State:
     return {"answer": text, "response": text, "attempts": [refined]}
 
 
-def finish(state: State, runtime: Runtime[Context]) -> State:
+def finish(state: State, runtime: Runtime[MABDQAContext]) -> State:
     walk = state.get("walk") or {}
     emit(
         Step(
@@ -253,7 +301,16 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
 
 
 builder = contract_builder(
-    State, decompose, retrieve, reflect_question, answer, reflect_answer, reenter, refine, finish
+    State,
+    decompose,
+    retrieve,
+    reflect_question,
+    answer,
+    reflect_answer,
+    reenter,
+    refine,
+    finish,
+    context=MABDQAContext,
 )
 add_chain(builder, "decompose", "retrieve", "reflect_question", "answer", "reflect_answer")
 builder.add_conditional_edges("reflect_answer", after_reflect, ["reenter", "refine", "finish"])

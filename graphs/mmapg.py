@@ -14,7 +14,8 @@ Context switches (Table 3 ablations): ``mmapg_single_path``, ``mmapg_triplets``,
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -24,8 +25,8 @@ from typing_extensions import TypedDict
 from hopgraph.agents import mmapg as roles
 from hopgraph.agents.generator import short_answer
 from hopgraph.agents.mmapg import overall_plan, plan_step, reason
-from hopgraph.config import Context
-from hopgraph.graphs.polarmem import memory_candidates
+from hopgraph.config import context_class, knob
+from hopgraph.graphs.polarmem import PolarMemSettings, memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -36,6 +37,7 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
+from hopgraph.tools.grail.settings import GrailSettings
 from hopgraph.tools.mmapg import (
     IMAGE_SIDE,
     TEXT_SIDE,
@@ -45,6 +47,37 @@ from hopgraph.tools.mmapg import (
     has_image_side,
     top_k,
 )
+
+
+@dataclass(kw_only=True)
+class MMAPGSettings:
+    """MMAPG's knobs (mmapg.txt, Alg. 1)."""
+
+    mmapg_max_iterations: int = knob(10, least=1, most=20)
+    """The planner loop's cap k (Alg. 1, line 3)."""
+    mmapg_single_path: bool = False
+    """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
+    mmapg_triplets: bool = True
+    """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
+    passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
+    mmapg_retrieval: Literal["module", "similarity"] = "module"
+    """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
+    instruction's embedding, no query building, no examination."""
+    mmapg_text_radius: float = 0.6
+    """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
+    mmapg_image_radius: float = 0.7
+    """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
+    mmapg_max_candidates: int = knob(6, least=1, most=20)
+    """Candidates examined per retrieval node, best first: each costs one model call, and the
+    radius search alone has no upper bound."""
+    mmapg_examine_filter: bool = False
+    """Ours, off by default: drop a candidate the examiner judges unhelpful before extraction
+    (each drop is a ``dropped_candidate`` step in the trace). The paper collects every
+    examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
+
+
+MMAPGContext = context_class("MMAPGContext", MMAPGSettings, GrailSettings, PolarMemSettings)
+"""MMAPG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
 EMPTY = {"", "none", "n/a", "na", "null", "nothing", "no image part"}
@@ -72,11 +105,11 @@ class ExamineInput(TypedDict):
     question: str
 
 
-def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+def split(state: RetrievalState, runtime: Runtime[MMAPGContext]) -> RetrievalState:
     """Eq. 5: the instruction's text-related and image-related parts. A KB without images has
     no image side to route a part to: there the whole instruction is the text part, and no
     call is made (an image part would search nothing, and its words would be lost)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     if not has_image_side(ctx):
         return {"text_part": state["instruction"], "image_part": "", "image_kind": "descriptive"}
     out = roles.split_instruction(state["instruction"], state.get("parents", []), ctx)
@@ -90,11 +123,11 @@ def split(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
     return {"text_part": text_part, "image_part": image_part, "image_kind": kind}
 
 
-def search(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+def search(state: RetrievalState, runtime: Runtime[MMAPGContext]) -> RetrievalState:
     """Eq. 6-11: key phrases (text), names or descriptive phrases (image), radius search.
     Each knowledge base keeps its own cap: raw cosines of KB_text and KB_img are not on one
     scale, so a merged top-N would undo the per-modality radii (App. A.1)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     held = state.get("held", [])
     text_phrases: list[str] = []
     image_phrases: list[str] = []
@@ -134,11 +167,11 @@ def fan_out(state: RetrievalState):
     ] or "extract"
 
 
-def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
+def examine(state: ExamineInput, runtime: Runtime[MMAPGContext]) -> RetrievalState:
     """Eq. 12-13: what one candidate tells about the instruction, O_i, kept whatever the
     examiner's verdict (extraction, Eq. 14, decides what matters); with
     ``mmapg_examine_filter`` one judged unhelpful is dropped, and the drop is traced."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     c = state["candidate"]
     found = roles.examine(c, state["instruction"], state["question"], ctx)
     facts = found.facts.strip()
@@ -151,15 +184,17 @@ def examine(state: ExamineInput, runtime: Runtime[Context]) -> RetrievalState:
                           "helps": found.helps}]}  # fmt: skip
 
 
-def extract(state: RetrievalState, runtime: Runtime[Context]) -> RetrievalState:
+def extract(state: RetrievalState, runtime: Runtime[MMAPGContext]) -> RetrievalState:
     """Eq. 14: the node's content from all findings, or a node saying nothing was found."""
     findings = state.get("findings", [])
     if not findings:
         return {"content": NOTHING_FOUND.format(instruction=state["instruction"])}
-    return {"content": roles.extract(state["instruction"], findings, context(runtime))}
+    return {
+        "content": roles.extract(state["instruction"], findings, context(runtime, MMAPGContext))
+    }
 
 
-retrieval_builder = StateGraph(RetrievalState, context_schema=Context)
+retrieval_builder = StateGraph(RetrievalState, context_schema=MMAPGContext)
 for module in (split, search, examine, extract):
     retrieval_builder.add_node(module)
 add_chain(retrieval_builder, START, "split", "search")
@@ -213,15 +248,17 @@ class State(InputState, total=False):
     evidence: list[Evidence]
 
 
-def recursion_limit(ctx: Context) -> int:
+def recursion_limit(ctx: MMAPGContext) -> int:
     """Supersteps a question may take: plan, then planner + action per iteration, then finish."""
     return 2 * ctx.mmapg_max_iterations + 6
 
 
-def begin(state: State, runtime: Runtime[Context]) -> State:
+def begin(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """The graph starts as the question alone (Alg. 1 line 2) and the overall plan."""
     with tally_calls() as tally:
-        plan = overall_plan(state["question"], context(runtime), state.get("images", []))
+        plan = overall_plan(
+            state["question"], context(runtime, MMAPGContext), state.get("images", [])
+        )
     q0 = {
         "id": "Q0",
         "type": "question",
@@ -237,12 +274,12 @@ REPEATS = ("repeated_question", "repeated_retrieval", "repeated_answer")
 """The repairs that mend a step repeating one already taken."""
 
 
-def planner(state: State, runtime: Runtime[Context]) -> State:
+def planner(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """Eq. 4: the next node's type, parents and instruction, checked against the graph. A step
     that repeats one already taken goes back to the planner once, told which node it repeats
     and what that node found (Sec. 3.3: the planner decides, Stop included); only a second
     repeat is mended by the rule (``check_step``), declared as a fallback."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     nodes = state["nodes"]
     with tally_calls() as tally:
         raw, problems = _proposed(state, ctx)
@@ -266,7 +303,7 @@ def planner(state: State, runtime: Runtime[Context]) -> State:
 
 
 def _proposed(
-    state: State, ctx: Context, repeated: dict[str, Any] | None = None
+    state: State, ctx: MMAPGContext, repeated: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The planner's step as it proposed it, or the fallback for a malformed one."""
     nodes = state["nodes"]
@@ -308,23 +345,23 @@ def ask(state: State) -> State:
     return _new_node(state, "question", state["step"]["instruction"], {"calls": 0, "tokens": 0})
 
 
-def answer(state: State, runtime: Runtime[Context]) -> State:
+def answer(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """The reasoning module answers the instruction from the parent nodes."""
     by_id = {n["id"]: n for n in state["nodes"]}
     with tally_calls() as tally:
         out = reason(
             state["step"]["instruction"],
             [by_id[p] for p in state["step"]["parents"]],
-            context(runtime),
+            context(runtime, MMAPGContext),
             state.get("images", []),
         )
     content = f"{out.answer} ({out.rationale})" if out.rationale else out.answer
     return _new_node(state, "answer", content, tally, answer=out.answer)
 
 
-def retrieve(state: State, runtime: Runtime[Context]) -> State:
+def retrieve(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """The retrieval module (the subgraph), or Table 3's plain similarity retrieval."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     by_id = {n["id"]: n for n in state["nodes"]}
     instruction = state["step"]["instruction"]
     with tally_calls() as tally:
@@ -350,23 +387,23 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     return _new_node(state, "retrieval", content, tally, sources=sources, hits=hits)
 
 
-def loop(state: State, runtime: Runtime[Context]) -> str:
+def loop(state: State, runtime: Runtime[MMAPGContext]) -> str:
     """Back to the planner until k planner steps have been taken (Alg. 1 line 3), or the
     question's token cap is spent (then the graph answers as the loop's end does)."""
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     steps = len(state["nodes"]) - 1
     if steps >= ctx.mmapg_max_iterations or over_budget(ctx, "planner"):
         return "finish"
     return "planner"
 
 
-def finish(state: State, runtime: Runtime[Context]) -> State:
+def finish(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """The last answer node's content if the graph ends in one, else the reasoning module
     answers the question from the whole graph (Alg. 1 lines 23-27)."""
     nodes = state["nodes"]
     stopped = "stop" if state.get("step", {}).get("type") == "stop" else "max_iterations"
     last = nodes[-1]
-    ctx = context(runtime)
+    ctx = context(runtime, MMAPGContext)
     if last["type"] == "answer":
         final, response = last["answer"], last["content"]
     else:
@@ -393,7 +430,9 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     }
 
 
-builder = contract_builder(State, begin, planner, ask, retrieve, answer, finish)
+builder = contract_builder(
+    State, begin, planner, ask, retrieve, answer, finish, context=MMAPGContext
+)
 builder.add_edge("begin", "planner")
 builder.add_conditional_edges("planner", act, ["ask", "retrieve", "answer", "finish"])
 for action in ("ask", "retrieve", "answer"):

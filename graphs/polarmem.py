@@ -11,9 +11,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from hopgraph.agents import polarmem as roles
-from hopgraph.config import Context
+from hopgraph.config import OPERATOR, Context, context_class, knob
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.polarmem import (
     AddReport,
@@ -27,6 +28,32 @@ from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Step, emit
 from hopgraph.runtime import ProcessCache, process_cache
 from hopgraph.tools.polarmem import Partition, partition
+
+
+@dataclass(kw_only=True)
+class PolarMemSettings:
+    """PolarMem's knobs (polarmem.txt): its own commands' and, as a part, MMAPG's and QDRAG's."""
+
+    polar_dir: str = field(default="polarmem", metadata=OPERATOR)
+    """The memory's folder (graph.sqlite + chroma/)."""
+    polar_templates: int = knob(3, most=10)
+    """Verification templates averaged per concept (Eq. 4: at least 3)."""
+    polar_kappa: float = 0.5
+    """delta = kappa * sigma_w, the uncertainty margin around tau* (Eq. 6); the paper gives
+    no value (the authors' code used a fixed 0.05)."""
+    polar_max_concepts: int = knob(40, most=100)
+    """Concepts kept from one image's proposal (App. B: at most 40)."""
+    polar_memory: bool = False
+    """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
+    join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""
+    polar_recall: Literal["logic", "vanilla"] = "logic"
+    """logic (Algorithm 1) | vanilla (similarity only, Eq. 2)."""
+    polar_top_k: int = knob(3, most=20)
+    """Memories recalled per query."""
+
+
+PolarMemContext = context_class("PolarMemContext", PolarMemSettings)
+"""The Context of PolarMem's own commands (``hopgraph memory``, the MCP memory tools)."""
 
 log = logging.getLogger(__name__)
 _memories: ProcessCache[tuple, PolarMemory] = process_cache("memories", PolarMemory.close)

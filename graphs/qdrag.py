@@ -8,7 +8,8 @@ question only), ``qdrag_entropy_budget`` (Table 6 "S"), ``qdrag_budget`` (N).
 from __future__ import annotations
 
 import operator
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
@@ -17,8 +18,8 @@ from typing_extensions import TypedDict
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.qdrag import answer_from, decompose_qdc, plan_qdr, score_all
-from hopgraph.config import Context
-from hopgraph.graphs.polarmem import memory_candidates
+from hopgraph.config import context_class, knob
+from hopgraph.graphs.polarmem import PolarMemSettings, memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -29,6 +30,7 @@ from hopgraph.graphs.shared import (
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Fallback, emit
+from hopgraph.tools.grail.settings import GrailSettings
 from hopgraph.tools.grail.tool import steerable_search
 from hopgraph.tools.qdrag import (
     PlanError,
@@ -42,6 +44,25 @@ from hopgraph.tools.qdrag import (
     resolved,
 )
 from hopgraph.tools.retrieval import search
+
+
+@dataclass(kw_only=True)
+class QDRAGSettings:
+    """QDRAG's knobs (qdrag.txt)."""
+
+    qdrag_budget: int = knob(5, least=1, most=20)
+    """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
+    qdrag_mode: Literal["qdc", "qdr", "dense", "sparse"] = "qdc"
+    """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
+    question without decomposition)."""
+    qdrag_entropy_budget: bool = True
+    """Off: every (sub)question keeps the same share (Table 6 without "S")."""
+    qdrag_retrieve_k: int = knob(10, least=1, most=50)
+    """Contexts retrieved per (sub)question before reranking."""
+
+
+QDRAGContext = context_class("QDRAGContext", QDRAGSettings, GrailSettings, PolarMemSettings)
+"""QDRAG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 
 def merge_contexts(old: list[Evidence], new: list[Evidence]) -> list[Evidence]:
@@ -89,14 +110,14 @@ class SolveInput(TypedDict):
     sub: Task
 
 
-def retrieve(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
+def retrieve(state: State, runtime: Runtime[QDRAGContext]) -> State:
+    ctx = context(runtime, QDRAGContext)
     k = ctx.qdrag_budget if ctx.qdrag_mode == "dense" else ctx.qdrag_retrieve_k
     return {"contexts": search(state["question"], ctx, k=k)}
 
 
-def decompose(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
+def decompose(state: State, runtime: Runtime[QDRAGContext]) -> State:
+    ctx = context(runtime, QDRAGContext)
     if ctx.qdrag_mode == "qdc":
         subs = decompose_qdc(
             state["question"], state.get("contexts", []), ctx, state.get("images", [])
@@ -116,9 +137,9 @@ def decompose(state: State, runtime: Runtime[Context]) -> State:
     return {}
 
 
-def dispatch(state: State, runtime: Runtime[Context]):
+def dispatch(state: State, runtime: Runtime[QDRAGContext]):
     """QD-R: the next wave of subquestions whose placeholders can be filled, in parallel."""
-    ctx = context(runtime)
+    ctx = context(runtime, QDRAGContext)
     if ctx.qdrag_mode == "dense" or over_budget(ctx, "dispatch"):
         return "select"  # the token cap spent: no more subquestion or P(Yes) call
     if ctx.qdrag_mode != "qdr":
@@ -143,11 +164,11 @@ def dispatch(state: State, runtime: Runtime[Context]):
     ]
 
 
-def solve(state: SolveInput, runtime: Runtime[Context]) -> State:
+def solve(state: SolveInput, runtime: Runtime[QDRAGContext]) -> State:
     """Retrieve for one resolved subquestion and answer it (fills later placeholders). With
     ``grail_mode`` set, a dependent subquestion's search is steered away from the evidence its
     dependencies already brought (GRAIL, no LLM call)."""
-    ctx = context(runtime)
+    ctx = context(runtime, QDRAGContext)
     sub = state["sub"]
     k, held = ctx.qdrag_retrieve_k, sub.get("held", [])
     hits = steerable_search(sub["question"], ctx, k=k, held=held, steer=ctx.grail_mode)
@@ -188,8 +209,8 @@ def candidates(state: State, mode: str) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def rerank(state: State, runtime: Runtime[Context]) -> State:
-    ctx = context(runtime)
+def rerank(state: State, runtime: Runtime[QDRAGContext]) -> State:
+    ctx = context(runtime, QDRAGContext)
     by_id = {c["id"]: c for c in state.get("contexts", [])}
     plan = candidates(state, ctx.qdrag_mode)
     # context-major order: consecutive prompts share the passage prefix, which llama.cpp's
@@ -203,10 +224,10 @@ def rerank(state: State, runtime: Runtime[Context]) -> State:
     return {"scores": scores}
 
 
-def select(state: State, runtime: Runtime[Context]) -> State:
+def select(state: State, runtime: Runtime[QDRAGContext]) -> State:
     """The entropy budget (or an equal split, or dense top-N) → the contexts kept; dense
     top-N also where the token cap stopped the method before any reranking."""
-    ctx = context(runtime)
+    ctx = context(runtime, QDRAGContext)
     contexts = state.get("contexts", [])
     if ctx.qdrag_mode == "dense" or not state.get("scores"):
         kept, allocation = contexts[: ctx.qdrag_budget], {}
@@ -223,10 +244,10 @@ def select(state: State, runtime: Runtime[Context]) -> State:
     return {"kept": kept, "allocation": allocation}
 
 
-def generate(state: State, runtime: Runtime[Context]) -> State:
+def generate(state: State, runtime: Runtime[QDRAGContext]) -> State:
     """The cited answer from the kept contexts (and, with ``polar_memory``, the memories
     recalled for the question, as Fact Check lines that can be cited too)."""
-    ctx = context(runtime)
+    ctx = context(runtime, QDRAGContext)
     kept = state.get("kept", [])
     if ctx.polar_memory:
         kept = [*kept, *memory_candidates(state["question"], ctx)]
@@ -234,7 +255,9 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return cited_output(out, kept)
 
 
-builder = contract_builder(State, retrieve, decompose, solve, gather, rerank, select, generate)
+builder = contract_builder(
+    State, retrieve, decompose, solve, gather, rerank, select, generate, context=QDRAGContext
+)
 add_chain(builder, "retrieve", "decompose")
 for source in ("decompose", "gather"):  # the next wave of QD-R subquestions, or on to rerank
     builder.add_conditional_edges(source, dispatch, ["solve", "rerank", "select"])

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.agents.generator import CitedAnswer
-from hopgraph.config import ClientContext, Context
+from hopgraph.config import Context, client_of
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import question_model
 from hopgraph.models.events import Step, emit, question_spent
@@ -67,10 +67,11 @@ def over_budget(ctx: Context, at: str) -> bool:
     return True
 
 
-def context(runtime: Runtime[Context]) -> Context:
-    """The Context a node runs with (checked when it was made); the defaults where a graph
-    was invoked without one."""
-    return runtime.context or Context()
+def context(runtime: Runtime[Context], schema: type[Context] = Context) -> Context:
+    """The Context a node runs with (checked when it was made), as its graph's ``schema``:
+    the defaults where a graph was invoked without one, its method's knobs at their defaults
+    where it was invoked with a Context that lacks them."""
+    return schema.adopt(runtime.context) if runtime.context is not None else schema()
 
 
 REFUSED_IMAGE = "an image of this question cannot be read here"
@@ -134,13 +135,17 @@ def admit_question(state: InputState, runtime: Runtime[Context]) -> dict:
     return {}
 
 
-def contract_builder(state: type, first: Callable, *nodes: Callable) -> StateGraph:
-    """A StateGraph that speaks the contract (InputState in, OutputState out, a ``Context``),
-    with ``first`` and ``nodes`` added under their function names. Its entry is the question's
-    admission (``admit_question``), then ``first``: a graph adds no edge from ``START``."""
-    builder = StateGraph(  # a served client's context dict becomes a ClientContext
-        state, context_schema=ClientContext, input_schema=InputState, output_schema=OutputState
-    )
+def contract_builder(
+    state: type, first: Callable, *nodes: Callable, context: type[Context] = Context
+) -> StateGraph:
+    """A StateGraph that speaks the contract (InputState in, OutputState out, ``context``: the
+    graph's Context class, ``context_class`` of its settings), with ``first`` and ``nodes``
+    added under their function names. Its entry is the question's admission
+    (``admit_question``), then ``first``: a graph adds no edge from ``START``."""
+    builder = StateGraph(  # a served client's context dict becomes the client's class
+        state, context_schema=client_of(context), input_schema=InputState,
+        output_schema=OutputState,
+    )  # fmt: skip
     for node in (admit_question, first, *nodes):
         builder.add_node(node)
     add_chain(builder, START, "admit_question", first.__name__)

@@ -317,7 +317,9 @@ def test_doctor_probes_the_vlm_with_as_many_images_as_one_call_sends(endpoint):
     and one that returns token ids instead of tokens fails its P(Yes) probe loudly."""
     import httpx
 
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.models.doctor import diagnose_vlm, images_per_call
 
     n = images_per_call(Context())

@@ -227,7 +227,9 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_grail_search_tool_over_a_knowledge_base(tmp_path):
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.memory.kb import Item, KnowledgeBase
     from hopgraph.tools.grail.tool import make_grail_tool
 
@@ -265,7 +267,9 @@ def test_router_learns_the_space_it_routes_in():
 
 
 def test_untrained_weights_never_run_gap_or_hybrid_silently(tmp_path, monkeypatch):
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.memory.kb import Item, KnowledgeBase
     from hopgraph.tools import retrieval
     from hopgraph.tools.grail import tool as grail_tool
@@ -313,7 +317,9 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     """Issue 58: with trained alignment weights no process loads the KB (``kb.vectors`` is
     never called); the steered search over the KB's projection kept in Chroma finds what the
     exact in-memory path finds; a KB change makes a new projection and drops the old one."""
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.memory.kb import PROJECTED_PREFIX, Item, KnowledgeBase
     from hopgraph.tools.grail import tool as grail_tool
 

@@ -8,12 +8,13 @@ import pytest
 from PIL import Image
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.run_folder import read_predictions
 from hopgraph.evals.runner import Runner
-from hopgraph.graphs import GRAPHS, load_graph
+from hopgraph.graphs import GRAPHS, every_context, load_graph
 from hopgraph.memory.kb import Item, KnowledgeBase
+
+Context = every_context()  # every built-in method's knobs
 
 
 @pytest.mark.parametrize("agent", list(GRAPHS))

@@ -88,7 +88,9 @@ def test_a_server_kb_without_a_registry_is_refused_naming_the_setting(tmp_path, 
 
 
 def test_a_registry_password_is_kept_out_of_manifests_and_messages():
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
 
     ctx = Context(registry_url="postgresql://kb:s3cret@db.example:5432/kb")
     assert ctx.as_dict()["registry_url"] == "postgresql://kb:***@db.example:5432/kb"
@@ -207,7 +209,9 @@ def test_a_trained_grail_adapter_follows_a_server_kb_through_its_registry(
     holding the new version (issue 58 item 4)."""
     import torch
 
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.memory.kb import PROJECTED_PREFIX, KnowledgeBase
     from hopgraph.runtime import close_all
     from hopgraph.tools.grail.models import GrailModel

@@ -160,7 +160,9 @@ def test_the_layout_holds_for_every_method():
 def test_a_fingerprint_covers_what_the_method_runs():
     """rag never steers: GRAIL's modules are not in its fingerprint, so editing GRAIL leaves
     rag's records alone; QDRAG covers GRAIL and PolarMem only when its Context turns them on."""
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.evals.run_folder import method_code
 
     def parts(agent, **fields):

@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.run_folder import read_predictions
 from hopgraph.evals.runner import Runner
+from hopgraph.graphs import every_context
 from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
+
+Context = every_context()  # every built-in method's knobs
 
 DOC = "annual-report.pdf"
 TOPICS = ["staff canteen menu", "parking rules for visitors", "history of the harbour office",

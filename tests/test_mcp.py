@@ -14,9 +14,11 @@ import httpx
 import pytest
 from scripted_server import ScriptedServer, by_template, deterministic_reply
 
-from hopgraph.config import Context
+from hopgraph.graphs import every_context
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
+
+Context = every_context()  # every built-in method's knobs
 
 HOPGRAPH = Path(sys.executable).with_name("hopgraph")
 KEY, OTHER_KEY = "hg-mcp-key-one", "hg-mcp-key-two"

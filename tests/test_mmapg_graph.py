@@ -8,13 +8,15 @@ import os
 import pytest
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace, render_html
 from hopgraph.evals.run_folder import read_predictions
 from hopgraph.evals.runner import Runner
+from hopgraph.graphs import every_context
 from hopgraph.graphs.mmapg import check_step
 from hopgraph.memory.kb import Item, KnowledgeBase
+
+Context = every_context()  # every built-in method's knobs
 
 QUESTION = "Where was the founder of Town 3 born?"
 

@@ -11,14 +11,15 @@ import torch
 from scripted_server import ScriptedServer, by_template
 from tiny_models import tiny_colpali
 
-from hopgraph.config import Context
-from hopgraph.graphs import load_graph
+from hopgraph.graphs import every_context, load_graph
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.embedders import page_embedder
 from hopgraph.models.errors import ModelWeightsMissing
 from hopgraph.tools.mabdqa.page_hypergraph import late_interaction
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
+
+Context = every_context()  # every built-in method's knobs
 
 DOC = "report.pdf"
 QUESTION = "which page shows a red chart"

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from scripted_server import ScriptedServer
 
-from hopgraph.config import Context
+from hopgraph.graphs import every_context
 from hopgraph.memory.polarmem import (
     Observation,
     PolarMemory,
@@ -22,6 +22,8 @@ from hopgraph.memory.polarmem import (
 )
 from hopgraph.models import CapabilityError
 from hopgraph.tools.polarmem import between_class_variance, otsu_threshold, partition
+
+Context = every_context()  # every built-in method's knobs
 
 # -- Eq. 5-6 ---------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import fresh_database
 from servers import CHROMA
 
-from hopgraph.config import Context
+from hopgraph.graphs.polarmem import PolarMemContext as Context
 from hopgraph.memory.polarmem import Observation, PolarMemory, PolarMemoryError
 
 pytestmark = pytest.mark.skipif(not CHROMA.exists(), reason="the chroma CLI is not installed")
@@ -41,17 +41,27 @@ def test_two_machines_share_one_memory_on_the_servers(tmp_path, chroma_server, p
     ])  # fmt: skip
     assert not (tmp_path / "a").exists(), "a server memory keeps no folder"
 
-    seen = other_machine(chroma_server, db, str(tmp_path / "b" / "team"), """
+    seen = other_machine(
+        chroma_server,
+        db,
+        str(tmp_path / "b" / "team"),
+        """
         hits = mem.recall("a board with a knife", positive=["knife"], k=3)
         print(json.dumps([[h.content, h.s_log] for h in hits]))
-    """)
+    """,
+    )
     assert seen[0] == ["a knife on a cutting board", 1]
     assert ["an empty cutting board", -1] not in seen  # its NOT_HAS conflicts: suppressed
 
     gone = Observation("image", "a knife on a cutting board", key="img1").id
-    forgot = other_machine(chroma_server, db, str(tmp_path / "b" / "team"), f"""
+    forgot = other_machine(
+        chroma_server,
+        db,
+        str(tmp_path / "b" / "team"),
+        f"""
         print(json.dumps(mem.forget([{gone!r}])))
-    """)
+    """,
+    )
     assert forgot == [gone]
     hits = here.recall("a board with a knife", positive=["knife"], k=3)  # its write, seen here
     assert all(h.content != "a knife on a cutting board" for h in hits)

@@ -5,13 +5,15 @@ import pytest
 from scripted_server import ScriptedServer, by_template
 
 from hopgraph.agents.qdrag import QDCOutput
-from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.report import graph_view, read_trace
 from hopgraph.evals.run_folder import read_predictions
 from hopgraph.evals.runner import Runner
+from hopgraph.graphs import every_context
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.tools.replies import qdc_subquestions
+
+Context = every_context()  # every built-in method's knobs
 
 PLAN = [
     {"id": "Q1", "question": "Who founded Town 3?"},

@@ -7,9 +7,11 @@ import threading
 import pytest
 
 from hopgraph import runtime
-from hopgraph.config import Context
+from hopgraph.graphs import every_context
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.tools.retrieval import knowledge_base
+
+Context = every_context()  # every built-in method's knobs
 
 WHO = contextvars.ContextVar("who", default="nobody")
 

@@ -30,7 +30,9 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     from before_after import reply
     from scripted_server import ScriptedServer
 
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.evals.run_folder import read_trace, trace_ids
     from hopgraph.evals.runner import Runner
 
@@ -165,7 +167,9 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
     from before_after import reply
     from scripted_server import ScriptedServer
 
-    from hopgraph.config import Context
+    from hopgraph.graphs import every_context
+
+    Context = every_context()
     from hopgraph.evals import report
     from hopgraph.evals.evaluate import evaluate_run
     from hopgraph.evals.run_folder import read_predictions, read_trace, trace_path

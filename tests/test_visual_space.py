@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from tiny_models import COLOURS, square, trained_tiny_clip
 
-from hopgraph.config import Context
+from hopgraph.graphs import every_context
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 from hopgraph.models.embedders import VisionTextEmbedder
 from hopgraph.models.errors import ModelWeightsMissing
+
+Context = every_context()  # every built-in method's knobs
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,9 @@
 parts, all from one module (``hopgraph.graphs.kit``): a ``Role`` per call site, the retrieval
 service, ``Evidence``, typed events and ``contract_builder``. The model asks one simpler
 follow-up question at a time; each is searched and answered from its passages; the final answer
-cites every passage the hops read. It stops asking at ``MAX_HOPS`` or the question's token cap.
+cites every passage the hops read. It stops asking at ``self_ask_max_hops`` (its own knob,
+declared as the built-in methods declare theirs: ``--set self_ask_max_hops=5``) or the
+question's token cap.
 
     hopgraph run --graph examples/self_ask/graph.py:graph --questions q.jsonl --kb kb --out run
 """
@@ -10,6 +12,7 @@ cites every passage the hops read. It stops asking at ``MAX_HOPS`` or the questi
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, TypedDict
 
@@ -18,7 +21,6 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from hopgraph.graphs.kit import (
-    Context,
     Evidence,
     InputState,
     Role,
@@ -26,9 +28,11 @@ from hopgraph.graphs.kit import (
     add_template_folder,
     cited_output,
     context,
+    context_class,
     contract_builder,
     emit,
     generate_cited_answer,
+    knob,
     over_budget,
     search,
 )
@@ -36,7 +40,15 @@ from hopgraph.graphs.kit import (
 add_template_folder(Path(__file__).parent / "prompts")
 NEXT = Role("self_ask_next", "self_ask/next")
 INTERMEDIATE = Role("self_ask_intermediate", "self_ask/intermediate")
-MAX_HOPS = 3
+
+
+@dataclass(kw_only=True)
+class SelfAskSettings:
+    self_ask_max_hops: int = knob(3, least=0, most=8)
+    """Follow-up questions asked at most (a client of a served graph may ask for up to 8)."""
+
+
+SelfAskContext = context_class("SelfAskContext", SelfAskSettings)
 
 
 class FollowUp(BaseModel):
@@ -58,11 +70,13 @@ class State(InputState, total=False):
     response: str
 
 
-def ask(state: State, runtime: Runtime[Context]) -> State:
+def ask(state: State, runtime: Runtime[SelfAskContext]) -> State:
     """The next follow-up question, or none when the hops suffice (or the cap is reached)."""
-    ctx = context(runtime)
+    ctx = context(runtime, SelfAskContext)
     hops = state.get("hops", [])
-    if len(hops) >= MAX_HOPS or over_budget(ctx, "ask"):  # the question's token cap spent
+    if len(hops) >= ctx.self_ask_max_hops or over_budget(
+        ctx, "ask"
+    ):  # the question's token cap spent
         return {"follow_up": ""}
     reply = NEXT.structured(ctx, FollowUp, fallback=FollowUp(), max_tokens=80,
                             question=state["question"], hops=hops)  # fmt: skip
@@ -71,9 +85,9 @@ def ask(state: State, runtime: Runtime[Context]) -> State:
     return {"follow_up": "" if repeated else asked}
 
 
-def hop(state: State, runtime: Runtime[Context]) -> State:
+def hop(state: State, runtime: Runtime[SelfAskContext]) -> State:
     """Search the follow-up and answer it from what was found."""
-    ctx = context(runtime)
+    ctx = context(runtime, SelfAskContext)
     found = search(state["follow_up"], ctx)
     answer = INTERMEDIATE.complete(ctx, max_tokens=24, question=state["follow_up"],
                                    contexts=found).strip().splitlines()  # fmt: skip
@@ -83,9 +97,9 @@ def hop(state: State, runtime: Runtime[Context]) -> State:
     return {"hops": [done], "read": found}
 
 
-def finish(state: State, runtime: Runtime[Context]) -> State:
+def finish(state: State, runtime: Runtime[SelfAskContext]) -> State:
     """The cited answer over every passage the hops read (the question's own search first)."""
-    ctx = context(runtime)
+    ctx = context(runtime, SelfAskContext)
     seen: dict[str, Evidence] = {}
     for e in [*search(state["question"], ctx), *state.get("read", [])]:
         seen.setdefault(e["id"], e)
@@ -94,7 +108,7 @@ def finish(state: State, runtime: Runtime[Context]) -> State:
     return cited_output(out, contexts)
 
 
-builder = contract_builder(State, ask, hop, finish)
+builder = contract_builder(State, ask, hop, finish, context=SelfAskContext)
 builder.add_conditional_edges(
     "ask", lambda s: "hop" if s.get("follow_up") else "finish", ["hop", "finish"]
 )

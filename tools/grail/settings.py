@@ -1,0 +1,23 @@
+"""GRAIL's knobs (grail.txt): a part any graph whose retriever can steer includes in its Context
+(MMAPG's and QDRAG's do)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hopgraph.config import OPERATOR, context_class
+
+
+@dataclass(kw_only=True)
+class GrailSettings:
+    grail_tau_base: float = 0.05
+    grail_weights: str = field(default="", metadata=OPERATOR)
+    """A trained GRAIL folder (``hopgraph grail train``); empty: the training-free variant."""
+    grail_mode: Literal["", "query", "additive", "gap-fixed", "gap", "hybrid"] = ""
+    """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
+    query | additive | gap-fixed | gap | hybrid."""
+
+
+GrailContext = context_class("GrailContext", GrailSettings)
+"""The Context of GRAIL's own commands (``hopgraph grail``, steered ``search``)."""
