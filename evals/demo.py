@@ -124,121 +124,67 @@ def _row_id(r: int) -> str:
     )
 
 
+QUESTIONS = [  # id, question, gold answers, gold evidence, type
+    ('demo-01',
+     'In which year was the town founded by the designer of the Grey Heron founded?',
+     ['1412'], ['Odile Varn', 'Marrowick'], 'bridge'),
+    ('demo-02',
+     'Who wrote the libretto of the best-known opera by the composer born in Harrowgate in 1961?',
+     ['Mateo Quill'], ['Ilse Brandt', 'The Lantern Bride'], 'bridge'),
+    ('demo-03',
+     'In which village was the librettist of The Lantern Bride born?',
+     ['Temsa'], ['The Lantern Bride', 'Mateo Quill'], 'bridge'),
+    ('demo-04',
+     'What is the official flower of the province in which Marrowick lies?',
+     ['blue thistle', 'the blue thistle'], ['Marrowick', 'Esterlund'], 'bridge'),
+    ('demo-05',
+     'Where does the painting that shows the lighthouse of Marrowick hang?',
+     ['Caldra Museum of Art', 'the Caldra Museum of Art'], ['Jonas Pell', 'Harbour at Dusk'], 'bridge'),
+    ('demo-06',
+     'Which is older, the town of Marrowick or the University of Caldra?',
+     ['Marrowick', 'the town of Marrowick'], ['Marrowick', 'Caldra'], 'comparison'),
+    ('demo-07',
+     'Who was born earlier, Ilse Brandt or Jonas Pell?',
+     ['Jonas Pell'], ['Ilse Brandt', 'Jonas Pell'], 'comparison'),
+    ('demo-08',
+     'Which river is longer, the Lind or the Sorrel?',
+     ['Lind', 'the Lind'], ['Lind (river)', 'Sorrel (river)'], 'comparison'),
+    ('demo-09',
+     'What colour is the field of the flag of the province whose capital is Harrowgate?',
+     ['green'], ['Esterlund', 'image:flag_of_esterlund.png'], 'image'),
+    ('demo-10',
+     'What is shown on the coat of arms of the city where The Lantern Bride premiered?',
+     ['a golden key', 'golden key'], ['The Lantern Bride', 'image:caldra_coat_of_arms.png'], 'image'),
+    ('demo-11',
+     "What colours are the stripes of the lighthouse shown in Jonas Pell's best-known painting?",
+     ['red and white'], ['Jonas Pell', 'image:marrowick_lighthouse.png'], 'image'),
+    ('demo-12',
+     'In which village was the rower who won the Kestrel Cup in 2019 born?',
+     ['Temsa'], ['row:2019', 'Tessa Horn'], 'table'),
+    ('demo-13',
+     'Which club won the Kestrel Cup in 2020?',
+     ['Caldra Rowing Club'], ['row:2020'], 'table'),
+    ('demo-14',
+     'How many masts did the ship designed by the founder of Marrowick have?',
+     ['three', '3'], ['Marrowick', 'Odile Varn'], 'bridge'),
+]  # fmt: skip
+"""The demo questions. Evidence names a passage by its title, an image by ``image:FILE`` and a
+table row by ``row:YEAR``."""
+
+
 def _questions(image_ids: dict[str, str]) -> list[dict]:
     p = {title: passage_id(title, text) for title, text in PASSAGES.items()}
     year_row = {row[0]: r for r, row in enumerate(TABLE_ROWS)}
 
-    def q(qid, question, answers, evidence, qtype):
-        return {
-            "id": qid,
-            "question": question,
-            "answers": answers,
-            "evidence": evidence,
-            "type": qtype,
-        }
+    def item(ref: str) -> str:
+        kind, _, name = ref.partition(":")
+        if kind == "image":
+            return image_ids[name]
+        return _row_id(year_row[name]) if kind == "row" else p[ref]
 
-    return [
-        q(
-            "demo-01",
-            "In which year was the town founded by the designer of the Grey Heron founded?",
-            ["1412"],
-            [p["Odile Varn"], p["Marrowick"]],
-            "bridge",
-        ),
-        q(
-            "demo-02",
-            "Who wrote the libretto of the best-known opera by the composer born in "
-            "Harrowgate in 1961?",
-            ["Mateo Quill"],
-            [p["Ilse Brandt"], p["The Lantern Bride"]],
-            "bridge",
-        ),
-        q(
-            "demo-03",
-            "In which village was the librettist of The Lantern Bride born?",
-            ["Temsa"],
-            [p["The Lantern Bride"], p["Mateo Quill"]],
-            "bridge",
-        ),
-        q(
-            "demo-04",
-            "What is the official flower of the province in which Marrowick lies?",
-            ["blue thistle", "the blue thistle"],
-            [p["Marrowick"], p["Esterlund"]],
-            "bridge",
-        ),
-        q(
-            "demo-05",
-            "Where does the painting that shows the lighthouse of Marrowick hang?",
-            ["Caldra Museum of Art", "the Caldra Museum of Art"],
-            [p["Jonas Pell"], p["Harbour at Dusk"]],
-            "bridge",
-        ),
-        q(
-            "demo-06",
-            "Which is older, the town of Marrowick or the University of Caldra?",
-            ["Marrowick", "the town of Marrowick"],
-            [p["Marrowick"], p["Caldra"]],
-            "comparison",
-        ),
-        q(
-            "demo-07",
-            "Who was born earlier, Ilse Brandt or Jonas Pell?",
-            ["Jonas Pell"],
-            [p["Ilse Brandt"], p["Jonas Pell"]],
-            "comparison",
-        ),
-        q(
-            "demo-08",
-            "Which river is longer, the Lind or the Sorrel?",
-            ["Lind", "the Lind"],
-            [p["Lind (river)"], p["Sorrel (river)"]],
-            "comparison",
-        ),
-        q(
-            "demo-09",
-            "What colour is the field of the flag of the province whose capital is Harrowgate?",
-            ["green"],
-            [p["Esterlund"], image_ids["flag_of_esterlund.png"]],
-            "image",
-        ),
-        q(
-            "demo-10",
-            "What is shown on the coat of arms of the city where The Lantern Bride premiered?",
-            ["a golden key", "golden key"],
-            [p["The Lantern Bride"], image_ids["caldra_coat_of_arms.png"]],
-            "image",
-        ),
-        q(
-            "demo-11",
-            "What colours are the stripes of the lighthouse shown in Jonas Pell's "
-            "best-known painting?",
-            ["red and white"],
-            [p["Jonas Pell"], image_ids["marrowick_lighthouse.png"]],
-            "image",
-        ),
-        q(
-            "demo-12",
-            "In which village was the rower who won the Kestrel Cup in 2019 born?",
-            ["Temsa"],
-            [_row_id(year_row["2019"]), p["Tessa Horn"]],
-            "table",
-        ),
-        q(
-            "demo-13",
-            "Which club won the Kestrel Cup in 2020?",
-            ["Caldra Rowing Club"],
-            [_row_id(year_row["2020"])],
-            "table",
-        ),
-        q(
-            "demo-14",
-            "How many masts did the ship designed by the founder of Marrowick have?",
-            ["three", "3"],
-            [p["Marrowick"], p["Odile Varn"]],
-            "bridge",
-        ),
-    ]
+    return [{"id": qid, "question": question, "answers": answers,
+             "evidence": [item(ref) for ref in evidence], "type": qtype}
+            for qid, question, answers, evidence, qtype in QUESTIONS]  # fmt: skip
 
 
 def write_demo(folder: str | Path) -> tuple[Path, Path]:

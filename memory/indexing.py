@@ -184,87 +184,121 @@ def index_source(
     source is read once; one another indexer holds is tried again when the rest is done, and
     taken over when its lease (``lease_seconds``) runs out unrenewed (the holder died). A
     source leased with other build settings is refused (``LeaseConflict``)."""
-    began = time.perf_counter()
-    path = Path(source)
-    resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
-    report = IndexReport(source=str(path), format=resolved)
-    engine = ocr_engine(ocr)
-    if engine is None and ocr == "auto":
-        report.notes.append("no OCR engine found: pip install rapidocr_onnxruntime")
-    build = {
-        "format": resolved,
-        "ocr": engine.name if engine is not None else "off",
-        "page_pixels": page_pixels if render_pages else 0,
-        "limit": limit,
-        "derived": derive is not None,
-    }
-    kb.record_build({"source": path.name} | build)
-    units = source_units(path, resolved)
-    opts = {
-        "notes": report.notes,
-        "pages_dir": (kb.path / "pages") if render_pages else None,
-        "page_pixels": page_pixels,
-        "images_dir": Path(images_dir) if images_dir else None,
-        "ocr": engine,
-        "ocr_cache": kb.path / "ocr",
-    }
-    registry = kb.registry
-    known = {s.path: s for s in registry.sources()} if registry is not None else {}
-    kb.collect_garbage()  # what a crash left queued
-    visual: list = []
-    buffer: list[tuple[Item, Owner]] = []
-    read: list[_Pending] = []  # sources read whole, waiting for their last items to be stored
-    underived: set[str] = set()
+    return _Indexer(kb, Path(source), fmt, limit=limit, batch_size=batch_size,
+                    images_dir=images_dir, render_pages=render_pages, page_pixels=page_pixels,
+                    derive=derive, ocr=ocr, on_batch=on_batch, worker=worker,
+                    lease_seconds=lease_seconds).run(prune)  # fmt: skip
 
-    def flush() -> None:
+
+class _Indexer:
+    """One ``index_source`` call: its build settings, the buffer of items to store, the sources
+    read whole and waiting for their last items, and this indexer's leases."""
+
+    def __init__(self, kb: KnowledgeBase, path: Path, fmt: str, *, limit: int | None,
+                 batch_size: int, images_dir, render_pages: bool, page_pixels: int, derive,
+                 ocr: str, on_batch, worker: str, lease_seconds: float):  # fmt: skip  # noqa: ANN001
+        self.began = time.perf_counter()
+        self.kb, self.path, self.batch_size = kb, path, batch_size
+        self.resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
+        self.report = IndexReport(source=str(path), format=self.resolved)
+        engine = ocr_engine(ocr)
+        if engine is None and ocr == "auto":
+            self.report.notes.append("no OCR engine found: pip install rapidocr_onnxruntime")
+        self.build = {
+            "format": self.resolved,
+            "ocr": engine.name if engine is not None else "off",
+            "page_pixels": page_pixels if render_pages else 0,
+            "limit": limit,
+            "derived": derive is not None,
+        }
+        kb.record_build({"source": path.name} | self.build)
+        self.units = source_units(path, self.resolved)
+        self.opts = {
+            "notes": self.report.notes,
+            "pages_dir": (kb.path / "pages") if render_pages else None,
+            "page_pixels": page_pixels,
+            "images_dir": Path(images_dir) if images_dir else None,
+            "ocr": engine,
+            "ocr_cache": kb.path / "ocr",
+        }
+        self.registry = kb.registry
+        self.known = {s.path: s for s in self.registry.sources()} if self.registry else {}
+        kb.collect_garbage()  # what a crash left queued
+        self.derive, self.on_batch, self.left = derive, on_batch, limit
+        self.visual: list = []
+        self.buffer: list[tuple[Item, Owner]] = []
+        self.read: list[_Pending] = []  # read whole, waiting for their last items to be stored
+        self.underived: set[str] = set()
+        self.lease = Lease(self.registry, worker or worker_id(), self.build, lease_seconds)
+
+    def run(self, prune: bool) -> IndexReport:
+        """Every source unit once (those another indexer holds when the rest is done: theirs
+        when they commit, ours if they die), then what vanished from the folder."""
+        try:
+            held = [u for u in self.units
+                    if (self.left is None or self.left > 0) and not self.index_unit(u)]  # fmt: skip
+            while held:
+                self.flush()
+                time.sleep(min(2.0, self.lease.seconds / 4))
+                self.lease.renew()
+                held = [u for u in held if not self.index_unit(u)]
+            self.flush()
+        except BaseException:  # the engine or the registry lost, an interrupt: stored stays hidden
+            self.lease.give_up()
+            raise
+        self.vanished(prune)
+        self.report.seconds = time.perf_counter() - self.began
+        return self.report
+
+    def flush(self) -> None:
         """Store the buffered items (one embedding batch across sources), then commit every
         source read whole: its items are all stored now."""
-        if buffer:
-            stats = _store(kb, buffer, report)
+        kb, report, registry = self.kb, self.report, self.registry
+        if self.buffer:
+            stats = _store(kb, self.buffer, report)
             report.added += stats.added
             report.existing += stats.existing
-            _add_visual(kb, buffer, report, visual)
-            report.by_modality.update(it.modality for it, _ in buffer)
-            if derive is not None:
-                added, failed = _derive(kb, buffer, derive, report)
+            _add_visual(kb, self.buffer, report, self.visual)
+            report.by_modality.update(it.modality for it, _ in self.buffer)
+            if self.derive is not None:
+                added, failed = _derive(kb, self.buffer, self.derive, report)
                 report.derived += added
-                underived.update(failed)
-            buffer.clear()
-        for done in read:
-            if registry is None:
-                continue
-            if not done.count and done.was is None:
-                registry.discard(done.key)  # nothing to hold: read (and reported) next time
-                lease.release(done.key)
-                continue
-            kb.keep_shared(done.key, done.version)
-            registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
-                            complete=done.key not in underived)  # fmt: skip
-            lease.release(done.key)
-            if done.was is not None and done.was.hash:
-                report.replaced.append(done.key)
-        if read and registry is not None:
+                self.underived.update(failed)
+            self.buffer.clear()
+        for done in self.read if registry is not None else ():
+            self.commit(done)
+        if self.read and registry is not None:
             report.removed += kb.collect_garbage()
-        read.clear()
-        report.seconds = time.perf_counter() - began
-        if on_batch is not None:
-            on_batch(report)
+        self.read.clear()
+        report.seconds = time.perf_counter() - self.began
+        if self.on_batch is not None:
+            self.on_batch(report)
 
-    left = limit
-    lease = Lease(registry, worker or worker_id(), build, lease_seconds)
+    def commit(self, done: _Pending) -> None:
+        """A source read whole and stored: its version goes live (a source that gave nothing
+        and was never indexed is left unregistered, read and reported next time)."""
+        if not done.count and done.was is None:
+            self.registry.discard(done.key)
+        else:
+            self.kb.keep_shared(done.key, done.version)
+            self.registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
+                                 complete=done.key not in self.underived)  # fmt: skip
+            if done.was is not None and done.was.hash:
+                self.report.replaced.append(done.key)
+        self.lease.release(done.key)
 
-    def index_unit(unit: SourceUnit) -> bool:
-        """Read one source into the buffer (or find it unchanged); False where another
-        indexer holds it now (it is tried again once the others are done)."""
-        nonlocal left
+    def index_unit(self, unit: SourceUnit) -> bool:
+        """Read one source into the buffer (or find it unchanged); False where another indexer
+        holds it now (it is tried again once the others are done)."""
+        registry, lease, report = self.registry, self.lease, self.report
         try:
             size, mtime = unit.stat()
-            was = known.get(unit.key)
-            if not _fresh(was, build, size, mtime):
+            was = self.known.get(unit.key)
+            if not _fresh(was, self.build, size, mtime):
                 if not lease.claim(unit.key):
                     return False
                 was = registry.get(unit.key) if registry is not None else None  # as it is now
-            if _fresh(was, build, size, mtime):
+            if _fresh(was, self.build, size, mtime):
                 report.unchanged += 1
                 lease.release(unit.key)
                 return True
@@ -273,61 +307,60 @@ def index_source(
             report.skipped.append(_unreadable(unit, e))
             lease.release(unit.key)
             return True
-        version = _version(sha256, build)
+        version = _version(sha256, self.build)
         if _live(was) and was.hash == version:
             registry.touch(unit.key, size, mtime)
             report.unchanged += 1
             lease.release(unit.key)
             return True
-        pending = _Pending(unit.key, version, sha256, size, mtime, was)
-        failures, begun = len(report.failed), registry is None
-        try:
-            items = _items(unit.read(**opts), report.skipped)
-            for item in itertools.islice(items, left) if left is not None else items:
-                if not begun:  # registered once it gives an item: a failed source gives none
-                    registry.begin(unit.key, resolved, version, build)
-                    begun = True
-                buffer.append((item, (unit.key, version)))
-                pending.count += 1
-                lease.renew()
-                if len(buffer) >= batch_size:
-                    flush()
-        except OSError as e:
-            report.skipped.append(_unreadable(unit, e))
-        if left is not None:
-            left -= pending.count
-        if len(report.failed) > failures:  # its earlier version, if any, stays as it was
-            buffer[:] = [b for b in buffer if b[1][0] != unit.key]
-            lease.release(unit.key)
-            return True
-        if not begun and was is not None:  # read whole, it gave nothing: that replaces it
-            registry.begin(unit.key, resolved, version, build)
-        read.append(pending)
+        self.read_unit(unit, _Pending(unit.key, version, sha256, size, mtime, was))
         return True
 
-    try:
-        held = [unit for unit in units if (left is None or left > 0) and not index_unit(unit)]
-        while held:  # sources other indexers hold: theirs when they commit, ours if they die
-            flush()
-            time.sleep(min(2.0, lease_seconds / 4))
-            lease.renew()
-            held = [unit for unit in held if not index_unit(unit)]
-        flush()
-    except BaseException:  # the engine or the registry lost, an interrupt: stored stays hidden
-        lease.give_up()
-        raise
-    if registry is not None and resolved in ("folder", "pdf") and path.is_dir() and limit is None:
+    def read_unit(self, unit: SourceUnit, pending: _Pending) -> None:
+        """A changed or new source's items into the buffer, registered (hidden) at its first
+        item; one that failed keeps its earlier version, if any, as it was."""
+        report, registry = self.report, self.registry
+        failures, begun = len(report.failed), registry is None
+        try:
+            items = _items(unit.read(**self.opts), report.skipped)
+            left = self.left
+            for item in itertools.islice(items, left) if left is not None else items:
+                if not begun:  # registered once it gives an item: a failed source gives none
+                    registry.begin(unit.key, self.resolved, pending.version, self.build)
+                    begun = True
+                self.buffer.append((item, (unit.key, pending.version)))
+                pending.count += 1
+                self.lease.renew()
+                if len(self.buffer) >= self.batch_size:
+                    self.flush()
+        except OSError as e:
+            report.skipped.append(_unreadable(unit, e))
+        if self.left is not None:
+            self.left -= pending.count
+        if len(report.failed) > failures:
+            self.buffer[:] = [b for b in self.buffer if b[1][0] != unit.key]
+            self.lease.release(unit.key)
+            return
+        if not begun and pending.was is not None:  # read whole, it gave nothing: that replaces it
+            registry.begin(unit.key, self.resolved, pending.version, self.build)
+        self.read.append(pending)
+
+    def vanished(self, prune: bool) -> None:
+        """Registered sources of an indexed folder that are gone from it: reported, or with
+        ``prune`` removed."""
+        path, report = self.path, self.report
+        folder = self.resolved in ("folder", "pdf") and path.is_dir()
+        if self.registry is None or not folder or self.build["limit"] is not None:
+            return  # a limited read does not see the whole folder
         root = str(path.resolve())
-        here = {u.key for u in units}
-        for key in sorted(known):
+        here = {u.key for u in self.units}
+        for key in sorted(self.known):
             if key.startswith(root + "/") and key not in here:
                 if prune:
-                    report.removed += kb.remove_source(key)
+                    report.removed += self.kb.remove_source(key)
                     report.pruned.append(key)
                 else:
                     report.vanished.append(key)
-    report.seconds = time.perf_counter() - began
-    return report
 
 
 def _live(was: Source | None) -> bool:

@@ -116,85 +116,94 @@ def bandit_retrieve(
     rng = np.random.default_rng(seed)
     arms = arms or Arms.uniform(len(h.subqueries))
     judged = dict(judged or {})
-    max_degree = max((h.degree(p) for p in range(h.n_pages)), default=0)
     initial = minmax(np.asarray(prior, dtype=np.float64)) if prior is not None else h.li.max(0)
     if len(initial) != h.n_pages:
         raise ValueError(f"prior scores {len(initial)} pages, the hypergraph holds {h.n_pages}")
-
-    def score(p: int) -> float:
-        """Eq. 8 for every page, on one scale, with the page's LI(q, p) as its LI term (Alg. 2
-        line 4). An unjudged page's other terms are at their prior, the same for every such
-        page: the judgement expected of it (the mean of those made so far; 0.5, Beta(1, 1)'s
-        mean, before any) and the mean graph term over the pages; so without judgements the
-        walk ranks as LI does. Scoring an unjudged page by LI alone put it on another scale: a
-        judge that gave every page 0.6 pushed LI's top pages below unjudged ones."""
-        if p in judged:
-            return composite_score(h, arms, p, judged[p], alpha=alpha, beta=beta, lam=lam,
-                                   max_degree=max_degree, li=float(initial[p]))  # fmt: skip
-        return (1 - alpha) * float(initial[p]) + unjudged_prior()
-
-    prior: dict[int, float] = {}
-
-    def unjudged_prior() -> float:
-        """alpha * E[s] + beta * mean graph term: the same for every unjudged page, and changed
-        only by a judgement (which also updates the arms), so made once per judgement count."""
-        if len(judged) not in prior:
-            expected = float(np.mean(list(judged.values()))) if judged else 0.5
-            graph = np.mean([graph_term(h, arms, q, lam=lam, max_degree=max_degree)
-                             for q in range(h.n_pages)])  # fmt: skip
-            prior.clear()
-            prior[len(judged)] = alpha * expected + beta * float(graph)
-        return prior[len(judged)]
-
+    score = _Scores(h, arms, judged, initial, alpha=alpha, beta=beta, lam=lam)
     current = start
-    steps = []
+    steps: list[dict[str, Any]] = []
     budget, rounds = m, 0
     while budget > 0 and not (stop is not None and stop()):
         picks = []  # (page, arm, how, sample) of this round, chosen before any is judged
         for _ in range(min(batch, budget)):
-            taken = judged.keys() | {p for p, *_ in picks}
-            unvisited = [p for p in range(h.n_pages) if p not in taken]
-            if not unvisited:
+            pick = _pick(h, arms, rng, judged.keys() | {p for p, *_ in picks}, current, score)
+            if pick is None:
                 break
-            sample = rng.beta(arms.a, arms.b)  # Thompson sampling: one draw per arm
-            arm = int(np.argmax(sample))
-            edge = set(h.edges[arm])
-            near = h.neighbours(current) - taken if current is not None else set()
-            # the sampled arm guides: a neighbour inside its hyperedge, else its best unvisited
-            # page; once its hyperedge is spent, any neighbour (Alg. 2 line 20), else any page
-            options = ((near & edge, "jump"), (edge - taken, "arm"), (near, "jump"),
-                       (set(unvisited), "any"))  # fmt: skip
-            candidates, how = next(o for o in options if o[0])
-            picks.append((max(sorted(candidates), key=score), arm, how, sample))
+            picks.append(pick)
         if not picks:
             break
         rounds += 1
-        pages = [p for p, *_ in picks]
-        values = fan_out(judge, pages, min(batch, workers))
+        values = fan_out(judge, [p for p, *_ in picks], min(batch, workers))
         budget -= len(picks)
         for (page, arm, how, sample), value in zip(picks, values, strict=True):
             s = min(1.0, max(0.0, float(value)))
             judged[page] = s
             arms.update(h.arms_of(page), s)
             current = page
-            step = {
-                "step": len(steps) + 1,
-                "round": rounds,
-                "samples": [round(float(x), 4) for x in sample],
-                "arm": arm,
-                "subquery": h.subqueries[arm],
-                "how": how,
-                "page": page,
-                "s_vlm": round(s, 4),
-                "score": round(score(page), 4),
-                "arms": [
-                    [round(float(a), 4), round(float(b), 4)]
-                    for a, b in zip(arms.a, arms.b, strict=True)
-                ],
-            }
-            steps.append(step)
+            steps.append({
+                "step": len(steps) + 1, "round": rounds,
+                "samples": [round(float(x), 4) for x in sample], "arm": arm,
+                "subquery": h.subqueries[arm], "how": how, "page": page,
+                "s_vlm": round(s, 4), "score": round(score(page), 4),
+                "arms": [[round(float(a), 4), round(float(b), 4)]
+                         for a, b in zip(arms.a, arms.b, strict=True)],
+            })  # fmt: skip
             if on_step:
-                on_step(step)
+                on_step(steps[-1])
     final = np.array([score(p) for p in range(h.n_pages)])
     order = [int(p) for p in np.argsort(-final, kind="stable")]
     return Walk(order, [round(float(final[p]), 6) for p in order], judged, steps, arms)
+
+
+def _pick(h: Hypergraph, arms: Arms, rng, taken: set[int], current: int | None, score):  # noqa: ANN001, ANN202
+    """One page to judge next (page, arm, how, sample), or None when every page is taken: the
+    Thompson-sampled arm guides, a neighbour of the current page inside its hyperedge first,
+    else its best unvisited page; once its hyperedge is spent, any neighbour (Alg. 2 line 20),
+    else any page; the best by ``score`` among them."""
+    unvisited = [p for p in range(h.n_pages) if p not in taken]
+    if not unvisited:
+        return None
+    sample = rng.beta(arms.a, arms.b)  # Thompson sampling: one draw per arm
+    arm = int(np.argmax(sample))
+    edge = set(h.edges[arm])
+    near = h.neighbours(current) - taken if current is not None else set()
+    options = ((near & edge, "jump"), (edge - taken, "arm"), (near, "jump"),
+               (set(unvisited), "any"))  # fmt: skip
+    candidates, how = next(o for o in options if o[0])
+    return max(sorted(candidates), key=score), arm, how, sample
+
+
+class _Scores:
+    """Eq. 8 for every page, on one scale, with the page's LI(q, p) as its LI term (Alg. 2
+    line 4). An unjudged page's other terms are at their prior, the same for every such page:
+    the judgement expected of it (the mean of those made so far; 0.5, Beta(1, 1)'s mean, before
+    any) and the mean graph term over the pages; so without judgements the walk ranks as LI
+    does. Scoring an unjudged page by LI alone put it on another scale: a judge that gave every
+    page 0.6 pushed LI's top pages below unjudged ones."""
+
+    def __init__(self, h: Hypergraph, arms: Arms, judged: dict[int, float], initial: np.ndarray,
+                 *, alpha: float, beta: float, lam: float):  # fmt: skip
+        self.h, self.arms, self.judged, self.initial = h, arms, judged, initial
+        self.alpha, self.beta, self.lam = alpha, beta, lam
+        self.max_degree = max((h.degree(p) for p in range(h.n_pages)), default=0)
+        self._prior: dict[int, float] = {}
+
+    def __call__(self, p: int) -> float:
+        if p in self.judged:
+            return composite_score(self.h, self.arms, p, self.judged[p], alpha=self.alpha,
+                                   beta=self.beta, lam=self.lam, max_degree=self.max_degree,
+                                   li=float(self.initial[p]))  # fmt: skip
+        return (1 - self.alpha) * float(self.initial[p]) + self.unjudged_prior()
+
+    def unjudged_prior(self) -> float:
+        """alpha * E[s] + beta * mean graph term: the same for every unjudged page, and changed
+        only by a judgement (which also updates the arms), so made once per judgement count."""
+        n = len(self.judged)
+        if n not in self._prior:
+            expected = float(np.mean(list(self.judged.values()))) if self.judged else 0.5
+            graph = np.mean([graph_term(self.h, self.arms, q, lam=self.lam,
+                                        max_degree=self.max_degree)
+                             for q in range(self.h.n_pages)])  # fmt: skip
+            self._prior.clear()
+            self._prior[n] = self.alpha * expected + self.beta * float(graph)
+        return self._prior[n]
