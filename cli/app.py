@@ -83,7 +83,15 @@ def build_context(
     for key, value in options:
         if value:
             changes[key] = value
-    return schema().replace(**changes).as_operator()  # the CLI's user is the operator
+    try:
+        return schema().replace(**changes).as_operator()  # the CLI's user is the operator
+    except ValueError as e:
+        if "unknown Context field" not in str(e):
+            raise
+        from hopgraph.graphs import every_context
+
+        every_context()  # every built-in method's knobs known: the refusal says whose it names
+        return schema().replace(**changes).as_operator()
 
 
 @app.callback()
@@ -107,10 +115,12 @@ def parsed_price(text: str):  # noqa: ANN201 - a Price or None
         refuse(str(e))
 
 
-def open_kb(kb: str, sets=None, *, must_exist: bool = False):
+def open_kb(kb: str, sets=None, *, must_exist: bool = False, schema: type[Context] = Context):
+    """The KB ``--kb`` names, under the command's ``--set``s (``schema``: the Context class
+    they are fields of, a run's agent's)."""
     from hopgraph.memory.kb import KnowledgeBase
 
-    ctx = build_context(sets=sets)
+    ctx = build_context(sets=sets, schema=schema)
     return KnowledgeBase.from_context(ctx.replace(kb_dir=kb) if kb else ctx, must_exist=must_exist)
 
 

@@ -58,7 +58,7 @@ def grail_train(
     import json as _json
 
     from hopgraph.evals.datasets import read_questions
-    from hopgraph.evals.grail import run_train
+    from hopgraph.tools.grail.training import run_train
 
     qs, store = _grail_inputs(questions, kb, sets)
     rq = read_questions(router_questions)[0] if router_questions else None

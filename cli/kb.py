@@ -58,10 +58,6 @@ def index(
 ) -> None:
     """Index a corpus into the knowledge base. Re-running reads only the files that changed
     (their old items are replaced) and reports those that vanished (--prune removes them)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from hopgraph.memory.files import Failed
-    from hopgraph.memory.indexing import index_source
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.models.ocr import ocr_engine
 
@@ -76,47 +72,61 @@ def index(
     store = open_kb(kb, sets)
     if store.registry is None:  # a server KB would keep every version of an edited file
         refuse(no_registry(store))
-    derive = None
-    if triplets:
-        from hopgraph.agents.mmapg import extract_triplets
-        from hopgraph.memory.cache import JsonCache
-        from hopgraph.memory.indexing import triplet_items
+    derive = _triplets(store, sets, cache) if triplets else None
 
-        ctx = build_context(sets=sets)
-        llm_cache = JsonCache(cache or store.path / "llm-cache.jsonl")
+    report = _index_showing_progress(store, source, fmt, limit=limit, images_dir=images or None,
+                                     render_pages=not no_render, derive=derive, ocr=ocr,
+                                     prune=prune)  # fmt: skip
+    _print_report(report, store.location, source, triplets)
+    _refuse_if_nothing(report, store, source, new_folder)
+    if report.failed:
+        err.print(
+            f"[red]error:[/red] {len(report.failed)} source(s) could not be read (listed "
+            "above as failed; an earlier version of one stays as it was); the others are "
+            "indexed. Fix or remove them and index again: only they are read."
+        )
+        raise typer.Exit(SOURCES_FAILED)
 
-        def derive(item):
-            return triplet_items(item, extract_triplets(item, ctx, llm_cache))
+
+def _index_showing_progress(store, source: str, fmt: str, **options):  # noqa: ANN001, ANN003, ANN202
+    """``index_source`` with a live line: items so far, new and already there, speed."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from hopgraph.memory.indexing import index_source
 
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
     ) as bar:
         task = bar.add_task(f"indexing {source}", total=None)
 
-        def show(r):
-            bar.update(
-                task,
-                description=(
-                    f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
-                    f"there), {len(r.skipped)} skipped, "
-                    f"{r.items / max(r.seconds, 1e-9):.3g} items/s"
-                ),
-            )
+        def show(r):  # noqa: ANN001, ANN202
+            bar.update(task, description=(
+                f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
+                f"there), {len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.3g} items/s"
+            ))  # fmt: skip
 
-        report = index_source(
-            store,
-            source,
-            fmt,
-            limit=limit,
-            images_dir=images or None,
-            render_pages=not no_render,
-            derive=derive,
-            ocr=ocr,
-            prune=prune,
-            on_batch=show,
-        )
+        return index_source(store, source, fmt, on_batch=show, **options)
+
+
+def _triplets(store, sets, cache: str):  # noqa: ANN001, ANN202 - a KB; a derive function
+    """MMAPG's triplet extraction (Eq. 1-2) for each text item, its replies kept in ``cache``
+    (default ``<kb>/llm-cache.jsonl``)."""
+    from hopgraph.agents.mmapg import extract_triplets
+    from hopgraph.memory.cache import JsonCache
+    from hopgraph.memory.indexing import triplet_items
+
+    ctx = build_context(sets=sets)
+    llm_cache = JsonCache(cache or store.path / "llm-cache.jsonl")
+    return lambda item: triplet_items(item, extract_triplets(item, ctx, llm_cache))
+
+
+def _print_report(report, location: str, source: str, triplets: bool) -> None:  # noqa: ANN001
+    """What an index did: counts and speed, then each skipped, failed, pruned and vanished
+    source and every note."""
+    from hopgraph.memory.files import Failed
+
     console.print(
-        f"[bold]{report.source}[/bold] ({report.format}) -> {store.location}: "
+        f"[bold]{report.source}[/bold] ({report.format}) -> {location}: "
         f"{report.added} added, {report.existing} already indexed, "
         + (f"{report.unchanged} unchanged source(s) not read, " if report.unchanged else "")
         + (f"{len(report.replaced)} changed source(s) replaced, " if report.replaced else "")
@@ -144,6 +154,11 @@ def index(
             f"  [yellow]vanished[/yellow] {gone}: gone from {source}, its items kept "
             "(--prune, or `hopgraph kb rm`, removes them)"
         )
+
+
+def _refuse_if_nothing(report, store, source: str, new_folder: bool) -> None:  # noqa: ANN001
+    """An index that stored nothing is refused (exit 2), saying why: every source failed
+    (a new local KB folder is removed), or the source was read as another format."""
     nothing = report.added == 0 and report.existing == 0 and not report.unchanged
     if nothing and report.failed:
         if new_folder and store.is_local:  # leave no empty KB behind
@@ -165,13 +180,6 @@ def index(
             + " Name the source's format with --format hotpotqa | musique | multimodalqa | "
             "folder | pdf if it was read as another."
         )
-    if report.failed:
-        err.print(
-            f"[red]error:[/red] {len(report.failed)} source(s) could not be read (listed "
-            "above as failed; an earlier version of one stays as it was); the others are "
-            "indexed. Fix or remove them and index again: only they are read."
-        )
-        raise typer.Exit(SOURCES_FAILED)
 
 
 SOURCES_FAILED = 3
@@ -324,7 +332,7 @@ def kb_drop(
     from hopgraph.memory.kb import COLLECTION_PREFIX
 
     store = open_kb(kb, sets, must_exist=True)
-    if store.location == str(store.path):
+    if store.is_local:
         refuse(f"{store.location} is a local KB: remove its folder (rm -r {store.location})")
     names = [getattr(c, "name", c) for c in store.client.list_collections()]
     names = [n for n in names if n.startswith(COLLECTION_PREFIX)]

@@ -35,8 +35,8 @@ def qdrag_preferences(
     sets: Sets = None,
 ) -> None:
     """QDARF: sample QD-R plans, reward = gold-context recall, write DPO pairs for TRL."""
+    from hopgraph.agents.qdrag import preference_pairs, write_pairs
     from hopgraph.evals.datasets import read_questions
-    from hopgraph.evals.qdarf import preference_pairs, write_pairs
     from hopgraph.graphs.qdrag import QDRAGContext
 
     ctx = build_context(base_url, model, sets=[*(sets or []), f"kb_dir={kb}"], schema=QDRAGContext)

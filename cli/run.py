@@ -3,7 +3,6 @@ model server commands serve and doctor."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -31,6 +30,7 @@ from hopgraph.cli.app import (
     refuse,
     spinner,
 )
+from hopgraph.evals.run_folder import RunFolder
 from hopgraph.graphs import GRAPHS, every_context
 from hopgraph.graphs import context_schema as schema_of
 from hopgraph.models.embedded import unused_cpu_features
@@ -174,16 +174,7 @@ def run(
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    from hopgraph.evals.datasets import read_questions
-    from hopgraph.evals.runner import RunAborted, Runner
+    from hopgraph.evals.runner import Runner
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
@@ -196,26 +187,11 @@ def run(
     budget = run_budget(budget_tokens, budget_usd, price)
     if budget and checkpointer:
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
-    if not Path(questions).is_file():
-        refuse(f"no questions file at {questions}")
-    if kb and Path(kb).is_file():
-        refuse(f"--kb {kb} is a file, not a knowledge-base folder: name a folder")
-    if kb and not (Path(kb) / "chroma").is_dir():
-        refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
-    if kb and not any(open_kb(kb, sets).counts().values()):
-        refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "
-               f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
-    qs, problems = read_questions(questions)
-    for p in problems:
-        err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
-    if not qs:
-        refuse(f"{questions} holds no valid question")
+    read = _read_inputs(questions, kb, sets, type(ctx))
     endpoint = checked_endpoint(ctx)
     if not ctx.base_url and (unused := unused_cpu_features()):
-        err.print(
-            f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of this CPU "
-            "unused: `make native` builds one that reads prompts about 1.9x faster"
-        )
+        err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
+                  "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
     otel = otel_export(otel_endpoint)
     try:
         runner = Runner(
@@ -225,7 +201,25 @@ def run(
         )  # fmt: skip
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")
-    total = len(qs[:limit] if limit is not None else qs)
+    summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
+                                    concurrency=concurrency, redo=redo or ())  # fmt: skip
+    _report_run(summary, out, budget)
+
+
+def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency, redo):  # noqa: ANN001, ANN202
+    """``Runner.run`` under a progress bar (done, failed, pace); Ctrl-C and SIGTERM stop the
+    run and its server at once (exit 130 / 143), a run of failures exits 1."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from hopgraph.evals.runner import RunAborted
+
+    total = len(read.first(limit))
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -248,10 +242,8 @@ def run(
             )
 
         try:
-            summary = runner.run(
-                questions, limit=limit, concurrency=concurrency, on_done=advance,
-                redo=redo or (), read=(qs, problems),
-            )  # fmt: skip
+            return runner.run(read, limit=limit, concurrency=concurrency, on_done=advance,
+                              redo=redo)  # fmt: skip
         except KeyboardInterrupt:
             interrupted(130, otel)
         except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
@@ -262,6 +254,33 @@ def run(
         finally:
             if otel is not None:
                 otel.close()
+
+
+def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202 - a QuestionSet
+    """The question file, read once, and the KB a run reads, each refused (exit 2) where every
+    question would fail: a missing file, a KB that is a file, absent or empty, no valid line."""
+    from hopgraph.evals.run_folder import QuestionSet
+
+    if not Path(questions).is_file():
+        refuse(f"no questions file at {questions}")
+    if kb and Path(kb).is_file():
+        refuse(f"--kb {kb} is a file, not a knowledge-base folder: name a folder")
+    if kb and not (Path(kb) / "chroma").is_dir():
+        refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
+    if kb and not any(open_kb(kb, sets, schema=schema).counts().values()):
+        refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "
+               f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
+    read = QuestionSet.read(questions)  # once: the runner takes it as it is
+    for p in read.problems:
+        err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
+    if not read.questions:
+        refuse(f"{questions} holds no valid question")
+    return read
+
+
+def _report_run(summary, out: str, budget) -> None:  # noqa: ANN001
+    """A run's last lines: what it did, what it spent; failed questions exit 3, a budget that
+    left questions unstarted exits 4."""
     console.print(
         f"{summary.finished} finished, {summary.failed} failed, {summary.skipped_done} already "
         f"done, {len(summary.problems)} bad question line(s); {summary.seconds:.1f}s -> {out}"
@@ -381,6 +400,13 @@ def ask(
     if pred.get("error"):
         err.print(f"[red]error:[/red] {pred['error']}")
         raise typer.Exit(1)
+    _print_answer(pred, f"{agent} on {ctx.model}", time.perf_counter() - began,
+                  packed(trace_path(run_dir, qid)))  # fmt: skip
+
+
+def _print_answer(pred: dict, who: str, seconds: float, trace: Path) -> None:
+    """An asked question's answer, its response where it says more, each citation by its
+    [n] in the response, and what it cost."""
     console.print(f"[bold]A:[/bold] {pred['answer']}")
     if pred.get("response") and pred["response"] != pred["answer"]:
         console.print(f"[dim]{pred['response']}[/dim]")
@@ -391,11 +417,7 @@ def ask(
         hit = cited.get(cid)
         title = f"{hit.get('title', '')}: {hit.get('text', '')[:90]}" if hit else "(no context)"
         console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
-    console.print(
-        f"[dim]{agent} on {ctx.model}: {pred['llm_calls']} LLM calls, "
-        f"{time.perf_counter() - began:.1f}s; "
-        f"trace {packed(trace_path(run_dir, qid))}[/dim]"
-    )
+    console.print(f"[dim]{who}: {pred['llm_calls']} LLM calls, {seconds:.1f}s; trace {trace}[/dim]")
 
 
 @app.command()
@@ -422,11 +444,7 @@ def trace(
             if not has_trace(path):
                 refuse(f"no trace for question {qid!r} at {path}")
         records = tuple(report.read_trace(p) for p in paths)
-        hashes = tuple(
-            json.loads((r / "manifest.json").read_text()).get("prompts", {})
-            if (r / "manifest.json").exists() else {}
-            for r in runs
-        )  # fmt: skip
+        hashes = tuple((RunFolder(r).manifest() or {}).get("prompts", {}) for r in runs)
         labels = tuple(run_labels([str(r) for r in runs]))
         if fmt == "html":
             page = Path(out or f"trace-{qid}.html")
@@ -482,13 +500,11 @@ def evaluate(
     judge = kb_store = None
     judge_name = ""
     if citations:
-        import json as _json
-
         from hopgraph.agents.judge import JUDGE, supports
         from hopgraph.prompts import prompts_for, sha256_file
         from hopgraph.tools.retrieval import knowledge_base
 
-        saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
+        saved = RunFolder(run_dir).manifest()["context"]
         ctx = build_context(
             base_url or saved.get("base_url", ""),
             model or saved.get("model", ""),
@@ -539,14 +555,13 @@ def cost_text(cost: dict) -> str:
 
 def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
     """Warn when the run's KB no longer holds gold evidence ids its questions name."""
-    import json as _json
 
     from hopgraph.evals.evaluate import missing_gold
     from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 
     if kb_store is None:
         try:
-            saved = _json.loads((Path(run_dir) / "manifest.json").read_text())["context"]
+            saved = RunFolder(run_dir).manifest()["context"]
             ctx = build_context(sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])
             kb_store = KnowledgeBase.from_context(ctx, must_exist=True)
         except (OSError, ValueError, KeyError, KnowledgeBaseError):
@@ -607,36 +622,12 @@ def compare(
     for metric, values, deltas in done.rows:
         table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
     console.print(table)
-    verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
-    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
-                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
-        verdicts.add_column(col, overflow="fold")
-    for metric, i, r in done.paired:
-        ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
-        needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
-        verdicts.add_row(
-            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
-            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
-            r.verdict, needed,
-        )  # fmt: skip
-    console.print(verdicts)
+    _print_verdicts(done.paired, labels)
     if not (questions or fmt == "html"):
         return
     flips = flipped(runs[0], runs[1], by)
     if fmt == "html":
-        from hopgraph.evals import report
-        from hopgraph.evals.evaluate import load_metrics
-
-        for run in runs:  # the pages the flips link to
-            report.render_html(Path(run), load_metrics(run))
-        from hopgraph.evals import plots
-        from hopgraph.evals.evaluate import LOWER_IS_BETTER
-
-        scores = [load_metrics(r)["per_question"] for r in runs]
-        figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
-        page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
-        path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page, figures)
-        console.print(f"flips page: {path}")
+        console.print(f"flips page: {_flips_page(runs, labels, by, flips, out)}")
         return
     for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
         console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")
@@ -673,6 +664,41 @@ def run_labels(runs: list[str]) -> list[str]:
     """Column headers for runs: folder names, or the paths where two names collide."""
     names = [Path(r).name or r for r in runs]
     return names if len(set(names)) == len(names) else list(runs)
+
+
+def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
+    """Each run against the first, metric by metric: the paired tests and their verdict."""
+    verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
+    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
+                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
+        verdicts.add_column(col, overflow="fold")
+    for metric, i, r in paired:
+        ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
+        needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
+        verdicts.add_row(
+            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
+            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
+            r.verdict, needed,
+        )  # fmt: skip
+    console.print(verdicts)
+
+
+def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001
+    """The HTML page of the questions that flipped between two runs (and each run's own page,
+    which it links to)."""
+    from hopgraph.evals import report
+    from hopgraph.evals.evaluate import load_metrics
+
+    for run in runs:  # the pages the flips link to
+        report.render_html(Path(run), load_metrics(run))
+    from hopgraph.evals import plots
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
+
+    scores = [load_metrics(r)["per_question"] for r in runs]
+    figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
+    page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
+    path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page, figures)
+    return path
 
 
 @app.command()

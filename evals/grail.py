@@ -4,7 +4,6 @@ as tables shaped like the paper's Tables 1 and 3."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from statistics import mean
 from typing import Any
@@ -17,24 +16,12 @@ from hopgraph.evals.datasets import Question
 from hopgraph.evals.stats import fmt
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
-from hopgraph.tools.grail.training import Instance, leave_one_out
-
-
-def split_of(qid: str, test_share: float = 0.5, seed: int = 0) -> str:
-    """A stable train/test split by id hash (never tuned on the test part)."""
-    h = int(hashlib.sha1(f"{seed}:{qid}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-    return "test" if h < test_share else "train"
-
-
-def instances_for(
-    questions: list[Question], qvecs: np.ndarray, searcher: MatrixSearcher, n_distractors: int = 3
-) -> list[Instance]:
-    out: list[Instance] = []
-    for q, vec in zip(questions, qvecs, strict=True):
-        out += leave_one_out(
-            q.id, q.type, torch.as_tensor(vec), q.evidence, searcher, n_distractors
-        )
-    return out
+from hopgraph.tools.grail.training import (
+    Instance,
+    embed_questions,
+    instances_for,
+    split_of,
+)
 
 
 def completion(
@@ -135,118 +122,6 @@ def format_table(title: str, results: dict[str, dict[str, dict]]) -> str:
     return "\n".join(lines)
 
 
-ROUTE_GAP_TYPES = ("Compose", "Compare")
-"""MultimodalQA types routed to gap steering (the paper's compositional tasks); the rest
-(single-modality and Intersect) aggregate and go to additive steering."""
-
-
-def route_label(qtype: str) -> int:
-    return int(qtype.startswith(ROUTE_GAP_TYPES))
-
-
-def _embed(kb, questions: list[Question]) -> np.ndarray:  # noqa: ANN001
-    return kb.embedder.encode([q.question for q in questions])
-
-
-def run_train(
-    kb,
-    questions: list[Question],
-    out: str,
-    *,
-    epochs: int = 100,
-    seed: int = 0,  # noqa: ANN001
-    test_share: float = 0.5,
-    align: bool = True,
-    router_questions: list[Question] | None = None,
-    batch_size: int = 32,
-    lr: float = 1e-4,
-    source: str = "",
-) -> dict:
-    """Train on the ``train`` part of the split; save weights and a card; return the card.
-    The adapter and the gap module train for ``epochs`` each (B.3: 100, AdamW, batch 32, lr
-    1e-4). The gap module is the specialist of the compositional types: where the training
-    instances carry types of both kinds, it trains on its own types only (Sec. 5.3: "each
-    optimized exclusively for their respective top-performing question type"); where they
-    carry one kind (HotpotQA; MultimodalQA over image titles, whose compositional questions
-    leave no instance) it trains on all of them, never on none. The additive specialist has
-    no weights to train."""
-    from hopgraph.tools.grail.models import GrailModel, kb_state
-    from hopgraph.tools.grail.training import (
-        seed_everything,
-        train_alignment,
-        train_gap,
-        train_router,
-    )
-
-    seed_everything(seed)
-    searcher = MatrixSearcher.from_kb(kb)
-    train_qs = [q for q in questions if split_of(q.id, test_share, seed) == "train"]
-    qvecs = _embed(kb, train_qs)
-    instances = instances_for(train_qs, qvecs, searcher)
-    if not instances:
-        raise ValueError(
-            f"no evidence-completion instance among the {len(train_qs)} training questions: "
-            "none has two or more gold items in the knowledge base"
-        )
-    kinds = {route_label(i.qtype) for i in instances}
-    gap_instances = [i for i in instances if route_label(i.qtype)] if kinds == {0, 1} else instances
-    model = GrailModel(searcher.dim, align=align, router=router_questions is not None)
-    card: dict = {
-        "source": source,
-        "split": {"test_share": test_share, "seed": seed, "part": "train"},
-        "questions": len(train_qs),
-        "instances": len(instances),
-        "epochs": epochs,
-        "align_epochs": epochs if align else 0,
-        "gap_trained_on": sorted({i.qtype for i in gap_instances}),
-        "gap_instances": len(gap_instances),
-        "batch_size": batch_size,
-        "lr": lr,
-        "optimizer": "AdamW",
-        "seed": seed,
-        "embedder": kb.embedder_name,
-        "kb": kb_state(kb),
-    }
-    if align:
-        chains = [
-            (torch.as_tensor(v), [g for g in q.evidence if g in searcher.row])
-            for q, v in zip(train_qs, qvecs, strict=True)
-        ]
-        chains = [c for c in chains if c[1]]
-        card["align_loss"] = train_alignment(
-            model,
-            chains,
-            searcher,
-            epochs=epochs,
-            batch_size=batch_size,
-            lr=lr,
-            seed=seed,
-        )
-    card["gap_loss"] = train_gap(
-        model, gap_instances, searcher, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed
-    )
-    if router_questions is not None:
-        rq_train = [q for q in router_questions if split_of(q.id, test_share, seed) == "train"]
-        rq_test = [q for q in router_questions if split_of(q.id, test_share, seed) == "test"]
-        xs, xt = (torch.as_tensor(_embed(kb, part)) for part in (rq_train, rq_test))
-        ys = torch.tensor([route_label(q.type) for q in rq_train])
-        yt = torch.tensor([route_label(q.type) for q in rq_test])
-        train_router(model, xs, ys, seed=seed)
-        with torch.no_grad():
-            acc = float((model.route(model.project(xt)) == yt).float().mean())  # as routed
-        card["router"] = {
-            "train": len(rq_train),
-            "heldout": len(rq_test),
-            "heldout_accuracy": round(acc, 4),
-            "gap_types": list(ROUTE_GAP_TYPES),
-            "majority_baseline": round(
-                max(float(yt.float().mean()), 1 - float(yt.float().mean())), 4
-            ),
-        }
-    model.save(out, card)
-    return card
-
-
 def run_eval(
     kb,
     questions: list[Question],
@@ -267,7 +142,7 @@ def run_eval(
         test_share = model.card["split"]["test_share"]
     qs = [q for q in questions if split == "all" or split_of(q.id, test_share, seed) == split]
     raw = MatrixSearcher.from_kb(kb)
-    qvecs = _embed(kb, qs)
+    qvecs = embed_questions(kb, qs)
     results: dict = {"split": split, "questions": len(qs), "completion": {}, "pools": {}}
     if weights:  # how the weights were trained, so a table can say so
         keys = ("epochs", "align_epochs", "gap_trained_on", "gap_instances", "instances", "lr",

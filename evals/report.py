@@ -606,15 +606,11 @@ def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.evals.run_folder import scored_predictions, trace_path
+    from hopgraph.evals.run_folder import RunFolder, scored_predictions, trace_path
 
     run_dir = Path(run_dir)
     preds = scored_predictions(run_dir)
-    manifest = (
-        json.loads((run_dir / "manifest.json").read_text())
-        if (run_dir / "manifest.json").exists()
-        else {}
-    )
+    manifest = RunFolder(run_dir).manifest() or {}
     per_q = (metrics or {}).get("per_question", {})
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>"

@@ -14,16 +14,18 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.config import Context
-from hopgraph.evals.code_fingerprint import code_fingerprint
-from hopgraph.evals.datasets import how_made, read_questions
+from hopgraph.evals.code_fingerprint import code_changes, code_fingerprint
+from hopgraph.evals.datasets import Question, how_made, read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.memory.evidence import Evidence
+from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
 from hopgraph.prompts import prompts_for, sha256_file
 
@@ -230,16 +232,35 @@ def method_code(agent: str, ctx: Context | None = None) -> dict[str, Any]:
         return {}
 
 
+@dataclass
+class QuestionSet:
+    """A question file read once: its questions, the lines it could not read, and what a
+    manifest names it by (its path and content hash). The runner takes it as it is."""
+
+    path: Path
+    questions: list[Question]
+    problems: list[Skipped]
+    sha256: str
+
+    @classmethod
+    def read(cls, path: str | Path) -> QuestionSet:
+        path = Path(path)
+        questions, problems = read_questions(path)
+        return cls(path, questions, problems, _sha256(path))
+
+    def first(self, n: int | None) -> list[Question]:
+        return self.questions if n is None else self.questions[:n]
+
+
 def manifest(
-    agent: str, questions_file: Path | None, ctx: Context, endpoint: str
+    agent: str, questions: QuestionSet | None, ctx: Context, endpoint: str
 ) -> dict[str, Any]:
-    """What a run folder was made with; ``questions_file`` None: a question asked directly."""
-    digest = _sha256(questions_file) if questions_file else ""
-    made = how_made(questions_file, digest) if questions_file else ""
+    """What a run folder was made with; ``questions`` None: a question asked directly."""
+    made = how_made(questions.path, questions.sha256) if questions else ""
     return {
         "agent": agent,
-        "questions": str(questions_file) if questions_file else "(asked)",
-        "questions_sha256": digest,
+        "questions": str(questions.path) if questions else "(asked)",
+        "questions_sha256": questions.sha256 if questions else "",
         **({"questions_made": made} if made else {}),
         "context": ctx.as_dict(),
         "endpoint": endpoint,
@@ -287,10 +308,9 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     preds = read_predictions(run_dir / "predictions.jsonl")
     if all("gold" in p for p in preds.values()):
         return preds
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.exists():
+    man = RunFolder(run_dir).manifest()
+    if man is None:
         raise RunError(f"{run_dir} has predictions but no manifest.json naming its questions")
-    man = json.loads(manifest_path.read_text())
     qfile = Path(man.get("questions", ""))
     if not qfile.is_file() or _sha256(qfile) != man.get("questions_sha256"):
         raise RunError(
@@ -532,3 +552,113 @@ def trace_ids(run_dir: str | Path) -> list[Path]:
     folder = Path(run_dir) / "traces"
     names = {p.name.removesuffix(".gz") for p in folder.glob("*.jsonl*") if p.suffix != ".tmp"}
     return [folder / n for n in sorted(names)]
+
+
+class RunFolder:
+    """A run folder, the one owner of its files: ``manifest.json`` (read, written, the checks
+    that refuse a sitting, the sittings), ``predictions.jsonl`` (``predictions``), the traces
+    and the lock a local run holds."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.predictions = PredictionLog(self.path / "predictions.jsonl")
+
+    def make(self) -> RunFolder:
+        """The folder and its traces folder, for a run that writes to it."""
+        (self.path / "traces").mkdir(parents=True, exist_ok=True)
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    def manifest(self) -> dict[str, Any] | None:
+        """What the run was made with, None before its first sitting."""
+        path = self.path / "manifest.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def write_manifest(self, m: dict[str, Any]) -> None:
+        (self.path / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+
+    def done(self) -> dict[str, dict[str, Any]]:
+        """The finished predictions by id (failed ones included, with their error)."""
+        return read_predictions(self.predictions.path)
+
+    def keep(self, preds: list[dict[str, Any]]) -> None:
+        """Rewrite the prediction log with ``preds`` only (a resumed run drops failures)."""
+        _rewrite(self.predictions.path, preds)
+
+    def trace(self, qid: str) -> Path:
+        return trace_path(self.path, qid)
+
+    def forget(self, qid: str) -> None:
+        """A question's trace, packed or not (``--redo`` answers it afresh)."""
+        self.trace(qid).unlink(missing_ok=True)
+        packed(self.trace(qid)).unlink(missing_ok=True)
+
+    def lock(self) -> RunLock:
+        return RunLock(self.path)
+
+    def check(self, fresh: dict[str, Any], *, sitting: bool = True,
+              accept_code_change: bool = False) -> dict[str, Any] | None:  # fmt: skip
+        """Refuses a folder of another agent or question file and, where this sitting has
+        questions to answer (``sitting``), one answered with other settings or other method
+        code (unless ``accept_code_change``); returns the manifest the sitting will write
+        (``record_sitting``), ``fresh`` carrying the record's history, None when it has nothing
+        to do (a finished record re-run by its script must not churn)."""
+        old = self.manifest()
+        if old is not None:
+            if old.get("agent") != fresh["agent"]:
+                raise RunError(
+                    f"{self.path} holds a run of agent {old.get('agent')!r}, not {fresh['agent']!r}"
+                )
+            grows = old.get("questions_sha256") != fresh["questions_sha256"]
+            if grows and not extends(Path(fresh["questions"]), old.get("questions_sha256", "")):
+                raise RunError(
+                    f"{self.path} was run on another question file "
+                    f"({old.get('questions')}); use a new --out folder (a file that starts "
+                    "with that one's lines, unchanged, would extend it)"
+                )
+            if not sitting:
+                return None
+            done = self.done().values()
+            used = {t for p in done for t in p.get("by_template", {})} or {
+                t for t in old.get("prompts", {}) if t.startswith(f"{fresh['agent']}/")
+            }  # records older than by_template: the agent's own templates
+            changes = record_changes(old, fresh, used)
+            code = fresh.get("code") or {}
+            if not accept_code_change and code:
+                if not old.get("code"):
+                    changes.append("the method's code (the record predates code fingerprints)")
+                elif old["code"].get("fingerprint") != code.get("fingerprint"):
+                    edited = code_changes(old["code"], code)
+                    changes.append(f"the method's code: {', '.join(edited)}")
+            if changes:
+                raise RunError(
+                    f"{self.path} was answered with other settings than this run's: "
+                    + "; ".join(changes)
+                    + ". Its questions would mix them: use a new --out folder, or run with "
+                    "the record's settings (--accept-code-change extends it across a code "
+                    "change, and RESULTS.md then flags its table)"
+                )
+            fresh["created"] = old.get("created", fresh["created"])
+            fresh["resumed"] = old.get("resumed", 0) + 1
+            fresh["sittings"] = old.get("sittings", [])
+            # the shorter files it grew from (scoring reads gold from the longest, which holds all)
+            extended = old.get("extends", []) + ([old.get("questions", "")] if grows else [])
+            if extended:
+                fresh["extends"] = extended
+        return fresh if sitting else None
+
+    def record_sitting(self, fresh: dict[str, Any], speed: dict[str, float],
+                       build: list[str] | None) -> None:  # fmt: skip
+        """Write the manifest with this sitting appended: its revision, machine, command, code
+        fingerprint and, where probed, its speed and the llama.cpp build (CPU features) that
+        answered it."""
+        fresh.setdefault("sittings", []).append(
+            {k: fresh[k] for k in ("git_revision", "machine", "command")}
+            | {"code": (fresh.get("code") or {}).get("fingerprint", "")}
+            | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            | ({"speed": speed, "llama_cpp_build": build} if speed else {})
+        )
+        self.write_manifest(fresh)

@@ -8,7 +8,6 @@ continues interrupted ones from their last checkpoint, and retries the ones that
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -22,25 +21,19 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
-from hopgraph.evals.code_fingerprint import code_changes
 from hopgraph.evals.cost import Budget
-from hopgraph.evals.datasets import Question, read_questions
+from hopgraph.evals.datasets import Question
 from hopgraph.evals.run_folder import (
     EventCounts,
     Prediction,
-    PredictionLog,
+    QuestionSet,
     RunError,
-    RunLock,
+    RunFolder,
     _line,
-    _rewrite,
-    extends,
     manifest,
     method_code,
     pack_trace,
-    packed,
-    read_predictions,
     read_trace,
-    record_changes,
     settings_key,
     trace_path,
 )
@@ -144,7 +137,8 @@ class Runner:
         self.on_record = on_record
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
-        self.run_dir = Path(run_dir)
+        self.folder = RunFolder(run_dir).make()
+        self.run_dir = self.folder.path
         # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks
         # them, so the manifest names them); whoever runs a Runner is the operator
         self.ctx = context_schema(agent).adopt(ctx).as_operator()
@@ -152,9 +146,8 @@ class Runner:
         self.endpoint = endpoint
         self.speed_probe = speed_probe
         self.speed: dict[str, float] = {}
-        self.run_name = self.run_dir.resolve().name
-        (self.run_dir / "traces").mkdir(parents=True, exist_ok=True)
-        self.predictions = PredictionLog(self.run_dir / "predictions.jsonl")
+        self.run_name = self.folder.name
+        self.predictions = self.folder.predictions
         self.shared = None
         if checkpointer.startswith(("postgres://", "postgresql://")):
             from hopgraph.evals.shared_run import SharedRun
@@ -176,80 +169,6 @@ class Runner:
             "recursion_limit": recursion_limit(self.agent, self.ctx),
             "max_concurrency": self.ctx.max_concurrency,  # parallel tasks (MMAPG's Send fan-out)
         }
-
-    def check_manifest(self, questions_file: Path, *, sitting: bool = True) -> dict | None:
-        """Refuses a folder of another agent or question file and, where this sitting has
-        questions to answer (``sitting``), one answered with other settings or other method
-        code (unless ``accept_code_change``); returns the
-        manifest the sitting will write (``record_sitting``), None when it has nothing to do
-        (a finished record re-run by its script must not churn)."""
-        path = self.run_dir / "manifest.json"
-        fresh = manifest(self.agent, questions_file, self.ctx, self.endpoint)
-        self.settings_key = settings_key(fresh)  # names the questions' checkpoint threads
-        if path.exists():
-            old = json.loads(path.read_text())
-            if old.get("agent") != self.agent:
-                raise RunError(
-                    f"{self.run_dir} holds a run of agent {old.get('agent')!r}, not {self.agent!r}"
-                )
-            grows = old.get("questions_sha256") != fresh["questions_sha256"]
-            if grows and not extends(questions_file, old.get("questions_sha256", "")):
-                raise RunError(
-                    f"{self.run_dir} was run on another question file "
-                    f"({old.get('questions')}); use a new --out folder (a file that starts "
-                    "with that one's lines, unchanged, would extend it)"
-                )
-            if not sitting:
-                return None
-            done = read_predictions(self.predictions.path).values()
-            used = {t for p in done for t in p.get("by_template", {})} or {
-                t for t in old.get("prompts", {}) if t.startswith(f"{self.agent}/")
-            }  # records older than by_template: the agent's own templates
-            changes = record_changes(old, fresh, used)
-            code = fresh.get("code") or {}
-            if not self.accept_code_change and code:
-                if not old.get("code"):
-                    changes.append("the method's code (the record predates code fingerprints)")
-                elif old["code"].get("fingerprint") != code.get("fingerprint"):
-                    edited = code_changes(old["code"], code)
-                    changes.append(f"the method's code: {', '.join(edited)}")
-            if changes:
-                raise RunError(
-                    f"{self.run_dir} was answered with other settings than this run's: "
-                    + "; ".join(changes)
-                    + ". Its questions would mix them: use a new --out folder, or run with "
-                    "the record's settings (--accept-code-change extends it across a code "
-                    "change, and RESULTS.md then flags its table)"
-                )
-            fresh["created"] = old.get("created", fresh["created"])
-            fresh["resumed"] = old.get("resumed", 0) + 1
-            fresh["sittings"] = old.get("sittings", [])
-            # the shorter files it grew from (scoring reads gold from the longest, which holds all)
-            extended = old.get("extends", []) + ([old.get("questions", "")] if grows else [])
-            if extended:
-                fresh["extends"] = extended
-        return fresh if sitting else None
-
-    def record_sitting(self, fresh: dict[str, Any]) -> None:
-        """Write the manifest with this sitting (and its speed, where probed) appended. A
-        sitting on another llama.cpp build than the record's last one is warned about: a build
-        can change a greedy answer (docs/RESULTS.md flags a table whose answers mix builds)."""
-        build = llama_build_features() if self.speed else None
-        before = [s["llama_cpp_build"] for s in fresh.get("sittings", []) if "llama_cpp_build" in s]
-        if build is not None and before and before[-1] != build:
-            log.warning(
-                "%s was answered on a llama.cpp build using %s; this sitting's uses %s, and a "
-                "build can change a greedy answer, so the record will mix the two (the "
-                "portable wheel: PYTHONPATH=runs/llama-portable, see benchmarks/hotpot_data.sh)",
-                self.run_dir, "+".join(before[-1]) or "none", "+".join(build) or "none",
-            )  # fmt: skip
-        fresh.setdefault("sittings", []).append(
-            {k: fresh[k] for k in ("git_revision", "machine", "command")}
-            | {"code": (fresh.get("code") or {}).get("fingerprint", "")}
-            | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            | ({"speed": self.speed, "llama_cpp_build": build} if self.speed else {})
-        )
-        (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
 
     def run_question(self, q: Question) -> tuple[Prediction, list[dict[str, Any]]]:
         """Stream the graph for one question; returns its prediction and its trace records.
@@ -356,75 +275,96 @@ class Runner:
         trace and the prediction line; no question file is written or read."""
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
         self.settings_key = settings_key(fresh)
-        with RunLock(self.run_dir):
-            (self.run_dir / "manifest.json").write_text(json.dumps(fresh, indent=2) + "\n")
+        with self.folder.lock():
+            self.folder.write_manifest(fresh)
             pred, records = self.run_question(q)
             self.accept(pred, records)
         return pred
 
     def run(
         self,
-        questions_file: str | Path,
+        questions: QuestionSet | str | Path,
         *,
         limit: int | None = None,
         concurrency: int = 1,
         on_done: Callable[[dict[str, Any], RunSummary], None] | None = None,
         redo: Collection[str] = (),
         max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES,
-        read: tuple[list[Question], list[Skipped]] | None = None,
     ) -> RunSummary:
-        """Answers the questions not finished yet; ``redo`` names finished ones to answer
-        afresh (their prediction, trace and checkpoint are dropped first). After
-        ``max_consecutive_failures`` failures in a row (0: never) the run stops with
-        ``RunAborted``; questions in flight finish and are recorded first. ``read``: the
-        file's questions and skipped lines where the caller has read it already. A local run
-        holds the folder (``RunLock``): a second one on it is refused, naming the first."""
+        """Answers the questions not finished yet (``questions``: a question file read once,
+        or its path); ``redo`` names finished ones to answer afresh (their prediction, trace
+        and checkpoint are dropped first). After ``max_consecutive_failures`` failures in a row
+        (0: never) the run stops with ``RunAborted``; questions in flight finish and are
+        recorded first. A local run holds the folder (``RunLock``): a second one on it is
+        refused, naming the first."""
+        qs = questions if isinstance(questions, QuestionSet) else QuestionSet.read(questions)
         if self.shared is not None:  # workers share by claims in the database
-            return self._run(questions_file, limit, concurrency, on_done, redo,
-                             max_consecutive_failures, read)  # fmt: skip
-        with RunLock(self.run_dir):
-            return self._run(questions_file, limit, concurrency, on_done, redo,
-                             max_consecutive_failures, read)  # fmt: skip
+            return self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
+        with self.folder.lock():
+            return self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
 
-    def _run(
-        self, questions_file, limit, concurrency, on_done, redo, max_consecutive_failures, read
-    ) -> RunSummary:
-        began = time.perf_counter()
-        questions_file = Path(questions_file)
-        if not self.ctx.image_roots:  # question images come from beside the question file
-            self.ctx = self.ctx.replace(image_roots=str(questions_file.resolve().parent))
-        questions, problems = read or read_questions(questions_file)
-        if limit is not None:
-            questions = questions[:limit]
+    def _sitting(self, qs: QuestionSet, questions: list[Question], redo: Collection[str]) -> None:
+        """The record's checks (refusals come first), then this sitting in its manifest, where
+        it has questions to answer."""
         unknown = sorted(set(redo) - {q.id for q in questions})
         if unknown:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
-        done = read_predictions(self.predictions.path)
+        done = self.folder.done()
         finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
         pending = bool(self.shared) or any(q.id not in finished for q in questions)
-        fresh = self.check_manifest(questions_file, sitting=pending)  # refusals come first
+        fresh = manifest(self.agent, qs, self.ctx, self.endpoint)
+        self.settings_key = settings_key(fresh)  # names the questions' checkpoint threads
+        fresh = self.folder.check(
+            fresh, sitting=pending, accept_code_change=self.accept_code_change
+        )
         if fresh is not None:
             if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
                 self.speed = sitting_speed(self.ctx)
-            self.record_sitting(fresh)
-        summary = RunSummary(self.run_dir, total=len(questions), problems=problems)
+            build = llama_build_features() if self.speed else None
+            self._warn_build(fresh, build)
+            self.folder.record_sitting(fresh, self.speed, build)
+
+    def _warn_build(self, fresh: dict[str, Any], build: list[str] | None) -> None:
+        """A sitting on another llama.cpp build than the record's last one is warned about: a
+        build can change a greedy answer (docs/RESULTS.md flags a table whose answers mix
+        builds)."""
+        before = [s["llama_cpp_build"] for s in fresh.get("sittings", []) if "llama_cpp_build" in s]
+        if build is not None and before and before[-1] != build:
+            log.warning(
+                "%s was answered on a llama.cpp build using %s; this sitting's uses %s, and a "
+                "build can change a greedy answer, so the record will mix the two (the "
+                "portable wheel: PYTHONPATH=runs/llama-portable, see benchmarks/hotpot_data.sh)",
+                self.run_dir, "+".join(before[-1]) or "none", "+".join(build) or "none",
+            )  # fmt: skip
+
+    def _todo(self, questions: list[Question], redo: Collection[str]) -> list[Question]:
+        """The questions this sitting answers: those not finished, failed ones (from their
+        checkpoint) and ``redo``'s (afresh); the log keeps the finished successes only."""
+        done = self.folder.done()
+        for qid in redo:
+            done.pop(qid, None)
+            self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
+            self.folder.forget(qid)
+        failed_before = {qid for qid, p in done.items() if p.get("error")}
+        self.folder.keep([p for qid, p in done.items() if qid not in failed_before])
+        return [q for q in questions if q.id not in done or q.id in failed_before]
+
+    def _run(self, qs, limit, concurrency, on_done, redo, max_consecutive_failures) -> RunSummary:  # noqa: ANN001
+        began = time.perf_counter()
+        if not self.ctx.image_roots:  # question images come from beside the question file
+            self.ctx = self.ctx.replace(image_roots=str(qs.path.resolve().parent))
+        questions = qs.first(limit)
+        self._sitting(qs, questions, redo)
+        summary = RunSummary(self.run_dir, total=len(questions), problems=qs.problems)
         if self.shared is not None:
             if redo:
                 raise RunError("--redo is not available on a shared (postgres) run")
             if self.budget:
                 raise RunError("a budget applies to a local run, not a shared (postgres) one")
             return self._run_shared(questions, concurrency, summary, on_done, began)
-        for qid in redo:
-            done.pop(qid, None)
-            self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
-            trace_path(self.run_dir, qid).unlink(missing_ok=True)
-            packed(trace_path(self.run_dir, qid)).unlink(missing_ok=True)
-        failed_before = {qid for qid, p in done.items() if p.get("error")}
-        # keep finished successes; failed questions are retried (from their checkpoint)
-        _rewrite(self.predictions.path, [p for qid, p in done.items() if qid not in failed_before])
-        todo = [q for q in questions if q.id not in done or q.id in failed_before]
+        todo = self._todo(questions, redo)
         summary.skipped_done = len(questions) - len(todo)
-        kept = list(read_predictions(self.predictions.path).values())
+        kept = list(self.folder.done().values())
         summary.spent = self.budget.spent(kept) if self.budget else {}
         queue = iter(todo)
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
@@ -528,6 +468,6 @@ class Runner:
             t.join()
         # this worker's folder gets every worker's finished lines, so eval reads the whole run
         finished = {q: st["prediction"] for q, st in shared.status().items() if st["done"]}
-        _rewrite(self.predictions.path, [finished[q.id] for q in questions if q.id in finished])
+        self.folder.keep([finished[q.id] for q in questions if q.id in finished])
         summary.seconds = time.perf_counter() - began
         return summary

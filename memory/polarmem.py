@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
-from hopgraph.memory.registry import _Conn  # the registry's SQLite / PostgreSQL connection
+from hopgraph.memory.registry import Db
 
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
@@ -298,7 +298,7 @@ class PolarMemory:
                    chroma_url=ctx.chroma_url, db_url=ctx.registry_url)  # fmt: skip
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _db(self) -> _Conn:
+    def _db(self) -> Db:
         conn = getattr(self._local, "conn", None)
         if conn is not None and conn.lost:
             conn = None
@@ -307,13 +307,13 @@ class PolarMemory:
             self._local.conn = conn
         return conn
 
-    def _connect(self) -> _Conn:
+    def _connect(self) -> Db:
         if not self.db_url:
             raw = sqlite3.connect(self.path / "graph.sqlite", timeout=60, isolation_level=None)
             raw.execute("PRAGMA journal_mode=WAL")
             raw.execute("PRAGMA foreign_keys=ON")
             raw.execute("PRAGMA busy_timeout=60000")
-            return _Conn(raw, pg=False)
+            return Db(raw, pg=False)
         import psycopg
 
         from hopgraph.config import redacted_url
@@ -328,25 +328,12 @@ class PolarMemory:
             raw.execute(f"SET search_path TO polarmem_{self.name}")
         except psycopg.Error as e:
             raise unreachable(where, e) from e
-        return _Conn(raw, pg=True, where=where)
+        return Db(raw, pg=True, where=where)
 
-    @contextmanager
-    def _tx(self):
+    def _tx(self):  # noqa: ANN202 - a context manager
         """One write transaction, taken at once: two writers, in any process or machine,
         queue rather than interleave."""
-        db = self._db()
-        if db.pg:
-            db.execute("BEGIN")
-            db.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK,))
-        else:
-            db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            if not db.lost:
-                db.execute("ROLLBACK")
-            raise
+        return self._db().transaction(PG_LOCK)
 
     def _meta(self, key: str) -> str:
         row = self._db().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -408,7 +395,7 @@ class PolarMemory:
         report.seconds = time.perf_counter() - began
         return report
 
-    def _store(self, db: _Conn, col, obs, states, vecs, report: AddReport, *, similar: bool):  # noqa: ANN001
+    def _store(self, db: Db, col, obs, states, vecs, report: AddReport, *, similar: bool):  # noqa: ANN001
         """``add``'s writes, inside its transaction: nodes, edges and z_sem vectors."""
         now = time.time()
         ids = [o.id for o in obs]
@@ -459,7 +446,7 @@ class PolarMemory:
         report.edges = len(edges)
         self._bump(db)
 
-    def _bump(self, db: _Conn) -> None:
+    def _bump(self, db: Db) -> None:
         """Mark a write that also changed Chroma: the version every process checks its client
         against is bumped in the same transaction (``_chroma`` reads it on the way out, so
         this process's client, which made the change, counts as up to date)."""
@@ -672,7 +659,7 @@ class PolarMemory:
         }
 
 
-def _forgotten(db: _Conn, ids: list[str]) -> set[str]:
+def _forgotten(db: Db, ids: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(ids), 900):
         chunk = ids[i : i + 900]
@@ -681,7 +668,7 @@ def _forgotten(db: _Conn, ids: list[str]) -> set[str]:
     return out
 
 
-def _existing(db: _Conn, ids: list[str]) -> set[str]:
+def _existing(db: Db, ids: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
@@ -690,7 +677,7 @@ def _existing(db: _Conn, ids: list[str]) -> set[str]:
     return out
 
 
-def _sources(db: _Conn, concepts: set[str], kinds: tuple[str, ...]) -> set[str]:
+def _sources(db: Db, concepts: set[str], kinds: tuple[str, ...]) -> set[str]:
     """Memories with an edge of one of ``kinds`` to one of ``concepts``."""
     if not concepts:
         return set()

@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS leases (
 INSERT INTO meta VALUES ('chroma', '0') ON CONFLICT DO NOTHING
 """
 """Valid SQL for SQLite and PostgreSQL alike (null-safe comparisons as IS [NOT] DISTINCT FROM,
-upserts as ON CONFLICT), with ? placeholders that ``_Conn`` gives PostgreSQL as %s."""
+upserts as ON CONFLICT), with ? placeholders that ``Db`` gives PostgreSQL as %s."""
 
 PG_SCHEMA = "hopgraph_registry"
 """The PostgreSQL schema the registry's tables live in (one server KB per database)."""
@@ -80,7 +80,7 @@ class RegistryUnreachable(RuntimeError):
     """The registry's database cannot be reached or used; the message names it."""
 
 
-class _Conn:
+class Db:
     """One connection, SQLite's or PostgreSQL's (psycopg), taking the registry's SQL. A
     PostgreSQL server lost mid-way raises ``RegistryUnreachable`` naming it (``where``); the
     connection is then dropped, and the registry's next use connects again."""
@@ -117,6 +117,23 @@ class _Conn:
         elif rows:
             with self._reaching(), self.raw.cursor() as cur:
                 cur.executemany(self._sql(sql), rows)
+
+    @contextmanager
+    def transaction(self, lock: int):
+        """One write transaction, taken at once: SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's
+        advisory ``lock`` held to its end, so two writers (any process or machine) queue."""
+        if self.pg:
+            self.execute("BEGIN")
+            self.execute("SELECT pg_advisory_xact_lock(?)", (lock,))
+        else:
+            self.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+            self.execute("COMMIT")
+        except BaseException:
+            if not self.lost:  # a lost server rolled it back itself
+                self.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         self.raw.close()
@@ -171,12 +188,12 @@ class SourceRegistry:
                 if statement.strip():
                     db.execute(statement)
 
-    def _db(self) -> _Conn:
+    def _db(self) -> Db:
         conn = getattr(self._local, "conn", None)
         if conn is not None and conn.lost:
             conn = None
         if conn is None:
-            conn = _Conn(self._connect(), pg=bool(self.url), where=self.where)
+            conn = Db(self._connect(), pg=bool(self.url), where=self.where)
             self._local.conn = conn
         return conn
 
@@ -201,22 +218,9 @@ class SourceRegistry:
         raw.execute("PRAGMA busy_timeout=60000")
         return raw
 
-    @contextmanager
-    def _tx(self):
+    def _tx(self):  # noqa: ANN202 - a context manager
         """One write transaction, taken at once (two writers queue rather than deadlock)."""
-        db = self._db()
-        if db.pg:
-            db.execute("BEGIN")
-            db.execute("SELECT pg_advisory_xact_lock(?)", (PG_LOCK,))
-        else:
-            db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            if not db.lost:  # a lost server rolled it back itself
-                db.execute("ROLLBACK")
-            raise
+        return self._db().transaction(PG_LOCK)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -432,7 +436,7 @@ class SourceRegistry:
             db.executemany("DELETE FROM garbage WHERE item = ?", [(i,) for i in items])
 
     @staticmethod
-    def _drop(db: _Conn, path: str, keep: str | None) -> int:
+    def _drop(db: Db, path: str, keep: str | None) -> int:
         """Queue as garbage the items of ``path``'s versions other than ``keep`` that neither
         ``keep`` nor another live source holds; retire those versions' hashes."""
         before = db.execute("SELECT COUNT(*) FROM garbage").fetchone()[0]

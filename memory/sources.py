@@ -249,32 +249,13 @@ def read_pdf(
         for number, page in enumerate(doc, 1):
             where = f"{path}#page{number}"
             try:
-                layer = page.get_text().strip()
-                text, meta = layer, {"pages": len(doc)} | text_lines(page, layer)
-                png, image = "", None
-                if folder is not None:
-                    png_path = folder / f"page-{number:04d}.png"
-                    if not png_path.is_file():
-                        _render(page, page_pixels).save(png_path)
-                    png = str(png_path)
-                if len(layer) < MIN_TEXT_CHARS and ocr is not None:
-                    began = time.perf_counter()
-                    image = Path(png).read_bytes() if png else _render(page, page_pixels).tobytes()
-                    try:
-                        found = ocr_text(ocr, image, ocr_cache)
-                    except OcrFailed as e:
-                        found, meta["ocr_error"] = None, str(e)
-                        notes.append(f"{where}: {e}; the page keeps its text layer")
-                    ocr_seconds += time.perf_counter() - began
-                    if found is not None:
-                        text = with_ocr(layer, found.text)
-                        meta |= {"ocr": found.engine, "text_layer_chars": len(layer)}
-                        if text != layer:  # OCR'd text has no boxes of its own here
-                            meta.pop("lines", None)
-                        ocred += 1
+                text, meta, png, seconds = _pdf_page(page, where, folder, number, page_pixels,
+                                                     ocr, ocr_cache, notes)  # fmt: skip
             except Exception as e:  # a damaged page: skip it, keep the document
                 yield Skipped(where, f"page failed: {e}")
                 continue
+            ocr_seconds += seconds
+            ocred += "ocr" in meta
             no_text += not text
             yield Item(
                 "page",
@@ -293,6 +274,43 @@ def read_pdf(
         if no_text:
             why = "" if ocr is not None else " (no OCR: --ocr off, or no engine installed)"
             notes.append(f"{path.name}: {no_text} page(s) without text{why}")
+
+
+def _pdf_page(
+    page,
+    where: str,
+    folder: Path | None,
+    number: int,
+    page_pixels: int,
+    ocr: OcrEngine | None,
+    ocr_cache: Path | None,
+    notes: list[str],
+):  # noqa: ANN001, ANN202
+    """One page's text (its layer, or OCR of the rendered page where the layer is nearly
+    empty), meta, PNG path (rendered once into ``folder``) and the seconds OCR took."""
+    layer = page.get_text().strip()
+    text, meta = layer, {"pages": len(page.parent)} | text_lines(page, layer)
+    png, seconds = "", 0.0
+    if folder is not None:
+        png_path = folder / f"page-{number:04d}.png"
+        if not png_path.is_file():
+            _render(page, page_pixels).save(png_path)
+        png = str(png_path)
+    if len(layer) < MIN_TEXT_CHARS and ocr is not None:
+        began = time.perf_counter()
+        image = Path(png).read_bytes() if png else _render(page, page_pixels).tobytes()
+        try:
+            found = ocr_text(ocr, image, ocr_cache)
+        except OcrFailed as e:
+            found, meta["ocr_error"] = None, str(e)
+            notes.append(f"{where}: {e}; the page keeps its text layer")
+        seconds = time.perf_counter() - began
+        if found is not None:
+            text = with_ocr(layer, found.text)
+            meta |= {"ocr": found.engine, "text_layer_chars": len(layer)}
+            if text != layer:  # OCR'd text has no boxes of its own here
+                meta.pop("lines", None)
+    return text, meta, png, seconds
 
 
 def text_lines(page, text: str) -> dict[str, Any]:  # noqa: ANN001 - a pymupdf Page

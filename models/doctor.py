@@ -96,86 +96,84 @@ def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> 
     ``embedded``: the endpoint is hopgraph's own llama.cpp server, whose build is checked
     against this CPU too. ``vlm``: images go to a separate VLM (``diagnose_vlm``), so this
     endpoint's image input is not probed."""
-    rows: list[Probe] = []
     served = model.served_models()
     ids = [m["id"] for m in served]
     model.check()  # raises ModelNotServedError naming what is served
-    rows.append(Probe("endpoint", True, f"{model.base_url} ({model.dialect.name}); serves {ids}"))
-
-    def attempt(name: str, fn) -> None:
-        rows.append(_attempted(name, fn))
-
-    def chat():
-        text = model.complete(
-            [user("What is the capital of France? Answer with one word.")],
-            role="doctor", template="probe", max_tokens=8,
-        )  # fmt: skip
-        return bool(text.strip()), f"reply: {text.strip()[:40]!r}"
-
-    def structured():
-        mode = "json_schema" if model.dialect.json_schema else "json_object + schema"
-        out = model.structured(
-            [user("Give the country France and its capital as JSON.")],
-            _Capital, role="doctor", template="probe", max_tokens=60,
-        )  # fmt: skip
-        return True, f"{mode}: {out.model_dump()}"
-
-    def logprobs():
-        return _p_yes_probe(model)
-
-    def image():
-        resp = model.request(
-            [user("What color is the square? One word.", images=[_probe_image()])],
-            role="doctor", template="probe", kind="probe", check_images=False, max_tokens=8,
-        )  # fmt: skip
-        return True, f"reply: {(resp.choices[0].message.content or '').strip()[:40]!r}"
-
+    rows = [Probe("endpoint", True, f"{model.base_url} ({model.dialect.name}); serves {ids}")]
     rates: dict[str, float] = {}
+    probes = [
+        ("chat", lambda: _chat(model)),
+        ("structured output", lambda: _structured(model)),
+        ("logprobs / P(Yes)", lambda: _p_yes_probe(model)),
+        *([] if vlm else [("image input", lambda: _image(model))]),
+        ("prefill rate", lambda: _prefill(model, rates)),
+        ("decode rate", lambda: _decode(rates)),
+        ("machine load", _machine),
+        *([("llama.cpp build", _build)] if embedded else []),
+    ]
+    return rows + [_attempted(name, fn) for name, fn in probes]
 
-    def prefill():
-        rates.update(measure_speed(model))
-        return True, (
-            f"{rates['prefill_tokens_per_s']:.0f} prompt tokens/s; a 1,700-token prompt waits "
-            f"~{1700 / rates['prefill_tokens_per_s']:.0f}s before its first token"
-        )
 
-    def decode():
-        if not rates:
-            return False, "not measured (the prefill probe failed)"
-        return True, f"{rates['decode_tokens_per_s']:.1f} tokens/s generated"
+def _chat(model: ChatModel) -> tuple[bool, str]:
+    text = model.complete(
+        [user("What is the capital of France? Answer with one word.")],
+        role="doctor", template="probe", max_tokens=8,
+    )  # fmt: skip
+    return bool(text.strip()), f"reply: {text.strip()[:40]!r}"
 
-    def build():
-        from hopgraph.models.embedded import llama_build_features, unused_cpu_features
 
-        uses = ", ".join(llama_build_features()) or "no AVX2"
-        unused = unused_cpu_features()
-        if not unused:
-            return True, f"uses {uses}: what this CPU offers"
-        return False, (
-            f"uses {uses}, but this CPU also has {', '.join(unused)}: a build for it reads "
-            "prompts about 1.9x faster (`make native`, about 7 minutes)"
-        )
+def _structured(model: ChatModel) -> tuple[bool, str]:
+    mode = "json_schema" if model.dialect.json_schema else "json_object + schema"
+    out = model.structured(
+        [user("Give the country France and its capital as JSON.")],
+        _Capital, role="doctor", template="probe", max_tokens=60,
+    )  # fmt: skip
+    return True, f"{mode}: {out.model_dump()}"
 
-    def machine():
-        load, cores = os.getloadavg()[0], os.cpu_count() or 1
-        busy = load > 0.8 * cores
-        detail = f"load {load:.1f} on {cores} cores"
-        if busy:
-            detail += (": other work competes for the CPU; an embedded model runs several "
-                       "times slower (set request_timeout higher, or wait)")  # fmt: skip
-        return not busy, detail
 
-    attempt("chat", chat)
-    attempt("structured output", structured)
-    attempt("logprobs / P(Yes)", logprobs)
-    if not vlm:
-        attempt("image input", image)
-    attempt("prefill rate", prefill)
-    attempt("decode rate", decode)
-    attempt("machine load", machine)
-    if embedded:
-        attempt("llama.cpp build", build)
-    return rows
+def _image(model: ChatModel) -> tuple[bool, str]:
+    resp = model.request(
+        [user("What color is the square? One word.", images=[_probe_image()])],
+        role="doctor", template="probe", kind="probe", check_images=False, max_tokens=8,
+    )  # fmt: skip
+    return True, f"reply: {(resp.choices[0].message.content or '').strip()[:40]!r}"
+
+
+def _prefill(model: ChatModel, rates: dict[str, float]) -> tuple[bool, str]:
+    rates.update(measure_speed(model))
+    return True, (
+        f"{rates['prefill_tokens_per_s']:.0f} prompt tokens/s; a 1,700-token prompt waits "
+        f"~{1700 / rates['prefill_tokens_per_s']:.0f}s before its first token"
+    )
+
+
+def _decode(rates: dict[str, float]) -> tuple[bool, str]:
+    if not rates:
+        return False, "not measured (the prefill probe failed)"
+    return True, f"{rates['decode_tokens_per_s']:.1f} tokens/s generated"
+
+
+def _build() -> tuple[bool, str]:
+    from hopgraph.models.embedded import llama_build_features, unused_cpu_features
+
+    uses = ", ".join(llama_build_features()) or "no AVX2"
+    unused = unused_cpu_features()
+    if not unused:
+        return True, f"uses {uses}: what this CPU offers"
+    return False, (
+        f"uses {uses}, but this CPU also has {', '.join(unused)}: a build for it reads "
+        "prompts about 1.9x faster (`make native`, about 7 minutes)"
+    )
+
+
+def _machine() -> tuple[bool, str]:
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    busy = load > 0.8 * cores
+    detail = f"load {load:.1f} on {cores} cores"
+    if busy:
+        detail += (": other work competes for the CPU; an embedded model runs several "
+                   "times slower (set request_timeout higher, or wait)")  # fmt: skip
+    return not busy, detail
 
 
 DECODE_TOKENS = 64

@@ -19,6 +19,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -192,10 +193,7 @@ class Transport:
         body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
         url = f"{self.base_url}/chat/completions"
         began = time.monotonic()
-        last_token: float | None = None
-        text: list[str] = []
-        logprobs: list[dict[str, Any]] = []
-        finish, tokens, cid, done = "stop", 0, "stream", False
+        reply, done = _Reply(), False
         try:
             with self._http.stream("POST", url, json=body, headers=headers) as r:
                 if r.status_code >= 400:
@@ -203,16 +201,7 @@ class Transport:
                     raise _status_error(r)
                 for line in r.iter_lines():
                     now = time.monotonic()
-                    if last_token is None and now - began > self.timeout * FIRST_TOKEN_FACTOR:
-                        raise _NoProgress(
-                            r.request, f"no first token after {now - began:.0f}s (limit "
-                            f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)"
-                        )  # fmt: skip
-                    if last_token is not None and now - last_token > self.timeout:
-                        raise _NoProgress(
-                            r.request, f"no token for {now - last_token:.0f}s after {tokens} "
-                            f"(request_timeout {self.timeout:.0f}s)"
-                        )  # fmt: skip
+                    self._check_progress(reply, began, now, r.request)
                     if not line.startswith("data:"):
                         continue  # keep-alive ping (an SSE comment) or blank separator
                     data = line[5:].strip()
@@ -224,18 +213,10 @@ class Transport:
                         raise openai.InternalServerError(
                             str(chunk["error"]), response=r, body=chunk["error"]
                         )
-                    cid = chunk.get("id", cid)
-                    choice = (chunk.get("choices") or [{}])[0]
-                    piece = (choice.get("delta") or {}).get("content")
-                    if piece:
-                        text.append(piece)
-                        tokens += 1
-                        last_token = now
-                    logprobs += ((choice.get("logprobs") or {}).get("content")) or []
-                    finish = choice.get("finish_reason") or finish
+                    reply.add(chunk, now)
             if not done:  # the server failed mid-reply (llama.cpp just closes the stream)
                 raise openai.APIConnectionError(
-                    message=f"the reply stream ended before [DONE], after {tokens} token(s)",
+                    message=f"the reply stream ended before [DONE], after {reply.tokens} token(s)",
                     request=r.request,
                 )
         except httpx.TimeoutException as e:
@@ -247,27 +228,21 @@ class Transport:
         except httpx.TransportError as e:
             request = getattr(e, "request", None) or httpx.Request("POST", url)
             raise openai.APIConnectionError(message=str(e), request=request) from e
-        return ChatCompletion.model_validate(
-            {
-                "id": cid,
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": self.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": finish,
-                        "message": {"role": "assistant", "content": "".join(text)},
-                        "logprobs": {"content": logprobs} if logprobs else None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": tokens,
-                    "total_tokens": prompt + tokens,
-                },
-            }
-        )
+        return reply.completion(self.model, prompt)
+
+    def _check_progress(self, reply: _Reply, began: float, now: float, request) -> None:  # noqa: ANN001
+        """No first token within ``FIRST_TOKEN_FACTOR`` x request_timeout, or no next token
+        within request_timeout: the request has stalled."""
+        if reply.last_token is None and now - began > self.timeout * FIRST_TOKEN_FACTOR:
+            raise _NoProgress(
+                request, f"no first token after {now - began:.0f}s (limit "
+                f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)"
+            )  # fmt: skip
+        if reply.last_token is not None and now - reply.last_token > self.timeout:
+            raise _NoProgress(
+                request, f"no token for {now - reply.last_token:.0f}s after {reply.tokens} "
+                f"(request_timeout {self.timeout:.0f}s)"
+            )  # fmt: skip
 
 
 def _failed(
@@ -285,3 +260,40 @@ def _status_error(r: httpx.Response) -> openai.APIStatusError:
         openai.InternalServerError if r.status_code >= 500 else openai.APIStatusError
     )
     return cls(f"Error code: {r.status_code} - {r.text[:300]}", response=r, body=r.text)
+
+
+@dataclass
+class _Reply:
+    """A streamed reply as its chunks arrive: text pieces, token logprobs, finish reason, id."""
+
+    text: list[str] = field(default_factory=list)
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+    finish: str = "stop"
+    tokens: int = 0
+    cid: str = "stream"
+    last_token: float | None = None
+
+    def add(self, chunk: dict[str, Any], now: float) -> None:
+        self.cid = chunk.get("id", self.cid)
+        choice = (chunk.get("choices") or [{}])[0]
+        piece = (choice.get("delta") or {}).get("content")
+        if piece:
+            self.text.append(piece)
+            self.tokens += 1
+            self.last_token = now
+        self.logprobs += ((choice.get("logprobs") or {}).get("content")) or []
+        self.finish = choice.get("finish_reason") or self.finish
+
+    def completion(self, model: str, prompt: int) -> ChatCompletion:
+        """The ``ChatCompletion`` a plain request would have returned."""
+        return ChatCompletion.model_validate({
+            "id": self.cid, "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{
+                "index": 0, "finish_reason": self.finish,
+                "message": {"role": "assistant", "content": "".join(self.text)},
+                "logprobs": {"content": self.logprobs} if self.logprobs else None,
+            }],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": self.tokens,
+                      "total_tokens": prompt + self.tokens},
+        })  # fmt: skip

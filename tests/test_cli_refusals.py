@@ -149,3 +149,16 @@ def test_serve_refuses_weights_for_llama_cpp_and_a_folder_that_is_no_model(tmp_p
                    "--weights", str(tmp_path), "--model", "mine", cwd=tmp_path)  # fmt: skip
     assert out.returncode == 2, out.stderr
     assert f"{tmp_path} is not a Hugging Face model folder (no config.json)" in out.stderr
+
+
+def test_run_takes_its_methods_knobs_with_a_knowledge_base(tmp_path, town_kb):
+    """`hopgraph run --agent mmapg --kb KB --set mmapg_max_iterations=10` was refused as an
+    unknown field (the KB was opened with the shared Context), so benchmarks/mmapg_hotpot.sh
+    answered nothing; another method's knob is still refused, naming whose it is."""
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    args = ["run", "--agent", "mmapg", "--questions", "q.jsonl", "--out", "runs/x", "--kb",
+            str(town_kb), "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
+    out = hopgraph(*args, "--set", "mmapg_max_iterations=10", cwd=tmp_path)
+    assert out.returncode == 2 and "cannot reach model endpoint" in out.stderr, out.stderr
+    out = hopgraph(*args, "--set", "qdrag_budget=3", cwd=tmp_path)
+    assert out.returncode == 2 and "qdrag_budget is QDRAG's, not this graph's" in out.stderr

@@ -84,8 +84,8 @@ def test_split_is_stable_disjoint_and_near_its_share():
 def test_the_gap_specialist_trains_on_its_own_question_types(tmp_path):
     """Sec. 5.3: each specialist is optimised on its own question types; the gap module on
     the compositional ones where a set has both kinds, on all where it has one (HotpotQA)."""
-    from hopgraph.evals.grail import run_train
     from hopgraph.memory.kb import Item, KnowledgeBase, item_id
+    from hopgraph.tools.grail.training import run_train
 
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"k{i}", f"Town {i} lies on river {i % 5}.") for i in range(40)])
@@ -111,8 +111,8 @@ def test_the_gap_module_is_trained_when_only_one_kind_leaves_instances(tmp_path)
     its initialisation (g = 0.5 and a randomly initialised temperature MLP)."""
     from safetensors.torch import load_file
 
-    from hopgraph.evals.grail import run_train
     from hopgraph.memory.kb import Item, KnowledgeBase, item_id
+    from hopgraph.tools.grail.training import run_train
 
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"k{i}", f"Town {i} lies on river {i % 5}.") for i in range(40)])

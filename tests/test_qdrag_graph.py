@@ -184,7 +184,7 @@ def test_baselines_dense_sparse_and_no_entropy_budget(tmp_path, kb_dir):
 
 
 def test_qdarf_pairs_prefer_the_plan_that_recalls_gold(tmp_path, kb_dir):
-    from hopgraph.evals.qdarf import preference_pairs
+    from hopgraph.agents.qdrag import preference_pairs
     from hopgraph.memory.kb import item_id
 
     plans = iter(
@@ -347,7 +347,7 @@ def test_qdarf_scores_a_two_step_plan_with_its_placeholder_resolved(monkeypatch,
     """Eq. 1's reward runs the plan as QD-R does: Q2 searches "Where was Ada Moor born?", which
     finds the second gold passage; with the placeholder deleted it searched "Where was born?"
     and the plan scored 0.5."""
-    from hopgraph.evals import qdarf
+    from hopgraph.agents import qdrag as qdarf
 
     passages = {"Town 3 was founded by Ada Moor.": "g1", "Ada Moor was born in Lund.": "g2"}
 

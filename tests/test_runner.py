@@ -738,3 +738,32 @@ def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
         "Mixed code" in line and f"{code['fingerprint']} (2)" in line and "0ld0ld0ld0ld (1)" in line
     )
     assert results.code_by_column(table, ["rag"])["rag"].total() == 3
+
+
+def test_the_runner_takes_questions_already_read_and_one_type_owns_the_folder(tmp_path, kb_dir):
+    """Issue 60 item 4: the CLI parsed the question file, then the runner hashed and read it
+    again; manifest.json was read or written by path in nine places across four files."""
+    import ast
+
+    import hopgraph
+    from hopgraph.evals.run_folder import QuestionSet, RunFolder
+
+    qfile = questions(tmp_path, n=2)
+    read = QuestionSet.read(qfile)
+    qfile.rename(tmp_path / "moved.jsonl")  # the runner must not need the file again
+    with ScriptedServer(deterministic_reply) as server:
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(read)
+    assert summary.finished == 2
+    folder = RunFolder(tmp_path / "run")
+    assert folder.manifest()["questions_sha256"] == read.sha256
+    assert sorted(folder.done()) == sorted(q.id for q in read.questions)
+
+    root = Path(hopgraph.__file__).parent
+    named = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in root.rglob("*.py")
+        if not {"tests", "benchmarks", ".venv"} & set(path.relative_to(root).parts)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value == "manifest.json"
+    ]
+    assert all(n.startswith("evals/run_folder.py:") for n in named), named

@@ -20,7 +20,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals.results.spec import BenchTable, Claim, RunTable
-from hopgraph.evals.run_folder import read_predictions
+from hopgraph.evals.run_folder import RunFolder, read_predictions
 from hopgraph.evals.stats import fmt, paired
 
 RESULTS_DIR: Path | None = None
@@ -52,6 +52,11 @@ def page_path() -> Path:
 def _load(rel: str) -> dict[str, Any] | None:
     path = records_dir() / rel
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _manifest(rel: str) -> dict[str, Any]:
+    """A committed record's manifest ({} where it has none)."""
+    return RunFolder(records_dir() / rel).manifest() or {}
 
 
 def tuning_split(t: RunTable) -> set[str]:
@@ -159,7 +164,7 @@ def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
         items = ", ".join(f"{n:,} {m}" for m, n in kb["counts"].items() if n)
         return f"{builds}, {items} items"
 
-    kbs = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("kb") or {} for k in have}
+    kbs = {k: _manifest(t.rows[k]).get("kb") or {} for k in have}
     known = {k: words(kb) for k, kb in kbs.items() if kb.get("builds")}
     if not known:
         return ""
@@ -189,7 +194,7 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     fingerprints, or two columns of one agent by different ones (columns of different agents
     run different graphs, so their fingerprints differ by nature)."""
     codes = code_by_column(t, list(have))
-    agent = {k: (_load(f"{t.rows[k]}/manifest.json") or {}).get("agent", "") for k in have}
+    agent = {k: _manifest(t.rows[k]).get("agent", "") for k in have}
     mixed = [k for k, c in codes.items() if len(c) > 1]
     per_agent: dict[str, set] = {}
     for k, c in codes.items():
@@ -227,7 +232,7 @@ def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str,
     whose sitting recorded no build (an older sitting, or another server) is "unrecorded"."""
     out = {}
     for k, m in have.items():
-        sittings = (_load(f"{t.rows[k]}/manifest.json") or {}).get("sittings") or []
+        sittings = _manifest(t.rows[k]).get("sittings") or []
         build = {_speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build"))
                  for s in sittings}  # fmt: skip
         preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl")
@@ -392,7 +397,7 @@ llama.cpp build (1.65x and 1.9x measured), not from the probe's own spread (abou
 
 
 def _manifest_model(rel: str) -> str:
-    man = _load(f"{rel}/manifest.json") or {}
+    man = _manifest(rel)
     return str(man.get("model", "?"))
 
 

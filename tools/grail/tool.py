@@ -19,6 +19,7 @@ from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.events import Retrieval, emit
 from hopgraph.runtime import ProcessCache, process_cache
+from hopgraph.tools.grail.settings import GrailContext
 from hopgraph.tools.retrieval import knowledge_base, search
 
 if TYPE_CHECKING:
@@ -30,7 +31,9 @@ _steerers: ProcessCache[tuple, Grail] = process_cache("GRAIL steerers")
 def grail_for(ctx: Context) -> Grail:
     """One Grail per (knowledge base, weights, τ_base): Chroma's index, or, when an adapter
     was trained (its space differs from the index's), the KB's projection through it, kept in
-    the engine beside the KB (``KnowledgeBase.projected``): no process loads the KB whole."""
+    the engine beside the KB (``KnowledgeBase.projected``): no process loads the KB whole.
+    A Context without GRAIL's settings (a graph of one's own that steers) gets their defaults."""
+    ctx = GrailContext.adopt(ctx)
     key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
 
     def make() -> Grail:  # torch loads with the first steered search, not with the graph
