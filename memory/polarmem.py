@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
-from hopgraph.memory.registry import Db
+from hopgraph.memory.registry import Db, connect_pg
 
 NODE_KINDS = ("image", "text", "concept")
 POLAR = ("HAS", "NOT_HAS", "UNCERTAIN")
@@ -314,20 +314,10 @@ class PolarMemory:
             raw.execute("PRAGMA foreign_keys=ON")
             raw.execute("PRAGMA busy_timeout=60000")
             return Db(raw, pg=False)
-        import psycopg
-
         from hopgraph.config import redacted_url
-        from hopgraph.memory.registry import unreachable
 
         where = redacted_url(self.db_url)
-        try:
-            raw = psycopg.connect(self.db_url, autocommit=True, connect_timeout=10)
-            with raw.transaction():  # two machines creating it at once would collide
-                raw.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK,))
-                raw.execute(f"CREATE SCHEMA IF NOT EXISTS polarmem_{self.name}")
-            raw.execute(f"SET search_path TO polarmem_{self.name}")
-        except psycopg.Error as e:
-            raise unreachable(where, e) from e
+        raw = connect_pg(self.db_url, f"polarmem_{self.name}", PG_LOCK, where)
         return Db(raw, pg=True, where=where)
 
     def _tx(self):  # noqa: ANN202 - a context manager

@@ -139,6 +139,23 @@ class Db:
         self.raw.close()
 
 
+def connect_pg(url: str, schema: str, lock: int, where: str) -> Any:
+    """A PostgreSQL connection (autocommit) working in ``schema``, made if new under the
+    advisory ``lock`` (two machines creating it at once would collide); ``where``, the URL
+    without its password, names it when it cannot be reached."""
+    import psycopg
+
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        with raw.transaction():
+            raw.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+            raw.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        raw.execute(f"SET search_path TO {schema}")
+    except psycopg.Error as e:
+        raise unreachable(where, e) from e
+    return raw
+
+
 def unreachable(where: str, e: Exception) -> RegistryUnreachable:
     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return RegistryUnreachable(
@@ -199,17 +216,7 @@ class SourceRegistry:
 
     def _connect(self) -> Any:
         if self.url:
-            import psycopg
-
-            try:
-                raw = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-                with raw.transaction():  # two machines creating it at once would collide
-                    raw.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK,))
-                    raw.execute(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}")
-                raw.execute(f"SET search_path TO {PG_SCHEMA}")
-            except psycopg.Error as e:
-                raise unreachable(self.where, e) from e
-            return raw
+            return connect_pg(self.url, PG_SCHEMA, PG_LOCK, self.where)
         raw = sqlite3.connect(self.file, timeout=60, isolation_level=None)
         raw.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL survives a killed process (a power cut may lose the last commits,
