@@ -650,20 +650,20 @@ class PolarMemory:
 
 
 def _forgotten(db: Db, ids: list[str]) -> set[str]:
-    out: set[str] = set()
-    for i in range(0, len(ids), 900):
-        chunk = ids[i : i + 900]
-        marks = ",".join("?" * len(chunk))
-        out |= {r[0] for r in db.execute(f"SELECT id FROM forgotten WHERE id IN ({marks})", chunk)}
-    return out
+    return _listed(db, "forgotten", ids)
 
 
 def _existing(db: Db, ids: list[str]) -> set[str]:
+    return _listed(db, "nodes", ids)
+
+
+def _listed(db: Db, table: str, ids: list[str]) -> set[str]:
+    """Which of ``ids`` the table holds, asked 500 at a time (SQLite's variable limit)."""
     out: set[str] = set()
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        out |= {r[0] for r in db.execute(f"SELECT id FROM nodes WHERE id IN ({marks})", chunk)}
+        out |= {r[0] for r in db.execute(f"SELECT id FROM {table} WHERE id IN ({marks})", chunk)}
     return out
 
 
