@@ -355,8 +355,11 @@ TABLES: list[RunTable | BenchTable] = [
             "single path": "hotpotqa/remeasure/single-path",
         },  # fmt: skip
         MMAPG_METRICS,
-        [Claim("full", "rag", "f1"), Claim("full", "single path", "f1"),
-         Claim("full", "single path", "kept_recall")],  # fmt: skip
+        [
+            Claim("full", "rag", "f1"),
+            Claim("full", "single path", "f1"),
+            Claim("full", "single path", "kept_recall"),
+        ],  # fmt: skip
         command="make native; benchmarks/mmapg_remeasure.sh 40",
         target=40,
         pool=80,
