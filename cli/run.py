@@ -30,10 +30,8 @@ from hopgraph.cli.app import (
     refuse,
     spinner,
 )
-from hopgraph.evals.run_folder import RunFolder
 from hopgraph.graphs import GRAPHS, every_context
 from hopgraph.graphs import context_schema as schema_of
-from hopgraph.models.embedded import unused_cpu_features
 
 GraphSpec = Annotated[
     str,
@@ -189,6 +187,8 @@ def run(
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
     read = _read_inputs(questions, kb, sets, type(ctx))
     endpoint = checked_endpoint(ctx)
+    from hopgraph.models.embedded import unused_cpu_features
+
     if not ctx.base_url and (unused := unused_cpu_features()):
         err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
                   "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
@@ -435,7 +435,7 @@ def trace(
     """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
     put one question's executions in two runs side by side with their first divergence."""
     from hopgraph.evals import report
-    from hopgraph.evals.run_folder import has_trace, trace_ids, trace_path
+    from hopgraph.evals.run_folder import RunFolder, has_trace, trace_ids, trace_path
 
     if len(args) == 3:
         runs, qid = [Path(a) for a in args[:2]], args[2]
@@ -494,6 +494,7 @@ def evaluate(
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
     from hopgraph.evals.evaluate import evaluate_run, headline
+    from hopgraph.evals.run_folder import RunFolder
 
     priced = parsed_price(price)
 
@@ -557,6 +558,7 @@ def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
     """Warn when the run's KB no longer holds gold evidence ids its questions name."""
 
     from hopgraph.evals.evaluate import missing_gold
+    from hopgraph.evals.run_folder import RunFolder
     from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 
     if kb_store is None:

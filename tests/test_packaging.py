@@ -21,6 +21,17 @@ def test_one_import_name_and_no_top_level_collisions(tmp_path):
     assert collisions == "[]"
 
 
+def test_the_cli_starts_without_the_model_layer(tmp_path):
+    """Every command (``hopgraph --help`` too) loads the CLI; the model client, the vector
+    engine, torch and LangGraph load inside the commands that use them."""
+    heavy = ("openai", "numpy", "torch", "chromadb", "langgraph", "httpx", "psycopg", "jinja2")
+    code = f"import sys, hopgraph.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_langgraph_json_lists_compiled_graphs():
     from hopgraph.graphs import GRAPHS, load_graph
 
