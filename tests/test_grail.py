@@ -356,3 +356,21 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     again = grail_tool.grail_search("topic 3 of town 3", held, 5, "gap-fixed", ctx)
     (second,) = projections()
     assert second != first and Item("text", "new", "").id in [h["id"] for h in again]
+
+
+def test_a_context_without_grails_settings_steers_with_their_defaults(tmp_path):
+    """A graph of one's own built on the shared Context (no GRAIL fields) can still steer: its
+    search runs with GRAIL's default settings, not an AttributeError."""
+    from hopgraph.config import Context
+    from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.tools.grail import tool as grail_tool
+    from hopgraph.tools.grail.settings import GrailSettings
+
+    kb = KnowledgeBase(tmp_path / "kb")
+    kb.add([Item("text", f"t{i}", f"Passage number {i} about topic {i % 3}.") for i in range(6)])
+    ctx = Context(kb_dir=str(tmp_path / "kb"))
+    assert not hasattr(ctx, "grail_tau_base")
+    held = [next(kb.iter_items("text"))["id"]]
+    hits = grail_tool.grail_search("topic 1", held, 2, "additive", ctx)
+    assert len(hits) == 2 and held[0] not in {h["id"] for h in hits}
+    assert grail_tool.grail_for(ctx).model.tau_base == GrailSettings.grail_tau_base
