@@ -3,13 +3,15 @@
 # fixes, on the 40 reported HotpotQA questions the MMAPG tables use, every record fresh, made on
 # one llama.cpp build (run `make native` first) and one revision of each method's code, each
 # keeping its packed traces. rag (one search, one answer) goes to 40 first; full and single path
-# then grow together, 5 questions at a time, so a stop leaves them paired. Re-running resumes.
-# Usage: benchmarks/mmapg_remeasure.sh [N]  (default 40)
+# then grow together, STEP questions at a time, so a stop leaves them paired (STEP = N grows full
+# to N before single path starts: the full-vs-rag verdict first). Re-running resumes.
+# Usage: benchmarks/mmapg_remeasure.sh [N [STEP]]  (defaults 40 and 5)
 set -u
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 R=benchmarks/results/hotpotqa/remeasure
 n=${1:-40}
+step=${2:-5}
 benchmarks/prepare_questions.sh
 . benchmarks/hotpot_data.sh
 $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb-tri --triplets \
@@ -23,7 +25,7 @@ grow() {  # grow VARIANT LIMIT [--set ...]
   $H run --agent mmapg --questions $Q --kb runs/hotpot-kb-tri --out $R/$variant --limit "$limit" \
     --set mmapg_max_iterations=10 $T "$@"
 }
-for limit in $(seq 5 5 "$n"); do
+for limit in $(seq "$step" "$step" "$n"); do
   grow full "$limit"
   grow single-path "$limit" --set mmapg_single_path=true
 done
