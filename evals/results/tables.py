@@ -93,6 +93,18 @@ MMAPG_DEVIATIONS = [
     "found something, in single-path mode from the latest node only (A.7).",
 ]
 
+REMEASURE = "make native; benchmarks/mmapg_remeasure.sh 40 40"
+
+REMEASURED_DEVIATIONS = [  # MMAPG after issue 59's fixes
+    MMAPG_DEVIATIONS[0],
+    "A planner step that repeats one already taken goes back to the planner once, told which "
+    "step it repeats and what that step found; only a second repeat is repaired by our rule (a "
+    "repeated search becomes an answer from the searches that found something), counted as a "
+    "fallback.",
+    "EM / F1 score every column's short answer, which the same short-answer call extracts from "
+    "each method's reply (rag's and MMAPG's alike).",
+]
+
 QDRAG_CLAIMS = [  # the paper's findings on the kept and cited contexts
     Claim("QD-C", "sparse", "kept_recall"),
     Claim("QD-R", "sparse", "kept_recall"),
@@ -346,24 +358,28 @@ TABLES: list[RunTable | BenchTable] = [
     ),
     RunTable(
         "MMAPG after the audit",
-        "MMAPG full against rag and against single path, re-made after issue 59's fixes on "
-        "the reported HotpotQA questions: one build, one revision of each method, traces kept",
-        "The planning graph beats single-path planning (Table 3) and plain retrieval.",
-        {
-            "rag": "hotpotqa/remeasure/rag",
-            "full": "hotpotqa/remeasure/full",
-            "single path": "hotpotqa/remeasure/single-path",
-        },  # fmt: skip
+        "MMAPG full against rag, re-made after issue 59's fixes on the reported HotpotQA "
+        "questions: one build, one revision of each method, traces kept",
+        "The planning graph beats plain retrieval.",
+        {"rag": "hotpotqa/remeasure/rag", "full": "hotpotqa/remeasure/full"},
         MMAPG_METRICS,
-        [
-            Claim("full", "rag", "f1"),
-            Claim("full", "single path", "f1"),
-            Claim("full", "single path", "kept_recall"),
-        ],  # fmt: skip
-        command="make native; benchmarks/mmapg_remeasure.sh 40",
+        [Claim("full", "rag", "f1")],
+        command=REMEASURE,
         target=40,
         pool=80,
-        deviations=[*MMAPG_DEVIATIONS],
+        deviations=REMEASURED_DEVIATIONS,
+    ),
+    RunTable(
+        "MMAPG after the audit",
+        "MMAPG full against single path, on the same questions, build and revision",
+        "The planning graph beats single-path planning (Table 3).",
+        {"full": "hotpotqa/remeasure/full", "single path": "hotpotqa/remeasure/single-path"},
+        MMAPG_METRICS,
+        [Claim("full", "single path", "f1"), Claim("full", "single path", "kept_recall")],
+        command=REMEASURE,
+        target=40,
+        pool=80,
+        deviations=REMEASURED_DEVIATIONS,
     ),
     _frugal(
         "MMAPG",
