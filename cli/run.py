@@ -173,6 +173,7 @@ def run(
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
     from hopgraph.evals.runner import Runner
+    from hopgraph.models.embedded import unused_cpu_features
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
@@ -187,8 +188,6 @@ def run(
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
     read = _read_inputs(questions, kb, sets, type(ctx))
     endpoint = checked_endpoint(ctx)
-    from hopgraph.models.embedded import unused_cpu_features
-
     if not ctx.base_url and (unused := unused_cpu_features()):
         err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
                   "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
