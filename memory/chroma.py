@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hopgraph.models.errors import first_line
 from hopgraph.runtime import ProcessCache, process_cache
 
 
@@ -44,9 +45,8 @@ def chroma_client(path: str | Path = "", url: str = ""):
 
 
 def _unreachable(url: str, e: BaseException) -> ChromaUnreachable:
-    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return ChromaUnreachable(
-        f"the Chroma server at {url} (chroma_url) cannot be reached: {reason}. Once it "
+        f"the Chroma server at {url} (chroma_url) cannot be reached: {first_line(e)}. Once it "
         "answers, run the command again: an index goes on where it stopped, and readers never "
         "see a half-written source"
     )

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.config import redacted_url
+from hopgraph.models.errors import first_line
 
 REGISTRY = "sources.sqlite"
 
@@ -157,9 +158,8 @@ def connect_pg(url: str, schema: str, lock: int, where: str) -> Any:
 
 
 def unreachable(where: str, e: Exception) -> RegistryUnreachable:
-    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return RegistryUnreachable(
-        f"the source registry at {where} (registry_url) cannot be used: {reason}. Once it "
+        f"the source registry at {where} (registry_url) cannot be used: {first_line(e)}. Once it "
         "answers, run the command again: an index goes on where it stopped"
     )
 

@@ -16,7 +16,7 @@ from hopgraph.models.chat import (
     token_ids_instead_of_text,
     user,
 )
-from hopgraph.models.errors import HopgraphModelError
+from hopgraph.models.errors import HopgraphModelError, first_line
 
 
 @dataclass
@@ -42,7 +42,7 @@ def _attempted(name: str, fn) -> Probe:  # noqa: ANN001 - a probe: () -> (ok, de
     try:
         ok, detail = fn()
     except (HopgraphModelError, ValueError) as e:
-        ok, detail = False, str(e).splitlines()[0][:200]
+        ok, detail = False, first_line(e)[:200]
     return Probe(name, ok, detail)
 
 

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 
+def first_line(e: BaseException) -> str:
+    """An error named in one line, for a message that goes on: the first line of its text, or
+    its type's name where it has none (``str(ValueError())`` is empty)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 class HopgraphModelError(RuntimeError):
     """Base class of every model-layer failure."""
 

@@ -358,3 +358,15 @@ def test_doctor_says_which_methods_the_endpoint_serves():
     no_logprobs = [llama[0], llama[1], Probe("logprobs / P(Yes)", False, ""), with_vlm[3]]
     rows = {m: (v, d) for m, v, d in method_support(no_logprobs)}
     assert rows["qdrag"] == ("no", "logprobs / P(Yes)") and rows["rag"] == ("yes", "")
+
+
+def test_a_doctor_probe_failing_with_an_empty_message_is_a_row_naming_its_type():
+    """A probe's failure is a row, never raised: one raising ``ValueError()`` (no text) is
+    named by its type, where the first line of its empty text was an IndexError."""
+    from hopgraph.models.doctor import _attempted
+
+    def probe():
+        raise ValueError()
+
+    row = _attempted("structured output", probe)
+    assert (row.ok, row.detail) == (False, "ValueError")
