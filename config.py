@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -251,22 +253,35 @@ class Context:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        """The fields as a record keeps them: the API key masked, every URL and DSN redacted."""
+        d = {
+            k: redacted(v) if isinstance(v, str) else v for k, v in dataclasses.asdict(self).items()
+        }
         if d.get("api_key") not in ("", "EMPTY"):
             d["api_key"] = "***"
-        d["registry_url"] = redacted_url(d.get("registry_url", ""))
         return d
 
 
-def redacted_url(url: str) -> str:
-    """A database URL with its password replaced by ***, for manifests and messages."""
-    from urllib.parse import urlsplit, urlunsplit
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+_SECRET_VALUE = re.compile(
+    r"(?i)\b([A-Za-z_]*(?:password|passwd|api_key|apikey|secret|token))(\s*=\s*)"
+    r"('[^']*'|\"[^\"]*\"|[^\s,;&]+)"
+)
 
-    parts = urlsplit(url) if url else None
-    if parts is None or parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{netloc[-1]}"))
+
+def redacted(text: str) -> str:
+    """``text`` with every secret it may hold replaced by ***: a URL's password
+    (``scheme://user:***@host``), and the value of a ``password=``, ``api_key=``, ``secret=`` or
+    ``token=`` pair (a key=value DSN, a ``--set``, a URL's query). The one redaction of every
+    URL, DSN, command line and message hopgraph records or prints."""
+    if not text:
+        return text
+    return _SECRET_VALUE.sub(r"\1\2***", _URL_PASSWORD.sub(r"\1***@", text))
+
+
+def command_line() -> str:
+    """This process's ``hopgraph`` command line, redacted, as records keep it."""
+    return redacted(" ".join(["hopgraph", *sys.argv[1:]])) if sys.argv else ""
 
 
 def client_of(cls: type[Context]) -> type[Context]:
@@ -389,3 +404,34 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
             raise ValueError(f"--set expects key=value, got {item!r}")
         out[key.strip()] = value
     return out
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method as the rest of hopgraph knows it, declared once beside its code (``SPEC`` in
+    ``graphs/M.py``; a part's beside its settings): its knobs, what it needs of an endpoint
+    (``hopgraph doctor``), its description (the CLI, MCP's ``ask``), the view that draws its final
+    state (``evals/views.py``) and, for a part a graph includes, what turns its code on (the code
+    fingerprint). Everything that lists methods derives from these (``graphs.specs``)."""
+
+    name: str
+    description: str
+    settings: tuple[type, ...] = ()
+    """Its own knobs' settings classes."""
+    parts: tuple[MethodSpec, ...] = ()
+    """Parts it includes (GRAIL, PolarMem): their knobs join its Context."""
+    needs: tuple[str, ...] = ("chat",)
+    """The endpoint capabilities every run needs, as ``hopgraph doctor`` names them."""
+    image_needs: tuple[str, ...] = ("image input",)
+    """Those only questions or pages with images need."""
+    view: str = ""
+    """The name of the view in ``evals/views.py`` that draws its final state ("": none)."""
+    code: str = ""
+    """A part's package or module: its code counts in a fingerprint only when ``switch`` is on."""
+    switch: str = ""
+    """A part's Context field that turns it on."""
+
+    def context(self, name: str) -> type[Context]:
+        """Its graph's Context class: the shared fields, its knobs and its parts' knobs."""
+        knobs = (*self.settings, *(s for p in self.parts for s in p.settings))
+        return context_class(name, *knobs) if knobs else Context

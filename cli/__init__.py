@@ -7,7 +7,8 @@ import sys
 
 # commands are listed in the order their modules register them
 # isort: off
-from hopgraph.cli import run, kb, data, memory, grail, qdrag, prompts, mcp  # noqa: F401
+from hopgraph.cli import serve, doctor, run, trace, evaluate  # noqa: F401
+from hopgraph.cli import kb, data, memory, grail, qdrag, prompts, mcp  # noqa: F401
 
 # isort: on
 from hopgraph.cli.app import app, err
@@ -29,7 +30,9 @@ def main() -> None:
         OSError,
         RuntimeError,
     ) as e:
-        err.print(f"[red]error:[/red] {e}")
+        from hopgraph.config import redacted
+
+        err.print(f"[red]error:[/red] {redacted(str(e))}")
         sys.exit(2)
     finally:
         close_all()  # models, knowledge bases, memories: released once, here

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
-from hopgraph.config import Context, parse_sets
+from hopgraph.config import Context, parse_sets, redacted
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
@@ -174,7 +175,9 @@ def interrupted(code: int, otel=None) -> NoReturn:
 
 
 def refuse(message: str) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}")
+    """Exit 2 naming what was wrong; a secret the message quotes (a URL's password, a DSN's
+    ``password=``) is never printed."""
+    err.print(f"[red]error:[/red] {redacted(message)}")
     raise typer.Exit(2)
 
 
@@ -182,3 +185,9 @@ def spinner(text: str):
     from rich.spinner import Spinner
 
     return Spinner("dots", text=text)
+
+
+def run_labels(runs: list[str]) -> list[str]:
+    """Column headers for runs: folder names, or the paths where two names collide."""
+    names = [Path(r).name or r for r in runs]
+    return names if len(set(names)) == len(names) else list(runs)

@@ -11,6 +11,7 @@ from hopgraph.cli.app import (
     app,
     console,
 )
+from hopgraph.config import command_line
 
 data_app = typer.Typer(help="Question files and datasets.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
@@ -29,12 +30,11 @@ def data_convert(
     out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
 ) -> None:
     """Convert a benchmark's questions into hopgraph's canonical JSONL."""
-    import sys
 
     from hopgraph.evals.datasets import convert, record_made
 
     n = convert(name, source, out)
-    record_made(out, " ".join(["hopgraph", *sys.argv[1:]]))  # a record names how to re-make it
+    record_made(out, command_line())  # a record names how to re-make it
     console.print(f"{n} questions -> {out}")
     from hopgraph.evals.datasets import read_questions
 

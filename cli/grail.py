@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,6 +16,7 @@ from hopgraph.cli.app import (
     console,
     err,
 )
+from hopgraph.config import command_line
 
 grail_app = typer.Typer(
     help="GRAIL: gap-aware query steering (no LLM calls).", no_args_is_help=True
@@ -114,7 +114,7 @@ def grail_eval(
         from hopgraph.evals.run_folder import git_revision, machine
 
         res["manifest"] = {
-            "command": " ".join(["hopgraph", *sys.argv[1:]]),
+            "command": command_line(),
             "git_revision": git_revision(),
             "machine": machine(),
             "embedder": store.embedder_name,

@@ -16,7 +16,7 @@ from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client
 from hopgraph.evals.cost import Price, cost_of
 from hopgraph.evals.run_folder import EventCounts
-from hopgraph.graphs import GRAPHS, load_graph, recursion_limit
+from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
 from hopgraph.graphs.auth import identity, refusal
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
@@ -29,10 +29,8 @@ from hopgraph.tools.retrieval import knowledge_base, search
 
 ASK = (
     "Answer a question from the knowledge base with one of hopgraph's multi-hop methods: "
-    "rag (one search, a cited answer; fastest), qdrag (decomposes the question, reranks the "
-    "passages by P(Yes)), mmapg (plans searches step by step; slowest), mabdqa (questions "
-    "about one long PDF, named by doc), direct (no retrieval). Returns the answer, the "
-    "evidence it cites (id, title, source, page) and what the call cost (LLM calls, tokens)."
+    "{methods}. Returns the answer, the evidence it cites (id, title, source, page) and what "
+    "the call cost (LLM calls, tokens)."
 )
 KB_SEARCH = (
     "Search the knowledge base by meaning: the k passages, table rows, images and PDF pages "
@@ -183,7 +181,12 @@ def add_ask(server: MCPServer, op: Operator) -> None:
     Method = Literal[tuple(GRAPHS)]  # type: ignore[valid-type]  # noqa: N806
     Settings = settings_model()  # noqa: N806
 
-    @server.tool(description=ASK)
+    described = ", ".join(
+        f"{name} ({spec.description})" if spec else name
+        for name, spec in ((name, spec_for(name)) for name in GRAPHS)
+    )
+
+    @server.tool(description=ASK.format(methods=described))
     def ask(
         question: Annotated[str, pydantic.Field(description="the question")],
         method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",

@@ -1,5 +1,4 @@
-"""Running agents and reading their runs: run, ask, trace, eval, compare, results, and the
-model server commands serve and doctor."""
+"""Running agents: ``run`` over a question file into a run folder, ``ask`` for one question."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from rich.table import Table
 
 from hopgraph.cli.app import (
     BaseUrl,
@@ -30,7 +28,8 @@ from hopgraph.cli.app import (
     refuse,
     spinner,
 )
-from hopgraph.graphs import GRAPHS, every_context
+from hopgraph.config import redacted
+from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
 
 GraphSpec = Annotated[
@@ -41,86 +40,6 @@ GraphSpec = Annotated[
         "a compiled LangGraph graph whose schemas are hopgraph's InputState / OutputState",
     ),
 ]
-
-
-@app.command()
-def serve(
-    model: ModelName = "",
-    engine: Annotated[
-        str,
-        typer.Option(
-            help="llama (llama.cpp, in hopgraph's environment) or vllm (vLLM's CPU "
-            "build in its own environment, `make vllm`)"
-        ),
-    ] = "llama",  # fmt: skip
-    vllm_python: Annotated[
-        str, typer.Option(help="python of vLLM's environment (default .venv-vllm/bin/python)")
-    ] = "",
-    weights: Annotated[
-        str,
-        typer.Option(
-            help="with --engine vllm: a local Hugging Face model folder served as it is under "
-            "the name --model (a VLM such as Qwen2.5-VL); default: the embedded model"
-        ),
-    ] = "",  # fmt: skip
-    sets: Sets = None,
-) -> None:
-    """Serve a model in the foreground and print its base URL: the embedded one with llama.cpp
-    or with vLLM itself (its weights converted once from the verified GGUF, no download), or a
-    local model folder with vLLM."""
-    from hopgraph.models import embedded_server
-    from hopgraph.models.errors import HopgraphModelError
-
-    if engine not in ("llama", "vllm"):
-        refuse(f"--engine is llama or vllm, not {engine!r}")
-    if weights and engine != "vllm":
-        refuse("--weights is for --engine vllm (llama.cpp serves the embedded GGUFs)")
-    ctx = build_context(model=model, sets=sets)
-    began = time.perf_counter()
-    try:
-        if engine == "vllm":
-            from hopgraph.models.vllm_server import VllmServer
-
-            server = VllmServer(ctx.model, cache_dir=ctx.cache_dir, python=vllm_python,
-                                n_ctx=ctx.n_ctx, weights_dir=weights).start()  # fmt: skip
-        else:
-            server = embedded_server(ctx)
-    except HopgraphModelError as e:
-        refuse(str(e))
-    console.print(f"{engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s")
-    console.print(f"HOPGRAPH_BASE_URL={server.base_url} HOPGRAPH_MODEL={ctx.model}")
-    console.print("Ctrl-C stops it.")
-    try:
-        while server.proc is not None and server.proc.poll() is None:
-            time.sleep(0.5)
-        err.print(f"server exited:\n{server.log_tail()}")
-        raise typer.Exit(1)
-    except KeyboardInterrupt:
-        server.stop()
-
-
-@app.command()
-def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
-    """Probe an endpoint (default: the embedded server) and print what it supports."""
-    from hopgraph.models import chat_model, vlm_model
-    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
-
-    ctx = build_context(base_url, model, sets=sets, schema=every_context())
-    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
-    if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
-        rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
-    table = Table(title=f"hopgraph doctor: {ctx.model}")
-    for col in ("capability", "supported", "detail"):
-        table.add_column(col)
-    for row in rows:
-        table.add_row(row.capability, "yes" if row.ok else "no", row.detail)
-    console.print(table)
-    methods = Table(title="what each method needs of it")
-    for col in ("method", "runs here", "missing"):
-        methods.add_column(col)
-    for row in method_support(rows):
-        methods.add_row(*row)
-    console.print(methods)
 
 
 @app.command()
@@ -320,7 +239,7 @@ def failed_questions(errors: list[tuple[str, str]], shown: int = 3) -> NoReturn:
     """Name the failed questions' first reasons and exit with ``QUESTIONS_FAILED``."""
     err.print(f"[red]error:[/red] {len(errors)} question(s) failed; the first:")
     for qid, error in errors[:shown]:
-        err.print(f"  {qid}: {error[:500]}", markup=False, highlight=False)
+        err.print(f"  {qid}: {redacted(error[:500])}", markup=False, highlight=False)
     err.print("their traces hold the details; re-run the same command to retry them")
     raise typer.Exit(QUESTIONS_FAILED)
 
@@ -419,228 +338,6 @@ def _print_answer(pred: dict, who: str, seconds: float, trace: Path) -> None:
     console.print(f"[dim]{who}: {pred['llm_calls']} LLM calls, {seconds:.1f}s; trace {trace}[/dim]")
 
 
-@app.command()
-def trace(
-    args: Annotated[
-        list[str],
-        typer.Argument(help="RUN [QID], or RUN_A RUN_B QID: one question's two executions"),
-    ],
-    fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
-    out: Annotated[str, typer.Option(help="where the html of a two-run diff goes")] = "",
-    calls: Annotated[
-        bool, typer.Option("--calls", help="each LLM call's prompt and reply under its node")
-    ] = False,
-) -> None:
-    """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
-    put one question's executions in two runs side by side with their first divergence."""
-    from hopgraph.evals import report
-    from hopgraph.evals.run_folder import RunFolder, has_trace, trace_ids, trace_path
-
-    if len(args) == 3:
-        runs, qid = [Path(a) for a in args[:2]], args[2]
-        paths = [trace_path(r, qid) for r in runs]
-        for path in paths:
-            if not has_trace(path):
-                refuse(f"no trace for question {qid!r} at {path}")
-        records = tuple(report.read_trace(p) for p in paths)
-        hashes = tuple((RunFolder(r).manifest() or {}).get("prompts", {}) for r in runs)
-        labels = tuple(run_labels([str(r) for r in runs]))
-        if fmt == "html":
-            page = Path(out or f"trace-{qid}.html")
-            report.render_trace_diff_html(records, labels, qid, page, hashes)
-            console.print(f"trace diff: {page}")
-            return
-        rows, first = report.trace_diff(*records, hashes)
-        console.print(report.format_trace_diff(rows, first, labels, hashes), markup=False)
-        console.print(report.format_call_diff(report.call_diff(*records), hashes), markup=False)
-        return
-    if len(args) > 2:
-        refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
-    folder = Path(args[0])
-    qid = args[1] if len(args) == 2 else None
-    if fmt == "html":
-        from hopgraph.evals.evaluate import load_metrics
-
-        path = report.render_html(folder, load_metrics(folder))
-        console.print(f"report: {path}")
-        return
-    traces = trace_ids(folder)
-    if qid is not None:
-        traces = [trace_path(folder, qid)]
-        if not has_trace(traces[0]):
-            raise ValueError(f"no trace for question {qid!r} in {folder}")
-    for path in traces:
-        records = report.read_trace(path)
-        console.print(f"[bold]{path.stem}[/bold]")
-        if fmt == "mermaid":
-            console.print(report.to_mermaid(report.graph_view(records)), markup=False)
-        elif fmt == "text":
-            console.print(report.format_tree(records, calls=calls), markup=False)
-        else:
-            raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")
-
-
-@app.command("eval")
-def evaluate(
-    run_dir: str,
-    citations: Annotated[
-        bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
-    ] = False,
-    base_url: BaseUrl = "",
-    model: ModelName = "",
-    price: PriceOption = "",
-    sets: Sets = None,
-) -> None:
-    """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
-    from hopgraph.evals.evaluate import evaluate_run, headline
-    from hopgraph.evals.run_folder import RunFolder
-
-    priced = parsed_price(price)
-
-    judge = kb_store = None
-    judge_name = ""
-    if citations:
-        from hopgraph.agents.judge import JUDGE, supports
-        from hopgraph.prompts import prompts_for, sha256_file
-        from hopgraph.tools.retrieval import knowledge_base
-
-        saved = RunFolder(run_dir).manifest()["context"]
-        ctx = build_context(
-            base_url or saved.get("base_url", ""),
-            model or saved.get("model", ""),
-            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
-        )
-        kb_store = knowledge_base(ctx)
-
-        def judge(evidence, claim):
-            return supports(evidence, claim, ctx)
-
-        # scores from another judge model or prompt are not kept: every question is judged anew
-        prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
-        judge_name = f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
-
-    def judged(i: int, n: int) -> None:
-        err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
-
-    result = evaluate_run(
-        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
-    )
-    _warn_missing_gold(run_dir, kb_store, sets)
-    table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
-    table.add_column("metric")
-    table.add_column("value")
-    for k, v in headline(result):
-        table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
-    console.print(table)
-    if result["by_template"]:
-        per = Table(title="per question, by prompt template")
-        for col in ("template", "calls", "prompt tokens", "completion tokens", "LLM seconds"):
-            per.add_column(col)
-        for name, t in result["by_template"].items():
-            per.add_row(name, *(f"{t[k]:g}" for k in ("calls", "prompt_tokens",
-                        "completion_tokens", "seconds")))  # fmt: skip
-        console.print(per)
-    console.print(f"cost: {cost_text(result['cost'])}")
-    console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
-
-
-def cost_text(cost: dict) -> str:
-    """A run's cost in one line: calls, tokens, USD where priced, budget stops."""
-    text = (f"{cost['llm_calls']:,} LLM calls, {cost['prompt_tokens']:,} prompt + "
-            f"{cost['completion_tokens']:,} completion tokens")  # fmt: skip
-    text += f", ${cost['usd']:.4f}" if "usd" in cost else ""
-    stops = cost.get("budget_stops", 0)
-    return text + (f"; {stops} question(s) stopped by max_question_tokens" if stops else "")
-
-
-def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
-    """Warn when the run's KB no longer holds gold evidence ids its questions name."""
-
-    from hopgraph.evals.evaluate import missing_gold
-    from hopgraph.evals.run_folder import RunFolder
-    from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
-
-    if kb_store is None:
-        try:
-            saved = RunFolder(run_dir).manifest()["context"]
-            ctx = build_context(sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])
-            kb_store = KnowledgeBase.from_context(ctx, must_exist=True)
-        except (OSError, ValueError, KeyError, KnowledgeBaseError):
-            return  # no KB here to check against
-    gone = missing_gold(run_dir, kb_store)
-    if gone:
-        err.print(
-            f"[yellow]warning[/yellow] {len(gone)} gold evidence id(s) are not in the KB "
-            f"{kb_store.location} (e.g. {', '.join(gone[:3])}): a source changed or was removed "
-            "since, or was never indexed; recall counts them as missed"
-        )
-
-
-@app.command()
-def compare(
-    runs: Annotated[
-        list[str], typer.Argument(help="two or more run folders; the first is the base")
-    ],
-    common: Annotated[
-        bool, typer.Option("--common", help="only the questions every run finished")
-    ] = False,
-    metrics: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric",
-            help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
-        ),
-    ] = None,
-    questions: Annotated[
-        bool,
-        typer.Option("--questions", help="list the questions whose 0/1 score flipped (two runs)"),
-    ] = False,
-    by: Annotated[str, typer.Option(help="the 0/1 metric --questions reads")] = "em",
-    fmt: Annotated[
-        str, typer.Option("--format", help="text | html (html: a page of the flips)")
-    ] = "text",
-    out: Annotated[str, typer.Option(help="where --format html writes its page")] = "",
-) -> None:
-    """Runs side by side, and each run against the first on the questions both scored: better /
-    worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
-    difference, and the questions 80 % power would need."""
-    from hopgraph.evals.evaluate import compare_runs, flipped
-
-    if len(runs) < 2:
-        refuse("compare needs at least two run folders")
-    if fmt not in ("text", "html"):
-        refuse(f"unknown --format {fmt!r}: text or html")
-    if (questions or fmt == "html") and len(runs) != 2:
-        refuse("--questions and --format html compare exactly two runs")
-    done = compare_runs(runs, common=common, metrics=metrics)
-    if done.unknown:
-        err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")
-    labels = run_labels(runs)
-    table = Table(title=f"compare ({' vs '.join(map(str, done.sizes))} questions)")
-    table.add_column("metric", no_wrap=True)
-    for col in labels:
-        table.add_column(col, overflow="fold")
-    for metric, values, deltas in done.rows:
-        table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
-    console.print(table)
-    _print_verdicts(done.paired, labels)
-    if not (questions or fmt == "html"):
-        return
-    flips = flipped(runs[0], runs[1], by)
-    if fmt == "html":
-        console.print(f"flips page: {_flips_page(runs, labels, by, flips, out)}")
-        return
-    for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
-        console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")
-        for f in flips[key]:
-            console.print(
-                f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
-                f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s)\n"
-                f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
-                markup=False,
-            )
-
-
 def chosen_graph(agent: str, graph: str) -> str:
     """The agent name or graph spec a command runs, refused once if it cannot run."""
     from hopgraph.graphs import load_graph
@@ -653,74 +350,3 @@ def chosen_graph(agent: str, graph: str) -> str:
     except ValueError as e:
         refuse(str(e))
     return chosen
-
-
-def _cell(value: float | None, delta: float | None) -> str:
-    if value is None:
-        return ""
-    return f"{value:.3f}" + ("" if delta is None else f" ({delta:+.3f})")
-
-
-def run_labels(runs: list[str]) -> list[str]:
-    """Column headers for runs: folder names, or the paths where two names collide."""
-    names = [Path(r).name or r for r in runs]
-    return names if len(set(names)) == len(names) else list(runs)
-
-
-def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
-    """Each run against the first, metric by metric: the paired tests and their verdict."""
-    verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
-    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
-                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
-        verdicts.add_column(col, overflow="fold")
-    for metric, i, r in paired:
-        ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
-        needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
-        verdicts.add_row(
-            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
-            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
-            r.verdict, needed,
-        )  # fmt: skip
-    console.print(verdicts)
-
-
-def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001
-    """The HTML page of the questions that flipped between two runs (and each run's own page,
-    which it links to)."""
-    from hopgraph.evals import report
-    from hopgraph.evals.evaluate import load_metrics
-
-    for run in runs:  # the pages the flips link to
-        report.render_html(Path(run), load_metrics(run))
-    from hopgraph.evals import plots
-    from hopgraph.evals.evaluate import LOWER_IS_BETTER
-
-    scores = [load_metrics(r)["per_question"] for r in runs]
-    figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
-    page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
-    path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page, figures)
-    return path
-
-
-@app.command()
-def results(
-    check: Annotated[
-        bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
-    ] = False,
-) -> None:
-    """Write docs/RESULTS.md from the committed result records in benchmarks/results/ (of the
-    checkout this runs in)."""
-    from hopgraph.evals.results import page_path, render, write
-
-    try:
-        page = page_path()
-    except FileNotFoundError as e:
-        refuse(str(e))
-    if check:
-        current = page.read_text() if page.exists() else ""
-        if current != render():
-            err.print(f"{page} is stale: run `hopgraph results` and commit it")
-            raise typer.Exit(1)
-        console.print(f"{page} is current")
-        return
-    console.print(f"wrote {write()}")

@@ -1,7 +1,9 @@
 """Which code a method's answers come from: the graph module and every hopgraph module of the
-method layers (graphs, agents, tools, memory, prompts) it imports, followed statically through
-their ``import`` lines. The CLI, evals and the model backends are left out: a change there does
-not change what a method answers. Templates are hashed apart, in the manifest's ``prompts``.
+method layers (graphs, agents, tools, memory, prompts) and of the model layer it imports,
+followed statically through their ``import`` lines. The model layer counts because its settings
+change answers (``models/chat.py``'s sampling per backend, the embedders, the structured-output
+dialects); the CLI and evals are left out: a change there does not change what a method
+answers. Templates are hashed apart, in the manifest's ``prompts``.
 
 A part a graph includes only when a setting turns it on (GRAIL's steering, PolarMem's recall)
 is followed only when the run's Context turns it on, so a run that never steers is not
@@ -16,17 +18,23 @@ import json
 import sys
 from pathlib import Path
 
-METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts")
+METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts", "models")
 ROOT = "hopgraph"
-PARTS = {"hopgraph.tools.grail": "grail_mode", "hopgraph.graphs.polarmem": "polar_memory"}
-"""A part's package or module -> the Context field that makes a graph run it."""
+
+
+def parts() -> dict[str, str]:
+    """A part's package or module -> the Context field that makes a graph run it, from the
+    parts' specs (``MethodSpec.code`` and ``switch``)."""
+    from hopgraph.graphs import specs
+
+    return {s.code: s.switch for s in specs().values() if s.code}
 
 
 def parts_off(ctx: object | None) -> tuple[str, ...]:
     """The parts ``ctx`` leaves off (none without a Context: everything counts)."""
-    return tuple(
-        p for p, field in PARTS.items() if ctx is not None and not getattr(ctx, field, False)
-    )
+    if ctx is None:
+        return ()
+    return tuple(p for p, field in parts().items() if not getattr(ctx, field, False))
 
 
 def _in_layers(module: str) -> bool:

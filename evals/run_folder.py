@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
-from hopgraph.config import Context
+from hopgraph.config import Context, command_line, redacted
 from hopgraph.evals.code_fingerprint import code_changes, code_fingerprint
 from hopgraph.evals.datasets import Question, how_made, read_questions
 from hopgraph.evals.metrics import critical_path_depth
@@ -79,7 +78,7 @@ class RunLock:
                 "folder would answer every question twice), or use another --out"
             ) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(['hopgraph', *sys.argv[1:]])}".encode(), 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {command_line()}".encode(), 0)
         self._fd = fd
         return self
 
@@ -263,7 +262,7 @@ def manifest(
         "questions_sha256": questions.sha256 if questions else "",
         **({"questions_made": made} if made else {}),
         "context": ctx.as_dict(),
-        "endpoint": endpoint,
+        "endpoint": redacted(endpoint),
         "model": ctx.model,
         "gguf_sha256": _gguf_sha256(ctx),
         "prompts": prompt_hashes(ctx),
@@ -271,7 +270,7 @@ def manifest(
         "code": method_code(agent, ctx),
         "git_revision": git_revision(),
         "versions": _versions(),
-        "command": " ".join(["hopgraph", *sys.argv[1:]]) if sys.argv else "",
+        "command": command_line(),
         "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

@@ -18,6 +18,8 @@ import time
 import uuid
 from typing import Any
 
+from hopgraph.models.errors import first_line
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS hopgraph_questions (
     run text NOT NULL,
@@ -51,8 +53,13 @@ class SharedRun:
     a heartbeat free a claim."""
 
     def __init__(self, url: str, run: str, *, lease: float = 60.0):
+        import psycopg
         from psycopg_pool import ConnectionPool
 
+        try:  # one plain connection first: a wrong address or password fails now, not in 30 s
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as e:
+            raise RuntimeError(f"cannot connect: {first_line(e)}") from None
         self.run, self.lease = run, lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.pool = ConnectionPool(url, min_size=1, max_size=8, open=True,

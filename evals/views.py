@@ -56,11 +56,18 @@ def mmapg_view(values: dict[str, Any]) -> View:
     return {"nodes": out, "edges": edges}
 
 
-VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {"qdrag": qdrag_view, "mmapg": mmapg_view}
-"""Graph name (``compile(name=...)``) -> its view."""
+VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
+    "subquestions": qdrag_view,
+    "planning_graph": mmapg_view,
+}
+"""A view's name, as a method's spec names it (``MethodSpec.view``) -> its drawing."""
 
 
 def view_of(graph: str, values: dict[str, Any]) -> View | None:
-    """The drawing of a final state by its graph's view; None for a graph without one."""
-    draw = VIEWS.get(graph)
+    """The drawing of a final state by the view its graph's spec names (the graph's name is
+    its method's); None for a graph without one."""
+    from hopgraph.graphs import specs
+
+    spec = specs().get(graph)
+    draw = VIEWS.get(spec.view) if spec is not None else None
     return draw(values) if draw is not None and values else None

@@ -8,6 +8,7 @@ built-ins get."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -16,19 +17,16 @@ from pathlib import Path
 from typing import Any
 
 ENTRY_POINTS = "hopgraph.graphs"
-BUILT_IN = {
-    "direct": "hopgraph.graphs.direct:graph",
-    "rag": "hopgraph.graphs.rag:graph",
-    "qdrag": "hopgraph.graphs.qdrag:graph",
-    "mmapg": "hopgraph.graphs.mmapg:graph",
-    "mabdqa": "hopgraph.graphs.mabdqa:graph",
-}
+BUILT_IN = ("direct", "rag", "qdrag", "mmapg", "mabdqa")
+"""The built-in methods, in the order they are listed: each is ``graphs/<name>.py``, whose
+``graph`` runs it and whose ``SPEC`` (``config.MethodSpec``) says the rest. Adding a built-in
+method is its own modules and a name here."""
 
 
 def registered() -> dict[str, str]:
     """Agent name -> ``module:attribute`` of every graph runnable by name: the built-ins, then
     those installed packages register under the ``hopgraph.graphs`` entry-point group."""
-    out = dict(BUILT_IN)
+    out = {name: f"{__name__}.{name}:graph" for name in BUILT_IN}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINTS):
         out.setdefault(ep.name, ep.value)
     return out
@@ -134,20 +132,36 @@ def context_schema(agent: str):  # noqa: ANN201 - a Context class
     return Context
 
 
+@functools.cache
+def specs() -> dict[str, Any]:
+    """Name -> ``MethodSpec`` of every built-in method, then of the parts they include (GRAIL,
+    PolarMem), in ``BUILT_IN``'s order: what the CLI, doctor, MCP, views and fingerprints list."""
+    graphs = [importlib.import_module(f"{__name__}.{name}").SPEC for name in BUILT_IN]
+    parts = {p.name: p for spec in graphs for p in spec.parts}
+    return {spec.name: spec for spec in graphs} | parts
+
+
+def endpoint_needs() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Method -> (what every run needs of an endpoint, what only images need): the rows of
+    ``hopgraph doctor``'s method table."""
+    return {s.name: (s.needs, s.image_needs) for s in specs().values() if s.needs}
+
+
+def spec_for(agent: str):  # noqa: ANN201 - a MethodSpec or None
+    """The spec of a registered agent or spec'd graph module (``SPEC`` beside its graph), None
+    for a graph that declares none."""
+    return getattr(importlib.import_module(module_of(agent)), "SPEC", None)
+
+
 def every_context():  # noqa: ANN201 - a Context class
-    """One Context class with every built-in graph's fields, for a server that answers with
-    any of them (``hopgraph mcp``)."""
+    """One Context class with every built-in method's and part's knobs, for a server that
+    answers with any of them (``hopgraph mcp``)."""
     from hopgraph.config import context_class
-    from hopgraph.graphs.mabdqa import MABDQASettings
-    from hopgraph.graphs.mmapg import MMAPGSettings
-    from hopgraph.graphs.polarmem import PolarMemSettings
-    from hopgraph.graphs.qdrag import QDRAGSettings
-    from hopgraph.tools.grail.settings import GrailSettings
 
     global _EVERY
     if _EVERY is None:
-        _EVERY = context_class("EveryContext", MMAPGSettings, QDRAGSettings, MABDQASettings,
-                               GrailSettings, PolarMemSettings, module=__name__)  # fmt: skip
+        knobs = dict.fromkeys(s for spec in specs().values() for s in spec.settings)
+        _EVERY = context_class("EveryContext", *knobs, module=__name__)
     return _EVERY
 
 

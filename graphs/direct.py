@@ -6,13 +6,15 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.answerer import answer_closed_book
-from hopgraph.config import Context
+from hopgraph.config import Context, MethodSpec
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
     context,
     contract_builder,
 )
+
+SPEC = MethodSpec("direct", "no retrieval: the model answers from what it knows")
 
 
 class State(InputState, total=False):

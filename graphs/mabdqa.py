@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.config import context_class, knob
+from hopgraph.config import MethodSpec, knob
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -82,7 +82,13 @@ class MABDQASettings:
     """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
 
-MABDQAContext = context_class("MABDQAContext", MABDQASettings)
+SPEC = MethodSpec(
+    "mabdqa",
+    "questions about one long PDF, named by doc",
+    settings=(MABDQASettings,),
+    needs=("chat", "structured output", "logprobs / P(Yes)"),
+)
+MABDQAContext = SPEC.context("MABDQAContext")
 """MAB-DQA's Context: the shared fields and its knobs."""
 
 

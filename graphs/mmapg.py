@@ -25,8 +25,9 @@ from typing_extensions import TypedDict
 from hopgraph.agents import mmapg as roles
 from hopgraph.agents.generator import short_answer
 from hopgraph.agents.mmapg import overall_plan, plan_step, reason
-from hopgraph.config import context_class, knob
-from hopgraph.graphs.polarmem import PolarMemSettings, memory_candidates
+from hopgraph.config import MethodSpec, knob
+from hopgraph.graphs import polarmem
+from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -37,7 +38,7 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
-from hopgraph.tools.grail.settings import GrailSettings
+from hopgraph.tools.grail import settings as grail
 from hopgraph.tools.mmapg import (
     IMAGE_SIDE,
     TEXT_SIDE,
@@ -76,7 +77,15 @@ class MMAPGSettings:
     examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
 
 
-MMAPGContext = context_class("MMAPGContext", MMAPGSettings, GrailSettings, PolarMemSettings)
+SPEC = MethodSpec(
+    "mmapg",
+    "plans searches step by step; slowest",
+    settings=(MMAPGSettings,),
+    parts=(grail.SPEC, polarmem.SPEC),
+    needs=("chat", "structured output"),
+    view="planning_graph",
+)
+MMAPGContext = SPEC.context("MMAPGContext")
 """MMAPG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from hopgraph.agents import polarmem as roles
-from hopgraph.config import OPERATOR, Context, context_class, knob
+from hopgraph.config import OPERATOR, Context, MethodSpec, context_class, knob
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.polarmem import (
     AddReport,
@@ -51,6 +51,18 @@ class PolarMemSettings:
     polar_top_k: int = knob(3, most=20)
     """Memories recalled per query."""
 
+
+SPEC = MethodSpec(
+    "polarmem",
+    "recalls verified-present and verified-absent facts from the memory, logic first",
+    settings=(PolarMemSettings,),
+    needs=("logprobs / P(Yes)", "image input"),
+    image_needs=(),
+    code="hopgraph.graphs.polarmem",
+    switch="polar_memory",
+)
+"""PolarMem as a part: its verifier rests on P(Yes) and its visual pathway always reads images;
+its code counts in a graph's fingerprint only when ``polar_memory`` is on."""
 
 PolarMemContext = context_class("PolarMemContext", PolarMemSettings)
 """The Context of PolarMem's own commands (``hopgraph memory``, the MCP memory tools)."""

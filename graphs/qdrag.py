@@ -18,8 +18,9 @@ from typing_extensions import TypedDict
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.qdrag import answer_from, decompose_qdc, plan_qdr, score_all
-from hopgraph.config import context_class, knob
-from hopgraph.graphs.polarmem import PolarMemSettings, memory_candidates
+from hopgraph.config import MethodSpec, knob
+from hopgraph.graphs import polarmem
+from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -30,7 +31,7 @@ from hopgraph.graphs.shared import (
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Fallback, emit
-from hopgraph.tools.grail.settings import GrailSettings
+from hopgraph.tools.grail import settings as grail
 from hopgraph.tools.grail.tool import steerable_search
 from hopgraph.tools.qdrag import (
     PlanError,
@@ -61,7 +62,15 @@ class QDRAGSettings:
     """Contexts retrieved per (sub)question before reranking."""
 
 
-QDRAGContext = context_class("QDRAGContext", QDRAGSettings, GrailSettings, PolarMemSettings)
+SPEC = MethodSpec(
+    "qdrag",
+    "decomposes the question, reranks the passages by P(Yes)",
+    settings=(QDRAGSettings,),
+    parts=(grail.SPEC, polarmem.SPEC),
+    needs=("chat", "structured output", "logprobs / P(Yes)"),
+    view="subquestions",
+)
+QDRAGContext = SPEC.context("QDRAGContext")
 """QDRAG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 

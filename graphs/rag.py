@@ -7,7 +7,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.generator import generate_cited_answer
-from hopgraph.config import Context
+from hopgraph.config import Context, MethodSpec
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -17,6 +17,8 @@ from hopgraph.graphs.shared import (
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.tools.retrieval import search
+
+SPEC = MethodSpec("rag", "one search, a cited answer; fastest")
 
 
 class State(InputState, total=False):

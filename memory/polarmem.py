@@ -314,9 +314,9 @@ class PolarMemory:
             raw.execute("PRAGMA foreign_keys=ON")
             raw.execute("PRAGMA busy_timeout=60000")
             return Db(raw, pg=False)
-        from hopgraph.config import redacted_url
+        from hopgraph.config import redacted
 
-        where = redacted_url(self.db_url)
+        where = redacted(self.db_url)
         raw = connect_pg(self.db_url, f"polarmem_{self.name}", PG_LOCK, where)
         return Db(raw, pg=True, where=where)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hopgraph.config import redacted_url
+from hopgraph.config import redacted
 from hopgraph.models.errors import first_line
 
 REGISTRY = "sources.sqlite"
@@ -197,7 +197,7 @@ class SourceRegistry:
         self.file = Path(folder) / REGISTRY if folder is not None and not url else None
         if self.file is not None:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-        self.where = redacted_url(url) if url else str(self.file)
+        self.where = redacted(url) if url else str(self.file)
         """Where it lives, as messages name it (no password)."""
         self._local = threading.local()
         with self._tx() as db:

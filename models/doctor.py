@@ -179,19 +179,12 @@ def _machine() -> tuple[bool, str]:
 DECODE_TOKENS = 64
 
 
-METHOD_NEEDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "rag": (("chat",), ("image input",)),
-    "qdrag": (("chat", "structured output", "logprobs / P(Yes)"), ("image input",)),
-    "mmapg": (("chat", "structured output"), ("image input",)),
-    "mabdqa": (("chat", "structured output", "logprobs / P(Yes)"), ("image input",)),
-    "polarmem": (("logprobs / P(Yes)", "image input"), ()),
-}
-"""Per method: the capabilities every run needs (QDRAG's P(Yes) reranking, MAB-DQA's P(Yes)
-judge, plans and planner steps as structured output), and those only questions or pages with
-images need (answered by the VLM where one is configured; PolarMem's visual pathway always)."""
+Needs = dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+"""Per method: the capabilities every run needs and those only questions or pages with images
+need, as each method's spec declares them (``MethodSpec.needs``, ``image_needs``)."""
 
 
-def method_support(rows: list[Probe]) -> list[tuple[str, str, str]]:
+def method_support(rows: list[Probe], needs: Needs) -> list[tuple[str, str, str]]:
     """(method, "yes" | "text only" | "no", what is missing) from the probes' rows: an image or
     P(Yes) need is met by the VLM's probe where one ran, else by the endpoint's."""
 
@@ -202,8 +195,8 @@ def method_support(rows: list[Probe]) -> list[tuple[str, str, str]]:
         return all(found) if found else None
 
     out = []
-    for method, (needs, for_images) in METHOD_NEEDS.items():
-        missing = [c for c in needs if not ok(c)]
+    for method, (every_run, for_images) in needs.items():
+        missing = [c for c in every_run if not ok(c)]
         no_images = [c for c in for_images if not ok(c)]
         verdict = "no" if missing else "text only" if no_images else "yes"
         detail = ", ".join(missing) or (

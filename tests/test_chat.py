@@ -345,13 +345,18 @@ def test_doctor_says_which_methods_the_endpoint_serves():
     """A text-only endpoint runs every method but PolarMem on questions without images; a VLM
     that takes the images makes every method whole; an endpoint without logprobs (vLLM left at
     --max-logprobs 0) cannot rerank or judge by P(Yes), so QDRAG and MAB-DQA say no."""
-    from hopgraph.models.doctor import Probe, method_support
+    from hopgraph.graphs import endpoint_needs
+    from hopgraph.models.doctor import Probe
+    from hopgraph.models.doctor import method_support as support
+
+    def method_support(rows):
+        return support(rows, endpoint_needs())
 
     llama = [Probe("chat", True, ""), Probe("structured output", True, ""),
              Probe("logprobs / P(Yes)", True, ""), Probe("image input", False, "")]  # fmt: skip
     verdicts = {m: v for m, v, _ in method_support(llama)}
-    assert verdicts == {"rag": "text only", "qdrag": "text only", "mmapg": "text only",
-                        "mabdqa": "text only", "polarmem": "no"}  # fmt: skip
+    assert verdicts == {"direct": "text only", "rag": "text only", "qdrag": "text only",
+                        "mmapg": "text only", "mabdqa": "text only", "polarmem": "no"}  # fmt: skip
     with_vlm = [*llama[:3], Probe("VLM image input (5 per call)", True, ""),
                 Probe("VLM logprobs / P(Yes)", True, "")]  # fmt: skip
     assert {v for _, v, _ in method_support(with_vlm)} == {"yes"}

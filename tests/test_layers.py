@@ -168,7 +168,7 @@ def test_a_fingerprint_covers_what_the_method_runs():
     def parts(agent, **fields):
         files = method_code(agent, Context(**fields))["files"]
         return {
-            "grail" if ".grail." in m else m.split(".")[1]
+            "grail" if ".grail" in m else m.split(".")[1]
             for m in files
             if "grail" in m or "polarmem" in m
         }
@@ -178,3 +178,33 @@ def test_a_fingerprint_covers_what_the_method_runs():
     assert parts("qdrag", grail_mode="gap-fixed") == {"grail"}
     assert parts("mmapg", polar_memory=True) == {"graphs", "agents", "tools", "memory"}
     assert method_code("rag", Context())["fingerprint"] == method_code("rag")["fingerprint"]
+
+
+MOST_LINES = 80
+"""A function longer than this is a sign to name its steps (the code's own rule)."""
+
+
+def long_functions(mods: dict[str, Path] | None = None) -> list[str]:
+    """Every function or method of the package longer than ``MOST_LINES``, from its ``def`` line
+    to its last (decorators and the lines before ``def`` not counted)."""
+    import ast
+
+    found = []
+    for mod, path in sorted((mods or modules()).items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MOST_LINES:
+                    found.append(f"{mod}.{node.name} ({path.name}:{node.lineno}): {n} lines")
+    return found
+
+
+def test_no_function_is_longer_than_80_lines():
+    assert long_functions() == []
+
+
+def test_a_function_grown_past_80_lines_is_caught(tmp_path):
+    long = tmp_path / "long.py"
+    body = "".join(f"    x{i} = {i}\n" for i in range(MOST_LINES))
+    long.write_text(f"def grown():\n{body}\n\ndef short():\n    return 1\n")
+    assert long_functions({"hopgraph.long": long}) == ["hopgraph.long.grown (long.py:1): 81 lines"]

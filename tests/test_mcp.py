@@ -141,7 +141,9 @@ def keyed(url: str, key: str):  # noqa: ANN201 - an MCP transport
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"x-api-key": key}))
+    # a first search loads the embedder in the server: more than the default 5 s on a cold disk
+    client = httpx2.AsyncClient(headers={"x-api-key": key}, timeout=120)
+    return streamable_http_client(url, http_client=client)
 
 
 def test_over_http_a_request_without_a_valid_key_is_refused(http_server):

@@ -115,7 +115,7 @@ def test_a_package_registers_its_graph_by_entry_point(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "entry_points",
                         lambda group: [mine] if group == graphs.ENTRY_POINTS else [])  # fmt: skip
     found = graphs.registered()
-    assert found["mine"] == "test_own_graph:graph" and found["rag"] == graphs.BUILT_IN["rag"]
+    assert found["mine"] == "test_own_graph:graph" and found["rag"] == "hopgraph.graphs.rag:graph"
     monkeypatch.setattr(graphs, "GRAPHS", found)
     assert (
         graphs.load_graph("mine").name == graph.name

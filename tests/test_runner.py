@@ -585,7 +585,7 @@ def test_compare_rescores_a_run_that_went_on_after_eval(tmp_path):
 
 
 def test_compare_labels_runs_by_folder_name_unless_names_collide():
-    from hopgraph.cli.run import run_labels
+    from hopgraph.cli.app import run_labels
 
     assert run_labels(["runs/x/full", "other/similarity"]) == ["full", "similarity"]
     assert run_labels(["a/full", "b/full"]) == ["a/full", "b/full"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hopgraph.config import OPERATOR, context_class
+from hopgraph.config import OPERATOR, MethodSpec, context_class
 
 
 @dataclass(kw_only=True)
@@ -18,6 +18,18 @@ class GrailSettings:
     """Retrievers that support it (MMAPG, QDRAG) search through GRAIL in this mode when set:
     query | additive | gap-fixed | gap | hybrid."""
 
+
+SPEC = MethodSpec(
+    "grail",
+    "steers the query embedding away from the evidence already held (no LLM call)",
+    settings=(GrailSettings,),
+    needs=(),
+    image_needs=(),
+    code="hopgraph.tools.grail",
+    switch="grail_mode",
+)
+"""GRAIL as a part: its knobs join a steering graph's Context; its code counts in that graph's
+fingerprint only when ``grail_mode`` is set."""
 
 GrailContext = context_class("GrailContext", GrailSettings)
 """The Context of GRAIL's own commands (``hopgraph grail``, steered ``search``)."""

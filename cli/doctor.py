@@ -1,0 +1,39 @@
+"""``doctor``: what an endpoint supports, and what each method needs of it."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    ModelName,
+    Sets,
+    app,
+    build_context,
+    console,
+)
+from hopgraph.graphs import endpoint_needs, every_context
+
+
+@app.command()
+def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
+    """Probe an endpoint (default: the embedded server) and print what it supports."""
+    from hopgraph.models import chat_model, vlm_model
+    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
+
+    ctx = build_context(base_url, model, sets=sets, schema=every_context())
+    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
+    if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
+        rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
+    table = Table(title=f"hopgraph doctor: {ctx.model}")
+    for col in ("capability", "supported", "detail"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(row.capability, "yes" if row.ok else "no", row.detail)
+    console.print(table)
+    methods = Table(title="what each method needs of it")
+    for col in ("method", "runs here", "missing"):
+        methods.add_column(col)
+    for row in method_support(rows, endpoint_needs()):
+        methods.add_row(*row)
+    console.print(methods)

@@ -1,0 +1,250 @@
+"""Reading runs: ``eval`` scores a run, ``compare`` pairs runs question by question, ``results``
+writes docs/RESULTS.md from the committed records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    ModelName,
+    PriceOption,
+    Sets,
+    app,
+    build_context,
+    console,
+    err,
+    parsed_price,
+    refuse,
+    run_labels,
+)
+
+
+@app.command("eval")
+def evaluate(
+    run_dir: str,
+    citations: Annotated[
+        bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
+    ] = False,
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    price: PriceOption = "",
+    sets: Sets = None,
+) -> None:
+    """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
+    from hopgraph.evals.evaluate import evaluate_run, headline
+    from hopgraph.evals.run_folder import RunFolder
+
+    priced = parsed_price(price)
+
+    judge = kb_store = None
+    judge_name = ""
+    if citations:
+        from hopgraph.agents.judge import JUDGE, supports
+        from hopgraph.prompts import prompts_for, sha256_file
+        from hopgraph.tools.retrieval import knowledge_base
+
+        saved = RunFolder(run_dir).manifest()["context"]
+        ctx = build_context(
+            base_url or saved.get("base_url", ""),
+            model or saved.get("model", ""),
+            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
+        )
+        kb_store = knowledge_base(ctx)
+
+        def judge(evidence, claim):
+            return supports(evidence, claim, ctx)
+
+        # scores from another judge model or prompt are not kept: every question is judged anew
+        prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
+        judge_name = f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
+
+    def judged(i: int, n: int) -> None:
+        err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
+
+    result = evaluate_run(
+        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
+    )
+    _warn_missing_gold(run_dir, kb_store, sets)
+    table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
+    table.add_column("metric")
+    table.add_column("value")
+    for k, v in headline(result):
+        table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
+    console.print(table)
+    if result["by_template"]:
+        per = Table(title="per question, by prompt template")
+        for col in ("template", "calls", "prompt tokens", "completion tokens", "LLM seconds"):
+            per.add_column(col)
+        for name, t in result["by_template"].items():
+            per.add_row(name, *(f"{t[k]:g}" for k in ("calls", "prompt_tokens",
+                        "completion_tokens", "seconds")))  # fmt: skip
+        console.print(per)
+    console.print(f"cost: {cost_text(result['cost'])}")
+    console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+
+
+def cost_text(cost: dict) -> str:
+    """A run's cost in one line: calls, tokens, USD where priced, budget stops."""
+    text = (f"{cost['llm_calls']:,} LLM calls, {cost['prompt_tokens']:,} prompt + "
+            f"{cost['completion_tokens']:,} completion tokens")  # fmt: skip
+    text += f", ${cost['usd']:.4f}" if "usd" in cost else ""
+    stops = cost.get("budget_stops", 0)
+    return text + (f"; {stops} question(s) stopped by max_question_tokens" if stops else "")
+
+
+def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
+    """Warn when the run's KB no longer holds gold evidence ids its questions name."""
+
+    from hopgraph.evals.evaluate import missing_gold
+    from hopgraph.evals.run_folder import RunFolder
+    from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
+
+    if kb_store is None:
+        try:
+            saved = RunFolder(run_dir).manifest()["context"]
+            ctx = build_context(sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])
+            kb_store = KnowledgeBase.from_context(ctx, must_exist=True)
+        except (OSError, ValueError, KeyError, KnowledgeBaseError):
+            return  # no KB here to check against
+    gone = missing_gold(run_dir, kb_store)
+    if gone:
+        err.print(
+            f"[yellow]warning[/yellow] {len(gone)} gold evidence id(s) are not in the KB "
+            f"{kb_store.location} (e.g. {', '.join(gone[:3])}): a source changed or was removed "
+            "since, or was never indexed; recall counts them as missed"
+        )
+
+
+@app.command()
+def compare(
+    runs: Annotated[
+        list[str], typer.Argument(help="two or more run folders; the first is the base")
+    ],
+    common: Annotated[
+        bool, typer.Option("--common", help="only the questions every run finished")
+    ] = False,
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
+        ),
+    ] = None,
+    questions: Annotated[
+        bool,
+        typer.Option("--questions", help="list the questions whose 0/1 score flipped (two runs)"),
+    ] = False,
+    by: Annotated[str, typer.Option(help="the 0/1 metric --questions reads")] = "em",
+    fmt: Annotated[
+        str, typer.Option("--format", help="text | html (html: a page of the flips)")
+    ] = "text",
+    out: Annotated[str, typer.Option(help="where --format html writes its page")] = "",
+) -> None:
+    """Runs side by side, and each run against the first on the questions both scored: better /
+    worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
+    difference, and the questions 80 % power would need."""
+    from hopgraph.evals.evaluate import compare_runs, flipped
+
+    if len(runs) < 2:
+        refuse("compare needs at least two run folders")
+    if fmt not in ("text", "html"):
+        refuse(f"unknown --format {fmt!r}: text or html")
+    if (questions or fmt == "html") and len(runs) != 2:
+        refuse("--questions and --format html compare exactly two runs")
+    done = compare_runs(runs, common=common, metrics=metrics)
+    if done.unknown:
+        err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")
+    labels = run_labels(runs)
+    table = Table(title=f"compare ({' vs '.join(map(str, done.sizes))} questions)")
+    table.add_column("metric", no_wrap=True)
+    for col in labels:
+        table.add_column(col, overflow="fold")
+    for metric, values, deltas in done.rows:
+        table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
+    console.print(table)
+    _print_verdicts(done.paired, labels)
+    if not (questions or fmt == "html"):
+        return
+    flips = flipped(runs[0], runs[1], by)
+    if fmt == "html":
+        console.print(f"flips page: {_flips_page(runs, labels, by, flips, out)}")
+        return
+    for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
+        console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")
+        for f in flips[key]:
+            console.print(
+                f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
+                f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s)\n"
+                f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
+                markup=False,
+            )
+
+
+def _cell(value: float | None, delta: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.3f}" + ("" if delta is None else f" ({delta:+.3f})")
+
+
+def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
+    """Each run against the first, metric by metric: the paired tests and their verdict."""
+    verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
+    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
+                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
+        verdicts.add_column(col, overflow="fold")
+    for metric, i, r in paired:
+        ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
+        needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
+        verdicts.add_row(
+            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
+            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
+            r.verdict, needed,
+        )  # fmt: skip
+    console.print(verdicts)
+
+
+def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001
+    """The HTML page of the questions that flipped between two runs (and each run's own page,
+    which it links to)."""
+    from hopgraph.evals import report
+    from hopgraph.evals.evaluate import load_metrics
+
+    for run in runs:  # the pages the flips link to
+        report.render_html(Path(run), load_metrics(run))
+    from hopgraph.evals import plots
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
+
+    scores = [load_metrics(r)["per_question"] for r in runs]
+    figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
+    page = Path(out or f"compare-{labels[0]}-{labels[1]}.html")
+    path = report.render_flips_html([Path(r) for r in runs], labels, by, flips, page, figures)
+    return path
+
+
+@app.command()
+def results(
+    check: Annotated[
+        bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
+    ] = False,
+) -> None:
+    """Write docs/RESULTS.md from the committed result records in benchmarks/results/ (of the
+    checkout this runs in)."""
+    from hopgraph.evals.results import page_path, render, write
+
+    try:
+        page = page_path()
+    except FileNotFoundError as e:
+        refuse(str(e))
+    if check:
+        current = page.read_text() if page.exists() else ""
+        if current != render():
+            err.print(f"{page} is stale: run `hopgraph results` and commit it")
+            raise typer.Exit(1)
+        console.print(f"{page} is current")
+        return
+    console.print(f"wrote {write()}")

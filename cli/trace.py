@@ -1,0 +1,76 @@
+"""``trace``: one question's trace as text, JSON, Mermaid or a static HTML page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hopgraph.cli.app import (
+    app,
+    console,
+    refuse,
+    run_labels,
+)
+
+
+@app.command()
+def trace(
+    args: Annotated[
+        list[str],
+        typer.Argument(help="RUN [QID], or RUN_A RUN_B QID: one question's two executions"),
+    ],
+    fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
+    out: Annotated[str, typer.Option(help="where the html of a two-run diff goes")] = "",
+    calls: Annotated[
+        bool, typer.Option("--calls", help="each LLM call's prompt and reply under its node")
+    ] = False,
+) -> None:
+    """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
+    put one question's executions in two runs side by side with their first divergence."""
+    from hopgraph.evals import report
+    from hopgraph.evals.run_folder import RunFolder, has_trace, trace_ids, trace_path
+
+    if len(args) == 3:
+        runs, qid = [Path(a) for a in args[:2]], args[2]
+        paths = [trace_path(r, qid) for r in runs]
+        for path in paths:
+            if not has_trace(path):
+                refuse(f"no trace for question {qid!r} at {path}")
+        records = tuple(report.read_trace(p) for p in paths)
+        hashes = tuple((RunFolder(r).manifest() or {}).get("prompts", {}) for r in runs)
+        labels = tuple(run_labels([str(r) for r in runs]))
+        if fmt == "html":
+            page = Path(out or f"trace-{qid}.html")
+            report.render_trace_diff_html(records, labels, qid, page, hashes)
+            console.print(f"trace diff: {page}")
+            return
+        rows, first = report.trace_diff(*records, hashes)
+        console.print(report.format_trace_diff(rows, first, labels, hashes), markup=False)
+        console.print(report.format_call_diff(report.call_diff(*records), hashes), markup=False)
+        return
+    if len(args) > 2:
+        refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
+    folder = Path(args[0])
+    qid = args[1] if len(args) == 2 else None
+    if fmt == "html":
+        from hopgraph.evals.evaluate import load_metrics
+
+        path = report.render_html(folder, load_metrics(folder))
+        console.print(f"report: {path}")
+        return
+    traces = trace_ids(folder)
+    if qid is not None:
+        traces = [trace_path(folder, qid)]
+        if not has_trace(traces[0]):
+            raise ValueError(f"no trace for question {qid!r} in {folder}")
+    for path in traces:
+        records = report.read_trace(path)
+        console.print(f"[bold]{path.stem}[/bold]")
+        if fmt == "mermaid":
+            console.print(report.to_mermaid(report.graph_view(records)), markup=False)
+        elif fmt == "text":
+            console.print(report.format_tree(records, calls=calls), markup=False)
+        else:
+            raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")

@@ -1,0 +1,87 @@
+"""No secret given on the command line or in the environment reaches a file a run or an index
+writes (manifest, lock, packed traces, checkpoints, predictions, the KB's own files) or a
+message it prints: URL passwords, key=value DSN passwords and keys given with ``--set``."""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from scripted_server import ScriptedServer
+
+SECRET = "sekrit"
+
+
+def leaks(folder: Path, *outputs: str) -> list[str]:
+    """Where ``SECRET`` stands: each output, and each file under ``folder`` (gzip opened)."""
+    found = [f"output {i}" for i, text in enumerate(outputs) if SECRET in text]
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        if SECRET.encode() in data:
+            found.append(str(path.relative_to(folder)))
+    return found
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=300, env={**os.environ, "COLUMNS": "300", **(env or {})},
+    )  # fmt: skip
+
+
+def test_redaction_covers_each_form():
+    from hopgraph.config import redacted
+
+    assert redacted("postgresql://u:pw1@db:5432/x") == "postgresql://u:***@db:5432/x"
+    assert redacted("http://:tok@h/v1 and https://a:b@c") == "http://:***@h/v1 and https://a:***@c"
+    assert redacted("host=db password=pw2 dbname=x") == "host=db password=*** dbname=x"
+    assert redacted("hopgraph run --set api_key=k3 --set max_tokens=5") == (
+        "hopgraph run --set api_key=*** --set max_tokens=5"
+    )
+    assert redacted("PASSWORD = 'a b' chroma_token=t4") == "PASSWORD = *** chroma_token=***"
+    assert redacted("http://user@host/x?limit=3") == "http://user@host/x?limit=3"
+
+
+def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path):
+    """A run given a key by ``--set``, a registry DSN with a password, and an endpoint whose URL
+    holds a password in ``HOPGRAPH_BASE_URL``: nothing it writes or prints holds one."""
+    lines = [{"id": f"q{i}", "question": f"What is fact {i}?"} for i in range(2)]
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with ScriptedServer() as server:
+        url = server.base_url.replace("://", f"://user:{SECRET}-url@")
+        out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                  "--model", "scripted", "--set", f"api_key={SECRET}-key",
+                  "--set", f"registry_url=host=127.0.0.1 port=1 password={SECRET}-dsn",
+                  cwd=tmp_path, env={"HOPGRAPH_BASE_URL": url})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "r" / "run.lock").exists() and list((tmp_path / "r").glob("traces/*"))
+    assert leaks(tmp_path / "r", out.stdout, out.stderr) == []
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert "password=***" in manifest["command"] and "user:***@" in manifest["endpoint"]
+
+
+def test_a_checkpointer_that_cannot_be_reached_is_named_without_its_password(tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"id": "q0", "question": "What is fact 0?"}\n')
+    with ScriptedServer() as server:
+        for dsn in (f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
+                    f"host=127.0.0.1 port=1 user=u password={SECRET}-2 dbname=db"):  # fmt: skip
+            out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                      "--base-url", server.base_url, "--model", "scripted",
+                      "--checkpointer", dsn, cwd=tmp_path)  # fmt: skip
+            assert out.returncode == 2 and "checkpointer" in out.stderr, out.stderr
+            assert leaks(tmp_path, out.stdout, out.stderr) == [], out.stderr
+
+
+def test_no_secret_of_an_index_reaches_its_files_or_output(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.txt").write_text("A red lighthouse stands on the northern cliff.")
+    for i, url in enumerate((f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
+                             f"host=127.0.0.1 port=1 password={SECRET}-2 dbname=db")):  # fmt: skip
+        out = cli("index", "corpus", "--kb", f"kb{i}", "--set", f"registry_url={url}",
+                  cwd=tmp_path)  # fmt: skip
+        assert out.returncode in (0, 2), out.stdout + out.stderr  # indexed, or refused saying why
+        assert leaks(tmp_path, out.stdout, out.stderr) == [], out.stdout + out.stderr
