@@ -300,6 +300,7 @@ def client_of(cls: type[Context]) -> type[Context]:
         cls.__init__(self, **given)
         within_limits(self, self.knob_limits())
         self.check_floors()
+        refuse_gated(self, given)
 
     made = type(f"Client{cls.__name__}", (cls,), {
         "__init__": __init__, "__module__": cls.__module__, "_client": True,
@@ -353,6 +354,18 @@ def within_limits(ctx: Context, limits: dict[str, float]) -> None:
             )
 
 
+def refuse_gated(ctx: Context, given: dict[str, Any]) -> None:
+    """A client's knob that would read something of the operator's (``polar_memory``: the
+    memory at ``polar_dir``) is refused unless the operator's field its ``gate`` names is on."""
+    for f in fields(ctx):
+        gate = f.metadata.get("gate")
+        if gate and given.get(f.name) and not getattr(ctx, gate):
+            raise ValueError(
+                f"Context field {f.name!r} would read what belongs to the operator of this "
+                f"server, who has not opened it to clients ({gate})"
+            )
+
+
 def for_client(operator: Context, given: dict[str, Any]) -> Context:
     """The Context a client's request runs with on a server whose operator built ``operator``
     (``hopgraph mcp``): the client's choices refused as ``ClientContext`` refuses them and held
@@ -362,6 +375,7 @@ def for_client(operator: Context, given: dict[str, Any]) -> Context:
     target.refuse(given)
     out = target(**({f.name: getattr(operator, f.name) for f in fields(operator)} | given))
     within_limits(out, out.knob_limits())
+    refuse_gated(out, given)
     return out
 
 

@@ -79,16 +79,16 @@ def cited(evidence: list[dict[str, Any]], text: bool = False) -> list[dict[str, 
 
 class Operator:
     """What the server's operator set: the Context every call starts from, the price, whether
-    each caller's PolarMem is a folder of its own (over HTTP); and the model endpoint, checked
-    once, by the first call that needs a model (a client that only searches never waits for the
-    embedded server to start)."""
+    each caller's PolarMem is a folder of its own (over HTTP, unless ``--shared-memory``); and
+    the model endpoint, checked once, by the first call that needs a model (a client that only
+    searches never waits for the embedded server to start)."""
 
     def __init__(self, ctx: Context, price: Price | None, per_key_memory: bool):
         self.ctx, self.price, self.per_key_memory = ctx, price, per_key_memory
         self._endpoint = ""
         self._lock = threading.Lock()
 
-    def model_ctx(self, given: dict[str, Any] | None = None) -> Context:
+    def endpoint(self) -> str:
         from hopgraph.evals.runner import preflight
 
         with self._lock:
@@ -96,18 +96,24 @@ class Operator:
                 url = run_endpoint(self.ctx)
                 preflight(self.ctx.replace(base_url=url))
                 self._endpoint = url
-        return for_client(self.ctx.replace(base_url=self._endpoint), given or {})
+        return self._endpoint
 
-    def memory_ctx(self, call: Call) -> Context:
-        ctx = self.model_ctx()
+    def caller_ctx(self, call: Call, given: dict[str, Any] | None = None) -> Context:
+        """The Context one caller's request runs with: the operator's, the caller's choices
+        within its limits, and the memory the caller's memory tools write (its own over HTTP,
+        a folder per API key), the only one its ``ask`` may read (``polar_serve``). The
+        operator's own memory is a caller's only over stdio or with ``--shared-memory``."""
+        ctx = self.ctx.replace(base_url=self.endpoint(), polar_serve=True)
         if self.per_key_memory:
             who = identity(dict(call.headers or {}))  # the key's hash, as threads are owned
             ctx = ctx.replace(polar_dir=str(Path(self.ctx.polar_dir) / who))
-        return ctx
+        return for_client(ctx, given or {})
 
-    def answer(self, question: str, method: str, doc: str, given: dict) -> dict[str, Any]:
+    def answer(
+        self, call: Call, question: str, method: str, doc: str, given: dict
+    ) -> dict[str, Any]:
         """One question through a graph: the answer, the evidence it cites, what it cost."""
-        ctx = self.model_ctx(given)
+        ctx = self.caller_ctx(call, given)
         if not question.strip():
             raise ValueError("the question is empty")
         graph = load_graph(method)
@@ -189,6 +195,7 @@ def add_ask(server: MCPServer, op: Operator) -> None:
     @server.tool(description=ASK.format(methods=described))
     def ask(
         question: Annotated[str, pydantic.Field(description="the question")],
+        call: Call,
         method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",
         doc: Annotated[str, pydantic.Field(description="mabdqa: the PDF's file name")] = "",
         settings: Annotated[
@@ -197,7 +204,7 @@ def add_ask(server: MCPServer, op: Operator) -> None:
         ] = None,
     ) -> dict[str, Any]:
         given = settings.model_dump(exclude_none=True) if settings is not None else {}
-        return guarded(op.answer)(question, method, doc, given)
+        return guarded(op.answer)(call, question, method, doc, given)
 
 
 def add_kb_tools(server: MCPServer, op: Operator) -> None:
@@ -238,7 +245,7 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
         k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            got = recall(query, op.memory_ctx(call), k=k)
+            got = recall(query, op.caller_ctx(call), k=k)
             note = {"note": got.note} if got.note else {}
             return {"memories": [r.evidence() for r in got.items],
                     "ids": [r.id for r in got.items], "wanted": got.positive,
@@ -255,7 +262,7 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
         absent: list[str] | None = None,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            report = ingest_text(text, op.memory_ctx(call), source=source,
+            report = ingest_text(text, op.caller_ctx(call), source=source,
                                  present=present or [], absent=absent or [])  # fmt: skip
             return dict(vars(report))
 
@@ -266,7 +273,41 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
         ids: Annotated[list[str], pydantic.Field(description="memory ids, as recall gives")],
         call: Call,
     ) -> dict[str, Any]:
-        return guarded(lambda: {"forgotten": polar_memory(op.memory_ctx(call)).forget(ids)})()
+        return guarded(lambda: {"forgotten": polar_memory(op.caller_ctx(call)).forget(ids)})()
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD = ("0.0.0.0", "::", "")
+
+
+def transport_security(host: str, allowed: list[str], origins: list[str]):  # noqa: ANN201
+    """The SDK's DNS-rebinding guard, kept on: a request's Host must be loopback, the address
+    listened on, or one the operator allows (``name`` takes any port, ``name:port`` that one);
+    its Origin, when sent, a loopback page or one the operator allows. Listening on every
+    address with no name allowed is refused: no client elsewhere could be let in."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if host in WILDCARD and not allowed:
+        raise ValueError(
+            f"--host {host or '(empty)'} listens on every address, but a request is let in "
+            "only by a name this server's operator allows (the guard against DNS rebinding): add "
+            "--allowed-host NAME for each name or address clients use (e.g. --allowed-host "
+            "10.0.0.5 --allowed-host mcp.example.org)"
+        )
+    names = [*LOOPBACK, *([] if host in WILDCARD else [f"[{host}]" if ":" in host else host])]
+    hosts = [f"{n}:*" for n in names] + list(LOOPBACK)
+    for name in allowed:
+        if not name.strip() or any(c in name for c in "/ @"):
+            raise ValueError(f"--allowed-host {name!r} is not a host name or address")
+        hosts += [name] if name.rsplit(":", 1)[-1].isdigit() else [name, f"{name}:*"]
+    for origin in origins:
+        if not origin.startswith(("http://", "https://")):
+            raise ValueError(f"--allowed-origin {origin!r} is not http(s)://host[:port]")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{n}:*" for n in LOOPBACK] + [o.rstrip("/") for o in origins],
+    )
 
 
 def key_check(inner):  # noqa: ANN001, ANN201 - ASGI apps

@@ -43,9 +43,14 @@ class PolarMemSettings:
     no value (the authors' code used a fixed 0.05)."""
     polar_max_concepts: int = knob(40, most=100)
     """Concepts kept from one image's proposal (App. B: at most 40)."""
-    polar_memory: bool = False
+    polar_memory: bool = field(default=False, metadata={"gate": "polar_serve"})
     """MMAPG and QDRAG also recall from the PolarMem memory at ``polar_dir``: recalled items
-    join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines."""
+    join the candidates (MMAPG) or the cited sources (QDRAG) as Fact Check lines. A served
+    client may turn it on only where ``polar_serve`` is."""
+    polar_serve: bool = field(default=False, metadata=OPERATOR)
+    """A served client may turn ``polar_memory`` on and so read the memory at ``polar_dir``:
+    off by default, since that memory is the operator's (``hopgraph mcp --http`` points a
+    caller's ``polar_dir`` at the caller's own memory, and opens that one)."""
     polar_recall: Literal["logic", "vanilla"] = "logic"
     """logic (Algorithm 1) | vanilla (similarity only, Eq. 2)."""
     polar_top_k: int = knob(3, most=20)

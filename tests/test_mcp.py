@@ -22,6 +22,9 @@ Context = every_context()  # every built-in method's knobs
 
 HOPGRAPH = Path(sys.executable).with_name("hopgraph")
 KEY, OTHER_KEY = "hg-mcp-key-one", "hg-mcp-key-two"
+ALLOWED = "mcp.example.test"  # a name the operator lets clients reach the server by
+OPERATOR_NOTE = "The operator keeps the lighthouse keeper's vault code, 4711, in the memory."
+CALLER_NOTE = "A red lighthouse stands on the northern cliff."
 TOOLS = {"ask", "kb_search", "grail_search", "kb_sources", "memory_recall", "memory_ingest",
          "memory_forget"}  # fmt: skip
 REPLIES = by_template(
@@ -34,7 +37,11 @@ REPLIES = by_template(
 )
 
 
+SEEN: list[str] = []  # every prompt the scripted model was sent
+
+
 def reply(body: dict) -> str:
+    SEEN.append(json.dumps(body["messages"]))
     return REPLIES(body) or deterministic_reply(body)
 
 
@@ -114,11 +121,17 @@ def http_server(kb, tmp_path_factory):
     with ScriptedServer(reply) as model:
         port = free_port()
         env = {**os.environ, "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOME": str(tmp)}
+        (tmp / "note.txt").write_text(OPERATOR_NOTE)  # the operator's own memory
+        subprocess.run(
+            [str(HOPGRAPH), "memory", "ingest", str(tmp / "note.txt"), "--memory",
+             str(tmp / "memory"), "--base-url", model.base_url, "--model", "scripted"],
+            cwd=tmp, env=env, check=True, capture_output=True,
+        )  # fmt: skip
         log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
             [str(HOPGRAPH), "mcp", "--http", "--port", str(port), "--kb", str(kb),
              "--base-url", model.base_url, "--model", "scripted",
-             "--set", f"polar_dir={tmp / 'memory'}"],
+             "--set", f"polar_dir={tmp / 'memory'}", "--allowed-host", ALLOWED],
             cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}/mcp"
@@ -137,12 +150,13 @@ def http_server(kb, tmp_path_factory):
             log.close()
 
 
-def keyed(url: str, key: str):  # noqa: ANN201 - an MCP transport
+def keyed(url: str, key: str, host: str = ""):  # noqa: ANN201 - an MCP transport
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     # a first search loads the embedder in the server: more than the default 5 s on a cold disk
-    client = httpx2.AsyncClient(headers={"x-api-key": key}, timeout=120)
+    headers = {"x-api-key": key, **({"host": host} if host else {})}
+    client = httpx2.AsyncClient(headers=headers, timeout=120)
     return streamable_http_client(url, http_client=client)
 
 
@@ -167,9 +181,7 @@ def test_over_http_with_a_key_and_each_key_sees_only_its_own_memories(http_serve
     asyncio.run(session(keyed(url, KEY), a_caller_session))
 
     async def remember(client) -> None:  # noqa: ANN001
-        stored = await client.call_tool(
-            "memory_ingest", {"text": "A red lighthouse stands on the northern cliff."}
-        )
+        stored = await client.call_tool("memory_ingest", {"text": CALLER_NOTE})
         assert not stored.is_error and stored.structured_content["added"] == 1
         got = (
             await client.call_tool("memory_recall", {"query": "the lighthouse"})
@@ -184,4 +196,69 @@ def test_over_http_with_a_key_and_each_key_sees_only_its_own_memories(http_serve
 
     asyncio.run(session(keyed(url, KEY), remember))
     asyncio.run(session(keyed(url, OTHER_KEY), recall_nothing))
-    assert {p.name[:4] for p in (tmp / "memory").iterdir()} == {"key-"}  # a folder per key
+    keys = {p.name for p in (tmp / "memory").iterdir() if p.name.startswith("key-")}
+    assert len(keys) == 2  # a folder per key, beside the operator's own memory
+
+
+def asked_with_memory(url: str, key: str) -> str:
+    """Every prompt the model was sent for one ``ask`` with PolarMem on, by the caller ``key``."""
+
+    async def ask(client) -> None:  # noqa: ANN001
+        got = await client.call_tool(
+            "ask", {"question": "What stands on the cliff?", "method": "qdrag",
+                    "settings": {"polar_memory": True}},
+        )  # fmt: skip
+        assert not got.is_error, got.content[0].text
+
+    start = len(SEEN)
+    asyncio.run(session(keyed(url, key), ask))
+    return "\n".join(SEEN[start:])
+
+
+def test_over_http_a_callers_ask_reads_its_own_memory_never_the_operators(http_server):
+    url, _ = http_server
+
+    async def remember(client) -> None:  # noqa: ANN001
+        assert not (await client.call_tool("memory_ingest", {"text": CALLER_NOTE})).is_error
+
+    asyncio.run(session(keyed(url, KEY), remember))
+    mine = asked_with_memory(url, KEY)
+    assert "northern cliff" in mine and "4711" not in mine  # its own note, not the operator's
+    other = asked_with_memory(url, OTHER_KEY)
+    assert "northern cliff" not in other and "4711" not in other
+
+
+def test_a_served_graph_refuses_a_clients_polar_memory_unless_the_operator_opens_it(monkeypatch):
+    from hopgraph.config import client_of
+    from hopgraph.graphs.qdrag import QDRAGContext
+
+    with pytest.raises(ValueError, match="polar_memory.*operator.*polar_serve"):
+        client_of(QDRAGContext)(polar_memory=True)
+    monkeypatch.setenv("HOPGRAPH_POLAR_SERVE", "true")  # the operator's say-so
+    assert client_of(QDRAGContext)(polar_memory=True).polar_memory
+
+
+def test_over_http_a_host_the_operator_allows_is_let_in_and_dns_rebinding_is_not(http_server):
+    url, _ = http_server
+    port = url.split(":")[2].split("/")[0]
+
+    async def lists(client) -> None:  # noqa: ANN001
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+
+    asyncio.run(session(keyed(url, KEY, host=f"{ALLOWED}:{port}"), lists))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"}}}  # fmt: skip
+    headers = {"x-api-key": KEY, "accept": "application/json, text/event-stream"}
+    rebound = httpx.post(url, json=init, headers={**headers, "host": f"evil.example:{port}"})
+    assert rebound.status_code == 421
+    foreign = httpx.post(url, json=init, headers={**headers, "origin": "http://evil.example"})
+    assert foreign.status_code == 403
+
+
+def test_listening_on_every_address_without_an_allowed_host_is_refused_first(kb, tmp_path):
+    out = subprocess.run(
+        [str(HOPGRAPH), "mcp", "--http", "--host", "0.0.0.0", "--kb", str(kb)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2 and "--allowed-host" in out.stderr
