@@ -12,6 +12,7 @@ idiom of langchain-ai's react-agent template; explicit arguments always win.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -30,11 +31,15 @@ record may resume with another value (the KB's contents and the prompts' hashes 
 apart from their paths)."""
 
 
-def knob(default: Any, *, least: float | None = None, most: float | None = None, **kw: Any):  # noqa: ANN201
-    """A method's knob: ``least`` is checked when a Context is made; ``most`` is the served
-    default of the largest value one client request may ask (the operator's ``limit_knobs``
-    overrides it)."""
-    meta = {k: v for k, v in (("minimum", least), ("most", most)) if v is not None}
+def knob(  # noqa: ANN201
+    default: Any, *, least: float | None = None, most: float | None = None,
+    ceiling: float | None = None, **kw: Any,
+):  # fmt: skip
+    """A method's knob: ``least`` and ``ceiling`` are checked when a Context is made; ``most``
+    is the served default of the largest value one client request may ask (the operator's
+    ``limit_knobs`` overrides it)."""
+    pairs = (("minimum", least), ("most", most), ("maximum", ceiling))
+    meta = {k: v for k, v in pairs if v is not None}
     return field(default=default, metadata=meta, **kw)
 
 
@@ -76,7 +81,8 @@ class Context:
     """Times a model call is sent again after a connection error, a malformed reply or a 5xx
     (never after a 4xx, nor after a timeout: raise ``request_timeout`` instead); 2 means at
     most 3 attempts."""
-    temperature: float = 0.0
+    temperature: float = knob(0.0, least=0.0, most=2.0, ceiling=2.0)
+    """Sampling temperature, 0..2 as OpenAI-compatible servers take it (0: greedy)."""
     max_tokens: int = field(default=512, metadata=OPERATOR)
     max_image_pixels: int = field(default=1024 * 28 * 28, metadata=OPERATOR)
     """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL grid)."""
@@ -134,6 +140,9 @@ class Context:
     and http(s) URLs need none. Served: none by default. ``hopgraph run``: the question file's
     folder when empty."""
     limit_question_chars: int = field(default=4000, metadata=SERVING)
+    limit_memory_chars: int = field(default=20_000, metadata=SERVING)
+    """The longest text a served client may give PolarMem (``memory_ingest``'s text,
+    ``memory_recall``'s request)."""
     limit_images: int = field(default=8, metadata=SERVING)
     """Images one question may carry."""
     limit_image_pixels: int = field(default=40_000_000, metadata=SERVING)
@@ -205,6 +214,8 @@ class Context:
             mistyped = wanted and not isinstance(value, wanted)
             if mistyped or (isinstance(value, bool) and typ in (int, float)):
                 raise ValueError(f"Context field {name!r} expects {typ.__name__}, not {value!r}")
+            if typ in (int, float):
+                bounded(f"Context field {name!r}", value)
 
     def knob_limits(self) -> dict[str, float]:
         """The largest value a client may give each costly knob of this Context: each knob's
@@ -231,11 +242,16 @@ class Context:
             self.check_floors()
 
     def check_floors(self) -> None:
-        """A knob below its floor (``at_least``) is refused here, once, not inside a node."""
+        """A number that is not finite, or a knob below its floor (``at_least``), is refused
+        here, once, not inside a node."""
         for f in fields(self):
-            low = f.metadata.get("minimum")
-            if low is not None and getattr(self, f.name) < low:
-                raise ValueError(f"{f.name} must be >= {low}, not {getattr(self, f.name)}")
+            value, low = getattr(self, f.name), f.metadata.get("minimum")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                bounded(
+                    f"Context field {f.name!r}", value, most=f.metadata.get("maximum", math.inf)
+                )
+            if low is not None and value < low:
+                raise ValueError(f"{f.name} must be >= {low}, not {value}")
 
     def replace(self, **changes: Any) -> Context:
         """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
@@ -385,6 +401,24 @@ def _default_of(f: dataclasses.Field) -> Any:
     return f.default_factory()  # type: ignore[misc]
 
 
+INT_RANGE = 2**63
+"""A Context integer fits a signed 64-bit one (SQLite, NumPy, the model server's JSON)."""
+
+
+def bounded(name: str, value: float, *, least: float = -math.inf, most: float = math.inf) -> Any:
+    """A number a user or client gave, refused unless finite and within ``least..most`` (an
+    integer within 64 bits), naming it: checked before any work, not as an overflow mid-run."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, not {value}")
+    if isinstance(value, int) and not -INT_RANGE <= value < INT_RANGE:
+        raise ValueError(f"{name} is out of range ({str(value)[:24]}...): at most 64 bits")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least:g}, not {value:g}")
+    if value > most:
+        raise ValueError(f"{name} must be at most {most:g}, not {value:g}")
+    return value
+
+
 def coerce(name: str, typ: Any, raw: str) -> Any:
     """Parse a string into the field's type, naming the field when it does not fit."""
     if get_origin(typ) is Literal:
@@ -398,15 +432,14 @@ def coerce(name: str, typ: Any, raw: str) -> Any:
             if low not in {"1", "true", "yes", "on", "0", "false", "no", "off"}:
                 raise ValueError(raw)
             return low in {"1", "true", "yes", "on"}
-        if typ is int:
-            return int(raw)
-        if typ is float:
-            return float(raw)
-        return raw
+        if typ not in (int, float):
+            return raw
+        number = typ(raw)
     except ValueError:
         raise ValueError(
             f"Context field {name!r} expects {getattr(typ, '__name__', typ)}, got {raw!r}"
         ) from None
+    return bounded(f"Context field {name!r}", number)
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:

@@ -3,6 +3,7 @@ call into the library with the Context a caller may have (``config.for_client``)
 turned into MCP tool errors with the message the CLI gives; and the API-key check in front of
 its HTTP transport. Loaded only by the command, so the CLI starts without the SDK."""
 
+import logging
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_type_hints
@@ -13,7 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from hopgraph.cli.app import run_endpoint
-from hopgraph.config import Context, for_client
+from hopgraph.config import Context, for_client, redacted
 from hopgraph.evals.cost import Price, cost_of
 from hopgraph.evals.run_folder import EventCounts
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
@@ -21,7 +22,7 @@ from hopgraph.graphs.auth import identity, refusal
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
 from hopgraph.memory.kb import KnowledgeBaseError
-from hopgraph.models.errors import HopgraphModelError
+from hopgraph.models.errors import HopgraphModelError, first_line
 from hopgraph.models.events import question_spend
 from hopgraph.prompts import PromptError
 from hopgraph.tools.grail.tool import grail_search
@@ -54,11 +55,15 @@ INGEST = (
 FORGET = "Forget memories by id: they are removed and never stored again."
 
 
+log = logging.getLogger(__name__)
+
 FAILURES = (ValueError, KnowledgeBaseError, HopgraphModelError, PromptError, OSError)
 
 
 def guarded(fn):  # noqa: ANN001, ANN201 - a tool body
-    """Our errors become MCP tool errors with the message the CLI gives."""
+    """Our errors become MCP tool errors with the message the CLI gives; any other (a bug of
+    ours) one naming its type and first line, logged whole on the server, never a bare
+    "Error executing tool"."""
 
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -66,7 +71,13 @@ def guarded(fn):  # noqa: ANN001, ANN201 - a tool body
         except ToolError:
             raise
         except FAILURES as e:
-            raise ToolError(str(e)) from None
+            raise ToolError(redacted(str(e))) from None
+        except Exception as e:
+            log.exception("a tool failed")
+            raise ToolError(
+                f"internal error ({type(e).__name__}: {redacted(first_line(e))}); the server's "
+                "log has the details"
+            ) from None
 
     return run
 
@@ -237,6 +248,17 @@ def add_kb_tools(server: MCPServer, op: Operator) -> None:
         return guarded(op.sources)()
 
 
+def within(text: str, what: str, ctx: Context) -> str:
+    """``text`` from a caller, refused where it is longer than the operator's
+    ``limit_memory_chars`` (it would go to the model whole)."""
+    if len(text) > ctx.limit_memory_chars:
+        raise ValueError(
+            f"{what} is {len(text):,} characters, over this server's limit of "
+            f"{ctx.limit_memory_chars:,} (limit_memory_chars)"
+        )
+    return text
+
+
 def add_memory_tools(server: MCPServer, op: Operator) -> None:
     @server.tool(description=RECALL)
     def memory_recall(
@@ -245,7 +267,8 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
         k: Annotated[int, pydantic.Field(ge=1, le=50)] = 5,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            got = recall(query, op.caller_ctx(call), k=k)
+            ctx = op.caller_ctx(call)
+            got = recall(within(query, "the request", ctx), ctx, k=k)
             note = {"note": got.note} if got.note else {}
             return {"memories": [r.evidence() for r in got.items],
                     "ids": [r.id for r in got.items], "wanted": got.positive,
@@ -257,13 +280,14 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
     def memory_ingest(
         text: Annotated[str, pydantic.Field(description="the text to remember")],
         call: Call,
-        source: str = "",
-        present: list[str] | None = None,
-        absent: list[str] | None = None,
+        source: Annotated[str, pydantic.Field(max_length=1000)] = "",
+        present: Annotated[list[str], pydantic.Field(max_length=100)] = [],  # noqa: B006
+        absent: Annotated[list[str], pydantic.Field(max_length=100)] = [],  # noqa: B006
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            report = ingest_text(text, op.caller_ctx(call), source=source,
-                                 present=present or [], absent=absent or [])  # fmt: skip
+            ctx = op.caller_ctx(call)
+            within("\n".join([text, source, *present, *absent]), "the text given", ctx)
+            report = ingest_text(text, ctx, source=source, present=present, absent=absent)
             return dict(vars(report))
 
         return guarded(run)()

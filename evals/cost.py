@@ -7,6 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hopgraph.config import bounded
+
+MOST_PRICE = 1e6
+"""USD per million tokens no model costs (a typo's guard, and NaN's and infinity's)."""
+
 
 @dataclass(frozen=True)
 class Price:
@@ -17,7 +22,7 @@ class Price:
 
     @classmethod
     def parse(cls, text: str) -> Price:
-        """``prompt=0.15,completion=0.6``: both parts, non-negative numbers."""
+        """``prompt=0.15,completion=0.6``: both parts, finite numbers in 0..MOST_PRICE."""
         parts: dict[str, float] = {}
         for item in filter(None, (p.strip() for p in text.split(","))):
             key, sep, value = item.partition("=")
@@ -25,7 +30,7 @@ class Price:
                 number = float(value) if sep else -1.0
             except ValueError:
                 number = -1.0
-            if key.strip() not in ("prompt", "completion") or number < 0:
+            if key.strip() not in ("prompt", "completion") or not 0 <= number <= MOST_PRICE:
                 raise ValueError(
                     f"--price takes prompt=USD,completion=USD per million tokens, not {item!r}"
                 )
@@ -73,8 +78,8 @@ class Budget:
     price: Price | None = None
 
     def __post_init__(self) -> None:
-        if self.tokens < 0 or self.usd < 0:
-            raise ValueError("a budget is a positive number")
+        bounded("--budget-tokens", self.tokens, least=0)
+        bounded("--budget-usd", self.usd, least=0, most=1e12)
         if self.usd and self.price is None:
             raise ValueError("--budget-usd needs --price prompt=USD,completion=USD")
 

@@ -54,6 +54,27 @@ def test_a_money_budget_needs_a_price_and_a_price_both_parts(tmp_path, town_kb):
     assert no_price.returncode == 2 and "--budget-usd needs --price" in no_price.stderr
     half = hopgraph(*base, "--budget-usd", "1", "--price", "prompt=0.5", cwd=tmp_path)
     assert half.returncode == 2 and "needs both prompt= and completion=" in half.stderr
+    unbounded = [
+        (
+            ["--budget-usd", "nan", "--price", "prompt=1,completion=1"],
+            "--budget-usd must be a finite",
+        ),
+        (
+            ["--budget-usd", "inf", "--price", "prompt=1,completion=1"],
+            "--budget-usd must be a finite",
+        ),
+        (["--budget-usd", "1", "--price", "prompt=nan,completion=1"], "not 'prompt=nan'"),
+        (
+            ["--budget-tokens", "100", "--set", "top_k=99999999999999999999999999"],
+            "'top_k' is out of range",
+        ),
+        (["--set", "temperature=1e308"], "'temperature' must be at most 2"),
+        (["--set", "request_timeout=nan"], "must be a finite number"),
+    ]  # refused before any work, not a NaN budget that never stops or an overflow mid-run
+    for args, message in unbounded:
+        out = hopgraph(*base, *args, cwd=tmp_path)
+        assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-500:])
+    assert not (tmp_path / "r").exists()
     budget = Budget(usd=0.001, price=Price.parse("prompt=10,completion=30"))
     spent = budget.spent([{"prompt_tokens": 50, "completion_tokens": 10}])
     assert spent == {"tokens": 60, "usd": 0.0008} and not budget.reached(spent)

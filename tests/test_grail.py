@@ -208,7 +208,7 @@ def test_duplicate_context_ids_count_once_and_unknown_ids_are_named():
     once = grail.steer(q, ["e1"], "gap-fixed").h_req
     twice = grail.steer(q, ["e1", "e1"], "gap-fixed").h_req
     assert torch.allclose(once, twice)
-    with pytest.raises(KeyError, match="nope"):
+    with pytest.raises(ValueError, match="not in the knowledge base.*nope"):
         grail.steer(q, ["nope"], "gap-fixed")
     with pytest.raises(ValueError, match="duplicate"):
         MatrixSearcher(["a", "a"], torch.randn(2, 8))

@@ -99,6 +99,28 @@ async def a_caller_session(client) -> None:  # noqa: ANN001
     assert refused.is_error and "'top_k' must lie in 0..50" in refused.content[0].text
     operator = await client.call_tool("ask", {"question": "Town 3?", "settings": {"kb_dir": "/"}})
     assert operator.is_error and "kb_dir" in operator.content[0].text
+    await refuses_unbounded_input(client)
+
+
+async def refuses_unbounded_input(client) -> None:  # noqa: ANN001
+    """Numbers and texts past what the operator allows, refused naming them, before work."""
+    hot = await client.call_tool("ask", {"question": "Town 3?", "settings": {"temperature": 1e308}})
+    assert hot.is_error and "temperature" in hot.content[0].text
+    huge = "lighthouse " * 100_000  # 1.1 MB
+    for tool, args in (("memory_ingest", {"text": huge}), ("memory_recall", {"query": huge})):
+        got = await client.call_tool(tool, args)
+        assert got.is_error and "limit_memory_chars" in got.content[0].text, tool
+    unknown = await client.call_tool("grail_search", {"query": "town", "held": ["text-nope"]})
+    assert unknown.is_error and "not in the knowledge base: 'text-nope'" in unknown.content[0].text
+
+
+def test_an_internal_error_in_a_tool_becomes_a_tool_error_with_its_reason():
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from hopgraph.cli.mcp_server import guarded
+
+    with pytest.raises(ToolError, match=r"internal error \(KeyError: 'missing'\)"):
+        guarded(lambda: {}["missing"])()
 
 
 def test_over_stdio_a_client_lists_searches_asks_and_gets_tool_errors(kb, tmp_path):

@@ -50,6 +50,14 @@ class Searcher(Protocol):
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]: ...
 
 
+class UnknownEvidence(ValueError):
+    """Held ids the knowledge base does not have: a caller's mistake, named."""
+
+    def __init__(self, missing: list[str]):
+        shown = ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else "")
+        super().__init__(f"held evidence not in the knowledge base: {shown}")
+
+
 class MatrixSearcher:
     """Exact cosine search over an (n, d) matrix of evidence vectors."""
 
@@ -80,7 +88,7 @@ class MatrixSearcher:
     def vectors(self, ids: list[str]) -> torch.Tensor:
         missing = [i for i in ids if i not in self.row]
         if missing:
-            raise KeyError(f"evidence not in the index: {missing[:5]}")
+            raise UnknownEvidence(missing)
         return self.matrix[[self.row[i] for i in ids]] if ids else torch.zeros(0, self.dim)
 
     def scores(self, vecs: torch.Tensor) -> torch.Tensor:
@@ -124,7 +132,7 @@ class ChromaSearcher:
             self._vecs.update(self.kb.stored_vectors(need))
         missing = [i for i in ids if i not in self._vecs]
         if missing:
-            raise KeyError(f"evidence not in the knowledge base: {missing[:5]}")
+            raise UnknownEvidence(missing)
         return (
             torch.as_tensor(np.stack([self._vecs[i] for i in ids]))
             if ids
@@ -172,7 +180,7 @@ class ProjectedSearcher:
         found = self._read(lambda name: self.kb.projection_vectors(name, ids))
         missing = [i for i in ids if i not in found]
         if missing:
-            raise KeyError(f"evidence not in the knowledge base: {missing[:5]}")
+            raise UnknownEvidence(missing)
         return torch.as_tensor(np.stack([found[i] for i in ids]))
 
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
