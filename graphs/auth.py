@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import uuid
 
 from langgraph_sdk import Auth
 
@@ -69,6 +70,41 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
             value["metadata"] = {}
         value["metadata"]["owner"] = ctx.user.identity
     return {"owner": ctx.user.identity}
+
+
+SYSTEM_ASSISTANTS = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+"""The namespace of the assistant LangGraph's server makes for each graph of langgraph.json
+(``uuid5(it, graph name)``, ``langgraph_api.graph.NAMESPACE_GRAPH``)."""
+
+
+def context_refusal(assistant_id: object, context: object) -> str | None:
+    """Why a run's ``context`` is refused for the graph its assistant runs (None: it is not):
+    a field that graph does not have (another method's knob, named as ``--set`` names it), an
+    operator's field, a mistyped value. LangGraph's server would drop a field its schema lacks
+    without a word; an assistant a client made itself is left to the graph's own check."""
+    from hopgraph.graphs import GRAPHS, context_schema
+
+    if not isinstance(context, dict) or not context:
+        return None
+    by_id = {str(uuid.uuid5(SYSTEM_ASSISTANTS, name)): name for name in GRAPHS}
+    agent = by_id.get(str(assistant_id)) or (assistant_id if assistant_id in GRAPHS else None)
+    if agent is None:
+        return None
+    try:
+        context_schema(str(agent)).refuse(context)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@auth.on.threads.create_run
+async def checked_runs(ctx: Auth.types.AuthContext, value: dict) -> dict:
+    """A run in the caller's own thread (as ``own_threads``), its context refused before any
+    work where it names what its graph does not take."""
+    why = context_refusal(value.get("assistant_id"), (value.get("kwargs") or {}).get("context"))
+    if why is not None:
+        raise Auth.exceptions.HTTPException(status_code=422, detail=why)
+    return await own_threads(ctx, value)
 
 
 @auth.on.store

@@ -120,6 +120,20 @@ def test_a_client_may_not_set_the_operators_fields(served, field, value):
     assert not Path(value, "chroma").exists() or field != "kb_dir"
 
 
+def test_another_methods_knob_is_refused_as_set_refuses_it_not_dropped(served):
+    _refused(served, "mmapg_max_iterations is MMAPG's, not this graph's",
+             context={"mmapg_max_iterations": 3})  # fmt: skip
+    _refused(served, "unknown Context field 'top_kk'", agent="qdrag", context={"top_kk": 3})
+
+
+def test_the_api_description_pages_answer_no_one_without_a_key(served):
+    for path in ("/docs", "/openapi.json", "/info", "/metrics"):
+        assert httpx.get(served[0] + path, timeout=10).status_code == 401, path
+        keyed = httpx.get(served[0] + path, headers={"x-api-key": KEY}, timeout=10)
+        assert keyed.status_code == 404, path  # and not served at all (disable_meta)
+    assert httpx.get(served[0] + "/ok", timeout=10).status_code == 200
+
+
 def test_an_image_outside_the_roots_gets_one_refusal_whether_or_not_it_exists(served):
     from PIL import Image
 
