@@ -54,6 +54,14 @@ def index(
         bool,
         typer.Option("--prune", help="remove sources that vanished from the indexed folder"),
     ] = False,
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="also index files that links in the folder lead to outside it (skipped and "
+            "listed by default)",
+        ),
+    ] = False,
     sets: Sets = None,
 ) -> None:
     """Index a corpus into the knowledge base. Re-running reads only the files that changed
@@ -76,7 +84,7 @@ def index(
 
     report = _index_showing_progress(store, source, fmt, limit=limit, images_dir=images or None,
                                      render_pages=not no_render, derive=derive, ocr=ocr,
-                                     prune=prune)  # fmt: skip
+                                     prune=prune, follow_links=follow_links)  # fmt: skip
     _print_report(report, store.location, source, triplets)
     _refuse_if_nothing(report, store, source, new_folder)
     if report.failed:

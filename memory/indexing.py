@@ -14,7 +14,13 @@ from pathlib import Path
 from hopgraph.memory.files import Failed, Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.memory.registry import Source
-from hopgraph.memory.sources import SourceUnit, detect_format, source_units
+from hopgraph.memory.sources import (
+    LINK_OUT,
+    SourceUnit,
+    detect_format,
+    source_units,
+    walk_folder,
+)
 from hopgraph.models.ocr import ocr_engine
 
 
@@ -162,6 +168,7 @@ def index_source(
     on_batch: Callable[[IndexReport], None] | None = None,
     worker: str = "",
     lease_seconds: float = 60.0,
+    follow_links: bool = False,
 ) -> IndexReport:
     """Read ``source`` and add its items; already indexed items are counted, not re-embedded.
 
@@ -183,11 +190,14 @@ def index_source(
     leased to one of them (``worker``, renewed while it reads, released at its commit), so a
     source is read once; one another indexer holds is tried again when the rest is done, and
     taken over when its lease (``lease_seconds``) runs out unrenewed (the holder died). A
-    source leased with other build settings is refused (``LeaseConflict``)."""
+    source leased with other build settings is refused (``LeaseConflict``).
+
+    A file under a folder that a link leads to outside it is skipped and listed, unless
+    ``follow_links``: a corpus folder says what may be served from it."""
     return _Indexer(kb, Path(source), fmt, limit=limit, batch_size=batch_size,
                     images_dir=images_dir, render_pages=render_pages, page_pixels=page_pixels,
                     derive=derive, ocr=ocr, on_batch=on_batch, worker=worker,
-                    lease_seconds=lease_seconds).run(prune)  # fmt: skip
+                    lease_seconds=lease_seconds, follow_links=follow_links).run(prune)  # fmt: skip
 
 
 class _Indexer:
@@ -196,7 +206,8 @@ class _Indexer:
 
     def __init__(self, kb: KnowledgeBase, path: Path, fmt: str, *, limit: int | None,
                  batch_size: int, images_dir, render_pages: bool, page_pixels: int, derive,
-                 ocr: str, on_batch, worker: str, lease_seconds: float):  # fmt: skip  # noqa: ANN001
+                 ocr: str, on_batch, worker: str, lease_seconds: float,
+                 follow_links: bool):  # fmt: skip  # noqa: ANN001
         self.began = time.perf_counter()
         self.kb, self.path, self.batch_size = kb, path, batch_size
         self.resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -212,7 +223,10 @@ class _Indexer:
             "derived": derive is not None,
         }
         kb.record_build({"source": path.name} | self.build)
-        self.units = source_units(path, self.resolved)
+        self.units = source_units(path, self.resolved, follow_links)
+        if not follow_links and path.is_dir() and self.resolved in ("folder", "pdf"):
+            out = walk_folder(path)[1]
+            self.report.skipped += [Skipped(str(f), LINK_OUT) for f in out]
         self.opts = {
             "notes": self.report.notes,
             "pages_dir": (kb.path / "pages") if render_pages else None,

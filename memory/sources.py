@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -466,12 +467,42 @@ def read_records(path: Path) -> Iterator[Record]:
             yield Skipped(f"{path}:{obj.get('id', '?')}", str(e))
 
 
-def folder_files(path: Path) -> list[Path]:
-    """The files of a folder that ``read_folder`` reads (each a source of its own)."""
-    return sorted(
-        p for p in path.rglob("*")
-        if p.is_file() and p.name != "captions.json" and not p.name.startswith(".")
-    )  # fmt: skip
+LINK_OUT = "a link leading outside the indexed folder (--follow-links indexes it)"
+
+
+def inside(file: Path, root: Path) -> bool:
+    """Whether ``file``, its links followed, lies under ``root`` (resolved)."""
+    return file.resolve().is_relative_to(root)
+
+
+def walk_folder(path: Path, follow_links: bool = False) -> tuple[list[Path], list[Path]]:
+    """The files under folder ``path`` and the links there (to files or folders) that lead
+    outside it (a ``passwd.txt -> /etc/passwd`` dropped into a corpus): those are skipped and
+    listed unless ``follow_links``, which follows them, each folder once."""
+    root = path.resolve()
+    files: list[Path] = []
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for here, dirs, names in os.walk(path, followlinks=follow_links):
+        real = Path(here).resolve()
+        if real in seen:  # a link loop, or a folder reached twice
+            dirs[:] = []
+            continue
+        seen.add(real)
+        linked = (Path(here, d) for d in dirs if Path(here, d).is_symlink())
+        out += [] if follow_links else [d for d in linked if not inside(d, root)]
+        for name in names:
+            file = Path(here, name)
+            (files if follow_links or inside(file, root) else out).append(file)
+    return sorted(files), sorted(out)
+
+
+def folder_files(path: Path, follow_links: bool = False) -> list[Path]:
+    """The files of a folder that ``read_folder`` reads (each a source of its own): not one a
+    link leads to outside the folder, unless ``follow_links``."""
+    files, _ = walk_folder(path, follow_links)
+    usable = (p for p in files if p.is_file() and not p.name.startswith("."))
+    return [p for p in usable if p.name != "captions.json"]
 
 
 def caption_of(captions: dict[str, str], file: Path) -> str:
@@ -505,8 +536,10 @@ def read_folder(path: Path, **opts: Any) -> Iterator[Record]:
         yield from read_file(file, caption_of(captions, file), **opts)
 
 
-def pdf_files(path: Path) -> list[Path]:
-    return [path] if path.is_file() else sorted(path.rglob("*.pdf"))
+def pdf_files(path: Path, follow_links: bool = False) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return [f for f in walk_folder(path, follow_links)[0] if f.suffix.lower() == ".pdf"]
 
 
 def read_pdfs(path: Path, **opts: Any) -> Iterator[Record]:
@@ -575,9 +608,10 @@ class SourceUnit:
         return digest.hexdigest()
 
 
-def source_units(path: Path, fmt: str) -> list[SourceUnit]:
-    """The sources ``path`` read as ``fmt`` holds: each file of a folder, each PDF, else the
-    dataset file (or MultimodalQA folder) as one."""
+def source_units(path: Path, fmt: str, follow_links: bool = False) -> list[SourceUnit]:
+    """The sources ``path`` read as ``fmt`` holds: each file of a folder, each PDF (not those a
+    link leads to outside the folder, unless ``follow_links``), else the dataset file (or
+    MultimodalQA folder) as one."""
     if not path.exists():
         raise FileNotFoundError(f"source not found: {path}")
     if fmt not in READERS:
@@ -587,12 +621,12 @@ def source_units(path: Path, fmt: str) -> list[SourceUnit]:
         return [
             SourceUnit(f, (f,), partial(read_file, f, caption_of(captions, f)),
                        caption_of(captions, f))
-            for f in folder_files(path)
+            for f in folder_files(path, follow_links)
         ]  # fmt: skip
     if fmt == "folder":
         return [SourceUnit(path, (path,), partial(read_file, path))]
     if fmt == "pdf":
-        return [SourceUnit(f, (f,), partial(read_pdf, f)) for f in pdf_files(path)]
+        return [SourceUnit(f, (f,), partial(read_pdf, f)) for f in pdf_files(path, follow_links)]
     files = (path,)
     if fmt == "multimodalqa" and path.is_dir():
         stems = ("MMQA_texts", "MMQA_tables", "MMQA_images")

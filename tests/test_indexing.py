@@ -2,6 +2,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -224,3 +225,45 @@ def test_an_empty_text_file_is_reported_not_skipped_silently(tmp_path):
     assert [(s.where.endswith("empty.txt"), s.reason) for s in report.skipped] == [
         (True, "empty text file: nothing to index")
     ]
+
+
+def test_a_link_leading_outside_the_corpus_is_skipped_and_listed_unless_followed(tmp_path):
+    """issue 75: corpus/passwd.txt -> a file outside was indexed, listed and served."""
+    secret = tmp_path / "outside" / "passwd.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:the operator's secret line:/root:/bin/bash\n")
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    (corpus / "notes.md").write_text("Lighthouses warn ships.\n")
+    (corpus / "passwd.txt").symlink_to(secret)
+    (corpus / "linked").symlink_to(secret.parent, target_is_directory=True)
+    (corpus / "sub" / "same.md").symlink_to(corpus / "notes.md")  # inside: kept
+    kb = KnowledgeBase(tmp_path / "kb")
+    report = index_source(kb, corpus, "folder", ocr="off")
+    skipped = {Path(s.where).relative_to(corpus).as_posix(): s.reason for s in report.skipped}
+    assert set(skipped) == {"passwd.txt", "linked"}  # a linked folder is one line
+    assert all("outside the indexed folder" in r for r in skipped.values())
+    assert not any("secret" in e["text"] for e in kb.search("secret line", k=10))
+    assert {Path(s.path).name for s in kb.registry.sources()} == {"notes.md"}  # one file
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "index", str(corpus), "--kb", str(tmp_path / "k2"),
+         "--follow-links", "--ocr", "off"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    followed = KnowledgeBase(tmp_path / "k2")
+    assert any("secret line" in e["text"] for e in followed.search("secret line", k=10))
+
+
+def test_a_question_image_linked_out_of_the_image_roots_is_refused(tmp_path):
+    from hopgraph.config import Context
+    from hopgraph.graphs.shared import REFUSED_IMAGE, admit
+
+    outside = tmp_path / "private.png"
+    Image.new("RGB", (8, 8), "red").save(outside)
+    root = tmp_path / "allowed"
+    root.mkdir()
+    (root / "cat.png").symlink_to(outside)
+    ctx = Context(image_roots=str(root), vlm_model="v", vlm_base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match=REFUSED_IMAGE):
+        admit({"question": "What?", "images": [str(root / "cat.png")]}, ctx)
