@@ -78,7 +78,15 @@ demo: $(STAMP)
 	$(BIN)/hopgraph eval demo/runs/rag
 	$(BIN)/hopgraph trace demo/runs/rag --format html
 
-test: $(STAMP)
+# The MCP conformance suite (pinned, with the Node 22 it needs, from npm) for
+# tests/test_mcp_conformance.py; where npm is missing the test is skipped, saying so.
+CONFORMANCE := tests/conformance/node_modules/.installed
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	if command -v npm >/dev/null 2>&1; then \
+		cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: the MCP conformance test will be skipped"; fi
+
+test: $(STAMP) $(CONFORMANCE)
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

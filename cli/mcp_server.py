@@ -5,13 +5,17 @@ its HTTP transport. Loaded only by the command, so the CLI starts without the SD
 
 import logging
 import threading
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_type_hints
 
+import anyio.from_thread
 import pydantic
+from mcp import types
 from mcp.server.mcpserver import Context as Call
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client, redacted
@@ -88,6 +92,49 @@ def cited(evidence: list[dict[str, Any]], text: bool = False) -> list[dict[str, 
     return [{k: e[k] for k in keys if e.get(k) not in (None, "")} for e in evidence]
 
 
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class ClientLog:
+    """What a client is told while a tool works: log messages (``notifications/message``) at or
+    above the level it set with ``logging/setLevel`` (protocol versions up to 2025-11-25; info
+    until it sets one; from 2026-07-28 a client opts in per request and the SDK filters), and
+    progress notifications where its request asked for them (a progress token)."""
+
+    KEPT = 10_000  # connections whose level is remembered, the oldest forgotten first
+
+    def __init__(self) -> None:
+        self.levels: dict[str, str] = {}
+
+    @staticmethod
+    def connection(ctx: Any) -> str:
+        """A request's connection: its HTTP session (``mcp-session-id``), else the one stdio."""
+        headers = getattr(ctx.request, "headers", None)
+        return (headers.get("mcp-session-id") if headers is not None else None) or "stdio"
+
+    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        self.levels.pop(self.connection(ctx), None)
+        self.levels[self.connection(ctx)] = params.level
+        while len(self.levels) > self.KEPT:
+            del self.levels[next(iter(self.levels))]
+        return types.EmptyResult()
+
+    def tell(self, call: Call, message: str, *, level: str = "info", step: int = 0) -> None:
+        """From a tool's worker thread: ``message`` as a log line, and as progress ``step``."""
+        session = call.request_context.session
+        wanted = self.levels.get(self.connection(call.request_context), "info")
+
+        async def send() -> None:
+            if step:
+                await call.report_progress(step, None, message)
+            if LEVELS.index(level) >= LEVELS.index(wanted):
+                await session.send_log_message(
+                    level=level, data=message, logger="hopgraph", related_request_id=call.request_id
+                )
+
+        anyio.from_thread.run(send)
+
+
 class Operator:
     """What the server's operator set: the Context every call starts from, the price, whether
     each caller's PolarMem is a folder of its own (over HTTP, unless ``--shared-memory``); and
@@ -96,6 +143,7 @@ class Operator:
 
     def __init__(self, ctx: Context, price: Price | None, per_key_memory: bool):
         self.ctx, self.price, self.per_key_memory = ctx, price, per_key_memory
+        self.log = ClientLog()
         self._endpoint = ""
         self._lock = threading.Lock()
 
@@ -123,21 +171,28 @@ class Operator:
     def answer(
         self, call: Call, question: str, method: str, doc: str, given: dict
     ) -> dict[str, Any]:
-        """One question through a graph: the answer, the evidence it cites, what it cost."""
+        """One question through a graph: the answer, the evidence it cites, what it cost; the
+        client told of each node as it ends (a log line and a progress step)."""
         ctx = self.caller_ctx(call, given)
         if not question.strip():
             raise ValueError("the question is empty")
         graph = load_graph(method)
         payload = {"id": "mcp", "question": question, **({"doc": doc} if doc else {})}
-        counts, final = EventCounts(), {}
+        counts, final, steps = EventCounts(), {}, 0
         config = {"recursion_limit": recursion_limit(method, ctx),
                   "max_concurrency": ctx.max_concurrency}  # fmt: skip
         with question_spend():  # the caller's max_question_tokens counts this question
             for mode, chunk in graph.stream(
-                payload, config, context=ctx, stream_mode=["custom", "values"]
+                payload, config, context=ctx, stream_mode=["custom", "values", "updates"]
             ):
                 if mode == "custom":
                     counts.add(chunk)
+                elif mode == "updates":
+                    for node in chunk:
+                        steps += 1
+                        calls = counts.stats().get("llm_calls", 0)
+                        self.log.tell(call, f"{method}: {node} done ({calls} LLM calls so far)",
+                                      step=steps)  # fmt: skip
                 else:
                     final = chunk
         out = output_of(final)
@@ -188,6 +243,12 @@ def build_server(operator: Context, *, price: Price | None = None,
         "memory that keeps what is verified present and verified absent.",
     )
     op = Operator(operator, price, per_key_memory)
+    # logging/setLevel left the 2026-07-28 revision; clients of the earlier ones still send it,
+    # and the SDK's note says to serve it through the low-level server
+    server._lowlevel_server.add_request_handler(  # noqa: SLF001
+        "logging/setLevel", types.SetLevelRequestParams, op.log.set_level
+    )
+    warnings.filterwarnings("ignore", "The logging capability", MCPDeprecationWarning)
     add_ask(server, op)
     add_kb_tools(server, op)
     add_memory_tools(server, op)

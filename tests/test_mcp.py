@@ -284,3 +284,53 @@ def test_listening_on_every_address_without_an_allowed_host_is_refused_first(kb,
         cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 2 and "--allowed-host" in out.stderr
+
+
+@pytest.mark.filterwarnings("ignore:The logging capability")  # the client's, on setLevel
+def test_ask_tells_the_client_each_node_as_progress_and_log_lines_at_its_level(kb, tmp_path):
+    """Through the official client: a modern one opting in per request (log_level), and a
+    legacy one (the initialize handshake) setting its level with logging/setLevel."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def told(client) -> tuple[list[tuple[float, str]], list[str]]:  # noqa: ANN001
+        steps: list[tuple[float, str]] = []
+
+        async def on_progress(progress, total, message) -> None:  # noqa: ANN001
+            steps.append((progress, message))
+
+        got = await client.call_tool(
+            "ask", {"question": "What is fact 3 about town 3?"}, progress_callback=on_progress
+        )
+        assert not got.is_error
+        return steps, [line for _, line in steps]
+
+    async def check(params) -> None:  # noqa: ANN001
+        logs: list[str] = []
+
+        async def on_log(params) -> None:  # noqa: ANN001
+            logs.append(f"{params.level} {params.data}")
+
+        async with Client(params, logging_callback=on_log, log_level="info") as client:
+            steps, lines = await told(client)
+        assert [p for p, _ in steps] == list(range(1, len(steps) + 1))  # one step a node
+        assert any("rag: retrieve done" in m for m in lines)
+        assert any("rag: generate done (2 LLM calls so far)" in m for m in lines)
+        assert [f"info {m}" for m in lines] == logs
+        logs.clear()
+        async with Client(params, logging_callback=on_log, mode="legacy") as client:
+            assert (await client.set_logging_level("warning")).model_dump(exclude_none=True) == {}
+            steps, _ = await told(client)
+            assert steps and logs == []  # progress still, no info lines under warning
+            await client.set_logging_level("info")
+            _, lines = await told(client)
+            assert logs == [f"info {m}" for m in lines]
+
+    with ScriptedServer(reply) as model:
+        params = StdioServerParameters(
+            command=str(HOPGRAPH),
+            args=["mcp", "--kb", str(kb), "--base-url", model.base_url, "--model", "scripted"],
+            env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+            cwd=str(tmp_path),
+        )  # fmt: skip
+        asyncio.run(check(params))
