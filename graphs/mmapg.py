@@ -40,9 +40,12 @@ from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
 from hopgraph.tools.grail import settings as grail
 from hopgraph.tools.mmapg import (
+    ENDINGS,
     IMAGE_SIDE,
+    REPEATS,
     TEXT_SIDE,
     check_step,
+    ending,
     fallback_step,
     find_candidates,
     has_image_side,
@@ -251,7 +254,7 @@ class State(InputState, total=False):
     step: PlanStep
     repairs: Annotated[list[dict[str, Any]], operator.add]
     stopped: str
-    """Why the loop ended: stop | max_iterations."""
+    """How the loop ended: one of ``tools.mmapg.ENDINGS``."""
     answer: str
     response: str
     evidence: list[Evidence]
@@ -277,10 +280,6 @@ def begin(state: State, runtime: Runtime[MMAPGContext]) -> State:
         **tally,
     }
     return {"plan": plan, "nodes": [q0]}
-
-
-REPEATS = ("repeated_question", "repeated_retrieval", "repeated_answer")
-"""The repairs that mend a step repeating one already taken."""
 
 
 def planner(state: State, runtime: Runtime[MMAPGContext]) -> State:
@@ -408,11 +407,18 @@ def loop(state: State, runtime: Runtime[MMAPGContext]) -> str:
 
 def finish(state: State, runtime: Runtime[MMAPGContext]) -> State:
     """The last answer node's content if the graph ends in one, else the reasoning module
-    answers the question from the whole graph (Alg. 1 lines 23-27)."""
+    answers the question from the whole graph (Alg. 1 lines 23-27). How the loop ended is
+    recorded as it happened (``tools.mmapg.ending``), each ending counted in the summary."""
     nodes = state["nodes"]
-    stopped = "stop" if state.get("step", {}).get("type") == "stop" else "max_iterations"
-    last = nodes[-1]
     ctx = context(runtime, MMAPGContext)
+    repairs = state.get("repairs", [])
+    stopped, chain = ending(
+        state.get("step", {}).get("type") == "stop",
+        [r for r in repairs if r.get("iteration") == len(nodes)],
+        len(nodes) - 1,
+        ctx.mmapg_max_iterations,
+    )
+    last = nodes[-1]
     if last["type"] == "answer":
         final, response = last["answer"], last["content"]
     else:
@@ -420,23 +426,22 @@ def finish(state: State, runtime: Runtime[MMAPGContext]) -> State:
         final, response = out.answer, out.rationale
     final = short_answer(state["question"], final, ctx)  # the one scoring rule of every method
     contexts = list({h["id"]: h for n in nodes for h in n.get("hits", [])}.values())
+    told = sum(r["kind"] == "repeat_told" for r in repairs)
     emit(
         Step(
             "run_summary",
             {
                 "iterations": len(nodes) - 1,
-                "hit_cap": int(stopped == "max_iterations"),
-                "planner_repairs": len(state.get("repairs", [])),
+                "hit_cap": int(stopped == "iteration_cap"),
+                **{f"end_{name}": int(stopped == name) for name in ENDINGS},
+                "planner_repairs": len(repairs) - told,  # a re-ask it was told about is none
+                "planner_re_asks": told,
                 "answered_from_graph": int(last["type"] != "answer"),
+                **({"rule_chain": chain} if chain else {}),
             },
         )
     )
-    return {
-        "answer": final,
-        "response": response,
-        "stopped": stopped,
-        "evidence": contexts,
-    }
+    return {"answer": final, "response": response, "stopped": stopped, "evidence": contexts}
 
 
 builder = contract_builder(

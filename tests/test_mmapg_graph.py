@@ -150,6 +150,7 @@ def test_a_question_token_cap_ends_the_loop_and_the_graph_answers(tmp_path, kb_d
     pred, final, records, _ = run(tmp_path, kb_dir, steps, max_question_tokens=1)
     assert [n["id"] for n in final["nodes"]] == ["Q0", "R1"]  # one step, then the cap
     assert pred["answer"] == "Lund" and pred["budget_stops"] == 1
+    assert final["stopped"] == "budget_stop" and pred["summary"]["end_budget_stop"] == 1
     (stop,) = events(records, "budget_stop")
     assert stop["at"] == "planner" and stop["spent"] >= 1 and stop["cap"] == 1
     uncapped, final, _, _ = run(tmp_path / "uncapped", kb_dir, steps)
@@ -171,7 +172,7 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     nodes = {n["id"]: n for n in final["nodes"]}
     assert list(nodes) == ["Q0", "R1", "R2", "A3"]
     assert nodes["R2"]["parents"] == ["Q0"] and nodes["A3"]["parents"] == ["R1", "R2"]
-    assert pred["answer"] == "Lund" and final["stopped"] == "stop"
+    assert pred["answer"] == "Lund" and final["stopped"] == "planner_stop"
     # a retrieval node costs the planner call + split + key phrases + examinations + extraction
     assert nodes["R1"]["calls"] >= 5 and nodes["A3"]["calls"] == 2
     assert nodes["R1"]["content"].startswith("Ada Moor founded Town 3")
@@ -189,6 +190,17 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     assert "<td>R1, R2</td>" in page
     # the examinations ran as parallel Send tasks inside the retrieval subgraph
     assert any(r.get("ns") and "examine" in json.dumps(r.get("data", {})) for r in records)
+
+
+def test_a_stop_after_being_told_of_a_repeat_is_the_planners_and_no_repair(tmp_path, kb_dir):
+    """Sec. 3.3: the planner decides, Stop included. Told that its search repeats R1, it
+    stops: the ending is its own, and the re-ask it was told about is not a repair."""
+    search = step("retrieval", ["Q0"], "Find who founded Town 3")
+    pred, final, records, _ = run(tmp_path, kb_dir, [search, search, step("stop")])
+    assert final["stopped"] == "planner_stop"
+    (summary,) = events(records, "run_summary")
+    assert summary["end_planner_stop"] == 1 and summary["planner_re_asks"] == 1
+    assert summary["planner_repairs"] == 0 and "rule_chain" not in summary
 
 
 def test_a_missing_parent_is_repaired_and_recorded(tmp_path, kb_dir):
@@ -209,13 +221,19 @@ def test_a_planner_that_never_stops_is_capped_and_still_answers(tmp_path, kb_dir
         [step("question", ["Q0"], f"Sub-question {i}?") for i in range(10)],
         mmapg_max_iterations=3,
     )
-    assert len(final["nodes"]) == 4 and final["stopped"] == "max_iterations"
+    assert len(final["nodes"]) == 4 and final["stopped"] == "iteration_cap"
     done = events(records, "run_summary")[0]
     assert done == {
         "event": "run_summary",
         "iterations": 3,
         "hit_cap": 1,
+        "end_planner_stop": 0,
+        "end_rule_stop": 0,
+        "end_iteration_cap": 1,
+        "end_budget_stop": 0,
+        "end_malformed": 0,
         "planner_repairs": 0,
+        "planner_re_asks": 0,
         "answered_from_graph": 1,
     }
     assert pred["answer"] == "Lund"
@@ -229,7 +247,12 @@ def test_malformed_planner_output_falls_back_to_a_retrieval(tmp_path, kb_dir):
     assert final["nodes"][1]["instruction"] == QUESTION
     repair = final["repairs"][0]
     assert repair["kind"] == "malformed" and "still {not json" in repair["raw"]
-    assert pred["answer"] == "Lund"
+    assert pred["answer"] == "Lund" and final["stopped"] == "planner_stop"
+    # a planner that never replies well: its first step falls back to a search, the next,
+    # with a search made, to Stop; the ending is the fallback's, not the planner's
+    _, final, _, _ = run(tmp_path / "never", kb_dir, itertools.repeat("no json here"))
+    assert [n["type"] for n in final["nodes"]] == ["question", "retrieval"]
+    assert final["stopped"] == "malformed"
 
 
 def test_retrieval_that_finds_nothing_makes_a_node_saying_so(tmp_path, kb_dir):
@@ -361,11 +384,14 @@ def test_a_single_path_planner_that_repeats_itself_stops_before_the_cap(tmp_path
     pred, final, records, _ = run(
         tmp_path, kb_dir, steps, mmapg_single_path=True, mmapg_max_iterations=10
     )
-    assert final["stopped"] == "stop" and len(final["nodes"]) <= 5
+    assert final["stopped"] == "rule_stop" and len(final["nodes"]) <= 5
     assert pred["answer"] == "Lund"
     assert any(n["type"] == "retrieval" for n in final["nodes"])  # it searched
     kinds = [e["detail"]["kind"] for e in events(records, "repair")]
     assert "repeated_answer" in kinds
+    (summary,) = events(records, "run_summary")
+    assert summary["end_rule_stop"] == 1 and summary["rule_chain"][-1] == "repeated_answer"
+    assert summary["planner_repairs"] == len(kinds) - summary["planner_re_asks"]
 
 
 def test_similarity_ablation_makes_no_examination_calls(tmp_path, kb_dir):
@@ -402,7 +428,7 @@ def test_a_user_prompts_folder_swaps_the_planner_prompt(tmp_path, kb_dir):
     (folder / "planner.j2").write_text("MY PLANNER for {{ question }} with {{ nodes | length }}")
     _, final, _, seen = run(tmp_path, kb_dir, [step("stop")], prompts_dir=str(tmp_path / "prompts"))
     assert f"MY PLANNER for {QUESTION} with 1" in seen
-    assert final["stopped"] == "stop"
+    assert final["stopped"] == "planner_stop"
 
 
 def test_check_step_matches_ids_loosely_and_refuses_unknown_ones():

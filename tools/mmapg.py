@@ -163,6 +163,32 @@ def check_step(
     return {**step, "parents": parents}, repairs
 
 
+REPEATS = ("repeated_question", "repeated_retrieval", "repeated_answer")
+"""The repairs that mend a step repeating one already taken."""
+
+ENDINGS = ("planner_stop", "rule_stop", "iteration_cap", "budget_stop", "malformed")
+"""How an MMAPG question's loop ends: the planner's own Stop (Sec. 3.3); our rule chain (a
+repeated search became an answer, a repeated answer became Stop: ``check_step``); the cap of
+k planner steps (Alg. 1 line 3); the question's token budget; a malformed planner reply whose
+fallback was Stop (``fallback_step``)."""
+
+
+def ending(
+    stopped: bool, last_repairs: list[dict[str, Any]], steps: int, cap: int
+) -> tuple[str, list[str]]:
+    """How the loop ended, and for ``rule_stop`` the chain of rules that made the Stop.
+    ``stopped``: the last step was Stop; ``last_repairs``: that step's repairs (the re-ask the
+    planner was told about is not one); ``steps``: planner steps taken before it."""
+    if not stopped:
+        return ("iteration_cap" if steps >= cap else "budget_stop"), []
+    chain = [r["kind"] for r in last_repairs if r["kind"] in REPEATS]
+    if "repeated_answer" in chain:
+        return "rule_stop", chain
+    if any(r["kind"] == "malformed" and r.get("fallback") == "stop" for r in last_repairs):
+        return "malformed", []
+    return "planner_stop", []
+
+
 def _asked(nodes: list[dict[str, Any]], kind: str, instruction: str) -> list[dict[str, Any]]:
     """Earlier nodes of ``kind`` with the same instruction (case and punctuation aside)."""
     same = _norm(instruction)

@@ -98,9 +98,18 @@ REMEASURE = "make native; benchmarks/mmapg_remeasure.sh 40 40"
 REMEASURED_DEVIATIONS = [  # MMAPG after issue 59's fixes
     MMAPG_DEVIATIONS[0],
     "A planner step that repeats one already taken goes back to the planner once, told which "
-    "step it repeats and what that step found; only a second repeat is repaired by our rule (a "
-    "repeated search becomes an answer from the searches that found something), counted as a "
-    "fallback.",
+    "step it repeats and what that step found (the planner still decides, Stop included); a "
+    "second repeat is mended by our rule chain, each mend counted as a fallback: a question "
+    "already asked becomes a search for it; a search already made becomes an answer to the "
+    "question from the searches that found something (single path: from the latest node); an "
+    "answer already given from the same parents, or built only on that answer, becomes Stop "
+    "(the paper has none of these rules: its planner alone ends the loop, Sec. 3.3).",
+    "A step naming parents that do not exist hangs off the ones that do, else the latest node; "
+    "an empty instruction becomes the question; a reply that does not parse becomes a search "
+    "for the question while nothing was retrieved, else Stop (each recorded as a repair).",
+    "How each question ended (planner Stop, rule chain, cap, budget, malformed) is counted in "
+    "the table of endings below; these records predate its recording, so it is derived from "
+    "their traces.",
     "EM / F1 score every column's short answer, which the same short-answer call extracts from "
     "each method's reply (rag's and MMAPG's alike).",
 ]
@@ -380,6 +389,16 @@ TABLES: list[RunTable | BenchTable] = [
         target=40,
         pool=80,
         deviations=REMEASURED_DEVIATIONS,
+    ),
+    BenchTable(
+        "MMAPG after the audit",
+        "how each question's loop ended, full and single path",
+        "MMAPG's planner ends the loop by its own Stop (Sec. 3.3, Alg. 1).",
+        ["hotpotqa/remeasure/endings.json"],
+        "benchmarks/mmapg_endings.py:render",
+        command="python benchmarks/mmapg_endings.py benchmarks/results/hotpotqa/remeasure/full "
+        "benchmarks/results/hotpotqa/remeasure/single-path --out "
+        "benchmarks/results/hotpotqa/remeasure/endings.json (from the committed traces, no LLM)",
     ),
     _frugal(
         "MMAPG",
