@@ -37,7 +37,7 @@ from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.tools.mabdqa.bandit import bandit_retrieve
-from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph, late_interaction
+from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
 from hopgraph.tools.retrieval import knowledge_base
 
@@ -118,10 +118,9 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
             return live[pid]
 
         row = {"id": qid, "doc": q.doc, "evidence": q.evidence}
-        prior = late_interaction(query_vectors(kb, q.question, ctx.page_embedder), pages.vectors)
         for b in batches:
             walk = bandit_retrieve(
-                h, judge, prior=prior, m=ctx.mabdqa_m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
+                h, judge, m=ctx.mabdqa_m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
                 lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed, batch=b, workers=1,
             )  # fmt: skip
             ranking = [ids[p] for p in walk.ranking]

@@ -177,14 +177,11 @@ def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: 
     def judge(p: int) -> float:
         return roles.judge_page(question, pages.pages[p], ctx)
 
-    kb = knowledge_base(ctx)
-    prior_li = late_interaction(query_vectors(kb, question, ctx.page_embedder), pages.vectors)
-
     def on_step(step: dict[str, Any]) -> None:
         emit(Step("bandit_step", {"page_id": pages.pages[step["page"]]["id"], **step}))
 
     walk = bandit_retrieve(
-        h, judge, prior=prior_li, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
+        h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
         lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
         start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
         workers=parallel_calls(ctx), stop=lambda: over_budget(ctx, "bandit"),

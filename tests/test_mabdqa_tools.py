@@ -164,38 +164,56 @@ def document(seed=7, n_pages=60, dim=96, arms=4):
     return h, late_interaction(unit(8), pages)
 
 
-def test_without_judgements_the_bandit_ranks_as_the_question_li_does():  # Alg. 2 line 4
-    h, li_q = document()
-    walk = bandit_retrieve(h, lambda p: pytest.fail("m = 0 judges nothing"), prior=li_q, m=0,
-                           alpha=0.8, beta=0.1, lam=0.75)  # fmt: skip
-    assert walk.ranking == [int(p) for p in np.argsort(-li_q, kind="stable")]
+def hand_made():
+    """Six pages, three arms: arm 0 holds pages 0 and 2, arm 1 pages 1 and 3, arm 2 pages 0, 1
+    and 4; page 5 is in none. max_j LI(Q_j, p) = 1.0, 1.0, 0.5, 0.5, 0.2, 0.0."""
+    li = np.array([[1.0, 0.0, 0.5, 0.0, 0.0, 0.0],
+                   [0.0, 0.4, 0.0, 0.5, 0.0, 0.0],
+                   [0.3, 1.0, 0.1, 0.1, 0.2, 0.0]])  # fmt: skip
+    return Hypergraph(["a0", "a1", "a2"], li, [[0, 2], [1, 3], [0, 1, 4]], [set()] * 6)
 
 
-def test_judged_and_unjudged_pages_are_ranked_on_one_scale():
-    """A judge that gave every page 0.6 pushed LI's top pages below the unjudged ones (judged
-    pages by Eq. 8, unjudged by LI alone: [3,4,5,6,7,8,0,1,2,9] with m = 3). A judge that says
-    the same of every page tells nothing: LI's order stands."""
-    h, li_q = document()
-    by_li = [int(p) for p in np.argsort(-li_q, kind="stable")]
-    for c in (0.0, 0.6, 1.0):
-        walk = bandit_retrieve(h, lambda p, c=c: c, prior=li_q, m=3, alpha=0.8, beta=0.0, lam=0.75)
-        assert walk.ranking == by_li, c
-    # a page judged relevant rises above every page the walk did not judge, and one judged
-    # irrelevant falls below every unjudged page of at least its LI
+def test_every_page_is_ranked_by_eq_8_with_its_own_degree_and_arms():  # Eq. 8-10
+    """Page 0 judged relevant, page 1 not: arms 0 and 2 gain, arms 1 and 2 lose (Eq. 10), so
+    E[Beta] = 2/3, 1/3, 1/2. Pages 2 and 3 are unjudged with equal LI: page 2 sits in the
+    strong arm's hyperedge, page 3 in the weak one's, and Eq. 8-9 tell them apart (the
+    expected judgement, 0.5, stands in for s_vlm). alpha 0.8, beta 0.1, lambda 0.75, max
+    degree 2:
+      p0: 0.2*1.0 + 0.8*1.0 + 0.1*(0.25*2/2 + 0.75*(2/3+1/2)/2) = 1.06875
+      p2: 0.2*0.5 + 0.8*0.5 + 0.1*(0.25*1/2 + 0.75*2/3)       = 0.5625
+      p3: 0.2*0.5 + 0.8*0.5 + 0.1*(0.25*1/2 + 0.75*1/3)       = 0.5375
+      p4: 0.2*0.2 + 0.8*0.5 + 0.1*(0.25*1/2 + 0.75*1/2)       = 0.49
+      p5: 0.2*0.0 + 0.8*0.5 + 0.1*(0.25*0   + 0.75*0)         = 0.4
+      p1: 0.2*1.0 + 0.8*0.0 + 0.1*(0.25*2/2 + 0.75*(1/3+1/2)/2) = 0.25625"""
+    h = hand_made()
+    arms = Arms.uniform(3)
+    arms.update(h.arms_of(0), 1.0)
+    arms.update(h.arms_of(1), 0.0)
+    walk = bandit_retrieve(h, lambda p: pytest.fail("m = 0 judges nothing"), m=0, alpha=0.8,
+                           beta=0.1, lam=0.75, arms=arms, judged={0: 1.0, 1: 0.0})  # fmt: skip
+    assert walk.ranking == [0, 2, 3, 4, 5, 1]
+    assert walk.scores == pytest.approx([1.06875, 0.5625, 0.5375, 0.49, 0.4, 0.25625])
+
+
+def test_a_judge_that_tells_nothing_leaves_the_ranking_without_judgements():
+    """A judge that gives every page 0.5 (Beta(1, 1)'s mean) moves no arm's mean and is what
+    an unjudged page is expected to get: the walk ranks as it does with m = 0."""
+    h, _ = document()
+    none = bandit_retrieve(h, lambda p: pytest.fail("m = 0"), m=0, alpha=0.8, beta=0.1, lam=0.75)
+    flat = bandit_retrieve(h, lambda p: 0.5, m=6, alpha=0.8, beta=0.1, lam=0.75)
+    assert len(flat.judged) == 6 and flat.ranking == none.ranking
+    # a page judged relevant rises to the top; one judged irrelevant falls below the
+    # unjudged pages of at least its LI and degree
     seen = []
 
     def first_liked(p):
         seen.append(p)
         return 1.0 if len(seen) == 1 else 0.0
 
-    walk = bandit_retrieve(h, first_liked, prior=li_q, m=6, alpha=0.8, beta=0.1, lam=0.75)
+    walk = bandit_retrieve(h, first_liked, m=6, alpha=0.8, beta=0.1, lam=0.75)
     assert walk.ranking[0] == seen[0]
-    unjudged = [p for p in walk.ranking if p not in walk.judged]
-    for low in seen[1:]:
-        above = [p for p in unjudged if li_q[p] >= li_q[low]]
-        assert all(walk.ranking.index(p) < walk.ranking.index(low) for p in above)
-    with pytest.raises(ValueError, match="prior scores 5 pages"):
-        bandit_retrieve(h, lambda p: 0.0, prior=li_q[:5], m=1, alpha=0.8, beta=0.1, lam=0.75)
+    assert all(walk.ranking.index(p) > walk.ranking.index(q) for p in seen[1:]
+               for q in none.ranking[:3] if q not in walk.judged)  # fmt: skip
 
 
 def test_aspect_subqueries_read_a_json_list_as_a_list():

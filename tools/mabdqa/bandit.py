@@ -7,11 +7,11 @@ best-scoring unvisited neighbour in H (Alg. 2 lines 17-21) inside that arm's hyp
 is; otherwise go to the arm's best unvisited page. (Algorithm 2 as printed judges every page in
 its first round and never uses the draw; Sec. 3.3 says the sampled arm guides retrieval, which
 is what a budget of m judgements needs.) The chosen page is judged, its
-arms are updated (Eq. 10), and a judged page is finally ranked by the composite score (Eq. 8).
-A page the walk never judged keeps the score Alg. 2 line 4 starts every page with, LI(q, p)
-(min-max normalised like every LI term), so the walk only moves the pages it judged: with
-m = 0 the ranking is the late-interaction baseline's, and a page judged irrelevant falls below
-an unjudged page the question's LI ranks well.
+arms are updated (Eq. 10), and every page is finally ranked by the composite score (Eq. 8):
+a page the walk never judged by its own LI, degree and arms' confidence, with the judgement
+expected of it in place of s_vlm. (Alg. 2 line 4 starts every page at LI(q, p), but its walk
+rescores every page by Eq. 8 in its first round, line 30; with a budget of m judgements, the
+pages not judged are ranked by Eq. 8 too, not left at line 4's score.)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.runtime import fan_out
-from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, minmax
+from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph
 
 
 @dataclass
@@ -56,14 +56,13 @@ def arm_confidence(h: Hypergraph, arms: Arms, page: int) -> float:
 
 def composite_score(
     h: Hypergraph, arms: Arms, page: int, s_vlm: float, *, alpha: float, beta: float,
-    lam: float, max_degree: int, li: float | None = None,
+    lam: float, max_degree: int,
 ) -> float:  # fmt: skip
     """Eq. 8: (1-alpha) max_j LI(Q_j, p) + alpha s_vlm + beta[(1-lambda) h + lambda s̄_cb], with
     LI min-max normalised per arm and the degree h divided by the largest degree in H, so
-    every term lies in [0, 1]. ``li``: the page's LI term where the walk ranks by another
-    (the question's LI(q, p), Alg. 2 line 4), for judged and unjudged pages alike."""
+    every term lies in [0, 1]."""
     return (
-        (1 - alpha) * (float(h.li[:, page].max()) if li is None else li)
+        (1 - alpha) * float(h.li[:, page].max())
         + alpha * s_vlm
         + beta * graph_term(h, arms, page, lam=lam, max_degree=max_degree)
     )
@@ -90,7 +89,6 @@ def bandit_retrieve(
     h: Hypergraph,
     judge: Callable[[int], float],
     *,
-    prior: np.ndarray | None = None,
     m: int,
     alpha: float,
     beta: float,
@@ -104,9 +102,8 @@ def bandit_retrieve(
     workers: int = 8,
     stop: Callable[[], bool] | None = None,
 ) -> Walk:
-    """Judge at most ``m`` pages (fewer when every page is judged), walking H as above.
-    ``prior`` is LI(q, p) of the question for every page (Alg. 2 line 4), the score of a page
-    not judged; None takes max_j LI(Q_j, p) over the arms instead.
+    """Judge at most ``m`` pages (fewer when every page is judged), walking H as above, and
+    rank every page by Eq. 8 (``_Scores``).
     ``arms``/``judged``/``start`` continue an earlier walk (HRRA re-entering the hypergraph).
     ``batch`` b > 1 (ours, not the paper's): each round draws b Thompson samples, picks b
     distinct pages, judges them concurrently and then updates the arms, so the critical path
@@ -116,10 +113,7 @@ def bandit_retrieve(
     rng = np.random.default_rng(seed)
     arms = arms or Arms.uniform(len(h.subqueries))
     judged = dict(judged or {})
-    initial = minmax(np.asarray(prior, dtype=np.float64)) if prior is not None else h.li.max(0)
-    if len(initial) != h.n_pages:
-        raise ValueError(f"prior scores {len(initial)} pages, the hypergraph holds {h.n_pages}")
-    score = _Scores(h, arms, judged, initial, alpha=alpha, beta=beta, lam=lam)
+    score = _Scores(h, arms, judged, alpha=alpha, beta=beta, lam=lam)
     current = start
     steps: list[dict[str, Any]] = []
     budget, rounds = m, 0
@@ -174,36 +168,24 @@ def _pick(h: Hypergraph, arms: Arms, rng, taken: set[int], current: int | None, 
 
 
 class _Scores:
-    """Eq. 8 for every page, on one scale, with the page's LI(q, p) as its LI term (Alg. 2
-    line 4). An unjudged page's other terms are at their prior, the same for every such page:
-    the judgement expected of it (the mean of those made so far; 0.5, Beta(1, 1)'s mean, before
-    any) and the mean graph term over the pages; so without judgements the walk ranks as LI
-    does. Scoring an unjudged page by LI alone put it on another scale: a judge that gave every
-    page 0.6 pushed LI's top pages below unjudged ones."""
+    """Eq. 8 for every page, judged or not, on one scale: (1-alpha) max_j LI(Q_j, p) +
+    alpha s + beta[(1-lambda) h_p + lambda s̄_cb_p]. s is the page's judgement s_vlm, or for a
+    page not judged yet the judgement expected of it, the same for every such page (the mean
+    of those made so far; 0.5, Beta(1, 1)'s mean, before any); its degree h_p and its arms'
+    confidence s̄_cb_p (Eq. 9) are its own, which need no judgement of it. So two unjudged
+    pages of equal LI differ by the hyperedges that hold them and how well those arms did."""
 
-    def __init__(self, h: Hypergraph, arms: Arms, judged: dict[int, float], initial: np.ndarray,
+    def __init__(self, h: Hypergraph, arms: Arms, judged: dict[int, float],
                  *, alpha: float, beta: float, lam: float):  # fmt: skip
-        self.h, self.arms, self.judged, self.initial = h, arms, judged, initial
+        self.h, self.arms, self.judged = h, arms, judged
         self.alpha, self.beta, self.lam = alpha, beta, lam
         self.max_degree = max((h.degree(p) for p in range(h.n_pages)), default=0)
-        self._prior: dict[int, float] = {}
 
     def __call__(self, p: int) -> float:
-        if p in self.judged:
-            return composite_score(self.h, self.arms, p, self.judged[p], alpha=self.alpha,
-                                   beta=self.beta, lam=self.lam, max_degree=self.max_degree,
-                                   li=float(self.initial[p]))  # fmt: skip
-        return (1 - self.alpha) * float(self.initial[p]) + self.unjudged_prior()
+        return composite_score(self.h, self.arms, p, self.judged.get(p, self.expected()),
+                               alpha=self.alpha, beta=self.beta, lam=self.lam,
+                               max_degree=self.max_degree)  # fmt: skip
 
-    def unjudged_prior(self) -> float:
-        """alpha * E[s] + beta * mean graph term: the same for every unjudged page, and changed
-        only by a judgement (which also updates the arms), so made once per judgement count."""
-        n = len(self.judged)
-        if n not in self._prior:
-            expected = float(np.mean(list(self.judged.values()))) if self.judged else 0.5
-            graph = np.mean([graph_term(self.h, self.arms, q, lam=self.lam,
-                                        max_degree=self.max_degree)
-                             for q in range(self.h.n_pages)])  # fmt: skip
-            self._prior.clear()
-            self._prior[n] = self.alpha * expected + self.beta * float(graph)
-        return self._prior[n]
+    def expected(self) -> float:
+        """The judgement expected of a page not judged yet."""
+        return float(np.mean(list(self.judged.values()))) if self.judged else 0.5
