@@ -20,6 +20,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -158,16 +159,25 @@ def _unhidden(where: dict | None, hidden: Sequence[str]) -> dict | None:
 
 
 def _nearest(
-    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None = None
-) -> list[Row]:
+    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None = None,
+    keep: dict[str, np.ndarray] | None = None,
+) -> list[Row]:  # fmt: skip
     """A collection's ``n`` nearest items to ``vec``, best first; with ``radius``, only those
-    within that cosine distance."""
+    within that cosine distance. ``keep`` receives each hit's stored vector (asked of the
+    engine with the hits, not fetched by id afterwards)."""
     res = col.query(
         query_embeddings=vec[None, :],
         n_results=n,
         where=where,
-        include=["documents", "metadatas", "distances"],
+        include=[
+            "documents",
+            "metadatas",
+            "distances",
+            *(["embeddings"] if keep is not None else []),
+        ],
     )
+    if keep is not None:
+        keep.update(zip(res["ids"][0], np.asarray(res["embeddings"][0], np.float32), strict=True))
     return [
         (id_, doc or "", md or {}, float(dist))
         for id_, doc, md, dist in zip(
@@ -179,20 +189,21 @@ def _nearest(
 
 
 def _nearest_visible(
-    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None, hidden: list[str]
-) -> list[Row]:
+    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None, hidden: list[str],
+    keep: dict[str, np.ndarray] | None = None,
+) -> list[Row]:  # fmt: skip
     """``_nearest`` less the hidden versions' items. While some are hidden (a source being
     written or replaced), twice ``n`` are fetched and filtered here; only where that leaves
     fewer than ``n`` is the query repeated with the filter in the engine, whose ``$nin`` over
     every item's metadata costs in proportion to the collection."""
     if not hidden:
-        return _nearest(col, vec, n, radius, where)
-    rows = _nearest(col, vec, 2 * n, radius, where)
+        return _nearest(col, vec, n, radius, where, keep)
+    rows = _nearest(col, vec, 2 * n, radius, where, keep)
     gone = set(hidden)
     kept = [r for r in rows if r[2].get("src_hash") not in gone]
     if len(kept) >= n or len(rows) < 2 * n:  # enough, or the collection has no more
         return kept[:n]
-    return _nearest(col, vec, n, radius, _unhidden(where, hidden))
+    return _nearest(col, vec, n, radius, _unhidden(where, hidden), keep)
 
 
 def _rows(res: dict) -> list[Row]:
@@ -257,6 +268,10 @@ class KnowledgeBase:
         """Modalities found to have no collection, and when (``_known_absent``)."""
         self._embedder = None
         self._vectors: dict[str, tuple[Any, list[str], np.ndarray]] = {}
+        self._hit_vectors: tuple[Any, OrderedDict[str, np.ndarray]] = (None, OrderedDict())
+        self._written = 0
+        """Stored vectors of recent hits by id (searches asked ``vectors=True``), valid while
+        the stamp (``_hit_stamp``) holds: what GRAIL steers away from, without a fetch by id."""
         self._lock = threading.RLock()
         with self._chroma():  # opened now: a KB folder exists once a KnowledgeBase is made
             pass
@@ -280,6 +295,7 @@ class KnowledgeBase:
         """Chroma under the inter-process lock, by a client that has seen every write so far
         (``memory/chroma.py:LocalChroma``); a write tells the other processes."""
         if self._local is None:
+            self._written += write  # what this object wrote to a server KB (``_hit_stamp``)
             yield
             return
         written = self.registry.chroma_written if write else None
@@ -647,12 +663,41 @@ class KnowledgeBase:
                         metadatas=metadatas[i : i + 4096])  # fmt: skip
 
     # -- reading ----------------------------------------------------------------------------
+    HIT_VECTORS = 20_000
+    """Hits whose vectors are kept (about 30 MB at d = 384), the least recent dropped first."""
+
+    def _hit_stamp(self, hidden: Sequence[str]) -> tuple:
+        """What the kept hit vectors are valid for: this KB's writes so far (a local KB's
+        counter, which every process bumps; a server KB's writes through this object) and the
+        source versions hidden now."""
+        local = self.registry.chroma_version() if self._local is not None else self._written
+        return (local, tuple(hidden))
+
+    def _kept_hits(self, hidden: Sequence[str]) -> OrderedDict[str, np.ndarray]:
+        stamp = self._hit_stamp(hidden)
+        if self._hit_vectors[0] != stamp:
+            self._hit_vectors = (stamp, OrderedDict())
+        return self._hit_vectors[1]
+
+    def _keep_hits(self, found: dict[str, np.ndarray], hidden: Sequence[str]) -> None:
+        with self._lock:
+            kept = self._kept_hits(hidden)
+            for i, v in found.items():
+                kept[i] = v
+                kept.move_to_end(i)
+            while len(kept) > self.HIT_VECTORS:
+                kept.popitem(last=False)
+
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of ``ids`` (unknown ids are left out)."""
-        out: dict[str, np.ndarray] = {}
+        """The stored vectors of ``ids`` (unknown ids are left out): those of recent hits
+        from memory (``search(vectors=True)``), the others fetched by id."""
+        hidden = self.hidden()
+        with self._lock:
+            kept = self._kept_hits(hidden)
+            out = {i: kept[i] for i in ids if i in kept}
         with self._chroma():
             for modality in MODALITIES:
-                wanted = [i for i in ids if i.startswith(modality + "-")]
+                wanted = [i for i in ids if i.startswith(modality + "-") and i not in out]
                 col = self.collection(modality, create=False) if wanted else None
                 if col is not None:
                     res = col.get(ids=wanted, include=["embeddings"])
@@ -673,10 +718,13 @@ class KnowledgeBase:
         radius: float | None = None,
         max_hits: int = 100,
         derived: bool | None = None,
+        vectors: bool = False,
     ) -> list[Evidence]:
         """Top-``k`` by cosine similarity, or, with ``radius``, every item within that cosine
         distance (MMAPG's query_radius; at most ``max_hits``), best first. ``derived`` False
-        keeps only original items, True only derived ones (triplets); None both."""
+        keeps only original items, True only derived ones (triplets); None both. ``vectors``:
+        the hits' stored vectors come with them and are kept for ``stored_vectors`` (GRAIL
+        steers away from what it holds without fetching it again)."""
         with self._chroma():  # a KB without the collection needs no query vector; another
             wanted = [  # embedder's collection is refused. No count: it grows with the KB
                 modality
@@ -697,10 +745,13 @@ class KnowledgeBase:
         hidden = self.hidden()
         n = max_hits if radius is not None else k
         rows: list[Row] = []
+        found: dict[str, np.ndarray] | None = {} if vectors else None
         with self._chroma():
             for modality in wanted:
                 col = self.collection(modality, create=False)
-                rows += _nearest_visible(col, vec, n, radius, where, hidden)
+                rows += _nearest_visible(col, vec, n, radius, where, hidden, found)
+        if found:
+            self._keep_hits(found, hidden)
         hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]

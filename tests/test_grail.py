@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.nn import functional as F
@@ -374,3 +375,40 @@ def test_a_context_without_grails_settings_steers_with_their_defaults(tmp_path):
     hits = grail_tool.grail_search("topic 1", held, 2, "additive", ctx)
     assert len(hits) == 2 and held[0] not in {h["id"] for h in hits}
     assert grail_tool.grail_for(ctx).model.tau_base == GrailSettings.grail_tau_base
+
+
+def test_a_grail_step_steers_by_the_vectors_its_hits_came_with_not_a_fetch_by_id(
+    tmp_path, monkeypatch
+):
+    """Issue 74: a GRAIL step fetched its held items' vectors by id every time (9x a search at
+    300k vectors). Held items that a search with steering on found keep their stored vectors;
+    a write to the KB drops them, so no step steers by a vector the KB no longer holds."""
+    from hopgraph.memory.kb import KnowledgeBase
+    from hopgraph.tools.grail.retrieval import ChromaSearcher
+
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(3000, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    kb = KnowledgeBase(tmp_path / "kb")
+    ids = [f"text-{i:06d}" for i in range(3000)]
+    kb.add_vectors("text", ids, vecs, [{"source": "s", "parent": "", "src_hash": "v1"}] * 3000)
+    fetched = []
+    col_type = type(kb.collection("text", create=False))
+    real_get = col_type.get
+    monkeypatch.setattr(col_type, "get", lambda self, *a, **kw: fetched.append(kw.get("ids"))
+                        or real_get(self, *a, **kw))  # fmt: skip
+    grail = Grail(ChromaSearcher(kb, modalities=("text",)), GrailModel(384))
+    q = torch.as_tensor(vecs[7])
+    held = [h["id"] for h in kb.search(vecs[7], k=10, vectors=True)][:3]
+    found, _ = grail.search(q, held, 10, mode="gap-fixed")
+    assert fetched == [] and len(found) == 10 and not set(held) & {i for i, _ in found}
+    for i in held:  # the kept vectors are the stored ones
+        assert np.allclose(kb.stored_vectors([i])[i], vecs[ids.index(i)], atol=1e-6)
+    # the next step holds what this one found: still no fetch
+    grail.search(q, held + [i for i, _ in found[:2]], 10, mode="gap-fixed")
+    assert fetched == []
+    kb.add_vectors(
+        "text", ["text-new"], vecs[:1], [{"source": "s", "parent": "", "src_hash": "v1"}]
+    )
+    grail.search(q, held, 10, mode="gap-fixed")
+    assert fetched and set(fetched[-1]) == set(held)  # after a write: fetched again, once

@@ -37,16 +37,17 @@ def search(
     derived: bool | None = None,
     max_hits: int = 100,
     label: str = "",
+    vectors: bool = False,
 ) -> list[Evidence]:
     """Top-``k`` (default ``ctx.top_k``) by similarity, or every item within ``radius``;
     ``sources`` keeps only the items of those registered sources. ``label`` names a vector
-    query in the trace."""
+    query in the trace. ``vectors``: keep the hits' vectors for GRAIL to steer by."""
     began = time.perf_counter()
     kb = knowledge_base(ctx)
     k = k or ctx.top_k
     shown = query if isinstance(query, str) else label or "(vector)"
     hits = kb.search(query, k=k, modalities=modalities, sources=sources, radius=radius,
-                     max_hits=max_hits, derived=derived)  # fmt: skip
+                     max_hits=max_hits, derived=derived, vectors=vectors)  # fmt: skip
     emit(Retrieval.of(role, shown, hits, began))
     return hits
 

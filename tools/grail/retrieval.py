@@ -124,23 +124,21 @@ class ChromaSearcher:
         self.kb = kb
         self.modalities = list(modalities)
         self.dim = kb.embedder.dim
-        self._vecs: dict[str, np.ndarray] = {}
 
     def vectors(self, ids: list[str]) -> torch.Tensor:
-        need = [i for i in ids if i not in self._vecs]
-        if need:
-            self._vecs.update(self.kb.stored_vectors(need))
-        missing = [i for i in ids if i not in self._vecs]
+        """The held items' vectors: kept from the searches that found them (``vectors=True``),
+        else fetched by id."""
+        found = self.kb.stored_vectors(ids) if ids else {}
+        missing = [i for i in ids if i not in found]
         if missing:
             raise UnknownEvidence(missing)
         return (
-            torch.as_tensor(np.stack([self._vecs[i] for i in ids]))
-            if ids
-            else torch.zeros(0, self.dim)
+            torch.as_tensor(np.stack([found[i] for i in ids])) if ids else torch.zeros(0, self.dim)
         )
 
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
-        hits = self.kb.search(vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities)
+        hits = self.kb.search(vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities,
+                              vectors=True)  # fmt: skip
         return [(h["id"], h["score"]) for h in hits if h["id"] not in exclude][:k]
 
 

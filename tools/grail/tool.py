@@ -68,8 +68,8 @@ def steerable_search(
     """``tools.retrieval.search``, or with ``steer`` (a GRAIL mode) and ``held`` evidence ids,
     the query embedding steered away from what ``held`` covers and the top-k not in ``held``
     (GRAIL, no LLM call; ``plain``'s radius and modalities do not apply then)."""
-    if not (steer and held):
-        return search(query, ctx, k=k, role=role, **plain)
+    if not (steer and held):  # with steering on, what it finds keeps its vectors to steer by
+        return search(query, ctx, k=k, role=role, vectors=bool(steer), **plain)
     began = time.perf_counter()
     kb = knowledge_base(ctx)
     k = k or ctx.top_k
