@@ -295,6 +295,11 @@ def redacted(text: str) -> str:
     return _SECRET_VALUE.sub(r"\1\2***", _URL_PASSWORD.sub(r"\1***@", text))
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and its noun, plural unless one: "1 LLM call", "3 questions"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def command_line() -> str:
     """This process's ``hopgraph`` command line, redacted, as records keep it."""
     return redacted(" ".join(["hopgraph", *sys.argv[1:]])) if sys.argv else ""

@@ -181,6 +181,19 @@ def refuse(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+def run_folder(path: str | Path) -> Path:
+    """A run folder a command reads, refused (exit 2) where there is none: no such folder, or
+    one that no run wrote (no predictions.jsonl)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        refuse(f"no run folder at {folder}: make one with hopgraph run --out {folder}")
+    if not (folder / "predictions.jsonl").exists():
+        refuse(
+            f"{folder} is not a run folder (no predictions.jsonl): hopgraph run --out writes one"
+        )
+    return folder
+
+
 def spinner(text: str):
     from rich.spinner import Spinner
 

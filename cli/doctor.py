@@ -22,9 +22,16 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> 
     from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
 
     ctx = build_context(base_url, model, sets=sets, schema=every_context())
-    rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model))
-    if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
-        rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
+    with console.status("starting…") as status:
+
+        def probing(name: str) -> None:
+            status.update(f"probing {name}…")
+
+        rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model),
+                        on_probe=probing)  # fmt: skip
+        if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
+            status.update("probing the VLM…")
+            rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
     table = Table(title=f"hopgraph doctor: {ctx.model}")
     for col in ("capability", "supported", "detail"):
         table.add_column(col)

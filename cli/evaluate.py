@@ -20,8 +20,10 @@ from hopgraph.cli.app import (
     err,
     parsed_price,
     refuse,
+    run_folder,
     run_labels,
 )
+from hopgraph.config import counted
 
 
 @app.command("eval")
@@ -39,6 +41,7 @@ def evaluate(
     from hopgraph.evals.evaluate import evaluate_run, headline
     from hopgraph.evals.run_folder import RunFolder
 
+    run_folder(run_dir)
     priced = parsed_price(price)
 
     judge = kb_store = None
@@ -70,7 +73,8 @@ def evaluate(
         run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
     )
     _warn_missing_gold(run_dir, kb_store, sets)
-    table = Table(title=f"{run_dir}: {result['questions']} questions, {result['failed']} failed")
+    table = Table(title=f"{run_dir}: {counted(result['questions'], 'question')}, "
+                        f"{result['failed']} failed")  # fmt: skip
     table.add_column("metric")
     table.add_column("value")
     for k, v in headline(result):
@@ -90,7 +94,7 @@ def evaluate(
 
 def cost_text(cost: dict) -> str:
     """A run's cost in one line: calls, tokens, USD where priced, budget stops."""
-    text = (f"{cost['llm_calls']:,} LLM calls, {cost['prompt_tokens']:,} prompt + "
+    text = (f"{counted(cost['llm_calls'], 'LLM call')}, {cost['prompt_tokens']:,} prompt + "
             f"{cost['completion_tokens']:,} completion tokens")  # fmt: skip
     text += f", ${cost['usd']:.4f}" if "usd" in cost else ""
     stops = cost.get("budget_stops", 0)
@@ -152,6 +156,8 @@ def compare(
 
     if len(runs) < 2:
         refuse("compare needs at least two run folders")
+    for run in runs:
+        run_folder(run)
     if fmt not in ("text", "html"):
         refuse(f"unknown --format {fmt!r}: text or html")
     if (questions or fmt == "html") and len(runs) != 2:
@@ -167,6 +173,7 @@ def compare(
     for metric, values, deltas in done.rows:
         table.add_row(metric, *(_cell(v, d) for v, d in zip(values, deltas, strict=True)))
     console.print(table)
+    _warn_models(runs, labels)
     _print_verdicts(done.paired, labels)
     if not (questions or fmt == "html"):
         return
@@ -191,8 +198,45 @@ def _cell(value: float | None, delta: float | None) -> str:
     return f"{value:.3f}" + ("" if delta is None else f" ({delta:+.3f})")
 
 
+def _warn_models(runs: list[str], labels: list[str]) -> None:
+    """Runs answered by different models (or GGUF files) differ by more than their method."""
+    from hopgraph.evals.run_folder import RunFolder
+
+    models = []
+    for run in runs:
+        m = RunFolder(run).manifest() or {}
+        models.append(f"{m.get('model', '?')}" + (f" ({m['gguf_sha256'][:12]})"
+                                                   if m.get("gguf_sha256") else ""))  # fmt: skip
+    if len(set(models)) > 1:
+        err.print("[yellow]warning[/yellow] the runs used different models ("
+                  + ", ".join(f"{label}: {m}" for label, m in zip(labels, models, strict=True))
+                  + "): a difference is the model's as much as the method's")  # fmt: skip
+
+
+VERDICT_NOTE = (
+    "The verdict is the sign test's (McNemar's for a 0/1 metric) at p < 0.05: it counts which "
+    "run did better on each question. The 95 % interval is a bootstrap of the mean difference, "
+    "which also weighs how much better: a few large gains can put it clear of 0 while the "
+    "questions split evenly, so the two can disagree. Seconds are compared on the questions "
+    "neither run answered from the response cache."
+)
+
+
 def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
-    """Each run against the first, metric by metric: the paired tests and their verdict."""
+    """Each run against the first, metric by metric: the paired tests and their verdict; as
+    lines where the terminal is too narrow for the table."""
+    if console.width < 110:
+        console.print(f"[bold]paired, against {labels[0]} (questions both scored)[/bold]")
+        for metric, i, r in paired:
+            ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
+            mc = "" if r.mcnemar_p is None else f", McNemar p {r.mcnemar_p:.3g}"
+            console.print(
+                f"{metric}, {labels[i]}: {r.verdict} (n {r.n}, better/worse/tied "
+                f"{r.better}/{r.worse}/{r.tied}, sign p {r.sign_p:.3g}{mc}; difference "
+                f"{r.diff:+.3f}{ci})", markup=False,
+            )  # fmt: skip
+        console.print(VERDICT_NOTE, style="dim")
+        return
     verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
     for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
                 "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
@@ -206,6 +250,7 @@ def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
             r.verdict, needed,
         )  # fmt: skip
     console.print(verdicts)
+    console.print(VERDICT_NOTE, style="dim")
 
 
 def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001

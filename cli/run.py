@@ -28,7 +28,7 @@ from hopgraph.cli.app import (
     refuse,
     spinner,
 )
-from hopgraph.config import redacted
+from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
 
@@ -174,13 +174,9 @@ def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency,
                 otel.close()
 
 
-def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202 - a QuestionSet
-    """The question file, read once, and the KB a run reads, each refused (exit 2) where every
-    question would fail: a missing file, a KB that is a file, absent or empty, no valid line."""
-    from hopgraph.evals.run_folder import QuestionSet
-
-    if not Path(questions).is_file():
-        refuse(f"no questions file at {questions}")
+def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
+    """The KB ``run`` and ``ask`` read, refused (exit 2) before anything starts where every
+    answer would fail or be made up: a file, no KB, an empty one."""
     if kb and Path(kb).is_file():
         refuse(f"--kb {kb} is a file, not a knowledge-base folder: name a folder")
     if kb and not (Path(kb) / "chroma").is_dir():
@@ -188,6 +184,16 @@ def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202
     if kb and not any(open_kb(kb, sets, schema=schema).counts().values()):
         refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "
                f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
+
+
+def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202 - a QuestionSet
+    """The question file, read once, and the KB a run reads, each refused (exit 2) where every
+    question would fail: a missing file, a KB that is a file, absent or empty, no valid line."""
+    from hopgraph.evals.run_folder import QuestionSet
+
+    if not Path(questions).is_file():
+        refuse(f"no questions file at {questions}")
+    _check_kb(kb, sets, schema)
     read = QuestionSet.read(questions)  # once: the runner takes it as it is
     for p in read.problems:
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
@@ -280,6 +286,7 @@ def ask(
             refuse(f"no image at {path}")
     if image and not ctx.vlm_model:  # answered blind otherwise; refused like every setup fault
         refuse("--image needs a vision-language model: set vlm_base_url/vlm_model to one")
+    _check_kb(kb, sets, schema_of(agent))  # before any model starts, as run does
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
@@ -335,7 +342,8 @@ def _print_answer(pred: dict, who: str, seconds: float, trace: Path) -> None:
         hit = cited.get(cid)
         title = f"{hit.get('title', '')}: {hit.get('text', '')[:90]}" if hit else "(no context)"
         console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
-    console.print(f"[dim]{who}: {pred['llm_calls']} LLM calls, {seconds:.1f}s; trace {trace}[/dim]")
+    console.print(f"[dim]{who}: {counted(pred['llm_calls'], 'LLM call')}, {seconds:.1f}s; "
+                  f"trace {trace}[/dim]")  # fmt: skip
 
 
 def chosen_graph(agent: str, graph: str) -> str:

@@ -11,6 +11,7 @@ from hopgraph.cli.app import (
     app,
     console,
     refuse,
+    run_folder,
     run_labels,
 )
 
@@ -33,7 +34,7 @@ def trace(
     from hopgraph.evals.run_folder import RunFolder, has_trace, trace_ids, trace_path
 
     if len(args) == 3:
-        runs, qid = [Path(a) for a in args[:2]], args[2]
+        runs, qid = [run_folder(a) for a in args[:2]], args[2]
         paths = [trace_path(r, qid) for r in runs]
         for path in paths:
             if not has_trace(path):
@@ -52,7 +53,7 @@ def trace(
         return
     if len(args) > 2:
         refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
-    folder = Path(args[0])
+    folder = run_folder(args[0])
     qid = args[1] if len(args) == 2 else None
     if fmt == "html":
         from hopgraph.evals.evaluate import load_metrics
@@ -64,13 +65,14 @@ def trace(
     if qid is not None:
         traces = [trace_path(folder, qid)]
         if not has_trace(traces[0]):
-            raise ValueError(f"no trace for question {qid!r} in {folder}")
+            refuse(f"no trace for question {qid!r} in {folder}")
+    if fmt not in ("text", "mermaid"):
+        refuse(f"unknown --format {fmt!r}: text, mermaid or html")
     for path in traces:
         records = report.read_trace(path)
-        console.print(f"[bold]{path.stem}[/bold]")
+        if fmt != "mermaid":  # Mermaid's source stays pasteable: the diagram alone
+            console.print(f"[bold]{path.name.removesuffix('.jsonl')}[/bold]")
         if fmt == "mermaid":
             console.print(report.to_mermaid(report.graph_view(records)), markup=False)
-        elif fmt == "text":
-            console.print(report.format_tree(records, calls=calls), markup=False)
         else:
-            raise ValueError(f"unknown --format {fmt!r}; text, mermaid or html")
+            console.print(report.format_tree(records, calls=calls), markup=False)

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hopgraph.config import counted
 from hopgraph.evals.run_folder import read_trace
 from hopgraph.evals.views import view_of
+from hopgraph.models.events import LLMRequest
+
+LLM_REQUEST = LLMRequest.event
 
 __all__ = ["read_trace"]  # where the tests and the CLI read traces from
 
@@ -40,13 +44,15 @@ class Step:
 
 
 def steps(records: list[dict[str, Any]]) -> list[Step]:
-    """Executed nodes in order, each with the custom events it emitted."""
+    """Executed nodes in order, each with the custom events it emitted (a request's own
+    marker aside: its ``llm_call`` shows it)."""
     out: list[Step] = []
     pending: list[dict[str, Any]] = []
     for rec in records:
         data = rec.get("data")
         if rec.get("mode") == "custom" and isinstance(data, dict):
-            pending.append(data)
+            if data.get("event") != LLM_REQUEST:
+                pending.append(data)
         elif rec.get("mode") == "updates" and isinstance(data, dict):
             for node, update in data.items():
                 keys = sorted(update) if isinstance(update, dict) else []
@@ -233,7 +239,7 @@ def live_line(ns: list[str], mode: str, data: Any) -> str | None:
     (``tasks``), a node done with what it wrote, or an event inside it; None to show nothing."""
     indent = "  " * len(ns)
     if mode == "custom" and isinstance(data, dict):
-        return event_line(data, indent)
+        return None if data.get("event") == LLM_REQUEST else event_line(data, indent)
     if mode == "tasks" and isinstance(data, dict) and "input" in data:
         return f"{indent}▶ {'/'.join([*ns, data.get('name', '?')])}"
     if mode == "updates" and isinstance(data, dict):
@@ -584,7 +590,7 @@ def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> st
         )
         figures.append(
             f"<figure class='page' data-id='{_esc(cid)}'><div class='sheet'>"
-            f"<img src='{Path(e['path']).as_uri()}' alt='{_esc(e.get('title', ''))}'>"
+            f"<img src='{Path(e['path']).resolve().as_uri()}' alt='{_esc(e.get('title', ''))}'>"
             f"<svg viewBox='0 0 {w} {h}' preserveAspectRatio='none'>{rects}</svg></div>"
             f"<figcaption>{caption}</figcaption></figure>"
         )
@@ -618,7 +624,8 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         f"</title><style>{_CSS}</style></head><body>",
         f"<h1>Run <code>{html.escape(run_dir.name)}</code></h1>",
         f"<p>agent <b>{html.escape(str(manifest.get('agent', '?')))}</b> · model "
-        f"<b>{html.escape(str(manifest.get('model', '?')))}</b> · {len(preds)} questions</p>",
+        f"<b>{html.escape(str(manifest.get('model', '?')))}</b> · "
+        f"{counted(len(preds), 'question')}</p>",
     ]
     if metrics and metrics.get("overall"):
         cells = "".join(

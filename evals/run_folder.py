@@ -13,6 +13,7 @@ import os
 import subprocess
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from hopgraph.evals.datasets import Question, how_made, read_questions
 from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.files import Skipped
-from hopgraph.models.events import EmptyReply, Fallback, LLMCall, Retrieval
+from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
 from hopgraph.prompts import prompts_for, sha256_file
 
 log = logging.getLogger(__name__)
@@ -182,13 +183,16 @@ def kb_description(ctx: Context) -> dict[str, Any]:
         return {}
 
 
-def settings_key(m: dict[str, Any]) -> str:
+def settings_key(m: dict[str, Any], build: list[str] | None = None) -> str:
     """12 hex of what in manifest ``m`` decides answers besides the questions: the Context apart
-    from how it is served, the GGUF, every template's sha256 and the KB. A question's checkpoint
-    thread is tied to it, so a checkpoint left from other settings (another KB, an edited
-    template) is never resumed."""
+    from how it is served, the GGUF, the llama.cpp build serving it (``build``: the vector
+    extensions it uses, which can change a greedy answer), every template's sha256 and the KB.
+    A question's checkpoint thread is tied to it, so a checkpoint left from other settings
+    (another KB, an edited template, another build) is never resumed."""
     context = {k: v for k, v in m["context"].items() if k not in Context.serving_fields()}
     settings = {"context": context} | {k: m[k] for k in ("gguf_sha256", "prompts", "kb")}
+    if build is not None:
+        settings["llama_cpp_build"] = build
     blob = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -407,7 +411,14 @@ class PredictionLog:
 # -- traces --------------------------------------------------------------------------------------
 class EventCounts:
     """LLM calls, tokens, fallbacks, retrieved ids and the method's ``run_summary``, counted
-    from a question's events as they stream (or from a trace a resumed question already has)."""
+    from a question's events as they stream (or from a trace a resumed question already has).
+
+    A question resumed after its process was killed has several sittings (a ``start`` record
+    each). Its calls are those the endpoint received: every call that came back, once, and
+    every request whose reply never came (``lost``: its ``llm_request`` has no ``llm_call`` in
+    its sitting). A call that came back in one sitting and was sent again in a later one (its
+    node ran again from the last checkpoint) is ``replayed``: counted (the endpoint answered
+    it twice) and named in the question's ``resume_marks`` record."""
 
     def __init__(self) -> None:
         self.fallbacks = self.empty = self.cache_hits = self.budget_stops = 0
@@ -417,21 +428,48 @@ class EventCounts:
         question's tokens and time go); the question's totals are their sums."""
         self.retrieved: dict[str, None] = {}
         self.summary: dict[str, Any] = {}
+        self.sittings: list[tuple[Counter[str], Counter[str], Counter[str]]] = [
+            (Counter(), Counter(), Counter())
+        ]
+        """Per sitting, by request key: the requests sent, the calls that came back from the
+        endpoint, and those the response cache answered."""
 
     @classmethod
     def of(cls, records: list[dict[str, Any]]) -> EventCounts:
         """The counts of a question's trace records (every sitting's, for a resumed one)."""
         counts = cls()
-        for rec in records:
-            if rec.get("mode") == "custom":
+        for n, rec in enumerate(records):
+            if rec.get("mode") == "start" and n:
+                counts.sittings.append((Counter(), Counter(), Counter()))
+            elif rec.get("mode") == "custom":
                 counts.add(rec.get("data"))
         return counts
+
+    def marks(self) -> dict[str, list[str]]:
+        """By request key: the calls a resume made again (``replayed``; ``recached`` where
+        the response cache answered the second time, no new call), and those lost in flight."""
+        out: dict[str, list[str]] = {"replayed": [], "recached": [], "lost": []}
+        earlier: Counter[str] = Counter()
+        for n, (sent, back, hits) in enumerate(self.sittings):
+            later = sum((b + h for _, b, h in self.sittings[n + 1 :]), Counter())
+            out["replayed"] += [
+                k for k, c in (back + hits).items() for _ in range(min(c, later[k]))
+            ]
+            out["recached"] += [k for k, c in hits.items() for _ in range(min(c, earlier[k]))]
+            out["lost"] += [k for k, c in sent.items() for _ in range(max(0, c - back[k]))]
+            earlier += back + hits
+        return out
 
     def add(self, event: Any) -> None:
         if not isinstance(event, dict):
             return
         kind = event.get("event")
-        if kind == LLMCall.event:
+        if kind == LLMRequest.event:
+            self.sittings[-1][0][event.get("request", "")] += 1
+        elif kind == LLMCall.event:
+            extra = event.get("extra") or {}
+            if extra.get("request"):
+                self.sittings[-1][2 if extra.get("cached") else 1][extra["request"]] += 1
             tally = self.templates.setdefault(
                 event.get("template") or "?",
                 {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
@@ -458,8 +496,11 @@ class EventCounts:
         def total(key: str) -> int:
             return sum(t[key] for t in self.templates.values())
 
+        marks = self.marks()
         return {
-            "llm_calls": total("calls"),
+            "llm_calls": total("calls") + len(marks["lost"]) - len(marks["recached"]),
+            **({"lost_calls": len(marks["lost"])} if marks["lost"] else {}),
+            **({"replayed_calls": len(marks["replayed"])} if marks["replayed"] else {}),
             "prompt_tokens": total("prompt_tokens"),
             "completion_tokens": total("completion_tokens"),
             "fallbacks": self.fallbacks,

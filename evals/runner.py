@@ -209,6 +209,10 @@ class Runner:
             except Exception as e:  # one question's failure is recorded, the batch goes on
                 error = f"{type(e).__name__}: {e}"
                 keep({"mode": "error", "data": {"error": error}})
+            if sum(r.get("mode") == "start" for r in records) > 1:  # resumed: say what ran twice
+                marks = EventCounts.of(records).marks()
+                if any(marks.values()):
+                    keep({"mode": "custom", "data": {"event": "resume_marks", **marks}})
             values = self.graph.get_state(config).values if error is None else {}
             if values:
                 keep({"mode": "values", "graph": self.graph.name, "data": values})
@@ -274,7 +278,7 @@ class Runner:
         """One question given directly (``hopgraph ask``): the run folder gets a manifest, the
         trace and the prediction line; no question file is written or read."""
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
-        self.settings_key = settings_key(fresh)
+        self.settings_key = settings_key(fresh, self._build(fresh))
         with self.folder.lock():
             self.folder.write_manifest(fresh)
             pred, records = self.run_question(q)
@@ -313,16 +317,23 @@ class Runner:
         finished = {qid for qid, p in done.items() if not p.get("error")} - set(redo)
         pending = bool(self.shared) or any(q.id not in finished for q in questions)
         fresh = manifest(self.agent, qs, self.ctx, self.endpoint)
-        self.settings_key = settings_key(fresh)  # names the questions' checkpoint threads
+        build = self._build(fresh)
+        self.settings_key = settings_key(fresh, build)  # names the questions' checkpoint threads
         fresh = self.folder.check(
             fresh, sitting=pending, accept_code_change=self.accept_code_change
         )
         if fresh is not None:
             if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
                 self.speed = sitting_speed(self.ctx)
-            build = llama_build_features() if self.speed else None
+            build = build or (llama_build_features() if self.speed else None)
             self._warn_build(fresh, build)
             self.folder.record_sitting(fresh, self.speed, build)
+
+    @staticmethod
+    def _build(fresh: dict[str, Any]) -> list[str] | None:
+        """The llama.cpp build's vector extensions where the embedded server answers (the
+        manifest names its GGUF), else None."""
+        return llama_build_features() if fresh.get("gguf_sha256") else None
 
     def _warn_build(self, fresh: dict[str, Any], build: list[str] | None) -> None:
         """A sitting on another llama.cpp build than the record's last one is warned about: a

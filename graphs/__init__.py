@@ -47,7 +47,11 @@ def spec_of(agent: str) -> str:
     if is_spec(agent):
         return agent
     if agent not in GRAPHS:
-        raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(sorted(GRAPHS))}")
+        import difflib
+
+        near = difflib.get_close_matches(agent, GRAPHS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ValueError(f"unknown agent {agent!r}{hint}; agents: {', '.join(sorted(GRAPHS))}")
     return GRAPHS[agent]
 
 

@@ -29,7 +29,7 @@ from hopgraph.models.errors import (
     ModelNotServedError,
     StructuredOutputError,
 )
-from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, emit
+from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, LLMRequest, emit
 from hopgraph.models.images import image_part
 from hopgraph.models.response_cache import ResponseCache, request_key
 from hopgraph.models.transport import Transport
@@ -399,9 +399,11 @@ class ChatModel:
         )  # as the wire carries them: the client merges extra_body into the body
         content = {"messages": traced_messages(messages, self.trace_cap) if self.trace_cap >= 0
                    else [], "sampling": json.loads(json.dumps(sent, default=str))}  # fmt: skip
+        full = request_key(self.model, messages, kwargs)
+        extra["request"] = full[:16]  # a resumed question's replayed calls are known by it
         key = ""
         if self.cache is not None and self.cache.cacheable(kwargs):
-            key = request_key(self.model, messages, kwargs)
+            key = full
             if (hit := self.cache.get(key)) is not None:
                 call = LLMCall(role=role, template=template, model=self.model, kind=kind,
                                extra=extra | {"cached": True}, **content)  # fmt: skip
@@ -416,6 +418,7 @@ class ChatModel:
                        **content)  # fmt: skip
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
+        emit(LLMRequest(role, template, extra["request"]), self.on_event)
         call.started = round(time.time(), 4)
         start = time.perf_counter()
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PIL import Image, ImageDraw
@@ -37,8 +38,10 @@ def _probe_image() -> Image.Image:
     return im
 
 
-def _attempted(name: str, fn) -> Probe:  # noqa: ANN001 - a probe: () -> (ok, detail)
+def _attempted(name: str, fn, on_probe=None) -> Probe:  # noqa: ANN001 - () -> (ok, detail)
     """A probe's row: what it found, or its failure's first line (never raised)."""
+    if on_probe is not None:
+        on_probe(name)
     try:
         ok, detail = fn()
     except (HopgraphModelError, ValueError) as e:
@@ -91,11 +94,14 @@ def _p_yes_probe(model: ChatModel, images: list | None = None) -> tuple[bool, st
     return found, f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens"
 
 
-def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> list[Probe]:
+def diagnose(
+    model: ChatModel, *, embedded: bool = False, vlm: bool = False,
+    on_probe: Callable[[str], None] | None = None,
+) -> list[Probe]:  # fmt: skip
     """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is).
     ``embedded``: the endpoint is hopgraph's own llama.cpp server, whose build is checked
     against this CPU too. ``vlm``: images go to a separate VLM (``diagnose_vlm``), so this
-    endpoint's image input is not probed."""
+    endpoint's image input is not probed. ``on_probe(name)`` is told as each probe starts."""
     served = model.served_models()
     ids = [m["id"] for m in served]
     model.check()  # raises ModelNotServedError naming what is served
@@ -111,7 +117,7 @@ def diagnose(model: ChatModel, *, embedded: bool = False, vlm: bool = False) -> 
         ("machine load", _machine),
         *([("llama.cpp build", _build)] if embedded else []),
     ]
-    return rows + [_attempted(name, fn) for name, fn in probes]
+    return rows + [_attempted(name, fn, on_probe) for name, fn in probes]
 
 
 def _chat(model: ChatModel) -> tuple[bool, str]:
@@ -132,6 +138,9 @@ def _structured(model: ChatModel) -> tuple[bool, str]:
 
 
 def _image(model: ChatModel) -> tuple[bool, str]:
+    if not model.dialect.images:  # known without asking: no request, no retries
+        return False, (f"{model.dialect.name} serves this model as text only: questions and "
+                       "pages with images need a VLM (vlm_base_url / vlm_model)")  # fmt: skip
     resp = model.request(
         [user("What color is the square? One word.", images=[_probe_image()])],
         role="doctor", template="probe", kind="probe", check_images=False, max_tokens=8,

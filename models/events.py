@@ -111,6 +111,19 @@ class Repair(Event):
 
 
 @dataclass
+class LLMRequest(Event):
+    """A request on its way to the endpoint, written before its reply comes: a call whose
+    reply never came (its process was killed) still shows as one the endpoint received."""
+
+    event: ClassVar[str] = "llm_request"
+    role: str
+    template: str
+    request: str
+    """The request's key (the response cache's, cut to 16 hex): its ``llm_call`` carries it
+    too (``extra.request``), and a resume that sends it again is known by it."""
+
+
+@dataclass
 class EmptyReply(Event):
     event: ClassVar[str] = "empty_reply"
     role: str

@@ -375,3 +375,18 @@ def test_a_doctor_probe_failing_with_an_empty_message_is_a_row_naming_its_type()
 
     row = _attempted("structured output", probe)
     assert (row.ok, row.detail) == (False, "ValueError")
+
+
+def test_doctor_tells_each_probe_and_knows_a_text_only_server_takes_no_image(endpoint):
+    """issue 72: the embedded (llama.cpp) model's lack of image input was reported as a failure
+    after three attempts, 40 s with nothing shown."""
+    from hopgraph.models.doctor import _image, diagnose
+
+    ep = endpoint([], owned_by="me")  # llama-cpp-python's server
+    ok, detail = _image(ep.model_client())
+    assert not ok and "text only" in detail and "vlm_base_url" in detail
+    assert ep.requests == []  # known without asking
+    told = []
+    ep = endpoint(['{"city": "Paris", "country": "France"}'] * 40, owned_by="me")
+    diagnose(ep.model_client(max_retries=0), on_probe=told.append)
+    assert told[:4] == ["chat", "structured output", "logprobs / P(Yes)", "image input"]

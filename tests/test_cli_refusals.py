@@ -19,7 +19,10 @@ def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_pa
     cases = [
         (["--agent", "rag", "--questions", "missing.jsonl"], "no questions file at missing.jsonl"),
         (["--agent", "rag", "--questions", "q.jsonl", "--kb", "nokb"], "no knowledge base at nokb"),
-        (["--agent", "ragg", "--questions", "q.jsonl"], "unknown agent 'ragg'; agents: direct"),
+        (
+            ["--agent", "ragg", "--questions", "q.jsonl"],
+            "unknown agent 'ragg' (did you mean 'rag'?); agents: direct",
+        ),
         (
             ["--agent", "qdrag", "--questions", "q.jsonl", "--set", "qdrag_mode=bogus"],
             "'qdrag_mode' must be one of 'qdc', 'qdr', 'dense', 'sparse', not 'bogus'",
@@ -34,6 +37,22 @@ def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_pa
     out = hopgraph("run", "--agent", "rag", "--questions", "bad.jsonl", "--out", "r", cwd=tmp_path)
     assert out.returncode == 2 and "holds no valid question" in out.stderr
     assert "bad.jsonl:1: question (no id): missing id" in out.stderr
+
+
+def test_reading_commands_refuse_a_folder_no_run_wrote_and_ask_a_missing_kb_first(tmp_path):
+    """eval / compare printed "[Errno 2] ... metrics.json.tmp"; trace printed nothing (exit
+    0) or blamed the question; ask started the graph before finding no KB (exit 1)."""
+    (tmp_path / "empty").mkdir()
+    for args in (["eval", "nowhere"], ["compare", "nowhere", "empty"], ["trace", "nowhere"],
+                 ["trace", "nowhere", "q1"], ["trace", "nowhere", "empty", "q1"]):  # fmt: skip
+        out = hopgraph(*args, cwd=tmp_path)
+        assert out.returncode == 2 and "no run folder at nowhere" in out.stderr, (args, out.stderr)
+    out = hopgraph("eval", "empty", cwd=tmp_path)
+    assert out.returncode == 2 and "empty is not a run folder" in out.stderr
+    out = hopgraph("ask", "Who wrote Nineteen Eighty-Four?", "--kb", "nokb",
+                   "--base-url", "http://127.0.0.1:9/v1", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and "no knowledge base at nokb" in out.stderr
+    assert "cannot reach" not in out.stderr  # refused before the endpoint is asked
 
 
 def test_index_refuses_a_missing_source_and_leaves_no_kb(tmp_path):

@@ -3,6 +3,7 @@ PDF keeps the boxes of its text lines, and the region a citation quotes holds th
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA
@@ -15,7 +16,7 @@ def words(text: str) -> list[str]:
 
 
 @pytest.mark.skipif(not PDFS.is_dir(), reason="../shared/data/mmlongbench/pdfs is absent")
-def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path):
+def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch):
     import pymupdf
 
     from hopgraph.evals import report
@@ -65,6 +66,13 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path):
     page = report.render_html(run).read_text()
     assert f"data-id='{stored['id']}'" in page and page.count("<rect class='quoted'") == len(boxes)
     assert "the highlighted lines are what the answer quotes" in page
+    # a KB indexed with a relative --kb keeps relative page paths: the report still renders
+    monkeypatch.chdir(tmp_path)
+    relative = {**stored, "path": str(Path(stored["path"]).relative_to(tmp_path))}
+    trace = {"mode": "values", "graph": "mabdqa", "data": {"kept": [relative], "question": "?"}}
+    (run / "traces" / "q1.jsonl").write_text(json.dumps(trace) + "\n")
+    page = report.render_html(run).read_text()
+    assert Path(stored["path"]).resolve().as_uri() in page
 
 
 def test_an_answer_quoting_nothing_of_a_page_has_no_region():

@@ -14,7 +14,7 @@ from scripted_server import ScriptedServer, deterministic_reply
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.evals.evaluate import evaluate_run
-from hopgraph.evals.run_folder import RunError, read_predictions
+from hopgraph.evals.run_folder import RunError, read_predictions, read_trace, trace_path
 from hopgraph.evals.runner import Runner
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -422,6 +422,75 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_d
     assert sorted(ids) == sorted(f"q{i}" for i in range(10))  # each exactly once
 
 
+RESUME_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from hopgraph.evals.runner import Runner
+from hopgraph.graphs import every_context
+ctx = every_context()(base_url=sys.argv[1], model="scripted", kb_dir={kb!r}, max_concurrency=1)
+Runner("qdrag", {run!r}, ctx).run({questions!r})
+"""
+
+
+def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_endpoint_got(
+    tmp_path, kb_dir
+):
+    """Issue 74: kill -9 inside QDRAG's reranking (P(Yes) calls one at a time), then resume.
+    The endpoint's log is the truth: every call it answered is in the trace once, the one in
+    flight at the kill is counted as lost, and the calls the resumed node made again are
+    marked replayed; less those, the question made the calls of an uninterrupted run."""
+    qfile = questions(tmp_path, 1)
+    script = tmp_path / "resume_script.py"
+    script.write_text(
+        textwrap.dedent(RESUME_SCRIPT).format(
+            tests=str(TESTS), kb=str(kb_dir), run=str(tmp_path / "run"), questions=str(qfile)
+        )
+    )
+    with ScriptedServer(delay=0.2) as server:
+        ctx = ctx_for(server, kb_dir).replace(max_concurrency=1)
+        server.delay = 0
+        fresh = Runner("qdrag", tmp_path / "fresh", ctx).run(qfile)
+        assert fresh.finished == 1
+        uninterrupted = read_predictions(tmp_path / "fresh" / "predictions.jsonl")["q0"]
+        server.log.clear()
+        server.calls, server.delay = 0, 0.2
+        proc = subprocess.Popen([sys.executable, str(script), server.base_url])
+        deadline = time.monotonic() + 120
+        while server.calls < 6 and time.monotonic() < deadline:  # into the reranking
+            time.sleep(0.01)
+        time.sleep(0.1)  # a call in flight
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        time.sleep(0.5)  # the endpoint finishes the call whose caller died
+        server.delay = 0
+        subprocess.run([sys.executable, str(script), server.base_url], check=True, timeout=300)
+        received = len(server.log)
+    pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
+    records = read_trace(trace_path(tmp_path / "run", "q0"))
+    calls = [r["data"] for r in records
+             if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
+    lost, replayed = pred.get("lost_calls", 0), pred.get("replayed_calls", 0)
+    assert [r["data"]["resume"] for r in records if r.get("mode") == "start"] == [False, True]
+    assert lost >= 1 and replayed >= 1
+    assert pred["llm_calls"] == received == len(calls) + lost  # each call the endpoint got, once
+    assert pred["llm_calls"] - replayed - lost == uninterrupted["llm_calls"]
+    (marks,) = [
+        r["data"]
+        for r in records
+        if r.get("mode") == "custom" and r["data"].get("event") == "resume_marks"
+    ]
+    assert len(marks["replayed"]) == replayed and len(marks["lost"]) == lost
+    assert pred["answer"] == uninterrupted["answer"]
+
+
+def test_the_checkpoint_thread_names_the_llama_cpp_build():
+    from hopgraph.evals.run_folder import settings_key
+
+    m = {"context": {"top_k": 5}, "gguf_sha256": "ab", "prompts": {}, "kb": {}}
+    assert settings_key(m, ["AVX2"]) != settings_key(m, ["AVX2", "AVX512"])
+    assert settings_key(m, None) == settings_key(m)
+
+
 def test_eval_with_citation_judge_and_compare(tmp_path, kb_dir):
     from hopgraph.agents.judge import supports
     from hopgraph.evals.evaluate import evaluate_run, headline
@@ -522,7 +591,8 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert "by prompt template" in out.stdout and "rag/short_answer" in out.stdout
     out = run("trace", str(tmp_path / "a"), "q0")
     assert "● retrieve" in out.stdout and "llm generator [rag/answer]" in out.stdout
-    assert "flowchart TD" in run("trace", str(tmp_path / "a"), "--format", "mermaid").stdout
+    mermaid = run("trace", str(tmp_path / "a"), "q0", "--format", "mermaid").stdout
+    assert mermaid.startswith("flowchart TD")  # pasteable as it is: no id line above it
     assert "report.html" in run("trace", str(tmp_path / "a"), "--format", "html").stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert out.returncode == 0 and "+0.000" in out.stdout
@@ -767,3 +837,35 @@ def test_the_runner_takes_questions_already_read_and_one_type_owns_the_folder(tm
         if isinstance(node, ast.Constant) and node.value == "manifest.json"
     ]
     assert all(n.startswith("evals/run_folder.py:") for n in named), named
+
+
+def test_compare_reads_under_80_columns_warns_of_two_models_and_no_cache_speedup(tmp_path, kb_dir):
+    """issue 72: a 95 % interval beside "not significant" unexplained, no word when the runs
+    used different models, seconds saved by the response cache counted as "better", and a
+    table folded past reading in a narrow terminal."""
+    qfile = questions(tmp_path, 4)
+    with ScriptedServer(delay=0.05) as server:
+        ctx = ctx_for(server, kb_dir).replace(response_cache=str(tmp_path / "cache"))
+        Runner("rag", tmp_path / "a", ctx).run(qfile)
+        Runner("rag", tmp_path / "b", ctx).run(qfile)  # every reply from the cache
+    with ScriptedServer(model="other") as server:
+        Runner("rag", tmp_path / "c", ctx_for(server, kb_dir).replace(model="other")).run(qfile)
+    for run in "abc":
+        evaluate_run(tmp_path / run)
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "compare", "a", "b", "--metric", "seconds"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "seconds, b:" not in out.stdout  # every question cached: nothing to test
+    assert "The verdict is the sign test's" in out.stdout
+    assert "different models" not in out.stderr
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "compare", "a", "c", "--metric", "f1"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert "the runs used different models (a: scripted, c: other)" in " ".join(out.stderr.split())
+    line = next(x for x in out.stdout.splitlines() if x.startswith("f1, c:"))
+    assert "better/worse/tied" in line and "sign p" in line
+    assert all(len(x) <= 80 for x in out.stdout.splitlines())
