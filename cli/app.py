@@ -17,6 +17,7 @@ app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # a docstring's lines join into one paragraph at any width
 )
 
 

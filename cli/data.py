@@ -13,7 +13,9 @@ from hopgraph.cli.app import (
 )
 from hopgraph.config import command_line
 
-data_app = typer.Typer(help="Question files and datasets.", no_args_is_help=True)
+data_app = typer.Typer(
+    rich_markup_mode="markdown", help="Question files and datasets.", no_args_is_help=True
+)
 app.add_typer(data_app, name="data")
 
 

@@ -19,7 +19,9 @@ from hopgraph.cli.app import (
 from hopgraph.config import command_line
 
 grail_app = typer.Typer(
-    help="GRAIL: gap-aware query steering (no LLM calls).", no_args_is_help=True
+    rich_markup_mode="markdown",
+    help="GRAIL: gap-aware query steering (no LLM calls).",
+    no_args_is_help=True,
 )
 app.add_typer(grail_app, name="grail")
 

@@ -246,7 +246,9 @@ def search(
 
 JsonOut = Annotated[bool, typer.Option("--json", help="print JSON")]
 kb_app = typer.Typer(
-    help="The knowledge base's sources: list, count, remove.", no_args_is_help=True
+    rich_markup_mode="markdown",
+    help="The knowledge base's sources: list, count, remove.",
+    no_args_is_help=True,
 )
 app.add_typer(kb_app, name="kb")
 

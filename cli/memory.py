@@ -20,7 +20,11 @@ from hopgraph.cli.app import (
 )
 from hopgraph.config import Context
 
-memory_app = typer.Typer(help="The PolarMem memory: ingest, recall, stats.", no_args_is_help=True)
+memory_app = typer.Typer(
+    rich_markup_mode="markdown",
+    help="The PolarMem memory: ingest, recall, stats.",
+    no_args_is_help=True,
+)
 app.add_typer(memory_app, name="memory")
 
 

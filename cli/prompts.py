@@ -10,8 +10,11 @@ import typer
 
 from hopgraph.cli.app import app, console, refuse
 
-prompts_app = typer.Typer(help="Prompt templates: list them, copy one out to edit.",
-                          no_args_is_help=True)  # fmt: skip
+prompts_app = typer.Typer(
+    rich_markup_mode="markdown",
+    help="Prompt templates: list them, copy one out to edit.",
+    no_args_is_help=True,
+)
 app.add_typer(prompts_app, name="prompts")
 
 

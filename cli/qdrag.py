@@ -17,7 +17,7 @@ from hopgraph.cli.app import (
     err,
 )
 
-qdrag_app = typer.Typer(help="QDRAG utilities.", no_args_is_help=True)
+qdrag_app = typer.Typer(rich_markup_mode="markdown", help="QDRAG utilities.", no_args_is_help=True)
 app.add_typer(qdrag_app, name="qdrag")
 
 

@@ -181,3 +181,14 @@ def test_run_takes_its_methods_knobs_with_a_knowledge_base(tmp_path, town_kb):
     assert out.returncode == 2 and "cannot reach model endpoint" in out.stderr, out.stderr
     out = hopgraph(*args, "--set", "qdrag_budget=3", cwd=tmp_path)
     assert out.returncode == 2 and "qdrag_budget is QDRAG's, not this graph's" in out.stderr
+
+
+def test_help_reflows_each_command_to_the_terminal_not_the_docstrings_lines(tmp_path):
+    """Help texts broke mid sentence where the docstring's lines did (issue 72)."""
+    env = {**os.environ, "COLUMNS": "120"}
+    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "--help"], cwd=tmp_path,
+                         capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    rows = [line.strip("│ ").rstrip() for line in out.stdout.splitlines()]
+    serve = next(i for i, r in enumerate(rows) if r.startswith("serve "))
+    # the first line is filled to the width, not cut where the docstring wrapped
+    assert len(rows[serve]) > 100, rows[serve]

@@ -21,6 +21,13 @@ def first_ten_minutes() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+def python_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"### The first ten minutes.*?```python\n(.*?)```", text, re.S)
+    assert block, "README has no Python example beside the first ten minutes"
+    return block.group(1)
+
+
 def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
     lines = first_ten_minutes()
     assert lines[0] == "source .venv/bin/activate"
@@ -37,3 +44,9 @@ def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
             out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
                                  text=True, timeout=600)  # fmt: skip
             assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
+        script = tmp_path / "example.py"
+        script.write_text(python_example())
+        out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "qdrag/answer" in out.stdout or "qdrag/" in out.stdout
