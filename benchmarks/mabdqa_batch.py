@@ -32,7 +32,7 @@ from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.report import read_trace
 from hopgraph.evals.results import fmt
-from hopgraph.evals.run_folder import has_trace, read_predictions, trace_path
+from hopgraph.evals.run_folder import RunFolder, has_trace, read_predictions, trace_path
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.prompts import prompts_for, sha256_file
@@ -83,7 +83,7 @@ def recorded_walks(run: Path, out: Path, predictions: dict[str, dict]) -> dict[s
 
 
 def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHES) -> dict:
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = RunFolder(run).manifest()
     questions = {q.id: q for q in read_questions(manifest["questions"])[0]}
     predictions = read_predictions(run / "predictions.jsonl")
     walks = recorded_walks(run, out, predictions)
@@ -182,7 +182,7 @@ def main() -> None:
         return
     if not args.kb:
         ap.error("--kb is needed for the replay")
-    manifest = json.loads((args.run / "manifest.json").read_text())
+    manifest = RunFolder(args.run).manifest()
     known = set(Context().as_dict())
     recorded = {k: v for k, v in manifest["context"].items() if k in known}
     ctx = Context(**{**recorded, "kb_dir": args.kb, "base_url": "", "prompts_dir": args.prompts})

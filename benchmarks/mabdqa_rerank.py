@@ -26,6 +26,7 @@ from hopgraph.agents import mabdqa as roles
 from hopgraph.evals.datasets import read_questions
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.results import fmt
+from hopgraph.evals.run_folder import RunFolder
 from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
@@ -79,7 +80,7 @@ def main() -> None:
     ap.add_argument("--kb", required=True)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    manifest = json.loads((args.run / "manifest.json").read_text())
+    manifest = RunFolder(args.run).manifest()
     known = set(Context().as_dict())
     recorded = {k: v for k, v in manifest["context"].items() if k in known}
     ctx = Context(**{**recorded, "kb_dir": args.kb, "base_url": ""})

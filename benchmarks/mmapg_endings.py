@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.evals.report import read_trace
-from hopgraph.evals.run_folder import read_predictions, trace_path
+from hopgraph.evals.run_folder import RunFolder, read_predictions, trace_path
 from hopgraph.tools.mmapg import ENDINGS, REPEATS, ending
 
 
@@ -50,7 +50,7 @@ def question_ending(pred: dict[str, Any], records: list[dict[str, Any]], cap: in
 
 
 def record_endings(folder: Path) -> dict[str, Any]:
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = RunFolder(folder).manifest()
     cap = int(manifest["context"].get("mmapg_max_iterations", 10))
     preds = read_predictions(folder / "predictions.jsonl")
     rows = [question_ending(p, read_trace(trace_path(folder, q)), cap)

@@ -14,7 +14,12 @@ from typing import Any
 
 from hopgraph.evals import metrics as m
 from hopgraph.evals.cost import Price, cost_of, run_cost
-from hopgraph.evals.run_folder import gold_evidence, read_predictions, scored_predictions
+from hopgraph.evals.run_folder import (
+    RunFolder,
+    gold_evidence,
+    read_predictions,
+    scored_predictions,
+)
 from hopgraph.evals.stats import Paired, paired, paired_scores
 
 KS = (1, 3, 5, 10)
@@ -132,10 +137,7 @@ def judged_key(pred: dict[str, Any]) -> str:
 
 
 def _written_metrics(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    return RunFolder(run_dir).metrics() or {}
 
 
 def evaluate_run(
@@ -188,9 +190,7 @@ def evaluate_run(
             **({"citations": {"judge": name, "questions": judged}} if judged else {}),
             "per_question": per_question,
         }
-        tmp = run_dir / "metrics.json.tmp"  # replaced whole: a stop mid-write loses nothing
-        tmp.write_text(json.dumps(result, indent=2))
-        tmp.replace(run_dir / "metrics.json")
+        RunFolder(run_dir).write_metrics(result)
         return result
 
     result = write()
@@ -360,9 +360,9 @@ def flipped(run_a: str | Path, run_b: str | Path, metric: str = "em") -> dict[st
 def load_metrics(run_dir: str | Path) -> dict[str, Any]:
     """``metrics.json``, re-scored when the run has finished questions since it was written (a
     resumed run); the new questions' citation scores then need ``hopgraph eval --citations``."""
-    path = Path(run_dir) / "metrics.json"
-    preds = Path(run_dir) / "predictions.jsonl"
+    folder = RunFolder(run_dir)
+    path, preds = folder.metrics_path, folder.predictions.path
     if path.exists() and not (preds.exists() and preds.stat().st_mtime > path.stat().st_mtime):
         read_predictions(preds)  # warns of a line it could not read (metrics.json left out)
-        return json.loads(path.read_text())
+        return folder.metrics() or evaluate_run(run_dir)
     return evaluate_run(run_dir)

@@ -255,9 +255,35 @@ class QuestionSet:
         return self.questions if n is None else self.questions[:n]
 
 
-def manifest(
-    agent: str, questions: QuestionSet | None, ctx: Context, endpoint: str
-) -> dict[str, Any]:
+class Manifest(TypedDict):
+    """``manifest.json``: what a run folder was made with (``manifest``), each sitting's
+    settings appended (``RunFolder.record_sitting``). Read through ``RunFolder.manifest``; a
+    record made before a field existed lacks it (hence ``NotRequired``)."""
+
+    agent: str
+    questions: str
+    """The question file's path, or "(asked)" for ``hopgraph ask``."""
+    questions_sha256: str
+    questions_made: NotRequired[str]
+    context: dict[str, Any]
+    """The Context's fields as ``Context.as_dict`` records them (secrets redacted)."""
+    endpoint: str
+    model: str
+    gguf_sha256: str
+    prompts: dict[str, str]
+    """Template name -> sha256 of its source."""
+    kb: dict[str, Any]
+    code: dict[str, Any]
+    git_revision: str
+    versions: dict[str, str]
+    command: str
+    machine: dict[str, Any]
+    created: str
+    resumed: NotRequired[list[str]]
+    sittings: NotRequired[list[dict[str, Any]]]
+
+
+def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: str) -> Manifest:
     """What a run folder was made with; ``questions`` None: a question asked directly."""
     made = how_made(questions.path, questions.sha256) if questions else ""
     return {
@@ -612,13 +638,30 @@ class RunFolder:
     def name(self) -> str:
         return self.path.resolve().name
 
-    def manifest(self) -> dict[str, Any] | None:
+    def manifest(self) -> Manifest | None:
         """What the run was made with, None before its first sitting."""
         path = self.path / "manifest.json"
         return json.loads(path.read_text()) if path.exists() else None
 
-    def write_manifest(self, m: dict[str, Any]) -> None:
+    def write_manifest(self, m: Manifest) -> None:
         (self.path / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.json"
+
+    def metrics(self) -> dict[str, Any] | None:
+        """``metrics.json`` as ``hopgraph eval`` last wrote it (None: never, or unreadable)."""
+        try:
+            return json.loads(self.metrics_path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def write_metrics(self, result: dict[str, Any]) -> None:
+        """``metrics.json`` replaced whole: a stop mid-write loses nothing."""
+        tmp = self.path / "metrics.json.tmp"
+        tmp.write_text(json.dumps(result, indent=2))
+        tmp.replace(self.metrics_path)
 
     def done(self) -> dict[str, dict[str, Any]]:
         """The finished predictions by id (failed ones included, with their error)."""
