@@ -286,7 +286,8 @@ def ask(
             refuse(f"no image at {path}")
     if image and not ctx.vlm_model:  # answered blind otherwise; refused like every setup fault
         refuse("--image needs a vision-language model: set vlm_base_url/vlm_model to one")
-    _check_kb(kb, sets, schema_of(agent))  # before any model starts, as run does
+    if agent != "direct":  # the one method that reads no KB
+        _check_kb(kb, sets, schema_of(agent))  # before any model starts, as run does
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"

@@ -28,7 +28,7 @@ def test_plain_chat_and_event(endpoint):
     model = ep.model_client(on_event=events.append)
     assert model.complete([user("capital of France?")], role="tester", template="t/x") == "Paris"
     assert ep.requests[0]["model"] == "scripted"
-    (event,) = events
+    (event,) = [e for e in events if e["event"] == "llm_call"]  # its llm_request aside
     assert event["event"] == "llm_call"
     assert (event["role"], event["template"]) == ("tester", "t/x")
     assert (event["prompt_tokens"], event["completion_tokens"]) == (7, 3)
@@ -211,7 +211,7 @@ def test_a_long_prefill_under_keepalive_pings_is_progress_not_a_timeout():
         server.calls = 0
         assert model.complete([user("Which river?")], role="r") == "the Danube"
         assert server.calls == 1
-    (call,) = events
+    (call,) = [e for e in events if e["event"] == "llm_call"]
     assert (call["prompt_tokens"], call["completion_tokens"], call["attempts"]) == (7, 2, 1)
 
 

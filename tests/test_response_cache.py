@@ -29,7 +29,7 @@ def test_a_greedy_request_is_served_once_and_a_sampled_one_every_time(tmp_path):
     ep = ScriptedEndpoint([completion("Lund")] * 4)
     m = model(ep, tmp_path)
     events = []
-    m.on_event = events.append
+    m.on_event = lambda e: e["event"] == "llm_call" and events.append(e)
     ask = [user("Where was Ada born?")]
     assert m.complete(ask, role="r", template="t") == "Lund"
     assert m.complete(ask, role="r", template="t") == "Lund"
