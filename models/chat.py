@@ -418,7 +418,7 @@ class ChatModel:
                        **content)  # fmt: skip
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
-        emit(LLMRequest(role, template, extra["request"]), self.on_event)
+        emit(LLMRequest(role, template, extra["request"]))  # to the trace only, not the caller
         call.started = round(time.time(), 4)
         start = time.perf_counter()
         try:
