@@ -60,6 +60,7 @@ class Role:
             template=self.template,
             max_tokens=max_tokens,
             temperature=temperature,
+            inputs=variables,
         )
 
     def structured(
@@ -82,6 +83,7 @@ class Role:
             max_tokens=max_tokens,
             fallback=fallback,
             repair=repair,
+            inputs=variables,
         )
 
     def p_yes(
@@ -94,5 +96,6 @@ class Role:
     ) -> float:
         """P(Yes) of the rendered question, from the first token's log-probabilities."""
         return (model or self.model(ctx, pictures)).p_yes(
-            self.messages(ctx, pictures, **variables), role=self.name, template=self.template
-        )
+            self.messages(ctx, pictures, **variables), role=self.name, template=self.template,
+            inputs=variables,
+        )  # fmt: skip

@@ -31,6 +31,7 @@ from hopgraph.cli.app import (
 from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
+from hopgraph.prompts import refuse_foreign_overlay
 
 GraphSpec = Annotated[
     str,
@@ -96,6 +97,7 @@ def run(
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
+    refuse_foreign_overlay(prompts, agent)
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
         schema_of(agent),
@@ -279,6 +281,7 @@ def ask(
     from hopgraph.evals.runner import Runner
 
     agent = chosen_graph(agent, graph)
+    refuse_foreign_overlay(prompts, agent)
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache,
                         schema_of(agent))  # fmt: skip
     for path in image or []:

@@ -27,7 +27,7 @@ from hopgraph.evals.metrics import critical_path_depth
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
-from hopgraph.prompts import prompts_for, sha256_file
+from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _versions() -> dict[str, str]:
 def prompt_hashes(ctx: Context) -> dict[str, str]:
     """sha256 of every template as this Context resolves it (user overrides included)."""
     prompts = prompts_for(ctx.prompts_dir)
-    return {name: sha256_file(prompts.source_path(name)) for name in prompts.names()}
+    return {name: prompts.digest(name) for name in prompts.names()}
 
 
 def machine() -> dict[str, Any]:
@@ -393,6 +393,8 @@ class Prediction(TypedDict):
     fallbacks: int
     empty_replies: int
     cache_hits: NotRequired[int]
+    cached_tokens: NotRequired[int]
+    """Tokens of the calls the response cache answered (counted in the totals, never sent)."""
     budget_stops: NotRequired[int]
     """1 where the question's token cap (``max_question_tokens``) stopped its method early."""
     depth: int
@@ -448,6 +450,7 @@ class EventCounts:
 
     def __init__(self) -> None:
         self.fallbacks = self.empty = self.cache_hits = self.budget_stops = 0
+        self.cached_tokens = 0
         self.intervals: list[tuple[float, float]] = []
         self.templates: dict[str, dict[str, float]] = {}
         """Per prompt template: calls, prompt and completion tokens, seconds (where a
@@ -501,7 +504,11 @@ class EventCounts:
                 {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
             )
             tally["calls"] += 1
-            self.cache_hits += bool((event.get("extra") or {}).get("cached"))
+            if extra.get("cached"):
+                self.cache_hits += 1
+                self.cached_tokens += event.get("prompt_tokens", 0) + event.get(
+                    "completion_tokens", 0
+                )
             tally["prompt_tokens"] += event.get("prompt_tokens", 0)
             tally["completion_tokens"] += event.get("completion_tokens", 0)
             tally["seconds"] += event.get("latency_s", 0.0)
@@ -532,6 +539,7 @@ class EventCounts:
             "fallbacks": self.fallbacks,
             "empty_replies": self.empty,
             **({"cache_hits": self.cache_hits} if self.cache_hits else {}),
+            **({"cached_tokens": self.cached_tokens} if self.cached_tokens else {}),
             **({"budget_stops": self.budget_stops} if self.budget_stops else {}),
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),

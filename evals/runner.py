@@ -43,7 +43,7 @@ from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
 from hopgraph.models.errors import HopgraphModelError
 from hopgraph.models.events import question_spend
-from hopgraph.prompts import prompts_for
+from hopgraph.prompts import prompts_for, refuse_foreign_overlay
 
 if TYPE_CHECKING:
     from hopgraph.evals.otel import OtelExport
@@ -142,6 +142,7 @@ class Runner:
         # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks
         # them, so the manifest names them); whoever runs a Runner is the operator
         self.ctx = context_schema(agent).adopt(ctx).as_operator()
+        refuse_foreign_overlay(self.ctx.prompts_dir, agent)
         self.code = method_code(agent, self.ctx).get("fingerprint", "")
         self.endpoint = endpoint
         self.speed_probe = speed_probe

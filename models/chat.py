@@ -8,6 +8,7 @@ progress timeouts, retries, error mapping) is ``models.transport``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -257,13 +258,16 @@ class ChatModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         stop: list[str] | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> str:
-        """Plain text reply."""
+        """Plain text reply. ``inputs``: the variables the prompt was rendered from, kept in the
+        trace (a demonstration is made of them and the reply)."""
         resp = self.request(
             messages,
             role=role,
             template=template,
             kind="text",
+            extra=traced_inputs(inputs),
             max_tokens=max_tokens or self.max_tokens,
             temperature=self.temperature if temperature is None else temperature,
             **({"stop": stop} if stop else {}),
@@ -284,6 +288,7 @@ class ChatModel:
         max_tokens: int | None = None,
         fallback: T | None = None,
         repair: bool = True,
+        inputs: dict[str, Any] | None = None,
     ) -> T:
         """A reply validated by ``schema``; one repair attempt, then the role's declared
         ``fallback`` (recorded as a ``fallback`` event, so no malformed reply fails a
@@ -309,7 +314,7 @@ class ChatModel:
                 max_tokens=budget,
                 temperature=self.temperature,
                 response_format=fmt,
-                extra={"repair": attempt == 2},
+                extra={"repair": attempt == 2, **traced_inputs(inputs)},
                 parse=lambda r: schema.model_validate_json(
                     extract_json(r.choices[0].message.content or "")
                 ).model_dump(mode="json"),
@@ -343,13 +348,21 @@ class ChatModel:
         )
         return fallback
 
-    def p_yes(self, messages: Sequence[Message], *, role: str, template: str = "") -> float:
+    def p_yes(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        template: str = "",
+        inputs: dict[str, Any] | None = None,
+    ) -> float:
         """P(Yes) from the first token's top_logprobs: Σp(yes) / (Σp(yes) + Σp(no))."""
         resp = self.request(
             messages,
             role=role,
             template=template,
             kind="p_yes",
+            extra=traced_inputs(inputs),
             max_tokens=1,
             temperature=0.0,
             logprobs=True,
@@ -392,6 +405,8 @@ class ChatModel:
         if self.dialect.name == "vllm":
             kwargs = vllm_sampling(kwargs)
         extra = dict(extra or {})
+        if self.trace_cap < 0:  # content tracing off: no prompt variables either
+            extra.pop("inputs", None)
         if pictures := image_count(messages):
             extra["images"] = pictures  # the trace shows which calls saw a picture
         sent = {k: v for k, v in kwargs.items() if k != "extra_body"} | (
@@ -450,6 +465,21 @@ class ChatModel:
                 call.parsed = parse(resp)
             except (ValidationError, ValueError) as e:
                 call.parse_error = _short_error(e)
+
+
+def traced_inputs(inputs: dict[str, Any] | None) -> dict[str, Any]:
+    """A role's template variables as plain JSON for the call's ``extra.inputs`` ({} for none)."""
+    if not inputs:
+        return {}
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "model_dump"):
+            return value.model_dump(mode="json")
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return dataclasses.asdict(value)
+        return str(value)
+
+    return {"inputs": json.loads(json.dumps(inputs, default=plain))}
 
 
 def token_text(token: str) -> str:

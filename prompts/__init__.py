@@ -3,11 +3,17 @@
 A user folder overrides built-in templates by file name: ``DIR/<method>/<name>.j2`` first, then
 ``DIR/<name>.j2``, then the built-in file. Rendering is strict (a missing variable is an error
 naming the template and the variable) and sandboxed (Python internals are refused).
+
+The folder may also hold a role's demonstrations beside its template, ``DIR/<method>/<name>.jsonl``:
+one ``{"inputs": {...}, "output": "..."}`` per line (the template's variables and the reply
+wanted), rendered before the task by the one shared partial ``common/demos.j2``. They are hashed
+with their template (``Prompts.digest``), so a run's manifest and ``compare`` see them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +40,49 @@ class PromptError(ValueError):
 
 class PromptSecurityError(PromptError):
     """A template reached for something the sandbox forbids (Python internals)."""
+
+
+DEMOS = "common/demos"
+"""The partial every role's demonstrations render through (``demos``, ``prompt``)."""
+
+
+MARK = "optimized.json"
+"""The file an optimized overlay carries (``hopgraph optimize``): the agent it was made for."""
+
+
+def overlay_agent(folder: str | Path) -> str:
+    """The agent an optimized overlay was made for ("" for a hand-made folder)."""
+    mark = Path(folder) / MARK
+    try:
+        return str(json.loads(mark.read_text(encoding="utf-8"))["agent"]) if mark.is_file() else ""
+    except (ValueError, KeyError, TypeError) as e:
+        raise PromptError(f"{mark} is not an optimized overlay's mark: {e}") from e
+
+
+def refuse_foreign_overlay(folder: str, agent: str) -> None:
+    """An overlay optimized for another agent is refused (its roles are not this agent's)."""
+    if folder and (made_for := overlay_agent(folder)) and made_for != agent:
+        raise PromptError(f"prompt folder {folder} was optimized for {made_for}, not {agent}")
+
+
+def read_demos(path: Path) -> list[dict[str, Any]]:
+    """The demonstrations of one JSONL file, each ``{"inputs": {name: value}, "output": str}``;
+    a bad line is an error naming the file and the line."""
+    demos = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            demo = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise PromptError(f"{path} line {n} is not JSON: {e.msg}") from e
+        if not (isinstance(demo, dict) and isinstance(demo.get("inputs"), dict)
+                and isinstance(demo.get("output"), str)):  # fmt: skip
+            raise PromptError(
+                f'{path} line {n}: a demonstration is {{"inputs": {{...}}, "output": "..."}}'
+            )
+        demos.append({"inputs": demo["inputs"], "output": demo["output"]})
+    return demos
 
 
 class _Placeholder(ChainableUndefined):
@@ -131,7 +180,33 @@ class Prompts:
         searched = ", ".join(str(p) for p in self._loader.candidates(fname))
         raise PromptError(f"prompt template {name!r} not found (looked in: {searched})")
 
+    def demos_path(self, name: str) -> Path | None:
+        """The user folder's demonstrations for template ``name`` (``<method>/<name>.jsonl``)."""
+        if self.user_dir is None:
+            return None
+        path = self.user_dir / f"{name.removesuffix('.j2')}.jsonl"
+        return path if path.is_file() else None
+
+    def demos(self, name: str) -> list[dict[str, Any]]:
+        path = self.demos_path(name)
+        return read_demos(path) if path is not None else []
+
+    def digest(self, name: str) -> str:
+        """sha256 of what ``name`` renders from: its template and, where it has them, its
+        demonstrations."""
+        path, demos = self.source_path(name), self.demos_path(name)
+        if demos is None:
+            return sha256_file(path)
+        return hashlib.sha256(path.read_bytes() + b"\0demos\0" + demos.read_bytes()).hexdigest()
+
     def render(self, name: str, **variables: Any) -> str:
+        text = self._render(name, **variables)
+        if demos := self.demos(name):
+            text = self._render(DEMOS, demos=demos, prompt=text)
+        self.used[name] = self.digest(name)
+        return text
+
+    def _render(self, name: str, **variables: Any) -> str:
         fname = self.filename(name)
         path = self.source_path(name)
         try:
@@ -149,7 +224,6 @@ class Prompts:
             raise PromptError(
                 f"prompt template {name!r} ({path}) is invalid at line {e.lineno}: {e.message}"
             ) from e
-        self.used[name] = sha256_file(path)
         return text.strip()
 
     def overrides(self) -> dict[Path, list[str]]:
@@ -194,8 +268,36 @@ class Prompts:
                 problems.append(f"{path} is unsafe: {e}")
             except Exception:  # noqa: BLE001 - placeholders cannot satisfy every expression
                 pass
+        problems += self._demo_problems()
         if problems:
             raise PromptError("prompt overlay refused: " + "; ".join(problems))
+
+    def _demo_problems(self) -> list[str]:
+        """Each demonstrations file must sit beside a template name and give only variables
+        that template is given."""
+        if self.user_dir is None:
+            return []
+        problems, names = [], set(self.names())
+        for path in sorted(self.user_dir.rglob("*.jsonl")):
+            name = str(path.relative_to(self.user_dir).with_suffix(""))
+            if name not in names:
+                problems.append(
+                    f"{path} gives demonstrations to no template (<method>/<name>.jsonl)"
+                )
+                continue
+            given = meta.find_undeclared_variables(
+                self.env.parse(self.source_path(name).read_text("utf-8"))
+            )
+            try:
+                demos = read_demos(path)
+            except PromptError as e:
+                problems.append(str(e))
+                continue
+            for n, demo in enumerate(demos, 1):
+                if extra := set(demo["inputs"]) - given:
+                    problems.append(f"{path} demonstration {n} gives {', '.join(sorted(extra))}, "
+                                    f"which {name} is never given")  # fmt: skip
+        return problems
 
     def names(self) -> list[str]:
         """Every template name, built-in or added by a method of one's own, as ``method/name``."""

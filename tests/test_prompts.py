@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from hopgraph.prompts import PromptError, Prompts, PromptSecurityError
@@ -60,3 +62,40 @@ def test_used_templates_are_hashed(tmp_path):
     p = Prompts()
     p.render("direct/system")
     assert len(p.used["direct/system"]) == 64
+
+
+def test_demonstrations_beside_a_template_render_first_and_are_hashed_with_it(tmp_path):
+    import json
+
+    passages = [{"title": "Town 1", "text": "Fact 1 about town 1."}]
+    demo = {"inputs": {"question": "Where is town 1?", "contexts": passages},
+            "output": "In the north [1]."}  # fmt: skip
+    plain = Prompts(tmp_path)
+    before = plain.render("rag/answer", question="Where is town 2?", contexts=passages)
+    digest = plain.digest("rag/answer")
+    (tmp_path / "rag").mkdir()
+    (tmp_path / "rag" / "answer.jsonl").write_text(json.dumps(demo) + "\n")
+    shown = Prompts(tmp_path)
+    shown.check_overrides()
+    text = shown.render("rag/answer", question="Where is town 2?", contexts=passages)
+    assert text.startswith("Here are worked examples") and text.endswith(before)
+    assert "question: Where is town 1?" in text and "[1] Town 1: Fact 1 about town 1." in text
+    assert "Reply: In the north [1]." in text
+    assert shown.used["rag/answer"] == shown.digest("rag/answer") != digest
+
+
+@pytest.mark.parametrize(
+    "name, line, message",
+    [
+        ("rag/answer.jsonl", "{not json", "line 1 is not JSON"),
+        ("rag/answer.jsonl", '{"inputs": {}}', 'line 1: a demonstration is {"inputs"'),
+        ("rag/nothing.jsonl", "{\"inputs\": {}, \"output\": \"\"}", "to no template"),
+        ("rag/answer.jsonl", '{"inputs": {"gold": "x"}, "output": ""}',
+         "gives gold, which rag/answer is never given"),
+    ],
+)  # fmt: skip
+def test_a_bad_demonstrations_file_is_refused_naming_it(tmp_path, name, line, message):
+    (tmp_path / "rag").mkdir()
+    (tmp_path / name).write_text(line + "\n")
+    with pytest.raises(PromptError, match=re.escape(message)):
+        Prompts(tmp_path).check_overrides()

@@ -1,0 +1,150 @@
+"""``optimize``: a better prompt for an agent's roles, from its own traces (``evals.optimize``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from hopgraph.cli.app import (
+    BaseUrl,
+    CacheDir,
+    ModelName,
+    PriceOption,
+    PromptsDir,
+    Sets,
+    app,
+    build_context,
+    checked_endpoint,
+    console,
+    err,
+    interrupted,
+    refuse,
+)
+from hopgraph.cli.run import BUDGET_SPENT, GraphSpec, _read_inputs, chosen_graph, run_budget
+from hopgraph.graphs import context_schema as schema_of
+
+
+@app.command()
+def optimize(
+    questions: Annotated[str, typer.Option(help="training questions (JSONL): the only ones read")],
+    out: Annotated[str, typer.Option(help="search folder (re-run to resume)")],
+    agent: Annotated[str, typer.Option(help="the agent whose prompts to optimize")] = "",
+    graph: GraphSpec = "",
+    kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
+    roles: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a role's template to optimize, e.g. rag/short_answer (repeatable; "
+            "default: every role of the agent)"
+        ),
+    ] = None,
+    test: Annotated[
+        str,
+        typer.Option(
+            help="the test questions the verdict will use: refused if they share "
+            "any question with --questions"
+        ),
+    ] = "",
+    rounds: Annotated[int, typer.Option(help="rounds of candidates at most")] = 2,
+    demos: Annotated[int, typer.Option(help="demonstrations per candidate set")] = 3,
+    val_share: Annotated[
+        float,
+        typer.Option(
+            help="share of the training questions kept for "
+            "validation (never a demonstration's source)"
+        ),
+    ] = 0.5,
+    minibatch: Annotated[int, typer.Option(help="validation questions per candidate (0: all)")] = 0,
+    alpha: Annotated[float, typer.Option(help="sign-test p a candidate must beat to win")] = 0.1,
+    metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
+    seed: Annotated[int, typer.Option()] = 0,
+    budget_tokens: Annotated[int, typer.Option(help="stop once the search sent N tokens")] = 0,
+    budget_usd: Annotated[float, typer.Option(help="stop once it spent $X (--price)")] = 0.0,
+    price: PriceOption = "",
+    proposer_base_url: Annotated[
+        str, typer.Option(help="a stronger model's endpoint for the proposer (default: the same)")
+    ] = "",
+    proposer_model: Annotated[str, typer.Option(help="the proposer's model name")] = "",
+    base_url: BaseUrl = "",
+    model: ModelName = "",
+    prompts: PromptsDir = "",
+    cache: CacheDir = "",
+    sets: Sets = None,
+) -> None:
+    """Bootstrap demonstrations from the agent's right answers, propose instructions from its
+    wrong ones, keep a candidate only on a paired win on validation questions; writes
+    OUT/overlay (use it as `--prompts`) and OUT/record.json. Ctrl-C stops with what it found;
+    a spent budget exits 4 and a larger one goes on."""
+    from hopgraph.evals.optimize import Plan, roles_of
+    from hopgraph.prompts import refuse_foreign_overlay
+
+    agent = chosen_graph(agent, graph)
+    refuse_foreign_overlay(prompts, agent)
+    cache = cache or str(Path(out) / "cache")
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
+        schema_of(agent),
+    )  # fmt: skip
+    budget = run_budget(budget_tokens, budget_usd, price)
+    _read_inputs(questions, kb, sets, type(ctx))
+    if test and not Path(test).is_file():
+        refuse(f"no test questions file at {test}")
+    plan = Plan(
+        agent, Path(questions), Path(out), list(roles or roles_of(agent, ctx)), metric=metric,
+        rounds=rounds, demos=demos, val_share=val_share, minibatch=minibatch, alpha=alpha,
+        seed=seed, budget=budget, test=Path(test) if test else None,
+    )  # fmt: skip
+    if problems := plan.check(ctx):
+        refuse("; ".join(problems))
+    proposer = None
+    if proposer_base_url or proposer_model:
+        proposer = build_context(proposer_base_url or ctx.base_url, proposer_model or ctx.model,
+                                 "", sets, cache)  # fmt: skip
+    _search(plan, ctx, proposer)
+
+
+def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
+    """The search on the checked endpoint(s); its exits: 4 at the budget, 130 on Ctrl-C
+    (with what it found so far written)."""
+    from hopgraph.evals.optimize import BudgetSpent, Optimizer, OptimizeRefused
+    from hopgraph.evals.runner import Runner
+
+    endpoint = checked_endpoint(ctx)
+    if proposer is not None:
+        checked_endpoint(proposer)
+
+    def runner(agent: str, folder: Path, ctx_, budget):  # noqa: ANN001, ANN202
+        return Runner(agent, folder, ctx_, endpoint=endpoint, budget=budget,
+                      speed_probe=not ctx_.base_url)  # fmt: skip
+
+    try:
+        opt = Optimizer(plan, ctx, runner, proposer)
+    except OptimizeRefused as e:
+        refuse(str(e))
+    try:
+        record = opt.run()
+    except BudgetSpent as e:
+        err.print(f"[yellow]budget reached:[/yellow] {e}; re-run with a larger budget to go on")
+        raise typer.Exit(BUDGET_SPENT) from None
+    except KeyboardInterrupt:
+        opt._write_overlay()
+        opt.save()
+        interrupted(130, None)
+    _report(record, str(plan.out))
+
+
+def _report(record: dict, out: str) -> None:
+    for c in record["candidates"]:
+        mark = "[green]won[/green]" if c["won"] else "lost"
+        console.print(
+            f"{c['id']}: {c['mean']:.3f} against "
+            f"{c['incumbent_mean']:.3f} ({c['better']} better, {c['worse']} worse, "
+            f"p={c['p']:.3g}) {mark}"
+        )
+    overlay = record.get("overlay") or "none: the hand-written prompts stay"
+    console.print(
+        f"stopped: {record.get('stopped', '')}; overlay: {overlay}; "
+        f"spent {record['spent']['tokens']:,} tokens -> {out}/record.json"
+    )

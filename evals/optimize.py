@@ -1,0 +1,483 @@
+"""``hopgraph optimize``: a better prompt for a graph's roles, found from its own traces and kept
+only where it wins a paired test (DSPy's MIPROv2 bootstrap / propose / select, on hopgraph's run
+folders and statistics).
+
+- **bootstrap**: the method answers the training questions as a normal run folder; each role's
+  calls on questions it answered right (exact match) are demonstration candidates (the call's
+  template variables and reply, ``extra.inputs``);
+- **propose**: the proposer (``agents.optimizer``) reads a role's calls on questions answered
+  wrong and writes an instruction placed before the role's template;
+- **select**: each candidate (the incumbent overlay with one role's demonstrations or
+  instruction changed) answers the validation questions (carved from the training ones, never
+  the demonstrations' source); it replaces the incumbent only on a paired win (more questions
+  better than worse on the metric, sign test p < ``alpha``). The search ends after ``rounds``,
+  at the budget, or in a round no candidate wins.
+
+Every step is a run folder sharing one response cache, so a candidate pays only for the calls its
+change reaches, and a killed search resumes where it was: finished runs are read back, the
+record (``record.json``) is rewritten after each candidate."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hopgraph.agents.optimizer import propose_instruction
+from hopgraph.agents.role import Role
+from hopgraph.config import Context
+from hopgraph.evals.cost import Budget
+from hopgraph.evals.evaluate import score_prediction
+from hopgraph.evals.run_folder import (
+    QuestionSet,
+    method_code,
+    read_trace,
+    scored_predictions,
+    trace_path,
+)
+from hopgraph.evals.stats import paired
+from hopgraph.prompts import MARK, Prompts
+
+
+class OptimizeRefused(ValueError):
+    """Asked for something the optimizer refuses before any call (exit 2)."""
+
+
+class BudgetSpent(RuntimeError):
+    """The search stopped at its budget (exit 4); a larger one goes on."""
+
+
+def roles_of(agent: str, ctx: Context | None = None) -> list[str]:
+    """The templates of the ``Role``s in the agent's code (its fingerprinted modules): what
+    ``--roles`` may name."""
+    files = method_code(agent, ctx).get("files", {})
+    found = set()
+    for module in files:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        found |= {v.template for v in vars(mod).values() if isinstance(v, Role)}
+    return sorted(found)
+
+
+@dataclass
+class Candidate:
+    id: str
+    role: str
+    kind: str
+    """``demos`` | ``instruction``"""
+    instructions: dict[str, str]
+    demos: dict[str, list[str]]
+    """role -> question ids whose calls are its demonstrations."""
+    reasoning: str = ""
+    scores: dict[str, float] = field(default_factory=dict)
+    better: int = 0
+    worse: int = 0
+    p: float = 1.0
+    mean: float = 0.0
+    incumbent_mean: float = 0.0
+    won: bool = False
+    tokens: int = 0
+    seconds: float = 0.0
+    skipped: str = ""
+    """Why it was never scored (the proposer wrote no instruction)."""
+
+
+@dataclass
+class Plan:
+    agent: str
+    train: Path
+    out: Path
+    roles: list[str]
+    metric: str = "f1"
+    rounds: int = 2
+    demos: int = 3
+    val_share: float = 0.5
+    minibatch: int = 0
+    alpha: float = 0.1
+    seed: int = 0
+    budget: Budget | None = None
+    test: Path | None = None
+
+    def check(self, ctx: Context | None = None) -> list[str]:
+        """What is refused before any call (each a line naming it)."""
+        problems = []
+        known = roles_of(self.agent, ctx)
+        problems += [
+            f"--roles {r}: {self.agent} has no such role (its roles: {', '.join(known)})"
+            for r in self.roles
+            if r not in known
+        ]
+        if self.test is not None:
+            train = {q.id for q in QuestionSet.read(self.train).questions}
+            shared = train & {q.id for q in QuestionSet.read(self.test).questions}
+            if shared:
+                problems.append(
+                    f"--test {self.test} shares {len(shared)} questions with "
+                    f"{self.train} (e.g. {sorted(shared)[0]}): the verdict must be on "
+                    "questions the optimizer never read"
+                )
+        if not 0 < self.val_share < 1:
+            problems.append(f"--val-share is a fraction between 0 and 1, not {self.val_share}")
+        return problems
+
+
+def split(ids: list[str], val_share: float, seed: int) -> tuple[list[str], list[str]]:
+    """Training ids -> (demonstration pool, validation), by a seeded hash (stable under
+    reordering)."""
+    order = sorted(ids, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    n_val = max(1, round(len(order) * val_share))
+    return order[n_val:], order[:n_val]
+
+
+def ids_hash(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
+
+
+class Optimizer:
+    """One search into ``plan.out``; ``run(ctx)`` answers through ``runner(agent, dir, ctx,
+    budget)`` (an ``evals.runner.Runner`` factory: the CLI's, with its endpoint)."""
+
+    def __init__(self, plan: Plan, ctx: Context, runner, proposer_ctx: Context | None = None):  # noqa: ANN001
+        self.plan, self.ctx, self.runner = plan, ctx, runner
+        self.proposer_ctx = proposer_ctx or ctx
+        self.out = plan.out
+        self.record_path = self.out / "record.json"
+        self.began = time.time()
+        self.record: dict[str, Any] = self._load()
+
+    # -- the record -----------------------------------------------------------------------
+    def _load(self) -> dict[str, Any]:
+        if self.record_path.is_file():
+            rec = json.loads(self.record_path.read_text())
+            if rec.get("agent") != self.plan.agent:
+                raise OptimizeRefused(
+                    f"{self.out} holds a search for {rec.get('agent')}, not {self.plan.agent}"
+                )
+            return rec
+        return {
+            "agent": self.plan.agent,
+            "roles": self.plan.roles,
+            "metric": self.plan.metric,
+            "alpha": self.plan.alpha,
+            "seed": self.plan.seed,
+            "candidates": [],
+            "incumbent": "hand-written",
+            "seconds": 0.0,
+        }
+
+    def save(self) -> None:
+        self.record["seconds"] = round(
+            self.record.get("seconds_before", 0.0) + time.time() - self.began, 1
+        )
+        self.record["spent"] = self.spent()
+        self.out.mkdir(parents=True, exist_ok=True)
+        tmp = self.record_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.record, indent=1, ensure_ascii=False) + "\n")
+        tmp.replace(self.record_path)
+
+    def spent(self) -> dict[str, Any]:
+        """Tokens the search's runs and proposals sent to the endpoint (cached calls are free)."""
+        tokens = sum(c.get("tokens", 0) for c in self.record["candidates"])
+        tokens += self.record.get("bootstrap_tokens", 0)
+        out: dict[str, Any] = {"tokens": tokens}
+        budget = self.plan.budget
+        if budget is not None and budget.price is not None:
+            out["usd"] = round(
+                budget.price.usd(tokens, 0), 6
+            )  # an upper bound: all at prompt price
+        return out
+
+    def budget_left(self) -> int | None:
+        b = self.plan.budget
+        if b is None or not b.tokens:
+            return None
+        return b.tokens - self.spent()["tokens"]
+
+    # -- steps ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self.record["seconds_before"] = self.record.get("seconds", 0.0)
+        train = QuestionSet.read(self.plan.train)
+        demo_ids, val_ids = split(
+            [q.id for q in train.questions], self.plan.val_share, self.plan.seed
+        )
+        self.record["splits"] = {
+            "train": str(self.plan.train),
+            "train_sha256": train.sha256,
+            "demo_pool": len(demo_ids),
+            "validation": len(val_ids),
+            "demo_pool_ids": ids_hash(demo_ids),
+            "validation_ids": ids_hash(val_ids),
+        }
+        val_file = self._subset(train, val_ids, "validation")
+        boot = self._answer("bootstrap", self.plan.train, None)
+        self.record["bootstrap_tokens"] = _new_tokens(boot)
+        pool = self._pool(boot, set(demo_ids))
+        incumbent = self._answer("candidates/00-incumbent", val_file, self._overlay_of(None))
+        self.save()
+        for r in range(1, self.plan.rounds + 1):
+            best = self._round(r, incumbent, pool, boot, val_file)
+            if best is None:
+                self.record["stopped"] = f"round {r}: no candidate won"
+                break
+            incumbent = best
+        else:
+            self.record["stopped"] = f"after {self.plan.rounds} rounds"
+        self._write_overlay()
+        self.save()
+        return self.record
+
+    def _round(self, r: int, incumbent: dict, pool: dict, boot: dict, val_file: Path):  # noqa: ANN202
+        """One round: a demonstration set and a proposed instruction per role, each scored
+        against the incumbent; the best paired winner (or None) becomes the incumbent."""
+        base = self._current()
+        winners = []
+        for role in self.plan.roles:
+            for kind in ("demos", "instruction"):
+                cid = f"{r:02d}-{role.replace('/', '.')}-{kind}"
+                cand = self._known(cid) or self._make(cid, role, kind, base, pool, boot, r)
+                if cand is None or cand.skipped:
+                    continue
+                if not cand.scores:
+                    self._score(cand, incumbent, val_file)
+                if cand.won:
+                    winners.append(cand)
+        if not winners:
+            return None
+        best = max(winners, key=lambda c: c.mean - c.incumbent_mean)
+        self.record["incumbent"] = best.id
+        self.save()
+        return scored_predictions(self.out / "candidates" / best.id)
+
+    def _current(self) -> Candidate:
+        cid = self.record["incumbent"]
+        for c in self.record["candidates"]:
+            if c["id"] == cid:
+                return Candidate(**c)
+        return Candidate("hand-written", "", "", {}, {})
+
+    def _known(self, cid: str) -> Candidate | None:
+        return next((Candidate(**c) for c in self.record["candidates"] if c["id"] == cid), None)
+
+    def _make(self, cid, role, kind, base, pool, boot, r) -> Candidate | None:  # noqa: ANN001
+        cand = Candidate(cid, role, kind, dict(base.instructions), dict(base.demos))
+        if kind == "demos":
+            calls = pool.get(role, [])
+            if not calls:
+                return None
+            rng = random.Random(f"{self.plan.seed}:{r}:{role}")
+            cand.demos[role] = sorted(
+                rng.sample([c["qid"] for c in calls], min(self.plan.demos, len(calls)))
+            )
+        else:
+            failures = self._failures(role, boot, set(pool.get("_pool_ids", [])))
+            if not failures:
+                return None
+            source = Prompts.shipped(role).read_text(encoding="utf-8")
+            proposal = propose_instruction(role, source, failures, self.proposer_ctx)
+            text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
+            cand.reasoning = proposal.reasoning
+            if text:
+                cand.instructions[role] = text
+            else:
+                cand.skipped = "the proposer wrote no instruction"
+        self.record["candidates"].append(asdict(cand))
+        self.save()
+        return cand
+
+    def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
+        began = time.time()
+        preds = self._answer(f"candidates/{cand.id}", val_file, self._overlay_of(cand))
+        ids = sorted(set(preds) & set(incumbent))
+        if self.plan.minibatch:
+            ids = ids[: self.plan.minibatch]
+        a = [score_prediction(incumbent[i]).get(self.plan.metric, 0.0) for i in ids]
+        b = [score_prediction(preds[i]).get(self.plan.metric, 0.0) for i in ids]
+        test = paired(a, b)
+        cand.scores = dict(zip(ids, b, strict=True))
+        cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
+        cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
+        cand.won = test.better > test.worse and test.sign_p < self.plan.alpha
+        cand.tokens = _new_tokens(preds)
+        cand.seconds = round(time.time() - began, 1)
+        self.record["candidates"] = [
+            asdict(cand) if c["id"] == cand.id else c for c in self.record["candidates"]
+        ]
+        self.save()
+
+    # -- run folders ----------------------------------------------------------------------
+    def _answer(self, name: str, questions: Path, overlay: Path | None) -> dict[str, dict]:
+        """The method's answers to ``questions`` in run folder ``out/name`` (resumed where it
+        stopped), prompts from ``overlay``; a spent budget raises ``BudgetSpent``."""
+        left = self.budget_left()
+        if left is not None and left <= 0:
+            raise BudgetSpent(f"the budget of {self.plan.budget.tokens} tokens is spent")
+        ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
+        folder = self.out / name
+        done = folder / "predictions.jsonl"
+        before = sum(1 for _ in done.open()) if done.is_file() else 0
+        budget = Budget(tokens=left + _new_tokens_in(folder)) if left is not None else None
+        summary = self.runner(self.plan.agent, folder, ctx, budget).run(questions)
+        if getattr(summary, "budget_stopped", False) or (
+            left is not None and before == 0 and summary.unstarted
+        ):
+            self.save()
+            raise BudgetSpent(f"the budget of {self.plan.budget.tokens} tokens is spent")
+        return scored_predictions(folder)
+
+    def _subset(self, train: QuestionSet, ids: list[str], name: str) -> Path:
+        """The training file's lines of ``ids`` as ``out/splits/<name>.jsonl`` (kept out of
+        git: they hold the dataset's text), with the command that re-makes it."""
+        folder = self.out / "splits"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ".gitignore").write_text("*.jsonl\n")
+        keep = set(ids)
+        lines = [
+            ln
+            for ln in train.path.read_text(encoding="utf-8").splitlines()
+            if ln.strip() and json.loads(ln).get("id") in keep
+        ]
+        path = folder / f"{name}.jsonl"
+        text = "\n".join(lines) + "\n"
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        made = {
+            "command": f"hopgraph optimize --agent {self.plan.agent} --questions "
+            f"{self.plan.train} --seed {self.plan.seed} --val-share "
+            f"{self.plan.val_share} --out {self.out} (its {name} split)",
+            "sha256": digest,
+        }
+        Path(f"{path}.made.json").write_text(json.dumps(made) + "\n")
+        return path
+
+    def _pool(self, boot: dict[str, dict], demo_ids: set[str]) -> dict[str, Any]:
+        """Demonstration candidates per role: its calls (variables, reply) on pool questions
+        the method answered right by exact match."""
+        pool: dict[str, Any] = {"_pool_ids": sorted(demo_ids)}
+        for qid, pred in boot.items():
+            if qid not in demo_ids or score_prediction(pred).get("em", 0.0) < 1.0:
+                continue
+            for call in _calls(self.out / "bootstrap", qid):
+                if call["template"] in self.plan.roles and "inputs" in call.get("extra", {}):
+                    pool.setdefault(call["template"], []).append(
+                        {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"]}
+                    )
+        for role in self.plan.roles:  # a question's first call of the role is its demonstration
+            seen: set[str] = set()
+            pool[role] = [
+                c for c in pool.get(role, []) if not (c["qid"] in seen or seen.add(c["qid"]))
+            ]
+        self.record["demo_candidates"] = {r: len(pool.get(r, [])) for r in self.plan.roles}
+        self._pool_calls = pool
+        return pool
+
+    def _failures(self, role: str, boot: dict[str, dict], demo_ids: set[str], n: int = 3) -> list:
+        """Up to ``n`` pool questions answered wrong, with the role's real prompt and reply."""
+        out = []
+        for qid in sorted(demo_ids):
+            pred = boot.get(qid)
+            if pred is None or score_prediction(pred).get("em", 0.0) >= 1.0:
+                continue
+            call = next(
+                (c for c in _calls(self.out / "bootstrap", qid) if c["template"] == role), None
+            )
+            if call is None:
+                continue
+            prompt = "\n".join(
+                m.get("content", "") if isinstance(m.get("content"), str) else ""
+                for m in call.get("messages", [])
+            )
+            out.append(
+                {
+                    "question": pred.get("question", ""),
+                    "gold": "; ".join(pred.get("gold", [])),
+                    "answer": pred.get("answer", ""),
+                    "prompt": prompt[-2000:],
+                    "reply": (call.get("reply") or "")[:600],
+                }
+            )
+            if len(out) == n:
+                break
+        return out
+
+    def _overlay_of(self, cand: Candidate | None) -> Path | None:
+        """A candidate's prompt folder: an instruction before a role's shipped template, its
+        demonstrations beside it. None for the hand-written prompts."""
+        if cand is None or (not cand.instructions and not cand.demos):
+            return None
+        folder = self.out / "candidates" / cand.id / "overlay"
+        write_overlay(
+            folder,
+            self.plan.agent,
+            cand.instructions,
+            {
+                role: [c for c in self._pool_calls.get(role, []) if c["qid"] in set(qids)]
+                for role, qids in cand.demos.items()
+            },
+        )
+        return folder
+
+    def _write_overlay(self) -> None:
+        """The incumbent's prompts as ``out/overlay`` (none: the hand-written ones won)."""
+        target = self.out / "overlay"
+        shutil.rmtree(target, ignore_errors=True)
+        best = self._current()
+        if best.id != "hand-written":
+            shutil.copytree(self.out / "candidates" / best.id / "overlay", target)
+        self.record["overlay"] = str(target) if target.is_dir() else ""
+
+
+def write_overlay(
+    folder: Path, agent: str, instructions: dict[str, str], demos: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Templates with an instruction placed first (as literal text) and demonstration files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for role, text in instructions.items():
+        path = folder / f"{role}.j2"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shipped = Prompts.shipped(role).read_text(encoding="utf-8")
+        path.write_text(f"{{% raw %}}{text}{{% endraw %}}\n\n{shipped}", encoding="utf-8")
+    for role, rows in demos.items():
+        path = folder / f"{role}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            "".join(
+                json.dumps({"inputs": r["inputs"], "output": r["output"]}, ensure_ascii=False)
+                + "\n"
+                for r in rows
+            ),
+            encoding="utf-8",
+        )
+    (folder / MARK).write_text(json.dumps({"agent": agent}) + "\n")
+
+
+def _calls(run_dir: Path, qid: str) -> list[dict[str, Any]]:
+    return [
+        r["data"]
+        for r in read_trace(trace_path(run_dir, qid))
+        if r.get("mode") == "custom" and r.get("data", {}).get("event") == "llm_call"
+    ]
+
+
+def _new_tokens(preds: dict[str, dict]) -> int:
+    """Tokens of the calls that reached the endpoint (a cached call costs none)."""
+    total = 0
+    for p in preds.values():
+        for t in (p.get("by_template") or {}).values():
+            total += t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)
+        total -= p.get("cached_tokens", 0)
+    return total
+
+
+def _new_tokens_in(folder: Path) -> int:
+    return (
+        _new_tokens(scored_predictions(folder)) if (folder / "predictions.jsonl").is_file() else 0
+    )

@@ -1,0 +1,233 @@
+"""``hopgraph optimize`` on the scripted endpoint: demonstrations only from right answers, a
+candidate kept only on a paired win, the overlay it writes answering through ``run``, the
+proposer shown the role's real prompt and reply, a budget stop and a resume after kill -9, and
+each refusal before any call."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
+
+from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.evals.optimize import split
+from hopgraph.evals.run_folder import read_predictions
+
+N = 24
+INSTRUCTION = "Always reply with the word wrong."
+
+
+def short_answer(body: dict) -> str:
+    """Right on even towns; right everywhere once the prompt carries demonstrations; wrong
+    everywhere under the proposed instruction (so that candidate must lose)."""
+    text = body["messages"][-1]["content"]
+    town = int(re.findall(r"Question: What about town (\d+)\?", text)[-1])
+    if INSTRUCTION in text:
+        return "wrong"
+    if "Here are worked examples" in text:
+        return f"answer-{town}"
+    return f"answer-{town}" if town % 2 == 0 else "wrong"
+
+
+SCRIPT = by_template(
+    {
+        "rag/answer": "The sources say so [1].",
+        "rag/short_answer": short_answer,
+        "optimize/propose": json.dumps({"reasoning": "it guessed", "instruction": INSTRUCTION}),
+    }
+)
+
+
+def questions(tmp_path, ids, name="train.jsonl"):
+    path = tmp_path / name
+    write_questions(
+        [Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], []) for i in ids], path
+    )
+    return path
+
+
+def base(train, out, kb, model, *extra):
+    return [
+        "optimize",
+        "--agent",
+        "rag",
+        "--questions",
+        str(train),
+        "--out",
+        str(out),
+        "--kb",
+        str(kb),
+        "--base-url",
+        model.base_url,
+        "--model",
+        "scripted",
+        "--roles",
+        "rag/short_answer",
+        "--rounds",
+        "1",
+        *extra,
+    ]
+
+
+def test_a_winning_demonstration_set_becomes_the_overlay_and_a_losing_instruction_never_does(
+    tmp_path, town_kb
+):
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    with ScriptedServer(SCRIPT) as model:
+        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        record = json.loads((out / "record.json").read_text())
+        by_kind = {c["kind"]: c for c in record["candidates"]}
+        demos, instruction = by_kind["demos"], by_kind["instruction"]
+        assert demos["won"] and demos["better"] > 0 and demos["worse"] == 0
+        assert not instruction["won"] and instruction["worse"] > 0
+        assert record["incumbent"] == demos["id"] and record["spent"]["tokens"] > 0
+        # demonstrations come only from the pool's right answers, never from validation
+        pool, val = split([f"q{i}" for i in range(N)], 0.5, 0)
+        rows = [json.loads(x) for x in (out / "overlay/rag/short_answer.jsonl").open()]
+        towns = [int(re.search(r"town (\d+)", r["inputs"]["question"])[1]) for r in rows]
+        assert rows and all(t % 2 == 0 and f"q{t}" in pool for t in towns)
+        assert all(r["output"] == f"answer-{t}" for r, t in zip(rows, towns, strict=True))
+        # the proposer read a failing pool question's real prompt and reply from the traces
+        (sent,) = [
+            b["messages"][-1]["content"]
+            for b, _ in model.log
+            if "You improve the instructions" in b["messages"][-1]["content"]
+        ]
+        wrong = [f"q{i}" for i in range(1, N, 2) if f"q{i}" in pool]
+        assert "Full answer: The sources say so" in sent and "This step replied:\nwrong" in sent
+        assert any(f"What about town {q[1:]}?" in sent for q in wrong)
+        assert not any(f"What about town {q[1:]}?" in sent for q in val)
+        # the overlay round-trips through run: demonstrations in the prompt, every answer right
+        test = questions(tmp_path, range(N, N + 4), "test.jsonl")
+        run = hopgraph(
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            str(test),
+            "--out",
+            str(tmp_path / "run"),
+            "--kb",
+            str(town_kb),
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+            "--prompts",
+            str(out / "overlay"),
+            cwd=tmp_path,
+        )
+        assert run.returncode == 0, run.stderr
+        preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+        assert {p["answer"] for p in preds.values()} == {f"answer-{i}" for i in range(N, N + 4)}
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        shipped = json.loads((out / "bootstrap" / "manifest.json").read_text())
+        assert manifest["prompts"]["rag/short_answer"] != shipped["prompts"]["rag/short_answer"]
+
+
+def test_nothing_wins_so_the_hand_written_prompts_stay(tmp_path, town_kb):
+    train, out = questions(tmp_path, range(0, 2 * N, 2)), tmp_path / "opt"  # all even: all right
+    with ScriptedServer(SCRIPT) as model:
+        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    record = json.loads((out / "record.json").read_text())
+    assert record["incumbent"] == "hand-written" and not (out / "overlay").exists()
+    assert "no candidate won" in record["stopped"] and not any(
+        c["won"] for c in record["candidates"]
+    )
+
+
+def test_refused_before_any_call(tmp_path, town_kb):
+    train, out = questions(tmp_path, range(8)), tmp_path / "opt"
+    overlay = tmp_path / "made-for-qdrag"
+    overlay.mkdir()
+    (overlay / "optimized.json").write_text('{"agent": "qdrag"}')
+    with ScriptedServer(SCRIPT) as model:
+        cases = [
+            (base(train, out, town_kb, model, "--roles", "mmapg/planner"), "rag has no such role"),
+            (
+                base(
+                    train,
+                    out,
+                    town_kb,
+                    model,
+                    "--test",
+                    str(questions(tmp_path, [3, 9], "t.jsonl")),
+                ),
+                "shares 1 questions with",
+            ),
+            (base(train, out, town_kb, model, "--prompts", str(overlay)), "optimized for qdrag"),
+            (
+                [
+                    "run",
+                    "--agent",
+                    "rag",
+                    "--questions",
+                    str(train),
+                    "--out",
+                    str(tmp_path / "r"),
+                    "--kb",
+                    str(town_kb),
+                    "--base-url",
+                    model.base_url,
+                    "--model",
+                    "scripted",
+                    "--prompts",
+                    str(overlay),
+                ],
+                "optimized for qdrag, not rag",
+            ),
+        ]
+        for args, message in cases:
+            got = hopgraph(*args, cwd=tmp_path)
+            assert got.returncode == 2 and message in got.stderr, (args, got.stderr[-400:])
+        assert model.calls == 0 and not out.exists()
+
+
+def test_a_budget_stops_it_and_a_larger_one_resumes_after_kill_9(tmp_path, town_kb):
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    second_demo_call = threading.Event()
+    seen = []
+
+    def script(body: dict) -> str:
+        if "Here are worked examples" in body["messages"][-1]["content"]:
+            seen.append(1)
+            if len(seen) >= 2:  # the candidate's run answered one question and asks the next
+                second_demo_call.set()
+        return SCRIPT(body)
+
+    with ScriptedServer(script) as model:
+        stopped = hopgraph(*base(train, out, town_kb, model, "--budget-tokens", "1"), cwd=tmp_path)
+        assert stopped.returncode == 4 and "budget reached" in stopped.stderr, stopped.stderr
+        first = model.calls
+        # killed once the first candidate's run has answered a question: that run is in flight
+        env = {**os.environ, "COLUMNS": "300"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert second_demo_call.wait(120)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        calls = model.calls
+        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    answered = read_predictions(out / "bootstrap" / "predictions.jsonl")
+    assert len(answered) == N and first < calls
+    # the resume re-asked nothing already answered: bootstrap and the incumbent came from the
+    # record, the proposer from the cache, so at most the rest of the round was asked
+    record = json.loads((out / "record.json").read_text())
+    assert [c["id"] for c in record["candidates"]] == [
+        "01-rag.short_answer-demos",
+        "01-rag.short_answer-instruction",
+    ]
+    assert model.calls - calls <= 2 * N
