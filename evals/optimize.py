@@ -426,13 +426,17 @@ class Optimizer:
         return folder
 
     def _write_overlay(self) -> None:
-        """The incumbent's prompts as ``out/overlay`` (none: the hand-written ones won)."""
+        """The incumbent's prompts as ``out/overlay``, usable as ``--prompts`` whatever won
+        (where the hand-written prompts stayed, it holds only its mark)."""
         target = self.out / "overlay"
         shutil.rmtree(target, ignore_errors=True)
         best = self._current()
-        if best.id != "hand-written":
+        if best.id == "hand-written":
+            write_overlay(target, self.plan.agent, {}, {})
+        else:
             shutil.copytree(self.out / "candidates" / best.id / "overlay", target)
-        self.record["overlay"] = str(target) if target.is_dir() else ""
+        self.record["overlay"] = str(target)
+        self.record["overlay_changes"] = sorted({*best.instructions, *best.demos})
 
 
 def write_overlay(

@@ -50,3 +50,19 @@ def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
                              capture_output=True, text=True, timeout=600)  # fmt: skip
         assert out.returncode == 0, out.stderr[-2000:]
         assert "qdrag/answer" in out.stdout or "qdrag/" in out.stdout
+
+
+def test_the_optimize_example_works_as_the_readme_writes_it(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"### Optimize a prompt.*?```bash\n(.*?)```", text, re.S)
+    assert block, "README has no optimize example"
+    with ScriptedServer(model="smollm2-135m") as model:
+        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url,
+               "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+        demo = ["hopgraph data demo demo", "hopgraph index demo/corpus --kb demo/kb"]
+        for command in [*demo, *block.group(1).strip().splitlines()]:
+            out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                                 text=True, timeout=600)  # fmt: skip
+            assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
+    assert (tmp_path / "demo/opt/record.json").is_file()
+    assert "paired, against" in out.stdout  # compare's verdict table
