@@ -29,7 +29,7 @@ cache=runs/optimize-$method-cache
 set +e
 # shellcheck disable=SC2086
 $H optimize --agent "$method" --questions $T --kb runs/hotpot-kb --out $R/$method $roles \
-  --test $Q --val-share 0.34 --demos 2 --rounds 2 --cache $cache $fast
+  --test $Q --val-share 0.34 --demos 2 --rounds 1 --cache $cache $fast
 rc=$?
 set -e
 [ $rc = 0 ] || exit $rc

@@ -231,7 +231,7 @@ def search(
     sets: Sets = None,
 ) -> None:
     """Search the knowledge base (top-k, or everything within a radius)."""
-    store = open_kb(kb, sets, must_exist=True)
+    store = open_kb(kb, sets, must_exist=True).for_queries()
     hits = store.search(query, k=k, modalities=modality, sources=source, radius=radius)
     table = Table(title=f"{len(hits)} hit(s) for {query!r}")
     table.add_column("score", no_wrap=True)

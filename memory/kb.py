@@ -361,6 +361,16 @@ class KnowledgeBase:
             self._embedder = text_embedder(self.embedder_name, self.batch_size)
         return self._embedder
 
+    def for_queries(self) -> KnowledgeBase:
+        """This KB embedding its queries without torch where its text model allows
+        (``models/query_embedder.py``: the same vectors, loaded in a fraction of a second),
+        for a one-shot search; indexing still loads ``TextEmbedder``."""
+        from hopgraph.models.query_embedder import query_embedder
+
+        if self._embedder is None:
+            self._embedder = query_embedder(self.embedder_name)
+        return self
+
     def collection(self, modality: str, create: bool = True):
         """The Chroma collection of ``modality``, checked to be in this embedder's space (use
         it inside ``_chroma()``)."""

@@ -1,11 +1,15 @@
 """Model layer: one chat interface over OpenAI-compatible endpoints, the embedded llama.cpp
-default, and the embedders. ``chat_model(ctx)`` is how graphs and agents get a model."""
+default, and the embedders. ``chat_model(ctx)`` is how graphs and agents get a model.
+
+The chat client (and the OpenAI SDK under it) is imported on first use, not with the package:
+a command that only reads a knowledge base (``hopgraph search``) needs the errors, not it."""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hopgraph.config import Context
-from hopgraph.models.chat import ChatModel, system, user
-from hopgraph.models.embedded import EmbeddedServer
 from hopgraph.models.errors import (
     CapabilityError,
     ContextWindowError,
@@ -19,8 +23,20 @@ from hopgraph.models.errors import (
     ModelWeightsMissing,
     StructuredOutputError,
 )
-from hopgraph.models.response_cache import ResponseCache
 from hopgraph.runtime import ProcessCache, process_cache
+
+if TYPE_CHECKING:
+    from hopgraph.models.chat import ChatModel
+    from hopgraph.models.embedded import EmbeddedServer
+
+_LAZY = {"ChatModel": "chat", "system": "chat", "user": "chat", "EmbeddedServer": "embedded"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"hopgraph.models.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'hopgraph.models' has no attribute {name!r}")
+
 
 __all__ = [
     "CapabilityError", "ChatModel", "ContextWindowError", "EmbeddedServer",
@@ -30,12 +46,14 @@ __all__ = [
     "embedded_server", "question_model", "system", "user", "vlm_model",
 ]  # fmt: skip
 
-_servers: ProcessCache[str, EmbeddedServer] = process_cache("embedded servers", EmbeddedServer.stop)
+_servers: ProcessCache[str, EmbeddedServer] = process_cache("embedded servers", lambda s: s.stop())
 _models: ProcessCache[tuple, ChatModel] = process_cache("chat models")
 
 
 def embedded_server(ctx: Context) -> EmbeddedServer:
     """The process-wide embedded server for ``ctx.model``, started on first use."""
+    from hopgraph.models.embedded import EmbeddedServer
+
     server = _servers.get(ctx.model, lambda: EmbeddedServer(
         ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads,
         n_threads_batch=ctx.n_threads_batch,
@@ -46,6 +64,9 @@ def embedded_server(ctx: Context) -> EmbeddedServer:
 def _model(
     ctx: Context, base_url: str, name: str, backend: str, server: EmbeddedServer | None = None
 ) -> ChatModel:
+    from hopgraph.models.chat import ChatModel
+    from hopgraph.models.response_cache import ResponseCache
+
     key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
            ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir,
            ctx.response_cache, ctx.trace_content, ctx.trace_text_cap)  # fmt: skip

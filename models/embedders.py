@@ -26,6 +26,16 @@ PACKAGED_TEXT_MODELS = {
 }
 
 
+def packaged_model_path(name: str, what: str) -> Path:
+    """The folder of a text model installed as a pinned package (``PACKAGED_TEXT_MODELS``)."""
+    module, install = PACKAGED_TEXT_MODELS[name]
+    try:
+        pkg = importlib.import_module(module)
+    except ImportError as e:
+        raise ModelPackageMissing(f"{what} {name!r} needs its package: {install}") from e
+    return Path(pkg.get_model_path())
+
+
 def _load_sentence_transformer(name: str, what: str):
     """A SentenceTransformer from a packaged model, a local path, or the local HF cache only."""
     from sentence_transformers import SentenceTransformer
@@ -33,15 +43,7 @@ def _load_sentence_transformer(name: str, what: str):
 
     hf_logging.disable_progress_bar()
 
-    if name in PACKAGED_TEXT_MODELS:
-        module, install = PACKAGED_TEXT_MODELS[name]
-        try:
-            pkg = importlib.import_module(module)
-        except ImportError as e:
-            raise ModelPackageMissing(f"{what} {name!r} needs its package: {install}") from e
-        source = str(pkg.get_model_path())
-    else:
-        source = name
+    source = str(packaged_model_path(name, what)) if name in PACKAGED_TEXT_MODELS else name
     try:
         return SentenceTransformer(source, device=torch_device(), local_files_only=True)
     except (OSError, ValueError) as e:

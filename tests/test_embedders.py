@@ -20,3 +20,36 @@ def test_batches_match_single_encodes():
     texts = [f"sentence number {i}" for i in range(70)]
     batch = emb.encode(texts)
     assert np.allclose(batch[65], emb.encode_one(texts[65]), atol=1e-5)
+
+
+def test_the_torch_free_query_embedder_gives_the_packaged_models_vectors():
+    """``hopgraph search`` embeds its query with the numpy MiniLM: the same vectors as
+    sentence-transformers gives, for every demo passage, a question, and a text past the
+    model's 256-token window (cut where sentence-transformers cuts it)."""
+    from hopgraph.evals.demo import PASSAGES
+    from hopgraph.models.query_embedder import query_embedder
+
+    texts = [*PASSAGES.values(), "Who founded Marrowick?", " ".join(["lighthouse"] * 600), ""]
+    light, full = query_embedder().encode(texts), text_embedder().encode(texts)
+    assert light.shape == full.shape == (len(texts), 384) and light.dtype == np.float32
+    assert np.abs(light - full).max() < 1e-5
+    assert query_embedder("some/other-model") is None  # loaded with torch by its caller
+
+
+def test_a_one_shot_search_never_imports_torch(tmp_path, town_kb):
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hopgraph.cli import app\n"
+        f"app(['search', 'fact about town 3', '--kb', {str(town_kb)!r}, '-k', '2'],"
+        " standalone_mode=False)\n"
+        "print('torch' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    env = {**os.environ, "COLUMNS": "200"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-1500:]
+    assert "Town 3" in out.stdout and out.stdout.strip().splitlines()[-1] == "False False"
