@@ -33,10 +33,10 @@ $H optimize --agent "$method" --questions $T --kb runs/hotpot-kb --out $R/$metho
 rc=$?
 set -e
 [ $rc = 0 ] || exit $rc
-# shellcheck disable=SC2086
-$H run --agent "$method" --questions $Q --kb runs/hotpot-kb --out $R/$method-test/hand-written --cache $cache $fast
-if [ -d $R/$method/overlay ]; then
+for arm in hand-written optimized; do  # the overlay (only its mark where nothing won) and the shipped prompts
+  prompts=""; [ $arm = optimized ] && prompts="--prompts $R/$method/overlay"
   # shellcheck disable=SC2086
-  $H run --agent "$method" --questions $Q --kb runs/hotpot-kb --out $R/$method-test/optimized --cache $cache --prompts $R/$method/overlay $fast
-  $H compare $R/$method-test/hand-written $R/$method-test/optimized --metric f1 --metric em --questions
-fi
+  $H run --agent "$method" --questions $Q --kb runs/hotpot-kb --out $R/$method-test/$arm --cache $cache $prompts $fast
+  $H eval $R/$method-test/$arm
+done
+$H compare $R/$method-test/hand-written $R/$method-test/optimized --metric f1 --metric em --questions

@@ -485,3 +485,56 @@ def _new_tokens_in(folder: Path) -> int:
     return (
         _new_tokens(scored_predictions(folder)) if (folder / "predictions.jsonl").is_file() else 0
     )
+
+
+def render(reports: list[dict[str, Any] | None]) -> list[str]:
+    """RESULTS.md's lines for one search: ``[record.json, hand-written test metrics.json,
+    optimized test metrics.json]`` (the last two from ``hopgraph eval``; None where missing)."""
+    record, hand, opt = (*reports, None, None)[:3]
+    if not record:
+        return ["Not measured yet.", ""]
+    s = record.get("splits", {})
+    out = [
+        f"Roles searched: {', '.join(record['roles'])}; metric {record['metric']}, a candidate "
+        f"wins at sign-test p < {record['alpha']}. Training questions {s.get('train', '?')}: "
+        f"{s.get('demo_pool', '?')} for demonstrations and proposals, {s.get('validation', '?')} "
+        f"for validation (ids' hashes {s.get('demo_pool_ids', '?')}, "
+        f"{s.get('validation_ids', '?')}). Demonstration candidates (right answers in the pool): "
+        + ", ".join(f"{r} {n}" for r, n in record.get("demo_candidates", {}).items())
+        + ".",
+        "",
+        "| candidate | validation mean | incumbent | better / worse | sign p | won | tokens sent | "
+        "seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in record["candidates"]:
+        if c.get("skipped"):
+            out.append(f"| {c['id']} | skipped: {c['skipped']} | | | | | | |")
+            continue
+        out.append(
+            f"| {c['id']} | {c['mean']:.3f} | {c['incumbent_mean']:.3f} | {c['better']} / "
+            f"{c['worse']} | {c['p']:.3g} | {'yes' if c['won'] else 'no'} | "
+            f"{c['tokens']:,} | {c['seconds']:.0f} |"
+        )
+    hours = record.get("seconds", 0.0) / 3600
+    out += [
+        "",
+        f"Stopped: {record.get('stopped', 'in progress')}. Kept: "
+        f"{', '.join(record.get('overlay_changes', [])) or 'nothing (the hand-written prompts)'}."
+        f" Spent {record.get('spent', {}).get('tokens', 0):,} tokens sent to the endpoint "
+        f"(the bootstrap {record.get('bootstrap_tokens', 0):,}), {hours:.2f} hours.",
+    ]
+    for c in record["candidates"]:
+        if c.get("reasoning"):
+            out.append(f'Proposer on {c["role"]} ({c["id"]}): "{c["reasoning"][:300]}"')
+    if hand and opt:
+        a = hand["overall"].get(record["metric"], 0.0)
+        b = opt["overall"].get(record["metric"], 0.0)
+        best = next((c for c in record["candidates"] if c["id"] == record.get("incumbent")), None)
+        val = (best["mean"] - best["incumbent_mean"]) if best else 0.0
+        out += [
+            "",
+            f"Validation-to-test gap: {record['metric']} {val:+.3f} on validation, "
+            f"{b - a:+.3f} on the {hand['questions']} test questions ({a:.3f} -> {b:.3f}).",
+        ]
+    return [*out, ""]
