@@ -34,7 +34,7 @@ class PlannerStep(BaseModel):
 
 
 PLAN = Role("planner", "mmapg/plan")
-PLANNER = Role("planner", "mmapg/planner")
+PLANNER = Role("planner", "mmapg/planner", schema=PlannerStep)
 
 
 def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
@@ -62,7 +62,6 @@ def plan_step(
     mends the step)."""
     return PLANNER.structured(
         ctx,
-        PlannerStep,
         fallback=CALLER_HANDLES,
         max_tokens=300,
         question=question,
@@ -112,21 +111,24 @@ class DescribedImage(BaseModel):
         return self.phrases
 
 
-SPLIT = Role("retriever", "mmapg/decompose")
-KEY_PHRASES = Role("retriever", "mmapg/keyphrases")
+SPLIT = Role("retriever", "mmapg/decompose", schema=Split)
+KEY_PHRASES = Role("retriever", "mmapg/keyphrases", schema=Phrases)
 IMAGE_QUERIES = {
-    "targeted": (Role("retriever", "mmapg/image_target"), TargetedImage),
-    "descriptive": (Role("retriever", "mmapg/image_describe"), DescribedImage),
+    "targeted": (Role("retriever", "mmapg/image_target", schema=TargetedImage), TargetedImage),
+    "descriptive": (
+        Role("retriever", "mmapg/image_describe", schema=DescribedImage),
+        DescribedImage,
+    ),
 }
-EXAMINE_TEXT = Role("examiner", "mmapg/examine_text")
-EXAMINE_IMAGE = Role("examiner", "mmapg/examine_image")
+EXAMINE_TEXT = Role("examiner", "mmapg/examine_text", schema=Examination)
+EXAMINE_IMAGE = Role("examiner", "mmapg/examine_image", schema=Examination)
 EXTRACT = Role("retriever", "mmapg/extract")
 
 
 def split_instruction(instruction: str, parents: list[str], ctx: Context) -> Split:
     """Eq. 5. Fallback: the whole instruction as the text part (no image part)."""
     return SPLIT.structured(
-        ctx, Split, fallback=Split(text_part=instruction), max_tokens=200,
+        ctx, fallback=Split(text_part=instruction), max_tokens=200,
         instruction=instruction, parents=parents,
     )  # fmt: skip
 
@@ -137,7 +139,7 @@ def key_phrases(instruction: str, ctx: Context, parents: list[str] | tuple = ())
     answer can name what the instruction refers to. Fallback: no phrase (the caller then
     searches with the text part itself)."""
     out = KEY_PHRASES.structured(
-        ctx, Phrases, fallback=Phrases(), max_tokens=120, instruction=instruction,
+        ctx, fallback=Phrases(), max_tokens=120, instruction=instruction,
         parents=[p for p in parents if p],
     )  # fmt: skip
     return _clean(out.phrases)
@@ -148,7 +150,7 @@ def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str],
     the question the examiner asks of each picture found. Fallback: none (the caller then
     searches with the image part itself and asks the instruction)."""
     role, schema = IMAGE_QUERIES[kind]
-    out = role.structured(ctx, schema, fallback=schema(), max_tokens=120, instruction=instruction)
+    out = role.structured(ctx, fallback=schema(), max_tokens=120, instruction=instruction)
     return _clean(out.queries()), out.question.strip() or instruction
 
 
@@ -163,7 +165,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
     fields = {"title": candidate.get("title", ""), "text": candidate.get("text", "")}
     if candidate.get("modality") != "image":
         out = EXAMINE_TEXT.structured(
-            ctx, Examination, fallback=Examination(), max_tokens=120,
+            ctx, fallback=Examination(), max_tokens=120,
             instruction=instruction, **fields,
         )  # fmt: skip
     else:
@@ -173,7 +175,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
             emit(Fallback("examiner", f"{reason} for {candidate.get('id')}",
                           "its title and caption"))  # fmt: skip
         out = EXAMINE_IMAGE.structured(
-            ctx, Examination, fallback=Examination(), max_tokens=120,
+            ctx, fallback=Examination(), max_tokens=120,
             pictures=[candidate["path"]] if seen else [], question=question,
             described=not seen, **fields,
         )  # fmt: skip
@@ -199,7 +201,7 @@ NO_ANSWER = "unknown"
 """The reasoner's fallback answer: a reply that stays malformed answers nothing, and says so."""
 
 
-REASONER = Role("reasoner", "mmapg/reason")
+REASONER = Role("reasoner", "mmapg/reason", schema=Reasoned)
 
 
 def reason(
@@ -212,7 +214,6 @@ def reason(
     to the VLM)."""
     out = REASONER.structured(
         ctx,
-        Reasoned,
         fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
         pictures=images,
         max_tokens=160,
@@ -229,11 +230,11 @@ EXAMPLES = json.loads(
 """The few-shot set F_tri of Eq. 1: our own invented passages, kept with the prompts."""
 
 
-TRIPLETS = Role("triplet_converter", "mmapg/triplets")
-
-
 class Triplets(BaseModel):
     facts: list[list[str]] = Field(description="[subject, relation, object] triplets")
+
+
+TRIPLETS = Role("triplet_converter", "mmapg/triplets", schema=Triplets)
 
 
 def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -> list[list[str]]:
@@ -243,7 +244,7 @@ def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -
         return hit
     try:
         found = TRIPLETS.structured(
-            ctx, Triplets, fallback=CALLER_HANDLES, repair=False,
+            ctx, fallback=CALLER_HANDLES, repair=False,
             examples=EXAMPLES, title=item.title, text=item.text,
         ).facts  # fmt: skip
     except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count

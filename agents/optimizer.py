@@ -18,7 +18,7 @@ class Proposal(BaseModel):
     """Plain text placed before the role's template."""
 
 
-PROPOSER = Role("proposer", "optimize/propose")
+PROPOSER = Role("proposer", "optimize/propose", schema=Proposal)
 
 
 def propose_instruction(
@@ -28,6 +28,6 @@ def propose_instruction(
     question, gold, answer, and the role's prompt and reply on it. An unreadable reply gives an
     empty proposal (recorded as a fallback; the optimizer skips it)."""
     return PROPOSER.structured(
-        ctx, Proposal, fallback=Proposal(), max_tokens=400, template=template, source=source,
+        ctx, fallback=Proposal(), max_tokens=400, template=template, source=source,
         failures=failures,
     )  # fmt: skip

@@ -49,8 +49,8 @@ class QueryConcepts(BaseModel):
 
 PROPOSER = Role("concept_proposer", "polarmem/propose")
 VERIFIER = Role("concept_verifier", "polarmem/verify")
-ENTITIES = Role("entity_extractor", "polarmem/entities")
-QUERY_PARSER = Role("query_parser", "polarmem/parse_query")
+ENTITIES = Role("entity_extractor", "polarmem/entities", schema=Entities)
+QUERY_PARSER = Role("query_parser", "polarmem/parse_query", schema=QueryConcepts)
 
 
 def need_vlm(ctx: Context):
@@ -120,7 +120,7 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
     """Phi_ext of Sec. 3.2.2 with each entity's polarity, in one call. A name given two
     polarities in one chunk asserts neither: it is kept as a mention."""
     out = ENTITIES.structured(
-        ctx, Entities, fallback=CALLER_HANDLES, max_tokens=400,
+        ctx, fallback=CALLER_HANDLES, max_tokens=400,
         text=text, max_entities=max_entities,
     )  # fmt: skip
     seen: dict[str, Entity] = {}
@@ -138,6 +138,4 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
 
 def parse_query(query: str, ctx: Context) -> QueryConcepts:
     """Q+ / Q- from the query (App. B, online query parsing), as JSON."""
-    return QUERY_PARSER.structured(
-        ctx, QueryConcepts, fallback=CALLER_HANDLES, max_tokens=120, query=query
-    )
+    return QUERY_PARSER.structured(ctx, fallback=CALLER_HANDLES, max_tokens=120, query=query)

@@ -22,8 +22,6 @@ from hopgraph.tools.qdrag import parse_plan, ready, resolved
 from hopgraph.tools.replies import qdc_subquestions
 from hopgraph.tools.retrieval import search
 
-DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc")
-
 
 class Replacement(BaseModel):
     reference: str
@@ -36,6 +34,9 @@ class Replacement(BaseModel):
 class QDCOutput(BaseModel):
     replacements: list[Replacement] = Field(default_factory=list)
     subquestions: list[str] = Field(default_factory=list)
+
+
+DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc", schema=QDCOutput)
 
 
 class PlanStep(BaseModel):
@@ -57,7 +58,7 @@ def decompose_qdc(
     its output becomes subquestions by ``qdc_subquestions``. Fallback: no subquestion, so the
     raw question alone reranks (recorded)."""
     out = DECOMPOSE_QDC.structured(
-        ctx, QDCOutput, fallback=QDCOutput(), pictures=images,
+        ctx, fallback=QDCOutput(), pictures=images,
         question=question, contexts=contexts, picture=bool(images),
     )  # fmt: skip
     subs, dropped, rebuilt = qdc_subquestions(out, question)
@@ -68,7 +69,7 @@ def decompose_qdc(
     return subs
 
 
-PLAN_QDR = Role("decomposer", "qdrag/plan_qdr")
+PLAN_QDR = Role("decomposer", "qdrag/plan_qdr", schema=QDRPlan)
 
 
 def plan_qdr(
@@ -91,7 +92,7 @@ def plan_qdr(
         plan = QDRPlan.model_validate_json(extract_json(text))
     else:
         plan = PLAN_QDR.structured(
-            ctx, QDRPlan, fallback=QDRPlan(subquestions=[]), pictures=images, **variables
+            ctx, fallback=QDRPlan(subquestions=[]), pictures=images, **variables
         )
     return [s.model_dump() for s in plan.subquestions]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -15,7 +15,6 @@ from hopgraph.config import Context
 from hopgraph.models import ChatModel, chat_model, question_model, system, user
 from hopgraph.prompts import prompts_for
 
-T = TypeVar("T", bound=BaseModel)
 CALLER_HANDLES: Any = None
 """The fallback declared by a role whose caller handles a malformed reply itself (it gets the
 ``StructuredOutputError``): MMAPG's planner mends the step, triplet extraction reports the
@@ -30,6 +29,9 @@ class Role:
     """``<method>/<name>``, rendered from ``prompts/`` or the user's overlay."""
     system: str = ""
     """A system template sent before the user message, if the role has one."""
+    schema: type[BaseModel] | None = None
+    """The reply's shape for ``structured``: the JSON its template asks for
+    (``tests/test_role_schemas.py`` holds each template's shape to it)."""
 
     def render(self, ctx: Context, **variables: Any) -> str:
         return prompts_for(ctx.prompts_dir).render(self.template, **variables)
@@ -66,15 +68,20 @@ class Role:
     def structured(
         self,
         ctx: Context,
-        schema: type[T],
+        schema: type[BaseModel] | None = None,
         *,
-        fallback: T | None,
+        fallback: Any,
         pictures: Sequence[str] = (),
         max_tokens: int | None = None,
         repair: bool = True,
         **variables: Any,
-    ) -> T:
-        """A reply validated by ``schema``, else (after one repair) ``fallback``, recorded."""
+    ) -> Any:
+        """A reply validated by the role's ``schema``, else (after one repair) ``fallback``
+        (an instance of it, or ``CALLER_HANDLES``), recorded. ``schema``: for a role declared
+        without one (a method of one's own written before roles declared theirs)."""
+        schema = schema or self.schema
+        if schema is None:
+            raise TypeError(f"role {self.name} ({self.template}) declares no reply schema")
         return self.model(ctx, pictures).structured(
             self.messages(ctx, pictures, **variables),
             schema,

@@ -38,7 +38,6 @@ from hopgraph.graphs.kit import (
 )
 
 add_template_folder(Path(__file__).parent / "prompts")
-NEXT = Role("self_ask_next", "self_ask/next")
 INTERMEDIATE = Role("self_ask_intermediate", "self_ask/intermediate")
 
 
@@ -53,6 +52,9 @@ SelfAskContext = context_class("SelfAskContext", SelfAskSettings)
 
 class FollowUp(BaseModel):
     follow_up: str = ""
+
+
+NEXT = Role("self_ask_next", "self_ask/next", schema=FollowUp)
 
 
 class Hop(TypedDict):
@@ -78,7 +80,7 @@ def ask(state: State, runtime: Runtime[SelfAskContext]) -> State:
         ctx, "ask"
     ):  # the question's token cap spent
         return {"follow_up": ""}
-    reply = NEXT.structured(ctx, FollowUp, fallback=FollowUp(), max_tokens=80,
+    reply = NEXT.structured(ctx, fallback=FollowUp(), max_tokens=80,
                             question=state["question"], hops=hops)  # fmt: skip
     asked = reply.follow_up.strip()
     repeated = asked.lower() in {h["question"].lower() for h in hops}
