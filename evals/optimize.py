@@ -42,6 +42,7 @@ from hopgraph.evals.run_folder import (
     trace_path,
 )
 from hopgraph.evals.stats import paired
+from hopgraph.models.events import tally_calls
 from hopgraph.prompts import MARK, Prompts
 
 
@@ -85,6 +86,8 @@ class Candidate:
     incumbent_mean: float = 0.0
     won: bool = False
     tokens: int = 0
+    sent: list[int] = field(default_factory=lambda: [0, 0])
+    """Prompt and completion tokens it sent to the endpoint (its proposal and its run)."""
     seconds: float = 0.0
     skipped: str = ""
     """Why it was never scored (the proposer wrote no instruction)."""
@@ -184,22 +187,39 @@ class Optimizer:
         tmp.replace(self.record_path)
 
     def spent(self) -> dict[str, Any]:
-        """Tokens the search's runs and proposals sent to the endpoint (cached calls are free)."""
-        tokens = sum(c.get("tokens", 0) for c in self.record["candidates"])
-        tokens += self.record.get("bootstrap_tokens", 0)
-        out: dict[str, Any] = {"tokens": tokens}
+        """Tokens the search's runs and proposals sent to the endpoint (a cached call costs
+        nothing), and their USD at the budget's price."""
+        parts = [self.record.get("bootstrap_sent", [0, 0])]
+        parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
+        prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
+        out: dict[str, Any] = {"tokens": prompt + completion, "prompt_tokens": prompt,
+                               "completion_tokens": completion}  # fmt: skip
         budget = self.plan.budget
         if budget is not None and budget.price is not None:
-            out["usd"] = round(
-                budget.price.usd(tokens, 0), 6
-            )  # an upper bound: all at prompt price
+            out["usd"] = round(budget.price.usd(prompt, completion), 6)
         return out
 
-    def budget_left(self) -> int | None:
+    def _check_budget(self) -> None:
         b = self.plan.budget
-        if b is None or not b.tokens:
+        if b is None:
+            return
+        spent = self.spent()
+        if (b.tokens and spent["tokens"] >= b.tokens) or (b.usd and spent.get("usd", 0) >= b.usd):
+            self.save()
+            raise BudgetSpent(f"the budget ({_budget_text(b)}) is spent")
+
+    def _folder_budget(self, folder: Path) -> Budget | None:
+        """A run's budget: what is left of the search's, plus what the folder's record already
+        spent as the runner counts it (cached calls included)."""
+        b = self.plan.budget
+        if b is None:
             return None
-        return b.tokens - self.spent()["tokens"]
+        spent, preds = self.spent(), _preds_in(folder)
+        own = b.spent(list(preds.values()))
+        tokens = b.tokens - spent["tokens"] + own["tokens"] if b.tokens else 0
+        usd = b.usd - spent.get("usd", 0.0) + own.get("usd", 0.0) if b.usd else 0.0
+        return Budget(tokens=max(tokens, 1) if b.tokens else 0,
+                      usd=max(usd, 1e-9) if b.usd else 0.0, price=b.price)  # fmt: skip
 
     # -- steps ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -218,7 +238,7 @@ class Optimizer:
         }
         val_file = self._subset(train, val_ids, "validation")
         boot = self._answer("bootstrap", self.plan.train, None)
-        self.record["bootstrap_tokens"] = _new_tokens(boot)
+        self.record["bootstrap_sent"] = _sent(boot)
         pool = self._pool(boot, set(demo_ids))
         incumbent = self._answer("candidates/00-incumbent", val_file, self._overlay_of(None))
         self.save()
@@ -281,7 +301,9 @@ class Optimizer:
             if not failures:
                 return None
             source = Prompts.shipped(role).read_text(encoding="utf-8")
-            proposal = propose_instruction(role, source, failures, self.proposer_ctx)
+            with tally_calls() as tally:
+                proposal = propose_instruction(role, source, failures, self.proposer_ctx)
+            cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
             text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
             cand.reasoning = proposal.reasoning
             if text:
@@ -305,7 +327,8 @@ class Optimizer:
         cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
         cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
         cand.won = test.better > test.worse and test.sign_p < self.plan.alpha
-        cand.tokens = _new_tokens(preds)
+        cand.sent = [a + b for a, b in zip(cand.sent, _sent(preds), strict=True)]
+        cand.tokens = sum(cand.sent)
         cand.seconds = round(time.time() - began, 1)
         self.record["candidates"] = [
             asdict(cand) if c["id"] == cand.id else c for c in self.record["candidates"]
@@ -316,20 +339,15 @@ class Optimizer:
     def _answer(self, name: str, questions: Path, overlay: Path | None) -> dict[str, dict]:
         """The method's answers to ``questions`` in run folder ``out/name`` (resumed where it
         stopped), prompts from ``overlay``; a spent budget raises ``BudgetSpent``."""
-        left = self.budget_left()
-        if left is not None and left <= 0:
-            raise BudgetSpent(f"the budget of {self.plan.budget.tokens} tokens is spent")
+        self._check_budget()
         ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
         folder = self.out / name
-        done = folder / "predictions.jsonl"
-        before = sum(1 for _ in done.open()) if done.is_file() else 0
-        budget = Budget(tokens=left + _new_tokens_in(folder)) if left is not None else None
-        summary = self.runner(self.plan.agent, folder, ctx, budget).run(questions)
-        if getattr(summary, "budget_stopped", False) or (
-            left is not None and before == 0 and summary.unstarted
-        ):
+        summary = self.runner(self.plan.agent, folder, ctx, self._folder_budget(folder)).run(
+            questions
+        )
+        if summary.budget_stopped:
             self.save()
-            raise BudgetSpent(f"the budget of {self.plan.budget.tokens} tokens is spent")
+            raise BudgetSpent(f"the budget ({_budget_text(self.plan.budget)}) is spent")
         return scored_predictions(folder)
 
     def _subset(self, train: QuestionSet, ids: list[str], name: str) -> Path:
@@ -471,20 +489,25 @@ def _calls(run_dir: Path, qid: str) -> list[dict[str, Any]]:
     ]
 
 
-def _new_tokens(preds: dict[str, dict]) -> int:
-    """Tokens of the calls that reached the endpoint (a cached call costs none)."""
-    total = 0
+def _sent(preds: dict[str, dict]) -> list[int]:
+    """Prompt and completion tokens of the calls that reached the endpoint (a cached call
+    costs none; lines without ``cached_completion_tokens`` count all completions as sent)."""
+    prompt = completion = 0
     for p in preds.values():
-        for t in (p.get("by_template") or {}).values():
-            total += t.get("prompt_tokens", 0) + t.get("completion_tokens", 0)
-        total -= p.get("cached_tokens", 0)
-    return total
+        cached_completion = p.get("cached_completion_tokens", 0)
+        completion += p.get("completion_tokens", 0) - cached_completion
+        prompt += p.get("prompt_tokens", 0) - (p.get("cached_tokens", 0) - cached_completion)
+    return [prompt, completion]
 
 
-def _new_tokens_in(folder: Path) -> int:
-    return (
-        _new_tokens(scored_predictions(folder)) if (folder / "predictions.jsonl").is_file() else 0
-    )
+def _preds_in(folder: Path) -> dict[str, dict]:
+    return scored_predictions(folder) if (folder / "predictions.jsonl").is_file() else {}
+
+
+def _budget_text(b: Budget | None) -> str:
+    if b is None:
+        return ""
+    return ", ".join([f"{b.tokens:,} tokens"] * bool(b.tokens) + [f"${b.usd:g}"] * bool(b.usd))
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:
@@ -522,7 +545,7 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         f"Stopped: {record.get('stopped', 'in progress')}. Kept: "
         f"{', '.join(record.get('overlay_changes', [])) or 'nothing (the hand-written prompts)'}."
         f" Spent {record.get('spent', {}).get('tokens', 0):,} tokens sent to the endpoint "
-        f"(the bootstrap {record.get('bootstrap_tokens', 0):,}), {hours:.2f} hours.",
+        f"(the bootstrap {sum(record.get('bootstrap_sent', [0])):,}), {hours:.2f} hours.",
     ]
     for c in record["candidates"]:
         if c.get("reasoning"):

@@ -395,6 +395,7 @@ class Prediction(TypedDict):
     cache_hits: NotRequired[int]
     cached_tokens: NotRequired[int]
     """Tokens of the calls the response cache answered (counted in the totals, never sent)."""
+    cached_completion_tokens: NotRequired[int]
     budget_stops: NotRequired[int]
     """1 where the question's token cap (``max_question_tokens``) stopped its method early."""
     depth: int
@@ -450,7 +451,7 @@ class EventCounts:
 
     def __init__(self) -> None:
         self.fallbacks = self.empty = self.cache_hits = self.budget_stops = 0
-        self.cached_tokens = 0
+        self.cached_tokens = self.cached_completion = 0
         self.intervals: list[tuple[float, float]] = []
         self.templates: dict[str, dict[str, float]] = {}
         """Per prompt template: calls, prompt and completion tokens, seconds (where a
@@ -506,9 +507,9 @@ class EventCounts:
             tally["calls"] += 1
             if extra.get("cached"):
                 self.cache_hits += 1
-                self.cached_tokens += event.get("prompt_tokens", 0) + event.get(
-                    "completion_tokens", 0
-                )
+                self.cached_tokens += event.get("prompt_tokens", 0)
+                self.cached_tokens += event.get("completion_tokens", 0)
+                self.cached_completion += event.get("completion_tokens", 0)
             tally["prompt_tokens"] += event.get("prompt_tokens", 0)
             tally["completion_tokens"] += event.get("completion_tokens", 0)
             tally["seconds"] += event.get("latency_s", 0.0)
@@ -540,6 +541,11 @@ class EventCounts:
             "empty_replies": self.empty,
             **({"cache_hits": self.cache_hits} if self.cache_hits else {}),
             **({"cached_tokens": self.cached_tokens} if self.cached_tokens else {}),
+            **(
+                {"cached_completion_tokens": self.cached_completion}
+                if self.cached_completion
+                else {}
+            ),  # fmt: skip
             **({"budget_stops": self.budget_stops} if self.budget_stops else {}),
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),

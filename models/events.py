@@ -153,6 +153,9 @@ def emit(event: Event, sink: EventSink | None = None) -> None:
             if (tally := _tally.get()) is not None:
                 tally["calls"] += 1
                 tally["tokens"] += used
+                if not (event.get("extra") or {}).get("cached"):  # what reached the endpoint
+                    tally["sent_prompt"] += event.get("prompt_tokens", 0)
+                    tally["sent_completion"] += event.get("completion_tokens", 0)
             if (spend := _spend.get()) is not None:
                 spend["tokens"] += used
     try:
@@ -168,7 +171,7 @@ def emit(event: Event, sink: EventSink | None = None) -> None:
 def tally_calls() -> Iterator[dict[str, int]]:
     """Counts the LLM calls (and their tokens) made inside the block, parallel branches that
     copy the context included: how MMAPG attributes calls to each planning-graph node."""
-    tally = {"calls": 0, "tokens": 0}
+    tally = {"calls": 0, "tokens": 0, "sent_prompt": 0, "sent_completion": 0}
     token = _tally.set(tally)
     try:
         yield tally

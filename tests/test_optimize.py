@@ -232,3 +232,26 @@ def test_a_budget_stops_it_and_a_larger_one_resumes_after_kill_9(tmp_path, town_
         "01-rag.short_answer-instruction",
     ]
     assert model.calls - calls <= 2 * N
+
+
+def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_path, town_kb):
+    """The bootstrap's calls are paid; the incumbent's validation run is all cache hits and
+    costs nothing; the proposer's call is counted."""
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    price = ["--price", "prompt=1000000,completion=1000000"]  # $1 a token
+    with ScriptedServer(SCRIPT) as model:
+        stopped = hopgraph(*base(train, out, town_kb, model, "--budget-usd", "1", *price),
+                           cwd=tmp_path)  # fmt: skip
+        assert stopped.returncode == 4 and "budget reached" in stopped.stderr, stopped.stderr
+        done = hopgraph(*base(train, out, town_kb, model, "--budget-usd", "1e9", *price),
+                        cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    record = json.loads((out / "record.json").read_text())
+    boot = read_predictions(out / "bootstrap" / "predictions.jsonl").values()
+    paid = sum(p["prompt_tokens"] + p["completion_tokens"] for p in boot)
+    assert sum(record["bootstrap_sent"]) == paid
+    incumbent = read_predictions(out / "candidates/00-incumbent/predictions.jsonl").values()
+    assert all(p["cache_hits"] == p["llm_calls"] for p in incumbent)
+    proposal = next(c for c in record["candidates"] if c["kind"] == "instruction")
+    assert proposal["sent"][0] > 0  # the proposer's prompt, counted with its run
+    assert record["spent"]["usd"] == record["spent"]["tokens"]

@@ -145,6 +145,7 @@ GRAIL_DEVIATIONS = [
     "rows are ImageListQ and Intersect questions and no Compose or Compare instance.",
 ]
 
+
 def _optimized(method: str, roles: str) -> list[RunTable | BenchTable]:
     """Issue 71: a ``hopgraph optimize`` search on the 60 training questions, and its verdict
     on the 40 reported ones it never read."""
@@ -156,8 +157,11 @@ def _optimized(method: str, roles: str) -> list[RunTable | BenchTable]:
             f"{method}'s {roles}, searched by hopgraph optimize",
             "Not a paper claim: DSPy's MIPROv2 reports that bootstrapped demonstrations and "
             "proposed instructions, kept on validation scores, lift small models on HotpotQA.",
-            [f"hotpotqa/optimize/{method}/record.json", f"{test}/hand-written/metrics.json",
-             f"{test}/optimized/metrics.json"],  # fmt: skip
+            [
+                f"hotpotqa/optimize/{method}/record.json",
+                f"{test}/hand-written/metrics.json",
+                f"{test}/optimized/metrics.json",
+            ],  # fmt: skip
             "hopgraph.evals.optimize:render",
             command=command,
         ),
@@ -168,8 +172,15 @@ def _optimized(method: str, roles: str) -> list[RunTable | BenchTable]:
             "Not a paper claim: the optimized overlay answers better than the hand-written "
             "prompts.",
             {"hand-written": f"{test}/hand-written", "optimized": f"{test}/optimized"},
-            ["em", "f1", "llm_calls", "prompt_tokens", "completion_tokens", "fallbacks",
-             "seconds"],  # fmt: skip
+            [
+                "em",
+                "f1",
+                "llm_calls",
+                "prompt_tokens",
+                "completion_tokens",
+                "fallbacks",
+                "seconds",
+            ],  # fmt: skip
             [Claim("optimized", "hand-written", "f1"), Claim("optimized", "hand-written", "em")],
             command=command,
             target=40,
