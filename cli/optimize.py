@@ -84,24 +84,39 @@ def optimize(
     refuse_foreign_overlay(prompts, agent)
     cache = cache or str(Path(out) / "cache")
     ctx = build_context(
-        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
+        base_url,
+        model,
+        prompts,
+        [*(sets or []), *([f"kb_dir={kb}"] if kb else [])],
+        cache,
         schema_of(agent),
-    )  # fmt: skip
+    )
     budget = run_budget(budget_tokens, budget_usd, price)
     _read_inputs(questions, kb, sets, type(ctx))
     if test and not Path(test).is_file():
         refuse(f"no test questions file at {test}")
     plan = Plan(
-        agent, Path(questions), Path(out), list(roles or roles_of(agent, ctx)), metric=metric,
-        rounds=rounds, demos=demos, val_share=val_share, minibatch=minibatch, alpha=alpha,
-        seed=seed, budget=budget, test=Path(test) if test else None,
-    )  # fmt: skip
+        agent,
+        Path(questions),
+        Path(out),
+        list(roles or roles_of(agent, ctx)),
+        metric=metric,
+        rounds=rounds,
+        demos=demos,
+        val_share=val_share,
+        minibatch=minibatch,
+        alpha=alpha,
+        seed=seed,
+        budget=budget,
+        test=Path(test) if test else None,
+    )
     if problems := plan.check(ctx):
         refuse("; ".join(problems))
     proposer = None
     if proposer_base_url or proposer_model:
-        proposer = build_context(proposer_base_url or ctx.base_url, proposer_model or ctx.model,
-                                 "", sets, cache)  # fmt: skip
+        proposer = build_context(
+            proposer_base_url or ctx.base_url, proposer_model or ctx.model, "", sets, cache
+        )
     _search(plan, ctx, proposer)
 
 
@@ -116,8 +131,9 @@ def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
         checked_endpoint(proposer)
 
     def runner(agent: str, folder: Path, ctx_, budget):  # noqa: ANN001, ANN202
-        return Runner(agent, folder, ctx_, endpoint=endpoint, budget=budget,
-                      speed_probe=not ctx_.base_url)  # fmt: skip
+        return Runner(
+            agent, folder, ctx_, endpoint=endpoint, budget=budget, speed_probe=not ctx_.base_url
+        )
 
     try:
         opt = Optimizer(plan, ctx, runner, proposer)
@@ -136,15 +152,18 @@ def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
 
 
 def _report(record: dict, out: str) -> None:
+    metric = record["metric"]
     for c in record["candidates"]:
+        if c.get("skipped"):
+            console.print(f"{c['id']}: skipped ({c['skipped']})")
+            continue
         mark = "[green]won[/green]" if c["won"] else "lost"
         console.print(
-            f"{c['id']}: {c['mean']:.3f} against "
-            f"{c['incumbent_mean']:.3f} ({c['better']} better, {c['worse']} worse, "
-            f"p={c['p']:.3g}) {mark}"
+            f"{c['id']}: {metric} {c['mean']:.3f} against {c['incumbent_mean']:.3f} "
+            f"({c['better']} better, {c['worse']} worse, p={c['p']:.3g}) {mark}"
         )
-    overlay = record.get("overlay") or "none: the hand-written prompts stay"
+    changed = ", ".join(record.get("overlay_changes", [])) or "nothing (the hand-written prompts)"
     console.print(
-        f"stopped: {record.get('stopped', '')}; overlay: {overlay}; "
-        f"spent {record['spent']['tokens']:,} tokens -> {out}/record.json"
+        f"stopped: {record.get('stopped', '')}; {record['overlay']} changes {changed}; "
+        f"sent {record['spent']['tokens']:,} tokens -> {out}/record.json"
     )
