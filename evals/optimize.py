@@ -306,10 +306,14 @@ class Optimizer:
             cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
             text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
             cand.reasoning = proposal.reasoning
-            if text:
+            named = [g for f in failures for g in f["gold"].split("; ") if _names(text, g)]
+            if not text:
+                cand.skipped = "the proposer wrote no instruction"
+            elif named:  # an instruction that carries a case's answer teaches nothing general
+                cand.skipped = f"the instruction names a gold answer it was shown ({named[0]!r})"
                 cand.instructions[role] = text
             else:
-                cand.skipped = "the proposer wrote no instruction"
+                cand.instructions[role] = text
         self.record["candidates"].append(asdict(cand))
         self.save()
         return cand
@@ -498,6 +502,14 @@ def _sent(preds: dict[str, dict]) -> list[int]:
         completion += p.get("completion_tokens", 0) - cached_completion
         prompt += p.get("prompt_tokens", 0) - (p.get("cached_tokens", 0) - cached_completion)
     return [prompt, completion]
+
+
+def _names(text: str, gold: str) -> bool:
+    """Whether ``text`` contains the answer ``gold`` (as the benchmark normalises both)."""
+    from hopgraph.evals.metrics import normalize_answer
+
+    g = normalize_answer(gold)
+    return bool(g) and f" {g} " in f" {normalize_answer(text)} "
 
 
 def _preds_in(folder: Path) -> dict[str, dict]:

@@ -255,3 +255,23 @@ def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_pat
     proposal = next(c for c in record["candidates"] if c["kind"] == "instruction")
     assert proposal["sent"][0] > 0  # the proposer's prompt, counted with its run
     assert record["spent"]["usd"] == record["spent"]["tokens"]
+
+
+def test_an_instruction_naming_a_gold_answer_it_was_shown_is_skipped(tmp_path, town_kb):
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+
+    def leaky(body: dict) -> str:
+        text = body["messages"][-1]["content"]
+        if "You improve the instructions" in text:
+            gold = re.findall(r"Gold answer: (answer-\d+)", text)[0]
+            return json.dumps({"reasoning": "r", "instruction": f"When unsure, say {gold}."})
+        return SCRIPT(body)
+
+    with ScriptedServer(leaky) as model:
+        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    record = json.loads((out / "record.json").read_text())
+    (proposal,) = [c for c in record["candidates"] if c["kind"] == "instruction"]
+    assert proposal["skipped"].startswith("the instruction names a gold answer it was shown")
+    assert not (out / "candidates" / proposal["id"] / "predictions.jsonl").exists()
+    assert "skipped (the instruction names" in done.stdout
