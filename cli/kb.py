@@ -157,11 +157,11 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
         console.print(f"  [cyan]note[/cyan] {note}")
     for gone in report.pruned:
         console.print(f"  [red]removed[/red] {gone}: gone from {source}")
+    root = str(Path(source).resolve())
     for gone in report.vanished:
-        console.print(
-            f"  [yellow]vanished[/yellow] {gone}: gone from {source}, its items kept "
-            "(--prune, or `hopgraph kb rm`, removes them)"
-        )
+        where = f"gone from {source}" if gone.startswith(root + "/") else "no longer on disk"
+        console.print(f"  [yellow]vanished[/yellow] {gone}: {where}, its items kept "
+                      "(--prune, or `hopgraph kb rm`, removes them)")  # fmt: skip
 
 
 def _refuse_if_nothing(report, store, source: str, new_folder: bool) -> None:  # noqa: ANN001
@@ -303,8 +303,17 @@ def kb_ls(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> None
         items = ", ".join(f"{m} {n}" for m, n in sorted(s.counts.items())) or "none"
         state = "" if not s.pending else " [yellow](unfinished: index again)[/yellow]"
         settings = ", ".join(f"{k}={v}" for k, v in s.build.items() if k != "format" and v)
-        table.add_row(s.path + state, s.format, str(s.size), (s.sha256 or "")[:12], items, settings)
+        state += "" if Path(s.path).exists() else " [red](missing)[/red]"
+        table.add_row(s.path + state, _kind(s), str(s.size), (s.sha256 or "")[:12], items, settings)
     console.print(table)
+
+
+def _kind(source) -> str:  # noqa: ANN001 - a registry Source
+    """A source's kind as read: a folder's file by its extension (``txt in folder``), else the
+    format it was indexed as."""
+    if source.format != "folder":
+        return source.format
+    return f"{Path(source.path).suffix.lstrip('.').lower() or 'file'} in folder"
 
 
 @kb_app.command("stats")

@@ -360,16 +360,18 @@ class _Indexer:
         self.read.append(pending)
 
     def vanished(self, prune: bool) -> None:
-        """Registered sources of an indexed folder that are gone from it: reported, or with
-        ``prune`` removed."""
+        """Registered sources of an indexed folder that are gone from it, and any registered
+        source no longer on disk (the KB was moved or copied away from the files it was
+        indexed from): reported, or with ``prune`` removed."""
         path, report = self.path, self.report
         folder = self.resolved in ("folder", "pdf") and path.is_dir()
         if self.registry is None or not folder or self.build["limit"] is not None:
             return  # a limited read does not see the whole folder
         root = str(path.resolve())
         here = {u.key for u in self.units}
-        for key in sorted(self.known):
-            if key.startswith(root + "/") and key not in here:
+        for key in sorted(self.known):  # gone from this folder, or from disk wherever it was
+            inside = key.startswith(root + "/")  # (a KB moved or copied with its corpus)
+            if key not in here and (inside or not Path(key).exists()):
                 if prune:
                     report.removed += self.kb.remove_source(key)
                     report.pruned.append(key)

@@ -126,6 +126,31 @@ def test_a_vanished_source_is_reported_and_pruned_on_request(heron, tmp_path):
     assert [s.path.rsplit("/", 1)[1] for s in kb.registry.sources()] == ["report.pdf"]
 
 
+def test_a_project_moved_with_its_kb_reports_the_old_paths_and_prunes_them(heron, tmp_path):
+    """The corpus and its KB moved together: indexing the folder at its new place lists the
+    old paths as vanished (no longer on disk), --prune removes them, and `kb ls` shows each
+    file's kind, not "folder"."""
+    import shutil
+
+    index_source(KnowledgeBase(tmp_path / "kb"), heron, ocr="off")
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.move(heron, moved / "docs")
+    shutil.move(tmp_path / "kb", moved / "kb")
+    out = hopgraph("index", moved / "docs", "--kb", moved / "kb", "--ocr", "off")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("no longer on disk") == 2, out.stdout
+    listed = hopgraph("kb", "ls", "--kb", moved / "kb")
+    assert listed.stdout.count("(missing)") == 2 and "txt in folder" in listed.stdout
+    pruned = hopgraph("index", moved / "docs", "--kb", moved / "kb", "--ocr", "off", "--prune")
+    assert pruned.returncode == 0 and pruned.stdout.count("removed") >= 2, pruned.stdout
+    paths = sorted(s.path for s in KnowledgeBase(moved / "kb").registry.sources())
+    assert paths == [str((moved / "docs" / n).resolve()) for n in ("notes.txt", "report.pdf")]
+    assert len(texts(KnowledgeBase(moved / "kb"), "Zelkova mascot heron")) == len(
+        set(texts(KnowledgeBase(moved / "kb"), "Zelkova mascot heron"))
+    )
+
+
 def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_path):
     root = tmp_path / "docs"
     (root / "a").mkdir(parents=True)
