@@ -275,3 +275,14 @@ def test_an_instruction_naming_a_gold_answer_it_was_shown_is_skipped(tmp_path, t
     assert proposal["skipped"].startswith("the instruction names a gold answer it was shown")
     assert not (out / "candidates" / proposal["id"] / "predictions.jsonl").exists()
     assert "skipped (the instruction names" in done.stdout
+
+
+def test_the_roles_of_an_agent_or_a_graph_of_ones_own_are_its_code_s_roles():
+    from pathlib import Path
+
+    from hopgraph.evals.optimize import roles_of
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "self_ask" / "graph.py"
+    assert roles_of("rag") == ["rag/answer", "rag/short_answer"]
+    assert {"self_ask/next", "self_ask/intermediate"} <= set(roles_of(f"{example}:graph"))
+    assert "mmapg/planner" in roles_of("mmapg") and "mmapg/planner" not in roles_of("qdrag")
