@@ -136,7 +136,7 @@ def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
         )
 
     try:
-        opt = Optimizer(plan, ctx, runner, proposer)
+        opt = Optimizer(plan, ctx, runner, proposer, say=lambda line: err.print(line))
     except OptimizeRefused as e:
         refuse(str(e))
     try:

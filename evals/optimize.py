@@ -25,6 +25,7 @@ import json
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,16 @@ class Optimizer:
     """One search into ``plan.out``; ``run(ctx)`` answers through ``runner(agent, dir, ctx,
     budget)`` (an ``evals.runner.Runner`` factory: the CLI's, with its endpoint)."""
 
-    def __init__(self, plan: Plan, ctx: Context, runner, proposer_ctx: Context | None = None):  # noqa: ANN001
-        self.plan, self.ctx, self.runner = plan, ctx, runner
+    def __init__(
+        self,
+        plan: Plan,
+        ctx: Context,
+        runner,  # noqa: ANN001
+        proposer_ctx: Context | None = None,
+        say: Callable[[str], None] = lambda line: None,
+    ):
+        """``say``: each step's line as it starts and ends (the CLI prints them)."""
+        self.plan, self.ctx, self.runner, self.say = plan, ctx, runner, say
         self.proposer_ctx = proposer_ctx or ctx
         self.out = plan.out
         self.record_path = self.out / "record.json"
@@ -192,8 +201,11 @@ class Optimizer:
         parts = [self.record.get("bootstrap_sent", [0, 0])]
         parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
-        out: dict[str, Any] = {"tokens": prompt + completion, "prompt_tokens": prompt,
-                               "completion_tokens": completion}  # fmt: skip
+        out: dict[str, Any] = {
+            "tokens": prompt + completion,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+        }
         budget = self.plan.budget
         if budget is not None and budget.price is not None:
             out["usd"] = round(budget.price.usd(prompt, completion), 6)
@@ -218,8 +230,11 @@ class Optimizer:
         own = b.spent(list(preds.values()))
         tokens = b.tokens - spent["tokens"] + own["tokens"] if b.tokens else 0
         usd = b.usd - spent.get("usd", 0.0) + own.get("usd", 0.0) if b.usd else 0.0
-        return Budget(tokens=max(tokens, 1) if b.tokens else 0,
-                      usd=max(usd, 1e-9) if b.usd else 0.0, price=b.price)  # fmt: skip
+        return Budget(
+            tokens=max(tokens, 1) if b.tokens else 0,
+            usd=max(usd, 1e-9) if b.usd else 0.0,
+            price=b.price,
+        )
 
     # -- steps ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -237,9 +252,16 @@ class Optimizer:
             "validation_ids": ids_hash(val_ids),
         }
         val_file = self._subset(train, val_ids, "validation")
+        self.say(
+            f"bootstrap: {len(train.questions)} training questions -> {self.out / 'bootstrap'}"
+        )
         boot = self._answer("bootstrap", self.plan.train, None)
         self.record["bootstrap_sent"] = _sent(boot)
         pool = self._pool(boot, set(demo_ids))
+        self.say(
+            f"{len(demo_ids)} for demonstrations and proposals, {len(val_ids)} for "
+            f"validation; the incumbent (hand-written) on validation"
+        )
         incumbent = self._answer("candidates/00-incumbent", val_file, self._overlay_of(None))
         self.save()
         for r in range(1, self.plan.rounds + 1):
@@ -302,6 +324,7 @@ class Optimizer:
                 return None
             source = Prompts.shipped(role).read_text(encoding="utf-8")
             with tally_calls() as tally:
+                self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")
                 proposal = propose_instruction(role, source, failures, self.proposer_ctx)
             cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
             text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
@@ -320,6 +343,7 @@ class Optimizer:
 
     def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
         began = time.time()
+        self.say(f"{cand.id}: on validation")
         preds = self._answer(f"candidates/{cand.id}", val_file, self._overlay_of(cand))
         ids = sorted(set(preds) & set(incumbent))
         if self.plan.minibatch:
