@@ -83,33 +83,17 @@ def optimize(
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)
     cache = cache or str(Path(out) / "cache")
-    ctx = build_context(
-        base_url,
-        model,
-        prompts,
-        [*(sets or []), *([f"kb_dir={kb}"] if kb else [])],
-        cache,
-        schema_of(agent),
-    )
+    sets = [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
+    ctx = build_context(base_url, model, prompts, sets, cache, schema_of(agent))
     budget = run_budget(budget_tokens, budget_usd, price)
     _read_inputs(questions, kb, sets, type(ctx))
     if test and not Path(test).is_file():
         refuse(f"no test questions file at {test}")
-    plan = Plan(
-        agent,
-        Path(questions),
-        Path(out),
-        list(roles or roles_of(agent, ctx)),
-        metric=metric,
-        rounds=rounds,
-        demos=demos,
-        val_share=val_share,
-        minibatch=minibatch,
-        alpha=alpha,
-        seed=seed,
-        budget=budget,
-        test=Path(test) if test else None,
-    )
+    knobs = dict(metric=metric, rounds=rounds, demos=demos, val_share=val_share,
+                 minibatch=minibatch, alpha=alpha, seed=seed)  # fmt: skip
+    roles = list(roles or roles_of(agent, ctx))
+    test_file = Path(test) if test else None
+    plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file, **knobs)
     if problems := plan.check(ctx):
         refuse("; ".join(problems))
     proposer = None

@@ -31,6 +31,7 @@ from hopgraph.cli.app import (
 from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
+from hopgraph.memory.chroma import local_folder
 from hopgraph.prompts import refuse_foreign_overlay
 
 GraphSpec = Annotated[
@@ -181,7 +182,7 @@ def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
     answer would fail or be made up: a file, no KB, an empty one."""
     if kb and Path(kb).is_file():
         refuse(f"--kb {kb} is a file, not a knowledge-base folder: name a folder")
-    if kb and not (Path(kb) / "chroma").is_dir():
+    if kb and not local_folder(kb).is_dir():
         refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
     if kb and not any(open_kb(kb, sets, schema=schema).counts().values()):
         refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "

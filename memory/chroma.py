@@ -18,6 +18,11 @@ class ChromaUnreachable(RuntimeError):
     """The Chroma server of a KB or memory cannot be reached; the message names it."""
 
 
+def local_folder(kb: str | Path) -> Path:
+    """Where a local knowledge base keeps its Chroma files (it is a KB once that exists)."""
+    return Path(kb) / "chroma"
+
+
 def chroma_client(path: str | Path = "", url: str = ""):
     """A ``HttpClient`` for ``url``, else a ``PersistentClient`` in ``path``/chroma. A server
     that cannot be reached, at the start or mid-way, raises ``ChromaUnreachable`` naming it
@@ -27,7 +32,7 @@ def chroma_client(path: str | Path = "", url: str = ""):
 
     settings = Settings(anonymized_telemetry=False)
     if not url:
-        return chromadb.PersistentClient(path=str(Path(path) / "chroma"), settings=settings)
+        return chromadb.PersistentClient(path=str(local_folder(path)), settings=settings)
     from urllib.parse import urlparse
 
     parts = urlparse(url)

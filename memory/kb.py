@@ -34,6 +34,7 @@ from hopgraph.memory.chroma import (
     cosine_collection,
     existing_collection,
     local_chroma,
+    local_folder,
 )
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.registry import RegistryUnreachable, SourceRegistry
@@ -253,7 +254,7 @@ class KnowledgeBase:
                     f"{self.path} is a file, not a knowledge-base folder: name a folder "
                     "(`hopgraph index SOURCE --kb FOLDER` makes one)"
                 )
-            if must_exist and not (self.path / "chroma").is_dir():
+            if must_exist and not local_folder(self.path).is_dir():
                 raise KnowledgeBaseError(
                     f"no knowledge base at {self.path}: build one with `hopgraph index SOURCE "
                     f"--kb {self.path}`"

@@ -208,3 +208,18 @@ def test_a_function_grown_past_80_lines_is_caught(tmp_path):
     body = "".join(f"    x{i} = {i}\n" for i in range(MOST_LINES))
     long.write_text(f"def grown():\n{body}\n\ndef short():\n    return 1\n")
     assert long_functions({"hopgraph.long": long}) == ["hopgraph.long.grown (long.py:1): 81 lines"]
+
+
+def test_chroma_is_imported_in_one_place():
+    """Every other module reaches Chroma through ``memory/chroma.py`` (issue 73 item 3)."""
+    import ast
+
+    importers = []
+    for mod, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            if any(n == "chromadb" or n.startswith("chromadb.") for n in names):
+                importers.append(mod)
+    assert sorted(set(importers)) == ["hopgraph.memory.chroma"]
