@@ -44,7 +44,7 @@ from hopgraph.evals.run_folder import (
 )
 from hopgraph.evals.stats import paired
 from hopgraph.models.events import tally_calls
-from hopgraph.prompts import MARK, Prompts
+from hopgraph.prompts import MARK, PromptError, Prompts
 
 
 class OptimizeRefused(ValueError):
@@ -289,6 +289,8 @@ class Optimizer:
                     continue
                 if not cand.scores:
                     self._score(cand, incumbent, val_file)
+                if cand.skipped:
+                    continue
                 if cand.won:
                     winners.append(cand)
         if not winners:
@@ -344,7 +346,14 @@ class Optimizer:
     def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
         began = time.time()
         self.say(f"{cand.id}: on validation")
-        preds = self._answer(f"candidates/{cand.id}", val_file, self._overlay_of(cand))
+        overlay = self._overlay_of(cand)
+        try:  # refused once here, not by every question of its run
+            Prompts(overlay).check_overrides()
+        except PromptError as e:
+            cand.skipped = f"its overlay is refused: {e}"
+            self._replace(cand)
+            return
+        preds = self._answer(f"candidates/{cand.id}", val_file, overlay)
         ids = sorted(set(preds) & set(incumbent))
         if self.plan.minibatch:
             ids = ids[: self.plan.minibatch]
@@ -358,6 +367,9 @@ class Optimizer:
         cand.sent = [a + b for a, b in zip(cand.sent, _sent(preds), strict=True)]
         cand.tokens = sum(cand.sent)
         cand.seconds = round(time.time() - began, 1)
+        self._replace(cand)
+
+    def _replace(self, cand: Candidate) -> None:
         self.record["candidates"] = [
             asdict(cand) if c["id"] == cand.id else c for c in self.record["candidates"]
         ]
@@ -367,9 +379,12 @@ class Optimizer:
     def _answer(self, name: str, questions: Path, overlay: Path | None) -> dict[str, dict]:
         """The method's answers to ``questions`` in run folder ``out/name`` (resumed where it
         stopped), prompts from ``overlay``; a spent budget raises ``BudgetSpent``."""
+        folder = self.out / name
+        done = _preds_in(folder)
+        if {q.id for q in QuestionSet.read(questions).questions} <= set(done):
+            return done  # finished: read back, no model started
         self._check_budget()
         ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
-        folder = self.out / name
         summary = self.runner(self.plan.agent, folder, ctx, self._folder_budget(folder)).run(
             questions
         )
@@ -412,7 +427,8 @@ class Optimizer:
             if qid not in demo_ids or score_prediction(pred).get("em", 0.0) < 1.0:
                 continue
             for call in _calls(self.out / "bootstrap", qid):
-                if call["template"] in self.plan.roles and "inputs" in call.get("extra", {}):
+                answered = isinstance(call.get("reply"), str) and not call.get("error")
+                if answered and call["template"] in self.plan.roles and "inputs" in call["extra"]:
                     pool.setdefault(call["template"], []).append(
                         {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"]}
                     )
