@@ -286,3 +286,33 @@ def test_the_roles_of_an_agent_or_a_graph_of_ones_own_are_its_code_s_roles():
     assert roles_of("rag") == ["rag/answer", "rag/short_answer"]
     assert {"self_ask/next", "self_ask/intermediate"} <= set(roles_of(f"{example}:graph"))
     assert "mmapg/planner" in roles_of("mmapg") and "mmapg/planner" not in roles_of("qdrag")
+
+
+def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
+    """A call that failed (the server gone mid-question: an ``llm_call`` with an error and no
+    reply) is no demonstration; the question's answered call of that role is."""
+    from pathlib import Path
+
+    from hopgraph.evals.optimize import Optimizer, Plan
+
+    out = tmp_path / "opt"
+    boot = out / "bootstrap"
+    (boot / "traces").mkdir(parents=True)
+    pred = {
+        "id": "q2",
+        "answer": "answer-2",
+        "gold": ["answer-2"],
+        "question": "What about town 2?",
+    }
+    (boot / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
+
+    def call(reply, error=None):
+        data = {"event": "llm_call", "template": "rag/short_answer", "reply": reply,
+                "error": error, "extra": {"inputs": {"question": "What about town 2?",
+                                                    "answer": "It is answer-2."}}}  # fmt: skip
+        return json.dumps({"mode": "custom", "data": data}) + "\n"
+
+    (boot / "traces" / "q2.jsonl").write_text(call(None, "connection refused") + call("answer-2"))
+    plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"])
+    pool = Optimizer(plan, None, None)._pool({"q2": pred}, {"q2"})
+    assert [c["output"] for c in pool["rag/short_answer"]] == ["answer-2"]
