@@ -329,6 +329,7 @@ class Optimizer:
                 self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")
                 proposal = propose_instruction(role, source, failures, self.proposer_ctx)
             cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
+            cand.tokens = sum(cand.sent)
             text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
             cand.reasoning = proposal.reasoning
             named = [g for f in failures for g in f["gold"].split("; ") if _names(text, g)]
