@@ -32,7 +32,6 @@ from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
 from hopgraph.memory.chroma import local_folder
-from hopgraph.prompts import refuse_foreign_overlay
 
 GraphSpec = Annotated[
     str,
@@ -98,7 +97,7 @@ def run(
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
-    refuse_foreign_overlay(prompts, agent)
+    refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
         schema_of(agent),
@@ -175,6 +174,14 @@ def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency,
         finally:
             if otel is not None:
                 otel.close()
+
+
+def refuse_foreign_overlay(prompts: str, agent: str) -> None:
+    """An overlay optimized for another agent, refused (jinja2 loads only when one is named)."""
+    if prompts:
+        from hopgraph.prompts import refuse_foreign_overlay as refuse_overlay
+
+        refuse_overlay(prompts, agent)
 
 
 def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
@@ -282,7 +289,7 @@ def ask(
     from hopgraph.evals.runner import Runner
 
     agent = chosen_graph(agent, graph)
-    refuse_foreign_overlay(prompts, agent)
+    refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache,
                         schema_of(agent))  # fmt: skip
     for path in image or []:
