@@ -8,7 +8,7 @@ import sys
 # commands are listed in the order their modules register them
 # isort: off
 from hopgraph.cli import serve, doctor, run, trace, evaluate  # noqa: F401
-from hopgraph.cli import kb, data, memory, grail, qdrag, prompts, mcp, optimize  # noqa: F401
+from hopgraph.cli import kb, data, memory, grail, qdrag, prompts, mcp, optimize, view  # noqa: F401
 
 # isort: on
 from hopgraph.cli.app import app, err

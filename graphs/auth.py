@@ -16,7 +16,7 @@ from langgraph_sdk import Auth
 auth = Auth()
 
 
-def _keys() -> list[str]:
+def api_keys() -> list[str]:
     return [k.strip() for k in os.environ.get("HOPGRAPH_API_KEYS", "").split(",") if k.strip()]
 
 
@@ -34,7 +34,7 @@ def refusal(headers: dict) -> str | None:
     the LangGraph server and ``hopgraph mcp --http``."""
     if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() == "off":
         return None
-    keys, given = _keys(), _given(headers)
+    keys, given = api_keys(), _given(headers)
     if not keys:
         return (
             "this server has no API key configured (HOPGRAPH_API_KEYS); it refuses "

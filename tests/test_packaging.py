@@ -88,7 +88,9 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
         "print(hopgraph.__file__);"
         "names = [m.name for m in pkgutil.walk_packages(hopgraph.__path__, 'hopgraph.')];"
         "[importlib.import_module(n) for n in names if not n.endswith('__main__')];"
-        "print(len(names))"
+        "print(len(names));"
+        "from hopgraph.evals.viewer import app as v;"  # hopgraph view's page and assets ship
+        "assert all((v.STATIC / n).is_file() for n in ['index.html', *v.ASSETS]), 'no assets'"
     )
     out = subprocess.run([python, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]

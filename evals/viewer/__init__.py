@@ -1,0 +1,365 @@
+"""What ``hopgraph view`` shows, read from run folders on demand: a run list, a run's question
+table (from ``predictions.jsonl`` and the question file only), one question's trace (its
+drawing, a timing waterfall, every call, its evidence) and two runs side by side. A question's
+trace is read only when that question is opened, so a run of any size lists at once.
+
+Everything here returns plain JSON-able dicts; ``evals.viewer.app`` serves them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from hopgraph.evals.cost import Price
+from hopgraph.evals.evaluate import score_prediction
+from hopgraph.evals.report import (
+    evidence_index,
+    graph_view,
+    llm_calls,
+    message_text,
+    read_trace,
+    to_svg,
+    trace_diff,
+)
+from hopgraph.evals.run_folder import (
+    RunError,
+    RunFolder,
+    read_predictions,
+    scored_predictions,
+    trace_path,
+)
+
+HEADLINE = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
+"""The metrics a run list and a question table show (those a run has)."""
+
+PAGE_IMAGES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """The run folders (folders holding ``manifest.json``) each path is or holds, in order,
+    once each; a path holding none is refused naming it."""
+    found: list[Path] = []
+    for path in paths:
+        if (path / "manifest.json").is_file():
+            inside = [path]
+        elif path.is_dir():
+            inside = sorted(m.parent for m in path.rglob("manifest.json"))
+        else:
+            raise RunError(f"{path} is not a folder")
+        if not inside:
+            raise RunError(f"no run folder (a folder with manifest.json) under {path}")
+        found += [p for p in inside if p.resolve() not in {f.resolve() for f in found}]
+    return found
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {k: round(float(v), 4) for k, v in scores.items()}
+
+
+@dataclass
+class RunView:
+    """One run folder as the viewer reads it; its question rows are kept until
+    ``predictions.jsonl`` changes (a run still answering shows its new questions)."""
+
+    path: Path
+    price: Price | None = None
+    _rows: tuple[float, list[dict[str, Any]], str] | None = field(default=None, repr=False)
+
+    def manifest(self) -> dict[str, Any]:
+        return dict(RunFolder(self.path).manifest() or {})
+
+    def _predictions(self) -> tuple[dict[str, dict[str, Any]], str]:
+        """Predictions with question and gold joined back; without its question file, the
+        predictions alone and why there is no gold."""
+        try:
+            return scored_predictions(self.path), ""
+        except RunError as e:
+            return read_predictions(self.path / "predictions.jsonl"), str(e)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per answered question: its text, answer, gold, scores and cost."""
+        preds_file = self.path / "predictions.jsonl"
+        stamp = preds_file.stat().st_mtime if preds_file.exists() else 0.0
+        if self._rows is None or self._rows[0] != stamp:
+            preds, note = self._predictions()
+            self._rows = (stamp, [self._row(p) for p in preds.values()], note)
+        return self._rows[1]
+
+    def note(self) -> str:
+        self.rows()
+        return self._rows[2] if self._rows else ""
+
+    def _row(self, pred: dict[str, Any]) -> dict[str, Any]:
+        scores = score_prediction(pred, self.price)
+        shown = {k: scores[k] for k in HEADLINE if k in scores}
+        gold = [str(g) for g in pred.get("gold") or []]
+        right = None if not gold else scores.get("em", scores.get("mmlb_acc", 0.0)) >= 1
+        return {
+            "id": pred["id"],
+            "question": str(pred.get("question", "")),
+            "answer": str(pred.get("answer", "")),
+            "gold": gold,
+            "scores": _rounded(shown),
+            "right": right,
+            "calls": int(pred.get("llm_calls", 0)),
+            "tokens": int(pred.get("prompt_tokens", 0)) + int(pred.get("completion_tokens", 0)),
+            "usd": scores.get("usd"),
+            "seconds": round(float(pred.get("seconds", 0.0)), 2),
+            "fallbacks": int(pred.get("fallbacks", 0)),
+            "budget_stops": int(pred.get("budget_stops", 0)),
+            "cache_hits": int(pred.get("cache_hits", 0)),
+            "error": pred.get("error") or "",
+            "templates": sorted(pred.get("by_template") or {}),
+        }
+
+    def summary(self, index: int, name: str) -> dict[str, Any]:
+        """A run-list row: what made the run and its headline figures."""
+        man, rows = self.manifest(), self.rows()
+        metrics = {
+            k: round(fmean(r["scores"][k] for r in rows), 4)
+            for k in HEADLINE
+            if rows and all(k in r["scores"] for r in rows)
+        }
+        usd = [r["usd"] for r in rows if r["usd"] is not None]
+        return {
+            "index": index,
+            "name": name,
+            "path": str(self.path),
+            "agent": man.get("agent", "?"),
+            "model": man.get("model", "?"),
+            "questions": len(rows),
+            "right": sum(r["right"] is True for r in rows),
+            "scored": sum(r["right"] is not None for r in rows),
+            "errors": sum(bool(r["error"]) for r in rows),
+            "metrics": metrics,
+            "tokens": sum(r["tokens"] for r in rows),
+            "usd": round(sum(usd), 6) if usd else None,
+            "seconds": round(sum(r["seconds"] for r in rows), 1),
+            "created": man.get("created", ""),
+            "code": (man.get("code") or {}).get("fingerprint", ""),
+            "git": str(man.get("git_revision", ""))[:12],
+            "note": self.note(),
+        }
+
+    def row(self, qid: str) -> dict[str, Any]:
+        for r in self.rows():
+            if r["id"] == qid:
+                return r
+        raise KeyError(qid)
+
+    def records(self, qid: str) -> list[dict[str, Any]]:
+        return read_trace(trace_path(self.path, qid))
+
+    def question(self, qid: str) -> dict[str, Any]:
+        """One question opened: its row, drawing, waterfall, calls and evidence."""
+        row, records = self.row(qid), self.records(qid)
+        view = graph_view(records)
+        return {
+            "row": row,
+            "graph": view,
+            "svg": to_svg(view) if view.get("nodes") else "",
+            "spans": spans(records),
+            "calls": [call_row(c, self.price) for c in llm_calls(records)],
+            "evidence": evidence_rows(records, self._prediction(qid)),
+            "traced": bool(records),
+        }
+
+    def _prediction(self, qid: str) -> dict[str, Any]:
+        return read_predictions(self.path / "predictions.jsonl").get(qid, {})
+
+    def nodes(self) -> dict[str, list[str]]:
+        """Each question's executed node names (its whole trace read: asked for only when a
+        person filters by node)."""
+        out = {}
+        for r in self.rows():
+            found = [s["label"] for s in spans(self.records(r["id"])) if s["kind"] == "node"]
+            out[r["id"]] = sorted(set(found))
+        return out
+
+
+def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The question's timing waterfall: each node (from its task start and end) and each LLM
+    call and retrieval inside it (ending at its record's time, lasting its latency), in seconds
+    from the question's start. A resumed question's later sitting follows the earlier one."""
+    out: list[dict[str, Any]] = []
+    open_: dict[str, dict[str, Any]] = {}
+    base = last = 0.0
+    calls = 0
+    for rec in records:
+        if rec.get("mode") == "start":
+            base = last if out else 0.0
+            continue
+        t = base + float(rec.get("t", 0.0))
+        last = max(last, t)
+        data, depth = rec.get("data") or {}, len(rec.get("ns") or [])
+        if rec.get("mode") == "task" and isinstance(data, dict):
+            if data.get("event") == "start":
+                open_[data.get("id", "")] = span = {
+                    "label": str(data.get("name", "")), "kind": "node", "start": t, "end": t,
+                    "depth": depth,
+                }  # fmt: skip
+                out.append(span)
+            elif data.get("id") in open_:
+                open_.pop(data["id"])["end"] = t
+        elif rec.get("mode") == "custom" and data.get("event") in ("llm_call", "retrieval"):
+            took = float(data.get("latency_s") or 0.0)
+            span = {"start": max(0.0, t - took), "end": t, "depth": depth + 1}
+            if data["event"] == "llm_call":
+                cached = bool((data.get("extra") or {}).get("cached"))
+                span |= {"label": str(data.get("template", "")), "kind": "llm", "call": calls,
+                         "cached": cached}  # fmt: skip
+                calls += 1
+            else:
+                span |= {"label": f"search: {str(data.get('query', ''))[:80]}",
+                         "kind": "retrieval"}  # fmt: skip
+            out.append(span)
+    for span in out:
+        span["start"], span["end"] = round(span["start"], 4), round(span["end"], 4)
+    return out
+
+
+def call_row(e: dict[str, Any], price: Price | None) -> dict[str, Any]:
+    """One LLM call as the viewer shows it: prompt, reply, parsed object, settings, a cached
+    mark and its cost."""
+    prompt, completion = int(e.get("prompt_tokens", 0)), int(e.get("completion_tokens", 0))
+    extra = e.get("extra") or {}
+    return {
+        "template": str(e.get("template", "")),
+        "role": str(e.get("role", "")),
+        "model": str(e.get("model", "")),
+        "kind": str(e.get("kind", "")),
+        "messages": [
+            {"role": str(m.get("role", "")), "text": message_text(m)}
+            for m in e.get("messages") or []
+        ],
+        "reply": e.get("reply"),
+        "parsed": e.get("parsed"),
+        "parse_error": e.get("parse_error"),
+        "settings": e.get("sampling") or {},
+        "cached": bool(extra.get("cached")),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "usd": round(price.usd(prompt, completion), 6) if price else None,
+        "seconds": round(float(e.get("latency_s") or 0.0), 3),
+        "attempts": int(e.get("attempts", 1)),
+        "error": e.get("error"),
+    }
+
+
+def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every retrieved piece of evidence once, best score first: whether it was kept for the
+    answer (``contexts_ids``) or cited, and for a cited PDF page the regions its answer quotes."""
+    from hopgraph.memory.regions import cited_region
+
+    known = evidence_index(records)
+    kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
+    said = f"{pred.get('response', '')}\n{pred.get('answer', '')}"
+    best: dict[str, float] = {}
+    for rec in records:
+        data = rec.get("data") or {}
+        if rec.get("mode") == "custom" and data.get("event") == "retrieval":
+            for i, s in zip(data.get("ids") or [], data.get("scores") or [], strict=False):
+                best[i] = max(best.get(i, float("-inf")), float(s))
+    for i in kept | cited:
+        best.setdefault(i, float("-inf"))
+    out = []
+    for i in sorted(best, key=lambda i: -best[i]):
+        e = known.get(i) or {}
+        prov = e.get("provenance") or {}
+        row = {
+            "id": i,
+            "title": str(e.get("title", "")),
+            "text": str(e.get("text", "")),
+            "source": str(e.get("source", "")),
+            "page": e.get("page"),
+            "score": None if best[i] == float("-inf") else round(best[i], 4),
+            "kept": i in kept,
+            "cited": i in cited,
+        }
+        path = str(e.get("path") or "")
+        if i in cited and e.get("modality") == "page" and prov.get("page_size") and path:
+            row["page_image"] = Path(path).suffix.lower() in PAGE_IMAGES
+            row["page_size"] = prov["page_size"]
+            row["regions"] = [list(box) for box in cited_region(e, said)]
+        out.append(row)
+    return out
+
+
+def page_image(records: list[dict[str, Any]], pred: dict[str, Any], cid: str) -> Path:
+    """The image of a cited PDF page this question's trace names (nothing else is served)."""
+    e = evidence_index(records).get(cid) or {}
+    path = Path(str(e.get("path") or ""))
+    if (
+        cid not in (pred.get("citations") or [])
+        or e.get("modality") != "page"
+        or path.suffix.lower() not in PAGE_IMAGES
+        or not path.is_file()
+    ):
+        raise KeyError(cid)
+    return path
+
+
+def pair(a: RunView, b: RunView, metric: str) -> dict[str, Any]:
+    """Two runs over their common questions: each question's ``metric`` in both, and those
+    where it changed (an F1 drop counts as much as a flip)."""
+    rows_a = {r["id"]: r for r in a.rows()}
+    rows = []
+    for r in b.rows():
+        x = rows_a.get(r["id"])
+        if x is None:
+            continue
+        va, vb = x["scores"].get(metric), r["scores"].get(metric)
+        rows.append({
+            "id": r["id"], "question": r["question"], "gold": r["gold"],
+            "answers": [x["answer"], r["answer"]], "values": [va, vb],
+            "changed": va != vb, "delta": None if va is None or vb is None else round(vb - va, 4),
+            "calls": [x["calls"], r["calls"]], "seconds": [x["seconds"], r["seconds"]],
+        })  # fmt: skip
+    return {
+        "metric": metric,
+        "common": len(rows),
+        "better": sum((q["delta"] or 0) > 0 for q in rows),
+        "worse": sum((q["delta"] or 0) < 0 for q in rows),
+        "rows": rows,
+    }
+
+
+def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
+    """One question's two executions aligned step by step, the first divergence marked (the
+    logic of ``hopgraph trace A B QID``)."""
+    hashes = (a.manifest().get("prompts") or {}, b.manifest().get("prompts") or {})
+    ra, rb = a.records(qid), b.records(qid)
+    if not ra and not rb:
+        raise KeyError(qid)
+    rows, first = trace_diff(ra, rb, hashes)
+
+    def cell(step: Any, hashes: dict) -> dict[str, Any] | None:
+        if step is None:
+            return None
+        templates = [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
+        return {
+            "node": "/".join([*step.ns, step.node]),
+            "templates": [f"{t} {str(hashes.get(t, ''))[:8]}".strip() for t in templates],
+            "retrieved": sum(
+                len(e.get("ids", [])) for e in step.events if e.get("event") == "retrieval"
+            ),
+            "wrote": sorted(k for k in step.update if k != "graph_view"),
+        }
+
+    return {
+        "first": first,
+        "rows": [
+            {"a": cell(r.a, hashes[0]), "b": cell(r.b, hashes[1]), "differs": r.differs}
+            for r in rows
+        ],
+        "answers": [_answer(a, qid), _answer(b, qid)],
+    }
+
+
+def _answer(run: RunView, qid: str) -> dict[str, Any] | None:
+    try:
+        return run.row(qid)
+    except KeyError:
+        return None

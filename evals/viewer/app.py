@@ -1,0 +1,181 @@
+"""``hopgraph view``'s web app (Starlette): the page and its two assets from the package (no
+CDN), and a read-only JSON API over ``evals.viewer``. A strict Content-Security-Policy (scripts
+and styles only from this server) backs the page's rule of writing every trace text as text, so
+a passage or reply holding ``<script>`` or ``onerror=`` never runs.
+
+Off loopback each request needs one of ``HOPGRAPH_API_KEYS``: in ``x-api-key``, a bearer token,
+or the cookie ``/?key=KEY`` sets once (a browser cannot send a header on navigation)."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from hopgraph.evals.cost import Price
+from hopgraph.evals.viewer import RunView, page_image, pair, pair_question
+
+STATIC = Path(__file__).parent / "static"
+ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+COOKIE = "hopgraph_key"
+SECURITY = {
+    "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class Viewer:
+    """The runs one ``hopgraph view`` serves, by their place in its list."""
+
+    def __init__(self, runs: list[Path], labels: list[str], price: Price | None = None) -> None:
+        self.runs = [RunView(p, price) for p in runs]
+        self.labels = labels
+
+    def run(self, request: Request, key: str = "run") -> RunView:
+        value = request.query_params.get(key, "")
+        if not value.isdigit() or int(value) >= len(self.runs):
+            raise LookupError(f"no run {value!r}: this viewer serves runs 0..{len(self.runs) - 1}")
+        return self.runs[int(value)]
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [r.summary(i, self.labels[i]) for i, r in enumerate(self.runs)]
+
+
+def _json(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(value, status_code=status, headers=SECURITY)
+
+
+def build_app(viewer: Viewer, host: str = "127.0.0.1", keys: list[str] | None = None) -> Starlette:
+    """The app over ``viewer``'s runs; ``keys``: the API keys a request must carry (None: no
+    check, loopback only, where a request naming another Host is refused: DNS rebinding)."""
+
+    async def page(request: Request) -> Response:
+        if keys and request.query_params.get("key"):  # the key moves into a cookie, off the URL
+            out = RedirectResponse("/", status_code=303)
+            out.set_cookie(COOKIE, request.query_params["key"], httponly=True, samesite="strict")
+            return out
+        return FileResponse(STATIC / "index.html", media_type="text/html", headers=SECURITY)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return _json({"detail": f"no asset {name}"}, 404)
+        return FileResponse(STATIC / name, media_type=ASSETS[name], headers=SECURITY)
+
+    def api(handler):  # noqa: ANN001, ANN202 - a handler whose lookups may fail
+        async def endpoint(request: Request) -> Response:
+            try:
+                return handler(request)
+            except LookupError as e:
+                return _json({"detail": str(e).strip("'\"")}, 404)
+
+        return endpoint
+
+    def runs(request: Request) -> Response:
+        return _json(viewer.summaries())
+
+    def questions(request: Request) -> Response:
+        run = viewer.run(request)
+        index = int(request.query_params["run"])
+        return _json({"run": run.summary(index, viewer.labels[index]), "rows": run.rows()})
+
+    def question(request: Request) -> Response:
+        run, qid = viewer.run(request), request.query_params.get("id", "")
+        try:
+            return _json(run.question(qid))
+        except KeyError:
+            raise LookupError(f"no question {qid!r} in {run.path}") from None
+
+    def nodes(request: Request) -> Response:
+        return _json(viewer.run(request).nodes())
+
+    def image(request: Request) -> Response:
+        run, qid = viewer.run(request), request.query_params.get("id", "")
+        cid = request.query_params.get("cid", "")
+        try:
+            path = page_image(run.records(qid), run._prediction(qid), cid)
+        except KeyError:
+            raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
+        return FileResponse(path, headers=SECURITY)
+
+    def compare(request: Request) -> Response:
+        a, b = viewer.run(request, "a"), viewer.run(request, "b")
+        return _json(pair(a, b, request.query_params.get("metric", "f1")))
+
+    def compare_question(request: Request) -> Response:
+        a, b = viewer.run(request, "a"), viewer.run(request, "b")
+        qid = request.query_params.get("id", "")
+        try:
+            return _json(pair_question(a, b, qid))
+        except KeyError:
+            raise LookupError(f"neither run traced question {qid!r}") from None
+
+    routes = [
+        Route("/", page),
+        Route("/assets/{name}", asset),
+        *(
+            Route(f"/api/{name}", api(fn))
+            for name, fn in (
+                ("runs", runs),
+                ("questions", questions),
+                ("question", question),
+                ("nodes", nodes),
+                ("page", image),
+                ("compare", compare),
+                ("compare_question", compare_question),
+            )
+        ),  # fmt: skip
+    ]
+    if keys:  # a key a rebinding page cannot know guards it; clients name the host as they reach it
+        return _key_check(Starlette(routes=routes), keys)
+    names = [*LOOPBACK, "[::1]", host if ":" not in host else f"[{host}]"]
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware,
+                                                           allowed_hosts=names)])  # fmt: skip
+
+
+def _key_check(inner: Starlette, keys: list[str]):  # noqa: ANN202 - an ASGI app
+    """ASGI middleware: a request without one of ``keys`` (header, bearer or cookie) gets 401."""
+    from http.cookies import SimpleCookie
+
+    def given(scope: dict) -> str:
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        bearer = headers.get("authorization", "")
+        cookie = SimpleCookie(headers.get("cookie", "")).get(COOKIE)
+        query = scope.get("path") == "/" and _query_key(scope)
+        return (
+            headers.get("x-api-key")
+            or (bearer[7:] if bearer.lower().startswith("bearer ") else "")
+            or (cookie.value if cookie else "")
+            or query
+            or ""
+        )
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        if scope["type"] != "http":
+            return await inner(scope, receive, send)
+        key = given(scope)
+        if key and any(hmac.compare_digest(key, k) for k in keys):
+            return await inner(scope, receive, send)
+        body = b'{"detail": "a valid API key is needed (x-api-key, or open /?key=KEY once)"}'
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+def _query_key(scope: dict) -> str:
+    from urllib.parse import parse_qs
+
+    return (parse_qs(scope.get("query_string", b"").decode()).get("key") or [""])[0]

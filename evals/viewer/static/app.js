@@ -1,0 +1,387 @@
+// hopgraph view: the run list, a run's question table, a question's trace, two runs side by
+// side. Every text from a trace is written with textContent (never parsed as HTML); the one
+// markup taken from the server is the drawing's SVG, which the server escapes and parses here
+// as SVG, under a Content-Security-Policy that runs no inline script.
+"use strict";
+
+const app = document.getElementById("app");
+const where = document.getElementById("where");
+const cache = new Map();
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "on") for (const [ev, fn] of Object.entries(v)) el.addEventListener(ev, fn);
+    else if (k === "class") el.className = v;
+    else if (k === "style") el.style.cssText = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+async function get(url) {
+  if (cache.has(url)) return cache.get(url);
+  const res = await fetch(url, { credentials: "same-origin" });
+  const body = await res.json();
+  if (!res.ok) throw new Error(body.detail || res.statusText);
+  cache.set(url, body);
+  return body;
+}
+
+const fmt = {
+  n: (x) => (x === null || x === undefined ? "–" : Number(x).toLocaleString("en")),
+  m: (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(3)),
+  s: (x) => (x === null || x === undefined ? "–" : `${Number(x).toFixed(x < 10 ? 2 : 1)} s`),
+  usd: (x) => (x === null || x === undefined ? "–" : `$${Number(x).toFixed(x < 0.01 ? 5 : 3)}`),
+};
+
+function parseHash() {
+  const [path, query] = location.hash.replace(/^#/, "").split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, params: new URLSearchParams(query || "") };
+}
+
+function go(parts, params) {
+  const q = params && [...params].length ? `?${params}` : "";
+  location.hash = "#/" + parts.map(encodeURIComponent).join("/") + q;
+}
+
+function setParam(params, key, value) {
+  const next = new URLSearchParams(params);
+  if (value) next.set(key, value); else next.delete(key);
+  return next;
+}
+
+function done(started, ...nodes) {
+  app.replaceChildren(...nodes.flat(3).filter((n) => n !== null && n !== undefined && n !== false));
+  app.dataset.state = "ready";
+  app.dataset.renderedMs = String(Math.round(performance.now() - started));
+}
+
+function verdict(right) {
+  if (right === null || right === undefined) return h("span", { class: "unscored" }, "no gold");
+  return h("span", { class: right ? "right" : "wrong" }, right ? "✓ right" : "✗ wrong");
+}
+
+function sortable(columns, rows, params, onSort) {
+  // columns: [label, key(row) -> value, render(row) -> node|text, numeric]
+  const by = params.get("sort"), asc = params.get("asc") === "1";
+  const col = columns.find((c) => c[0] === by);
+  if (col) {
+    rows = [...rows].sort((x, y) => {
+      const a = col[1](x), b = col[1](y);
+      const cmp = a === b ? 0 : a === null || a === undefined ? 1 : b === null || b === undefined
+        ? -1 : a < b ? -1 : 1;
+      return asc ? cmp : -cmp;
+    });
+  }
+  const head = h("tr", {}, columns.map((c) => h("th", {
+    class: [c[3] ? "num" : "", c[0] === by ? "sorted" : "", c[0] === by && asc ? "asc" : ""]
+      .join(" ").trim() || null,
+    on: { click: () => onSort(c[0], c[0] === by ? !asc : false) },
+  }, c[0])));
+  return { head, rows };
+}
+
+async function runList(started) {
+  where.textContent = "";
+  const runs = await get("/api/runs");
+  const picked = new Set();
+  const button = h("button", { id: "compare", disabled: true, on: { click: () => {
+    const [a, b] = [...picked];
+    go(["compare", String(a), String(b)], new URLSearchParams({ metric: "f1" }));
+  } } }, "compare the two picked");
+  const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
+  const rows = runs.map((r) => h("tr", { class: "pick", "data-run": r.index },
+    h("td", {}, h("input", { type: "checkbox", "aria-label": `pick ${r.name}`, on: {
+      click: (ev) => ev.stopPropagation(),
+      change: (ev) => {
+        if (ev.target.checked) picked.add(r.index); else picked.delete(r.index);
+        button.disabled = picked.size !== 2;
+      } } })),
+    h("td", {}, h("a", { href: `#/run/${r.index}` }, r.name)),
+    h("td", {}, r.agent), h("td", {}, r.model),
+    h("td", { class: "num" }, r.scored ? `${r.right} / ${r.scored}` : `– / ${r.questions}`),
+    metrics.map((k) => h("td", { class: "num" }, fmt.m(r.metrics[k]))),
+    h("td", { class: "num" }, fmt.n(r.tokens)), h("td", { class: "num" }, fmt.usd(r.usd)),
+    h("td", { class: "num" }, fmt.s(r.seconds)), h("td", {}, r.created.slice(0, 16)),
+    h("td", { title: `git ${r.git}` }, h("code", {}, r.code || "–")),
+  ));
+  rows.forEach((tr) => tr.addEventListener("click", () => go(["run", tr.dataset.run])));
+  done(started,
+    h("h1", {}, `${runs.length} run${runs.length === 1 ? "" : "s"}`),
+    h("p", { class: "legend" }, "Pick two to compare them; open one for its questions."),
+    h("table", { id: "runs" },
+      h("tr", {}, h("th", {}, ""), h("th", {}, "run"), h("th", {}, "agent"), h("th", {}, "model"),
+        h("th", { class: "num" }, "right"), metrics.map((k) => h("th", { class: "num" }, k)),
+        h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "USD"),
+        h("th", { class: "num" }, "seconds"), h("th", {}, "date"), h("th", {}, "code")),
+      rows),
+    h("p", {}, button));
+}
+
+function summaryLine(run) {
+  const bits = [run.scored ? `${run.right} right of ${run.scored}` : `${run.questions} questions, none scored`,
+    `${fmt.n(run.tokens)} tokens`];
+  if (run.usd !== null) bits.push(fmt.usd(run.usd));
+  bits.push(fmt.s(run.seconds));
+  if (run.errors) bits.push(`${run.errors} failed`);
+  return h("p", { class: "summary", id: "summary" }, bits.join(" · "));
+}
+
+function failures(r) {
+  const out = [];
+  if (r.error) out.push("error");
+  if (r.fallbacks) out.push("fallback");
+  if (r.budget_stops) out.push("budget stop");
+  if (r.cache_hits) out.push("cached");
+  return out;
+}
+
+async function runPage(index, params, started) {
+  const { run, rows } = await get(`/api/questions?run=${index}`);
+  where.textContent = `${run.name} · ${run.agent} · ${run.model}`;
+  let nodes = null;
+  if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${index}`);
+  const text = (params.get("q") || "").toLowerCase();
+  const status = params.get("status") || "", template = params.get("template") || "";
+  const node = params.get("node") || "", failure = params.get("failure") || "";
+  const shown = rows.filter((r) =>
+    (!text || [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(text)))
+    && (!status || (status === "right" ? r.right === true : status === "wrong"
+      ? r.right === false : status === "error" ? Boolean(r.error) : true))
+    && (!template || r.templates.includes(template))
+    && (!node || (nodes[r.id] || []).includes(node))
+    && (!failure || failures(r).includes(failure)));
+  const scoreKeys = Object.keys(run.metrics);
+  const columns = [
+    ["id", (r) => r.id, (r) => h("a", { href: `#/run/${index}/q/${encodeURIComponent(r.id)}` }, r.id)],
+    ["", (r) => r.right, (r) => verdict(r.right)],
+    ["question", (r) => r.question, (r) => r.question],
+    ["answer", (r) => r.answer, (r) => r.answer],
+    ["gold", (r) => r.gold.join(" | "), (r) => r.gold.join(" | ")],
+    ...scoreKeys.map((k) => [k, (r) => r.scores[k], (r) => fmt.m(r.scores[k]), true]),
+    ["calls", (r) => r.calls, (r) => r.calls, true],
+    ["tokens", (r) => r.tokens, (r) => fmt.n(r.tokens), true],
+    ...(run.usd !== null ? [["USD", (r) => r.usd, (r) => fmt.usd(r.usd), true]] : []),
+    ["seconds", (r) => r.seconds, (r) => fmt.s(r.seconds), true],
+    ["flags", (r) => failures(r).join(","), (r) => failures(r).map((f) => h("span", { class: "tag" }, f))],
+  ];
+  const table = sortable(columns, shown, params, (label, asc) =>
+    go(["run", index], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
+  const select = (key, label, options) => h("label", {}, `${label} `, h("select", {
+    name: key, on: { change: (ev) => go(["run", index], setParam(params, key, ev.target.value)) },
+  }, h("option", { value: "" }, "any"), options.map((o) => h("option", {
+    value: o, selected: o === params.get(key) }, o))));
+  const templates = [...new Set(rows.flatMap((r) => r.templates))].sort();
+  const nodeNames = nodes ? [...new Set(Object.values(nodes).flat())].sort() : [];
+  const search = h("input", { type: "search", name: "q", placeholder: "search questions and answers",
+    value: params.get("q") || "", on: { change: (ev) => go(["run", index], setParam(params, "q", ev.target.value)) } });
+  const nodeFilter = nodes ? select("node", "node", nodeNames) : h("button", { on: { click: async () => {
+    await get(`/api/nodes?run=${index}`);  // every trace read once: asked for, not by default
+    go(["run", index], setParam(params, "nodes", "1"));
+  } } }, "filter by node…");
+  done(started,
+    h("h1", {}, `Run ${run.name}`),
+    summaryLine(run),
+    h("p", { class: "metrics" }, Object.entries(run.metrics).map(([k, v]) => h("span", {}, `${k} ${fmt.m(v)}`))),
+    run.note ? h("p", { class: "note" }, `Scores need the question file: ${run.note}`) : null,
+    h("div", { class: "filters" }, search,
+      select("status", "answer", ["right", "wrong", "error"]),
+      select("template", "template", templates), nodeFilter,
+      select("failure", "flag", ["fallback", "budget stop", "error", "cached"]),
+      h("span", { class: "legend", id: "count" }, `${shown.length} of ${rows.length} questions`)),
+    h("table", { id: "questions" }, table.head, table.rows.map((r) =>
+      h("tr", { class: "pick", "data-id": r.id, on: { click: (ev) => {
+        if (ev.target.tagName !== "A") go(["run", index, "q", r.id]);
+      } } }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))))));
+}
+
+function svgNode(markup) {
+  const doc = new DOMParser().parseFromString(markup, "image/svg+xml");
+  if (doc.querySelector("parsererror")) return h("p", { class: "muted" }, "(drawing unreadable)");
+  doc.querySelectorAll("script, foreignObject").forEach((n) => n.remove());
+  return document.importNode(doc.documentElement, true);
+}
+
+function waterfall(spans, calls) {
+  if (!spans.length) return h("p", { class: "muted" }, "no timed steps in this trace");
+  const total = Math.max(...spans.map((s) => s.end), 1e-3);
+  return h("div", { class: "waterfall", id: "waterfall" }, spans.map((s) => {
+    const left = (100 * s.start) / total, width = (100 * (s.end - s.start)) / total;
+    const label = `${"  ".repeat(s.depth)}${s.label}`;
+    const bar = h("div", { class: `wf-bar bar-${s.kind}${s.cached ? " is-cached" : ""}`,
+      style: `left:${left}%;width:${width}%`,
+      title: `${s.label}: ${(s.end - s.start).toFixed(3)} s from ${s.start.toFixed(3)} s` });
+    const row = h("div", { class: "wf-row", "data-kind": s.kind },
+      h("span", { class: "wf-label", style: `padding-left:${4 + 12 * s.depth}px`, title: label },
+        s.label, s.cached ? h("span", { class: "cached" }, " cached") : null),
+      h("div", { class: "wf-track" }, bar),
+      h("span", { class: "wf-time" }, (s.end - s.start).toFixed(2)));
+    if (s.kind === "llm") row.addEventListener("click", () => {
+      const target = document.getElementById(`call-${s.call}`);
+      if (target) { target.open = true; target.classList.add("target"); target.scrollIntoView(); }
+    });
+    return row;
+  }));
+}
+
+function callBlock(c, i) {
+  const cost = `${fmt.n(c.prompt_tokens)} + ${fmt.n(c.completion_tokens)} tokens`
+    + (c.usd !== null ? ` · ${fmt.usd(c.usd)}` : "") + ` · ${fmt.s(c.seconds)}`;
+  return h("details", { class: "call", id: `call-${i}` },
+    h("summary", {}, `${i}. ${c.template || c.role} `, h("span", { class: "muted" }, cost),
+      c.cached ? h("span", { class: "cached" }, "cached: not sent") : null,
+      c.error ? h("span", { class: "wrong" }, ` error: ${c.error}`) : null),
+    c.messages.map((m) => [h("b", {}, m.role), h("pre", {}, m.text)]),
+    h("b", {}, "reply"), h("pre", { class: "reply" }, c.reply ?? "(no reply)"),
+    c.parsed !== null && c.parsed !== undefined
+      ? [h("b", {}, "parsed"), h("pre", {}, JSON.stringify(c.parsed, null, 2))] : null,
+    c.parse_error ? h("p", { class: "wrong" }, `unreadable: ${c.parse_error}`) : null,
+    h("b", {}, "settings"), h("pre", {}, JSON.stringify({ model: c.model, kind: c.kind,
+      attempts: c.attempts, ...c.settings }, null, 2)));
+}
+
+function evidenceTable(index, qid, evidence) {
+  if (!evidence.length) return h("p", { class: "muted" }, "no evidence in this trace");
+  return h("table", { class: "evidence", id: "evidence" },
+    h("tr", {}, ["id", "score", "kept", "cited", "title", "text"].map((c) => h("th", {}, c))),
+    evidence.map((e) => h("tr", {},
+      h("td", {}, h("code", {}, e.id)), h("td", { class: "num" }, fmt.m(e.score)),
+      h("td", {}, e.kept ? "kept" : ""), h("td", {}, e.cited ? h("b", {}, "cited") : ""),
+      h("td", {}, e.title + (e.page !== null && e.page !== undefined ? ` p.${e.page}` : "")),
+      h("td", { class: "text" }, e.text.length > 400
+        ? h("details", {}, h("summary", {}, e.text.slice(0, 400) + "…"), e.text) : e.text,
+        e.page_image ? pageFigure(index, qid, e) : null))));
+}
+
+function pageFigure(index, qid, e) {
+  const [w, hgt] = e.page_size;
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", `0 0 ${w} ${hgt}`);
+  svg.setAttribute("preserveAspectRatio", "none");
+  for (const [x0, y0, x1, y1] of e.regions) {
+    const r = document.createElementNS(ns, "rect");
+    Object.entries({ x: x0, y: y0, width: x1 - x0, height: y1 - y0 })
+      .forEach(([k, v]) => r.setAttribute(k, String(v)));
+    svg.append(r);
+  }
+  const src = `/api/page?run=${index}&id=${encodeURIComponent(qid)}&cid=${encodeURIComponent(e.id)}`;
+  return h("figure", { class: "page-figure" }, h("img", { src, alt: e.title }), svg,
+    h("figcaption", {}, e.regions.length ? "highlighted: what the answer quotes" : "cited; no quoted text found"));
+}
+
+async function questionPage(index, qid, started) {
+  const q = await get(`/api/question?run=${index}&id=${encodeURIComponent(qid)}`);
+  const r = q.row;
+  const { run } = await get(`/api/questions?run=${index}`);
+  where.textContent = `${run.name} · ${qid}`;
+  const usd = q.calls.some((c) => c.usd !== null)
+    ? ` · ${fmt.usd(q.calls.reduce((s, c) => s + (c.usd || 0), 0))}` : "";
+  done(started,
+    h("p", {}, h("a", { href: `#/run/${index}` }, `← ${run.name}`)),
+    h("h1", {}, r.question || r.id),
+    h("p", { class: "summary", id: "summary" }, verdict(r.right),
+      ` · ${r.calls} calls · ${fmt.n(r.tokens)} tokens${usd} · ${fmt.s(r.seconds)}`,
+      r.cache_hits ? ` · ${r.cache_hits} cached` : ""),
+    h("table", { id: "answer" },
+      h("tr", {}, h("th", {}, "answer"), h("td", {}, r.answer)),
+      h("tr", {}, h("th", {}, "gold"), h("td", {}, r.gold.join(" | ") || "–")),
+      h("tr", {}, h("th", {}, "scores"), h("td", {}, Object.entries(r.scores).map(([k, v]) => `${k} ${fmt.m(v)}`).join(" · "))),
+      r.error ? h("tr", {}, h("th", {}, "error"), h("td", { class: "wrong" }, r.error)) : null),
+    q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
+    q.svg ? [h("h2", {}, "Graph"), h("div", { class: "graph" }, svgNode(q.svg))] : null,
+    h("h2", {}, "Timing"),
+    h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
+      ["search", "bar-retrieval"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
+      "(click a call to open it)"),
+    waterfall(q.spans, q.calls),
+    h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map(callBlock)),
+    h("h2", {}, "Evidence"), evidenceTable(index, qid, q.evidence));
+}
+
+async function comparePage(a, b, params, started) {
+  const runs = await get("/api/runs");
+  const metric = params.get("metric") || "f1";
+  const data = await get(`/api/compare?a=${a}&b=${b}&metric=${encodeURIComponent(metric)}`);
+  const onlyChanged = params.get("all") !== "1";
+  const [la, lb] = [runs[a].name, runs[b].name];
+  where.textContent = `${la} vs ${lb}`;
+  const rows = data.rows.filter((r) => !onlyChanged || r.changed);
+  const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
+  const columns = [
+    ["id", (r) => r.id, (r) => h("a", { href: `#/compare/${a}/${b}/q/${encodeURIComponent(r.id)}` }, r.id)],
+    ["question", (r) => r.question, (r) => r.question],
+    ["gold", (r) => r.gold.join(" | "), (r) => r.gold.join(" | ")],
+    [`${la} answer`, (r) => r.answers[0], (r) => r.answers[0]],
+    [`${lb} answer`, (r) => r.answers[1], (r) => r.answers[1]],
+    [`${metric} ${la}`, (r) => r.values[0], (r) => fmt.m(r.values[0]), true],
+    [`${metric} ${lb}`, (r) => r.values[1], (r) => fmt.m(r.values[1]), true],
+    ["change", (r) => r.delta, (r) => h("span", { class: r.delta > 0 ? "right" : r.delta < 0 ? "wrong" : "" },
+      r.delta === null ? "–" : (r.delta > 0 ? "+" : "") + r.delta.toFixed(3)), true],
+  ];
+  const table = sortable(columns, rows, params, (label, asc) =>
+    go(["compare", a, b], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
+  done(started,
+    h("h1", {}, `${la} → ${lb}`),
+    h("p", { class: "summary", id: "summary" },
+      `${metric}: ${data.better} better, ${data.worse} worse of ${data.common} common questions`),
+    h("div", { class: "filters" },
+      h("label", {}, "metric ", h("select", { name: "metric", on: { change: (ev) =>
+        go(["compare", a, b], setParam(params, "metric", ev.target.value)) } },
+        metrics.map((m) => h("option", { value: m, selected: m === metric }, m)))),
+      h("label", {}, h("input", { type: "checkbox", name: "all", checked: !onlyChanged, on: { change: (ev) =>
+        go(["compare", a, b], setParam(params, "all", ev.target.checked ? "1" : "")) } }), " every common question"),
+      h("span", { class: "legend", id: "count" }, `${rows.length} shown`)),
+    h("table", { id: "pairs" }, table.head, table.rows.map((r) =>
+      h("tr", { "data-id": r.id }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))))));
+}
+
+async function compareQuestion(a, b, qid, started) {
+  const runs = await get("/api/runs");
+  const d = await get(`/api/compare_question?a=${a}&b=${b}&id=${encodeURIComponent(qid)}`);
+  const [la, lb] = [runs[a].name, runs[b].name];
+  where.textContent = `${la} vs ${lb} · ${qid}`;
+  const cell = (c) => c ? [h("b", {}, c.node), c.templates.length ? h("div", {}, c.templates.join(", ")) : null,
+    c.retrieved ? h("div", { class: "muted" }, `${c.retrieved} ids retrieved`) : null,
+    c.wrote.length ? h("div", { class: "muted" }, `wrote ${c.wrote.join(", ")}`) : null] : h("span", { class: "muted" }, "—");
+  const answer = (x) => x ? [verdict(x.right), ` ${x.answer}`] : "(not answered)";
+  done(started,
+    h("p", {}, h("a", { href: `#/compare/${a}/${b}` }, `← ${la} vs ${lb}`)),
+    h("h1", {}, (d.answers[0] || d.answers[1] || {}).question || qid),
+    h("p", { class: "summary", id: "divergence" }, d.first === null ? "the executions never diverge"
+      : `first divergence at step ${d.first}: ${d.rows[d.first].differs}`),
+    h("div", { class: "two" }, h("div", {}, h("h2", {}, la), answer(d.answers[0]), " ",
+      h("a", { href: `#/run/${a}/q/${encodeURIComponent(qid)}` }, "trace")),
+    h("div", {}, h("h2", {}, lb), answer(d.answers[1]), " ",
+      h("a", { href: `#/run/${b}/q/${encodeURIComponent(qid)}` }, "trace"))),
+    h("table", { id: "steps" }, h("tr", {}, h("th", {}, "step"), h("th", {}, la), h("th", {}, lb), h("th", {}, "differs")),
+      d.rows.map((r, i) => h("tr", { class: [i === d.first ? "first-divergence" : "", r.differs ? "differs" : ""].join(" ").trim() || null },
+        h("td", { class: "num" }, i === d.first ? `▶ ${i}` : String(i)), h("td", {}, cell(r.a)), h("td", {}, cell(r.b)),
+        h("td", {}, r.differs)))));
+}
+
+async function render() {
+  const started = performance.now();
+  app.dataset.state = "loading";
+  const { parts, params } = parseHash();
+  try {
+    if (parts[0] === "run" && parts[2] === "q") await questionPage(Number(parts[1]), parts[3], started);
+    else if (parts[0] === "run") await runPage(Number(parts[1]), params, started);
+    else if (parts[0] === "compare" && parts[3] === "q") await compareQuestion(Number(parts[1]), Number(parts[2]), parts[4], started);
+    else if (parts[0] === "compare") await comparePage(Number(parts[1]), Number(parts[2]), params, started);
+    else await runList(started);
+  } catch (e) {
+    done(started, h("p", { class: "note", id: "error" }, `error: ${e.message}`));
+    app.dataset.state = "error";
+  }
+}
+
+window.addEventListener("hashchange", render);
+render();

@@ -1,0 +1,207 @@
+"""``hopgraph view`` over two real run folders (``hopgraph run`` on the scripted endpoint): its
+JSON API, its refusals, and in headless Chromium the run list, a filter, a question's waterfall,
+two runs' first divergence and a screenshot; passages, questions and replies holding
+``<script>`` or ``onerror=`` never run, in ``view`` or in the static ``trace --format html``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
+
+from hopgraph.evals.datasets import Question, write_questions
+
+PAYLOAD = (
+    "<img src=x onerror=\"document.body.dataset.pwned='{}'\">"
+    "<script>document.body.dataset.pwned='{}'</script>"
+)
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def short_answer(wrong_on: int):
+    def reply(body: dict) -> str:
+        town = int(re.findall(r"What about town (\d+)\?", body["messages"][-1]["content"])[-1])
+        if town == 2:
+            return f"answer-2 {PAYLOAD.format('reply', 'reply')}"
+        return "wrong" if town == wrong_on else f"answer-{town}"
+
+    return reply
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two runs of rag over three questions (the second answers town 1 wrongly), a KB whose
+    passage, a question and a reply hold markup that would run if parsed as HTML."""
+    from hopgraph.memory.kb import Item, KnowledgeBase
+
+    root = tmp_path_factory.mktemp("view")
+    texts = [f"Fact {i} about town {i}." for i in range(3)]
+    texts[2] += " " + PAYLOAD.format("passage", "passage")
+    KnowledgeBase(root / "kb").add(
+        [Item("text", f"k{i}", t, title=f"Town {i}") for i, t in enumerate(texts)]
+    )
+    asked = [f"What about town {i}?" for i in range(3)]
+    asked[2] += " " + PAYLOAD.format("question", "question")
+    qs = [Question(f"q{i}", a, [f"answer-{i}"], []) for i, a in enumerate(asked)]
+    write_questions(qs, root / "q.jsonl")
+    for name, wrong_on in (("first", -1), ("second", 1)):
+        script = by_template(
+            {"rag/answer": "The sources say so [1].", "rag/short_answer": short_answer(wrong_on)}
+        )
+        with ScriptedServer(script) as model:
+            done = hopgraph(
+                "run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb",
+                "--out", f"runs/{name}", "--base-url", model.base_url, "--model", "scripted",
+                cwd=root,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    return root
+
+
+def start_view(root: Path, *args: str, env: dict | None = None):
+    """``hopgraph view`` on a free port, once it prints its address: the process and URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hopgraph.cli", "view", "runs", "--port", "0", *args],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    line = proc.stdout.readline()
+    found = re.search(r"http://\S+/", line)
+    assert found, line + proc.stderr.read()
+    return proc, found[0].replace("0.0.0.0", "127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def view(runs):
+    proc, url = start_view(runs)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_the_api_lists_runs_and_opens_a_question_with_its_waterfall_and_calls(view):
+    listed = httpx.get(f"{view}api/runs").json()
+    assert [r["name"] for r in listed] == ["first", "second"]
+    assert listed[0]["right"] == 2 and listed[1]["right"] == 1  # q2's reply carries markup
+    assert listed[0]["metrics"]["em"] == round(2 / 3, 4) and listed[0]["code"]
+    q = httpx.get(f"{view}api/question", params={"run": 1, "id": "q1"}).json()
+    assert q["row"]["answer"] == "wrong" and q["row"]["gold"] == ["answer-1"]
+    kinds = [s["kind"] for s in q["spans"]]
+    assert "node" in kinds and kinds.count("llm") == 2 and "retrieval" in kinds
+    assert all(s["end"] >= s["start"] for s in q["spans"])
+    assert [c["template"] for c in q["calls"]] == ["rag/answer", "rag/short_answer"]
+    assert "What about town 1?" in q["calls"][0]["messages"][-1]["text"]
+    assert any(e["kept"] for e in q["evidence"])
+    pair = httpx.get(f"{view}api/compare", params={"a": 0, "b": 1, "metric": "f1"}).json()
+    assert (pair["better"], pair["worse"], pair["common"]) == (0, 1, 3)
+    diff = httpx.get(f"{view}api/compare_question", params={"a": 0, "b": 1, "id": "q1"}).json()
+    assert diff["first"] is not None and diff["rows"][diff["first"]]["differs"]
+
+
+def test_the_api_refuses_what_it_does_not_have_and_other_hosts(view):
+    missing = httpx.get(f"{view}api/question", params={"run": 0, "id": "nope"})
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+    assert httpx.get(f"{view}api/questions", params={"run": 7}).status_code == 404
+    assert httpx.get(f"{view}assets/../app.py").status_code == 404
+    rebound = httpx.get(f"{view}api/runs", headers={"host": "attacker.example"})
+    assert rebound.status_code == 400
+    page = httpx.get(view)
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_off_loopback_it_needs_an_api_key(runs):
+    refused = hopgraph("view", "runs", "--host", "0.0.0.0", cwd=runs)
+    assert refused.returncode == 2 and "HOPGRAPH_API_KEYS" in refused.stderr
+    proc, url = start_view(runs, "--host", "0.0.0.0", env={"HOPGRAPH_API_KEYS": "k1,k2"})
+    try:
+        assert httpx.get(f"{url}api/runs").status_code == 401
+        assert httpx.get(f"{url}api/runs", headers={"x-api-key": "k2"}).status_code == 200
+        other = {"x-api-key": "k2", "host": "viewer.example.org"}  # as clients elsewhere name it
+        assert httpx.get(f"{url}api/runs", headers=other).status_code == 200
+        with httpx.Client(
+            follow_redirects=True
+        ) as browser:  # a browser: the key once in the URL, then a cookie
+            first = browser.get(f"{url}?key=k1")
+            assert first.status_code == 200 and "k1" not in str(first.url)
+            assert browser.get(f"{url}api/runs").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_a_missing_folder_is_refused(tmp_path):
+    done = hopgraph("view", "nowhere", cwd=tmp_path)
+    assert done.returncode == 2 and "nowhere" in done.stderr
+
+
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed")
+
+
+def chromium(*args: str) -> str:
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--virtual-time-budget=15000", *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def dom(url: str) -> str:
+    """The page's DOM once its app has rendered (``data-state="ready"``)."""
+    page = chromium("--dump-dom", url)
+    assert 'data-state="ready"' in page, page[-2000:]
+    assert "data-pwned" not in page  # no markup from a trace ever ran
+    return page
+
+
+@needs_chromium
+def test_the_run_list_and_a_filtered_question_table(view):
+    listed = dom(f"{view}#/")
+    assert 'id="runs"' in listed and ">first<" in listed and ">second<" in listed
+    wrong = dom(f"{view}#/run/1?status=wrong")
+    assert "2 of 3 questions" in wrong and 'data-id="q1"' in wrong and 'data-id="q0"' not in wrong
+    searched = dom(f"{view}#/run/0?q=town%202")
+    assert "1 of 3 questions" in searched and 'data-id="q2"' in searched
+    assert "&lt;script&gt;document.body.dataset.pwned='question'" in searched
+
+
+@needs_chromium
+def test_a_question_shows_its_waterfall_calls_and_evidence_as_text(view, tmp_path):
+    page = dom(f"{view}#/run/0/q/q2")
+    assert page.count('data-kind="llm"') == 2 and 'id="call-1"' in page
+    assert "&lt;img src=x onerror=" in page  # the passage and the reply, shown as text
+    shot = tmp_path / "question.png"
+    chromium("--window-size=1280,1000", f"--screenshot={shot}", f"{view}#/run/0/q/q2")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+@needs_chromium
+def test_two_runs_side_by_side_mark_the_first_divergence(view):
+    changed = dom(f"{view}#/compare/0/1?metric=f1")
+    assert "0 better, 1 worse of 3 common" in changed and 'data-id="q1"' in changed
+    assert 'data-id="q0"' not in changed  # only what changed, unless asked for all
+    steps = dom(f"{view}#/compare/0/1/q/q1")
+    assert "first divergence at step" in steps and "first-divergence" in steps
+
+
+@needs_chromium
+def test_the_static_report_runs_no_markup_from_a_trace(runs):
+    done = hopgraph("trace", "runs/first", "--format", "html", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    page = chromium("--dump-dom", (runs / "runs/first/report.html").as_uri())
+    assert "data-pwned" not in page and "&lt;script&gt;" in page
+
+
+def test_page_served_files_are_the_package_assets_only(view):
+    js = httpx.get(f"{view}assets/app.js")
+    assert js.status_code == 200 and "textContent" in js.text
+    assert "innerHTML" not in js.text  # every trace text is written as text
