@@ -60,7 +60,8 @@ function setParam(params, key, value) {
 function done(started, ...nodes) {
   app.replaceChildren(...nodes.flat(3).filter((n) => n !== null && n !== undefined && n !== false));
   app.dataset.state = "ready";
-  app.dataset.renderedMs = String(Math.round(performance.now() - started));
+  app.dataset.renderedMs = String(Math.round(performance.now() - started));  // this view's own
+  app.dataset.sinceNavigationMs = String(Math.round(performance.now()));  // the page's, first view
 }
 
 function verdict(right) {
