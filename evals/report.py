@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.config import counted
+from hopgraph.evals.cost import Price
 from hopgraph.evals.run_folder import read_trace
 from hopgraph.evals.views import view_of
 from hopgraph.models.events import LLMRequest
@@ -361,6 +362,8 @@ figure.page{display:inline-block;margin:.5rem;vertical-align:top;max-width:45%}
 .sheet{position:relative;border:1px solid #ccc}.sheet img{display:block;width:100%}
 .sheet svg{position:absolute;inset:0;width:100%;height:100%}
 rect.quoted{fill:rgba(250,204,21,.45);stroke:#ca8a04;stroke-width:1}
+.summary{font-size:1.15rem}.metrics{color:#374151}.cached{background:#e0f2fe;color:#075985;
+border-radius:3px;padding:0 .3rem}
 """
 
 
@@ -426,24 +429,28 @@ if (q) {q.open = true; showNode(q, decodeURIComponent(m[2]));}}
 DETAIL = ("parents", "instruction", "content", "calls", "tokens")
 
 
-def _calls_table(records: list[dict[str, Any]]) -> str:
+def _calls_table(records: list[dict[str, Any]], price: Price | None = None) -> str:
+    """Every call of the question: node, role, template, tokens, seconds, its cost at the
+    run's price, and a mark where the response cache answered it (nothing was sent)."""
     rows = []
     for step in steps(records):
         for e in step.events:
             if e.get("event") == "llm_call":
+                cached = (e.get("extra") or {}).get("cached")
+                tokens = (int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0))
                 rows.append(
                     f"<tr><td>{html.escape(step.node)}</td><td>{html.escape(str(e.get('role')))}</td>"
-                    f"<td>{html.escape(str(e.get('template')))}</td><td>{e.get('prompt_tokens')}</td>"
-                    f"<td>{e.get('completion_tokens')}</td>"
-                    f"<td>{e.get('latency_s', 0):.2f}</td></tr>"
+                    f"<td>{html.escape(str(e.get('template')))}</td><td>{tokens[0]}</td>"
+                    f"<td>{tokens[1]}</td><td>{e.get('latency_s', 0):.2f}</td>"
+                    + (f"<td>${price.usd(*tokens):.5f}</td>" if price else "")
+                    + f"<td>{'cached: not sent' if cached else ''}</td></tr>"
                 )
     if not rows:
         return "<p>No LLM calls.</p>"
-    head = "".join(
-        f"<th>{c}</th>" for c in ("node", "role", "template", "prompt tok", "completion tok", "s")
-    )
-    head = f"<tr>{head}</tr>"
-    return f"<table>{head}{''.join(rows)}</table>"
+    names = ("node", "role", "template", "prompt tok", "completion tok", "s",
+             *(("USD",) if price else ()), "cache")  # fmt: skip
+    head = "".join(f"<th>{c}</th>" for c in names)
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 def evidence_index(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -500,6 +507,11 @@ def _call_html(e: dict[str, Any]) -> str:
         f"llm <b>{_esc(e.get('role'))}</b> [{_esc(e.get('template'))}] "
         f"{e.get('prompt_tokens', 0)}+{e.get('completion_tokens', 0)} tok "
         f"{e.get('latency_s', 0):.2f}s"
+        + (
+            " · <span class='cached'>cached: not sent</span>"
+            if (e.get("extra") or {}).get("cached")
+            else ""
+        )
         + (" · repair request" if flags == " repair" else "")
         + (f" · <b>error</b> {_esc(e['error'])}" if e.get("error") else "")
     )
@@ -609,6 +621,48 @@ def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
     return text + (" (stopped by max_question_tokens)" if pred.get("budget_stops") else "")
 
 
+def _price_of(metrics: dict[str, Any]) -> Price | None:
+    """The price the run was scored at (``eval --price``), if any."""
+    price = (metrics.get("cost") or {}).get("price")
+    return Price(price["prompt"], price["completion"]) if isinstance(price, dict) else None
+
+
+def _number(value: Any) -> str:
+    return f"{value:,.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+
+
+def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> str:
+    """A summary line (right / wrong, tokens, USD, seconds), the headline metrics rounded
+    below it, and every metric folded away."""
+    per_q = metrics.get("per_question", {})
+    scored = [s for s in per_q.values() if "em" in s or "mmlb_acc" in s]
+    right = sum(s.get("em", s.get("mmlb_acc", 0)) >= 1 for s in scored)
+    failed = sum(bool(p.get("error")) for p in preds.values())
+    tokens = sum(int(p.get("prompt_tokens", 0)) + int(p.get("completion_tokens", 0))
+                 for p in preds.values())  # fmt: skip
+    usd = (metrics.get("cost") or {}).get("usd")
+    line = (
+        (f"{right} right, {len(scored) - right} wrong" if scored else "not scored")
+        + (f", {failed} failed" if failed else "")
+        + f" · {tokens:,} tokens"
+        + (f" · ${usd:.4f}" if usd is not None else "")
+        + f" · {sum(float(p.get('seconds', 0)) for p in preds.values()):,.1f} s"
+    )
+    overall = metrics.get("overall") or {}
+    shown = " · ".join(f"{k} {overall[k]:.3f}" for k in SHOWN_SCORES if k in overall)
+    cells = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(_number(v))}</td></tr>"
+        for k, v in {**overall, **(metrics.get("cost") or {})}.items()
+        if k != "price" and ("@" not in k or k.endswith("@5"))
+    )
+    return (
+        f"<p class='summary'>{html.escape(line)}</p>"
+        + (f"<p class='metrics'>{html.escape(shown)}</p>" if shown else "")
+        + (f"<details><summary>every metric</summary><table>{cells}</table></details>"
+           if cells else "")
+    )  # fmt: skip
+
+
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
@@ -627,17 +681,8 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         f"<b>{html.escape(str(manifest.get('model', '?')))}</b> · "
         f"{counted(len(preds), 'question')}</p>",
     ]
-    if metrics and metrics.get("overall"):
-        cells = "".join(
-            f"<tr><th>{k}</th><td>{v}</td></tr>"
-            for k, v in metrics["overall"].items()
-            if "@" not in k or k.endswith("@5")
-        )
-        parts.append(f"<h2>Metrics</h2><table>{cells}</table>")
-    if metrics and metrics.get("cost"):
-        cells = "".join(f"<tr><th>{k}</th><td>{html.escape(str(v))}</td></tr>"
-                        for k, v in metrics["cost"].items())  # fmt: skip
-        parts.append(f"<h2>Cost (all questions)</h2><table>{cells}</table>")
+    parts.append(_first_screen(preds, metrics or {}))
+    price = _price_of(metrics or {})
     parts.append("<h2>Questions</h2>")
     for n, (qid, pred) in enumerate(preds.items()):
         trace = trace_path(run_dir, qid)
@@ -661,7 +706,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
             )
             + f"</p>{_drawing(graph_view(records), records)}<h3>Steps</h3>"
             + f"{_steps_html(records, pred)}{_cited_pages_html(records, pred)}"
-            + f"<h3>LLM calls</h3>{_calls_table(records)}</details>"
+            + f"<h3>LLM calls</h3>{_calls_table(records, price)}</details>"
         )
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     out = run_dir / "report.html"

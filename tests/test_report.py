@@ -121,3 +121,26 @@ def test_html_report_loads_in_headless_chromium(tmp_path):
         timeout=120,
     )
     assert shot.exists() and shot.stat().st_size > 5000
+
+
+def test_the_static_page_opens_on_a_summary_line_with_rounded_metrics_and_call_costs(tmp_path):
+    """The report's first screen: right / wrong, tokens, USD and seconds in one line, the
+    headline metrics rounded below it; each call with its cost and a mark where the response
+    cache answered it."""
+    run = _write_run(tmp_path)
+    cached = {**RECORDS[3]["data"], "extra": {"cached": True}}
+    trace = run / "traces" / "q1.jsonl"
+    after = [{**RECORDS[3], "data": cached}, {"mode": "updates", "ns": [], "data": {"end": {}}}]
+    trace.write_text(trace.read_text() + "".join("\n" + json.dumps(r) for r in after))
+    metrics = {
+        "overall": {"em": 1.0, "f1": 0.6666667, "seconds": 412.4285714},
+        "per_question": {"q1": {"em": 1.0}},
+        "cost": {"prompt_tokens": 20, "usd": 0.000036, "price": {"prompt": 1.0, "completion": 2.0}},
+    }
+    page = report.render_html(run, metrics).read_text()
+    summary = page.index("class='summary'")
+    assert "1 right, 0 wrong" in page[summary:] and "$0.0000" in page[summary:]
+    assert summary < page.index("em 1.000 · f1 0.667") < page.index("<h2>Questions")
+    assert "412.4285714" not in page and "412.429" in page
+    assert page.count("$0.00002") == 2  # 10 prompt + 4 completion tokens at 1 and 2 USD / 1M
+    assert "cached: not sent" in page
