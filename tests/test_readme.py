@@ -28,6 +28,21 @@ def python_example() -> str:
     return block.group(1)
 
 
+def view_serves(command: str, cwd: Path, env: dict) -> set[str]:
+    """The run names ``hopgraph view`` lists, started as written (on a free port)."""
+    import httpx
+
+    proc = subprocess.Popen(f"{command} --port 0", shell=True, cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        url = re.search(r"http://\S+/", proc.stdout.readline())
+        assert url, proc.stderr.read()
+        return {r["name"] for r in httpx.get(f"{url[0]}api/runs").json()}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
     lines = first_ten_minutes()
     assert lines[0] == "source .venv/bin/activate"
@@ -41,6 +56,9 @@ def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
         ]  # fmt: skip
         for line in [*demo, *lines[1:]]:
             command = line.split("  #")[0].strip()
+            if command.startswith("hopgraph view"):  # a server: it serves both runs, then stops
+                assert view_serves(command, tmp_path, env) == {"rag", "qdrag"}
+                continue
             out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
                                  text=True, timeout=600)  # fmt: skip
             assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])

@@ -340,7 +340,7 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
             return None
         templates = [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
         return {
-            "node": "/".join([*step.ns, step.node]),
+            "node": "/".join([*(part.split(":")[0] for part in step.ns), step.node]),
             "templates": [f"{t} {str(hashes.get(t, ''))[:8]}".strip() for t in templates],
             "retrieved": sum(
                 len(e.get("ids", [])) for e in step.events if e.get("event") == "retrieval"

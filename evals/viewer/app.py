@@ -51,9 +51,64 @@ class Viewer:
     def summaries(self) -> list[dict[str, Any]]:
         return [r.summary(i, self.labels[i]) for i, r in enumerate(self.runs)]
 
+    # the JSON API: each answers a request's query parameters; a LookupError becomes a 404
+
+    def api_runs(self, request: Request) -> Any:
+        return self.summaries()
+
+    def api_questions(self, request: Request) -> Any:
+        run = self.run(request)
+        index = int(request.query_params["run"])
+        return {"run": run.summary(index, self.labels[index]), "rows": run.rows()}
+
+    def api_question(self, request: Request) -> Any:
+        run, qid = self.run(request), request.query_params.get("id", "")
+        try:
+            return run.question(qid)
+        except KeyError:
+            raise LookupError(f"no question {qid!r} in {run.path}") from None
+
+    def api_nodes(self, request: Request) -> Any:
+        return self.run(request).nodes()
+
+    def api_page(self, request: Request) -> Any:
+        run, qid = self.run(request), request.query_params.get("id", "")
+        cid = request.query_params.get("cid", "")
+        try:
+            path = page_image(run.records(qid), run._prediction(qid), cid)
+        except KeyError:
+            raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
+        return FileResponse(path, headers=SECURITY)
+
+    def api_compare(self, request: Request) -> Any:
+        a, b = self.run(request, "a"), self.run(request, "b")
+        return pair(a, b, request.query_params.get("metric", "f1"))
+
+    def api_compare_question(self, request: Request) -> Any:
+        a, b = self.run(request, "a"), self.run(request, "b")
+        qid = request.query_params.get("id", "")
+        try:
+            return pair_question(a, b, qid)
+        except KeyError:
+            raise LookupError(f"neither run traced question {qid!r}") from None
+
+
+API = ("runs", "questions", "question", "nodes", "page", "compare", "compare_question")
+
 
 def _json(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status, headers=SECURITY)
+
+
+def _endpoint(handler):  # noqa: ANN001, ANN202 - a Viewer.api_* method
+    async def endpoint(request: Request) -> Response:
+        try:
+            out = handler(request)
+        except LookupError as e:
+            return _json({"detail": str(e).strip("'\"")}, 404)
+        return out if isinstance(out, Response) else _json(out)
+
+    return endpoint
 
 
 def build_app(viewer: Viewer, host: str = "127.0.0.1", keys: list[str] | None = None) -> Starlette:
@@ -73,69 +128,10 @@ def build_app(viewer: Viewer, host: str = "127.0.0.1", keys: list[str] | None = 
             return _json({"detail": f"no asset {name}"}, 404)
         return FileResponse(STATIC / name, media_type=ASSETS[name], headers=SECURITY)
 
-    def api(handler):  # noqa: ANN001, ANN202 - a handler whose lookups may fail
-        async def endpoint(request: Request) -> Response:
-            try:
-                return handler(request)
-            except LookupError as e:
-                return _json({"detail": str(e).strip("'\"")}, 404)
-
-        return endpoint
-
-    def runs(request: Request) -> Response:
-        return _json(viewer.summaries())
-
-    def questions(request: Request) -> Response:
-        run = viewer.run(request)
-        index = int(request.query_params["run"])
-        return _json({"run": run.summary(index, viewer.labels[index]), "rows": run.rows()})
-
-    def question(request: Request) -> Response:
-        run, qid = viewer.run(request), request.query_params.get("id", "")
-        try:
-            return _json(run.question(qid))
-        except KeyError:
-            raise LookupError(f"no question {qid!r} in {run.path}") from None
-
-    def nodes(request: Request) -> Response:
-        return _json(viewer.run(request).nodes())
-
-    def image(request: Request) -> Response:
-        run, qid = viewer.run(request), request.query_params.get("id", "")
-        cid = request.query_params.get("cid", "")
-        try:
-            path = page_image(run.records(qid), run._prediction(qid), cid)
-        except KeyError:
-            raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
-        return FileResponse(path, headers=SECURITY)
-
-    def compare(request: Request) -> Response:
-        a, b = viewer.run(request, "a"), viewer.run(request, "b")
-        return _json(pair(a, b, request.query_params.get("metric", "f1")))
-
-    def compare_question(request: Request) -> Response:
-        a, b = viewer.run(request, "a"), viewer.run(request, "b")
-        qid = request.query_params.get("id", "")
-        try:
-            return _json(pair_question(a, b, qid))
-        except KeyError:
-            raise LookupError(f"neither run traced question {qid!r}") from None
-
     routes = [
         Route("/", page),
         Route("/assets/{name}", asset),
-        *(
-            Route(f"/api/{name}", api(fn))
-            for name, fn in (
-                ("runs", runs),
-                ("questions", questions),
-                ("question", question),
-                ("nodes", nodes),
-                ("page", image),
-                ("compare", compare),
-                ("compare_question", compare_question),
-            )
-        ),  # fmt: skip
+        *(Route(f"/api/{name}", _endpoint(getattr(viewer, f"api_{name}"))) for name in API),
     ]
     if keys:  # a key a rebinding page cannot know guards it; clients name the host as they reach it
         return _key_check(Starlette(routes=routes), keys)

@@ -17,7 +17,7 @@ function h(tag, attrs, ...children) {
     else if (k === "style") el.style.cssText = v;
     else el.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -210,6 +210,21 @@ function svgNode(markup) {
   return document.importNode(doc.documentElement, true);
 }
 
+function graphBlock(q) {
+  // the drawing (each node's whole text on hover); a click shows what the node holds
+  const panel = h("div", { class: "node-panel", id: "node-panel" },
+    h("span", { class: "muted" }, "click a node for what it holds"));
+  const svg = svgNode(q.svg);
+  const byId = new Map(q.graph.nodes.map((n) => [n.id, n]));
+  svg.querySelectorAll && svg.querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => {
+    const n = byId.get(g.dataset.id) || {};
+    panel.replaceChildren(h("b", {}, `${n.id} (${n.kind || "step"})`), h("p", {}, n.label || ""),
+      Object.entries(n.detail || {}).map(([k, v]) =>
+        [h("b", {}, k), h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))]));
+  }));
+  return h("div", { class: "graph" }, svg, panel);
+}
+
 function waterfall(spans, calls) {
   if (!spans.length) return h("p", { class: "muted" }, "no timed steps in this trace");
   const total = Math.max(...spans.map((s) => s.end), 1e-3);
@@ -297,7 +312,7 @@ async function questionPage(index, qid, started) {
       h("tr", {}, h("th", {}, "scores"), h("td", {}, Object.entries(r.scores).map(([k, v]) => `${k} ${fmt.m(v)}`).join(" · "))),
       r.error ? h("tr", {}, h("th", {}, "error"), h("td", { class: "wrong" }, r.error)) : null),
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
-    q.svg ? [h("h2", {}, "Graph"), h("div", { class: "graph" }, svgNode(q.svg))] : null,
+    q.svg ? [h("h2", {}, "Graph"), graphBlock(q)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
       ["search", "bar-retrieval"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
