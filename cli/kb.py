@@ -155,11 +155,19 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
         console.print(f"  ... and {len(report.skipped) - 50} more skipped")
     for note in report.notes:
         console.print(f"  [cyan]note[/cyan] {note}")
-    for gone in report.pruned:
-        console.print(f"  [red]removed[/red] {gone}: gone from {source}")
     root = str(Path(source).resolve())
+    for gone in report.pruned:
+        where = (f"its copy {report.copied[gone]} is indexed" if gone in report.copied
+                 else f"gone from {source}")  # fmt: skip
+        console.print(f"  [red]removed[/red] {gone}: {where}")
     for gone in report.vanished:
-        where = f"gone from {source}" if gone.startswith(root + "/") else "no longer on disk"
+        where = (
+            f"a copy of the original, {report.copied[gone]}, is indexed here"
+            if gone in report.copied
+            else f"gone from {source}"
+            if gone.startswith(root + "/")
+            else "no longer on disk"
+        )
         console.print(f"  [yellow]vanished[/yellow] {gone}: {where}, its items kept "
                       "(--prune, or `hopgraph kb rm`, removes them)")  # fmt: skip
 

@@ -40,6 +40,10 @@ class IndexReport:
     vanished: list[str] = field(default_factory=list)
     """Registered sources under the indexed folder that are gone from it (kept)."""
     pruned: list[str] = field(default_factory=list)
+    copied: dict[str, str] = field(default_factory=dict)
+    """Of those vanished or pruned: a source still on disk elsewhere whose copy (the same
+    content at the same path inside its folder) is indexed here, to that copy's path (a KB
+    copied with its corpus and indexed at the copy)."""
     removed: int = 0
     """Items deleted: old versions' leftovers and pruned sources'."""
     skipped: list[Skipped] = field(default_factory=list)
@@ -71,6 +75,7 @@ class IndexReport:
             "replaced": self.replaced,
             "vanished": self.vanished,
             "pruned": self.pruned,
+            "copied": self.copied,
             "removed": self.removed,
             "skipped": [{"where": s.where, "reason": s.reason} for s in self.skipped],
             "failed": [s.where for s in self.failed],
@@ -359,6 +364,24 @@ class _Indexer:
             registry.begin(unit.key, self.resolved, pending.version, self.build)
         self.read.append(pending)
 
+    def _copies(self, root: str, here: set[str]) -> dict[str, str]:
+        """Registered sources outside this folder, still on disk, whose content is indexed
+        here at the same path inside the folder (``old/docs/a.pdf`` and ``new/docs/a.pdf``):
+        the KB was copied with its corpus, and the old path is the original's, not this KB's."""
+        now = {s.path: s.sha256 for s in self.registry.sources()}
+        by_tail = {(k[len(root) :], now.get(k)): k for k in here if now.get(k)}
+        out = {}
+        for key, was in self.known.items():
+            if key in here or key.startswith(root + "/") or not was.sha256:
+                continue
+            if not Path(key).exists():  # moved, not copied: reported as no longer on disk
+                continue
+            for tail in (key[i:] for i, c in enumerate(key) if c == "/"):
+                if (tail, was.sha256) in by_tail:
+                    out[key] = by_tail[tail, was.sha256]
+                    break
+        return out
+
     def vanished(self, prune: bool) -> None:
         """Registered sources of an indexed folder that are gone from it, and any registered
         source no longer on disk (the KB was moved or copied away from the files it was
@@ -369,9 +392,12 @@ class _Indexer:
             return  # a limited read does not see the whole folder
         root = str(path.resolve())
         here = {u.key for u in self.units}
+        copies = self._copies(root, here)
         for key in sorted(self.known):  # gone from this folder, or from disk wherever it was
             inside = key.startswith(root + "/")  # (a KB moved or copied with its corpus)
-            if key not in here and (inside or not Path(key).exists()):
+            if key in copies:
+                report.copied[key] = copies[key]
+            if key not in here and (inside or key in copies or not Path(key).exists()):
                 if prune:
                     report.removed += self.kb.remove_source(key)
                     report.pruned.append(key)

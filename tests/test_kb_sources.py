@@ -151,6 +151,32 @@ def test_a_project_moved_with_its_kb_reports_the_old_paths_and_prunes_them(heron
     )
 
 
+def test_a_project_copied_with_its_kb_names_the_originals_as_copies_and_prunes_them(
+    heron, tmp_path
+):
+    """The corpus and its KB copied (the originals stay): indexing the copy reports the
+    original paths as copied here, not as two sources each (nor as gone, they are still on
+    disk); --prune leaves only the copy's paths, and the originals' KB is untouched."""
+    import shutil
+
+    index_source(KnowledgeBase(tmp_path / "kb"), heron, ocr="off")
+    copy = tmp_path / "copy"
+    shutil.copytree(heron, copy / "docs")
+    shutil.copytree(tmp_path / "kb", copy / "kb")
+    out = hopgraph("index", copy / "docs", "--kb", copy / "kb", "--ocr", "off")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("a copy of the original") == 2, out.stdout
+    assert "no longer on disk" not in out.stdout, out.stdout
+    pruned = hopgraph("index", copy / "docs", "--kb", copy / "kb", "--ocr", "off", "--prune")
+    assert pruned.returncode == 0 and pruned.stdout.count("is indexed") == 2, pruned.stdout
+    paths = sorted(s.path for s in KnowledgeBase(copy / "kb").registry.sources())
+    assert paths == [str((copy / "docs" / n).resolve()) for n in ("notes.txt", "report.pdf")]
+    found = texts(KnowledgeBase(copy / "kb"), "Zelkova mascot heron")
+    assert found and len(found) == len(set(found))
+    originals = sorted(s.path for s in KnowledgeBase(tmp_path / "kb").registry.sources())
+    assert originals == [str((heron / n).resolve()) for n in ("notes.txt", "report.pdf")]
+
+
 def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_path):
     root = tmp_path / "docs"
     (root / "a").mkdir(parents=True)
