@@ -688,7 +688,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         trace = trace_path(run_dir, qid)
         records = read_trace(trace)
         score = per_q.get(qid, {})
-        shown = {k: round(v, 3) for k, v in score.items() if k in SHOWN_SCORES}
+        scored = " · ".join(f"{k} {v:.3f}" for k, v in score.items() if k in SHOWN_SCORES)
         good = score.get("em", score.get("mmlb_acc", 0)) >= 1
         status = "bad" if pred.get("error") else ("ok" if good else "")
         parts.append(
@@ -697,7 +697,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
             f"{html.escape(qid)}: {html.escape(pred.get('question', ''))}</summary>"
             f"<p><b>Answer:</b> {html.escape(str(pred.get('answer', '')))}<br>"
             f"<b>Gold:</b> {html.escape(' | '.join(map(str, pred.get('gold', []))))}<br>"
-            f"<b>Score:</b> {html.escape(json.dumps(shown))}<br>"
+            f"<b>Score:</b> {html.escape(scored or '–')}<br>"
             f"<b>Cost:</b> {html.escape(_cost_line(pred, score))}"
             + (
                 f"<br><b class='bad'>Error:</b> {html.escape(pred['error'])}"
