@@ -66,6 +66,13 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch)
     page = report.render_html(run).read_text()
     assert f"data-id='{stored['id']}'" in page and page.count("<rect class='quoted'") == len(boxes)
     assert "the highlighted lines are what the answer quotes" in page
+    # hopgraph view shows the same: the cited page's regions, its image served by the API
+    from hopgraph.evals.viewer import RunView, page_image
+
+    view = RunView(run)
+    (shown,) = [e for e in view.question("q1")["evidence"] if e["cited"]]
+    assert shown["regions"] == boxes and shown["page_image"] and shown["page_size"]
+    assert page_image(view.records("q1"), pred, stored["id"]) == Path(stored["path"])
     # a KB indexed with a relative --kb keeps relative page paths: the report still renders
     monkeypatch.chdir(tmp_path)
     relative = {**stored, "path": str(Path(stored["path"]).relative_to(tmp_path))}
