@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 71 item 3: `hopgraph optimize` on HotpotQA with the embedded qwen2.5-coder-1.5b. The
 # search reads only the 60 questions outside the reported 40 (lines 1-20 and 61-100 of
-# runs/hotpot-q.jsonl); the verdict is `hopgraph compare` of its overlay against the hand-written
-# prompts on the reported 40 (lines 21-60), both answered by this revision with one response
-# cache. Re-running resumes every step.
+# runs/hotpot-q.jsonl); its verdict (--test) answers the reported 40 (lines 21-60) with the
+# overlay and with the hand-written prompts, one response cache for all, and record.json keeps
+# the paired test and the validation-to-test gap; `compare` shows it question by question.
+# Re-running resumes every step.
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run)
 set -eu
 cd "$(dirname "$0")/.."
@@ -33,10 +34,7 @@ $H optimize --agent "$method" --questions $T --kb runs/hotpot-kb --out $R/$metho
 rc=$?
 set -e
 [ $rc = 0 ] || exit $rc
-for arm in hand-written optimized; do  # the overlay (only its mark where nothing won) and the shipped prompts
-  prompts=""; [ $arm = optimized ] && prompts="--prompts $R/$method/overlay"
-  # shellcheck disable=SC2086
-  $H run --agent "$method" --questions $Q --kb runs/hotpot-kb --out $R/$method-test/$arm --cache $cache $prompts $fast
-  $H eval $R/$method-test/$arm
+for arm in hand-written optimized; do  # the verdict's two arms, answered by optimize --test
+  $H eval $R/$method/test/$arm
 done
-$H compare $R/$method-test/hand-written $R/$method-test/optimized --metric f1 --metric em --questions
+$H compare $R/$method/test/hand-written $R/$method/test/optimized --metric f1 --metric em --questions

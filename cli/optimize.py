@@ -43,8 +43,9 @@ def optimize(
     test: Annotated[
         str,
         typer.Option(
-            help="the test questions the verdict will use: refused if they share "
-            "any question with --questions"
+            help="test questions the search never reads (refused if they share any with "
+            "--questions): the overlay and the hand-written prompts answer them last, in "
+            "OUT/test/, and record.json keeps the paired verdict and the validation-to-test gap"
         ),
     ] = "",
     rounds: Annotated[int, typer.Option(help="rounds of candidates at most")] = 2,

@@ -274,7 +274,33 @@ class Optimizer:
             self.record["stopped"] = f"after {self.plan.rounds} rounds"
         self._write_overlay()
         self.save()
+        if self.plan.test is not None:
+            self._verdict(self.plan.test)
         return self.record
+
+    def _verdict(self, test: Path) -> None:
+        """The last word: the overlay against the hand-written prompts on ``test`` (questions
+        the search never read), paired on the metric, with the validation-to-test gap."""
+        self.say(f"verdict: the overlay against the hand-written prompts on {test}")
+        hand = self._answer("test/hand-written", test, self._overlay_of(None))
+        opt = self._answer("test/optimized", test, self.out / "overlay")  # cached where the same
+        best = self._current()
+        ids = sorted(set(hand) & set(opt))
+        a = [score_prediction(hand[i]).get(self.plan.metric, 0.0) for i in ids]
+        b = [score_prediction(opt[i]).get(self.plan.metric, 0.0) for i in ids]
+        t = paired(a, b)
+        won = next((c for c in self.record["candidates"] if c["id"] == best.id), None)
+        self.record["test"] = {
+            "questions": str(test),
+            "questions_sha256": QuestionSet.read(test).sha256,
+            "n": t.n, "hand_written": round(t.mean_a, 4), "optimized": round(t.mean_b, 4),
+            "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
+            "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
+            "same_prompts": best.id == "hand-written",
+            "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
+                    "test": round(t.diff, 4)},
+        }  # fmt: skip
+        self.save()
 
     def _round(self, r: int, incumbent: dict, pool: dict, boot: dict, val_file: Path):  # noqa: ANN202
         """One round: a demonstration set and a proposed instruction per role, each scored
@@ -603,7 +629,19 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     for c in record["candidates"]:
         if c.get("reasoning"):
             out.append(f'Proposer on {c["role"]} ({c["id"]}): "{c["reasoning"][:300]}"')
-    if hand and opt:
+    t = record.get("test")
+    if t:
+        needed = f"needed n {t['needed_n']}" if t.get("needed_n") else "no difference to power"
+        out += [
+            "",
+            f"Verdict on the {t['n']} test questions the search never read ({t['questions']}): "
+            f"{record['metric']} {t['hand_written']:.3f} hand-written, {t['optimized']:.3f} "
+            + ("(the same prompts: nothing won)" if t.get("same_prompts") else "optimized")
+            + f"; {t['better']} better / {t['worse']} worse, sign p {t['sign_p']:.3g}, {needed}. "
+            f"Validation-to-test gap: {t['gap']['validation']:+.3f} on validation, "
+            f"{t['gap']['test']:+.3f} on test.",
+        ]
+    elif hand and opt:
         a = hand["overall"].get(record["metric"], 0.0)
         b = opt["overall"].get(record["metric"], 0.0)
         best = next((c for c in record["candidates"] if c["id"] == record.get("incumbent")), None)

@@ -78,10 +78,16 @@ def test_a_winning_demonstration_set_becomes_the_overlay_and_a_losing_instructio
     tmp_path, town_kb
 ):
     train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    test = questions(tmp_path, range(N, N + 4), "test.jsonl")
     with ScriptedServer(SCRIPT) as model:
-        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        done = hopgraph(*base(train, out, town_kb, model, "--test", str(test)), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         record = json.loads((out / "record.json").read_text())
+        # the last word: on test questions the search never read, with the gap to validation
+        verdict = record["test"]
+        assert (verdict["n"], verdict["hand_written"], verdict["optimized"]) == (4, 0.5, 1.0)
+        assert (verdict["better"], verdict["worse"]) == (2, 0) and verdict["gap"]["test"] == 0.5
+        assert verdict["gap"]["validation"] > 0 and not verdict["same_prompts"]
         by_kind = {c["kind"]: c for c in record["candidates"]}
         demos, instruction = by_kind["demos"], by_kind["instruction"]
         assert demos["won"] and demos["better"] > 0 and demos["worse"] == 0
@@ -104,7 +110,6 @@ def test_a_winning_demonstration_set_becomes_the_overlay_and_a_losing_instructio
         assert any(f"What about town {q[1:]}?" in sent for q in wrong)
         assert not any(f"What about town {q[1:]}?" in sent for q in val)
         # the overlay round-trips through run: demonstrations in the prompt, every answer right
-        test = questions(tmp_path, range(N, N + 4), "test.jsonl")
         run = hopgraph(
             "run",
             "--agent",

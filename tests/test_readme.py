@@ -2,6 +2,7 @@
 ``make demo`` makes it, against the scripted model instead of the embedded one): every command
 exits 0."""
 
+import json
 import os
 import re
 import subprocess
@@ -32,7 +33,7 @@ def view_serves(command: str, cwd: Path, env: dict) -> set[str]:
     """The run names ``hopgraph view`` lists, started as written (on a free port)."""
     import httpx
 
-    proc = subprocess.Popen(f"{command} --port 0", shell=True, cwd=cwd, env=env, text=True,
+    proc = subprocess.Popen(f"exec {command} --port 0", shell=True, cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         url = re.search(r"http://\S+/", proc.stdout.readline())
@@ -82,5 +83,6 @@ def test_the_optimize_example_works_as_the_readme_writes_it(tmp_path):
             out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
                                  text=True, timeout=600)  # fmt: skip
             assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
-    assert (tmp_path / "demo/opt/record.json").is_file()
+    record = json.loads((tmp_path / "demo/opt/record.json").read_text())
+    assert record["test"]["n"] == 4 and "gap" in record["test"]
     assert "paired, against" in out.stdout  # compare's verdict table
