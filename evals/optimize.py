@@ -145,6 +145,15 @@ def ids_hash(ids: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
 
 
+@dataclass
+class Pool:
+    """The demonstration pool: its question ids, and per role the calls it answered right on
+    them (each question's first call of the role: its variables and reply)."""
+
+    ids: set[str]
+    calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
 class Optimizer:
     """One search into ``plan.out``; ``run(ctx)`` answers through ``runner(agent, dir, ctx,
     budget)`` (an ``evals.runner.Runner`` factory: the CLI's, with its endpoint)."""
@@ -164,6 +173,11 @@ class Optimizer:
         self.record_path = self.out / "record.json"
         self.began = time.time()
         self.record: dict[str, Any] = self._load()
+        self.pool = Pool(set())
+        self._traced: dict[str, list[dict[str, Any]]] = {}
+        """The bootstrap's calls per question, read once (pool and proposals read them)."""
+        self._ids: dict[Path, set[str]] = {}
+        """A question file's ids, read once (every candidate answers the validation file)."""
 
     # -- the record -----------------------------------------------------------------------
     def _load(self) -> dict[str, Any]:
@@ -257,7 +271,7 @@ class Optimizer:
         )
         boot = self._answer("bootstrap", self.plan.train, None)
         self.record["bootstrap_sent"] = _sent(boot)
-        pool = self._pool(boot, set(demo_ids))
+        self.pool = self._pool(boot, set(demo_ids))
         self.say(
             f"{len(demo_ids)} for demonstrations and proposals, {len(val_ids)} for "
             f"validation; the incumbent (hand-written) on validation"
@@ -265,7 +279,7 @@ class Optimizer:
         incumbent = self._answer("candidates/00-incumbent", val_file, self._overlay_of(None))
         self.save()
         for r in range(1, self.plan.rounds + 1):
-            best = self._round(r, incumbent, pool, boot, val_file)
+            best = self._round(r, incumbent, boot, val_file)
             if best is None:
                 self.record["stopped"] = f"round {r}: no candidate won"
                 break
@@ -302,7 +316,7 @@ class Optimizer:
         }  # fmt: skip
         self.save()
 
-    def _round(self, r: int, incumbent: dict, pool: dict, boot: dict, val_file: Path):  # noqa: ANN202
+    def _round(self, r: int, incumbent: dict, boot: dict, val_file: Path):  # noqa: ANN202
         """One round: a demonstration set and a proposed instruction per role, each scored
         against the incumbent; the best paired winner (or None) becomes the incumbent."""
         base = self._current()
@@ -310,7 +324,7 @@ class Optimizer:
         for role in self.plan.roles:
             for kind in ("demos", "instruction"):
                 cid = f"{r:02d}-{role.replace('/', '.')}-{kind}"
-                cand = self._known(cid) or self._make(cid, role, kind, base, pool, boot, r)
+                cand = self._known(cid) or self._make(cid, role, kind, base, boot, r)
                 if cand is None or cand.skipped:
                     continue
                 if not cand.scores:
@@ -336,10 +350,10 @@ class Optimizer:
     def _known(self, cid: str) -> Candidate | None:
         return next((Candidate(**c) for c in self.record["candidates"] if c["id"] == cid), None)
 
-    def _make(self, cid, role, kind, base, pool, boot, r) -> Candidate | None:  # noqa: ANN001
+    def _make(self, cid, role, kind, base, boot, r) -> Candidate | None:  # noqa: ANN001
         cand = Candidate(cid, role, kind, dict(base.instructions), dict(base.demos))
         if kind == "demos":
-            calls = pool.get(role, [])
+            calls = self.pool.calls.get(role, [])
             if not calls:
                 return None
             rng = random.Random(f"{self.plan.seed}:{r}:{role}")
@@ -347,7 +361,7 @@ class Optimizer:
                 rng.sample([c["qid"] for c in calls], min(self.plan.demos, len(calls)))
             )
         else:
-            failures = self._failures(role, boot, set(pool.get("_pool_ids", [])))
+            failures = self._failures(role, boot)
             if not failures:
                 return None
             source = Prompts.shipped(role).read_text(encoding="utf-8")
@@ -408,7 +422,9 @@ class Optimizer:
         stopped), prompts from ``overlay``; a spent budget raises ``BudgetSpent``."""
         folder = self.out / name
         done = _preds_in(folder)
-        if {q.id for q in QuestionSet.read(questions).questions} <= set(done):
+        if questions not in self._ids:
+            self._ids[questions] = {q.id for q in QuestionSet.read(questions).questions}
+        if self._ids[questions] <= set(done):
             return done  # finished: read back, no model started
         self._check_budget()
         ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
@@ -446,38 +462,39 @@ class Optimizer:
         Path(f"{path}.made.json").write_text(json.dumps(made) + "\n")
         return path
 
-    def _pool(self, boot: dict[str, dict], demo_ids: set[str]) -> dict[str, Any]:
+    def _pool(self, boot: dict[str, dict], demo_ids: set[str]) -> Pool:
         """Demonstration candidates per role: its calls (variables, reply) on pool questions
         the method answered right by exact match."""
-        pool: dict[str, Any] = {"_pool_ids": sorted(demo_ids)}
+        pool = Pool(demo_ids)
         for qid, pred in boot.items():
             if qid not in demo_ids or score_prediction(pred).get("em", 0.0) < 1.0:
                 continue
-            for call in _calls(self.out / "bootstrap", qid):
+            for call in self._boot_calls(qid):
                 answered = isinstance(call.get("reply"), str) and not call.get("error")
                 if answered and call["template"] in self.plan.roles and "inputs" in call["extra"]:
-                    pool.setdefault(call["template"], []).append(
+                    pool.calls.setdefault(call["template"], []).append(
                         {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"]}
                     )
         for role in self.plan.roles:  # a question's first call of the role is its demonstration
             seen: set[str] = set()
-            pool[role] = [
-                c for c in pool.get(role, []) if not (c["qid"] in seen or seen.add(c["qid"]))
-            ]
-        self.record["demo_candidates"] = {r: len(pool.get(r, [])) for r in self.plan.roles}
-        self._pool_calls = pool
+            pool.calls[role] = [c for c in pool.calls.get(role, [])
+                                if not (c["qid"] in seen or seen.add(c["qid"]))]  # fmt: skip
+        self.record["demo_candidates"] = {r: len(pool.calls[r]) for r in self.plan.roles}
         return pool
 
-    def _failures(self, role: str, boot: dict[str, dict], demo_ids: set[str], n: int = 3) -> list:
+    def _boot_calls(self, qid: str) -> list[dict[str, Any]]:
+        if qid not in self._traced:
+            self._traced[qid] = _calls(self.out / "bootstrap", qid)
+        return self._traced[qid]
+
+    def _failures(self, role: str, boot: dict[str, dict], n: int = 3) -> list:
         """Up to ``n`` pool questions answered wrong, with the role's real prompt and reply."""
         out = []
-        for qid in sorted(demo_ids):
+        for qid in sorted(self.pool.ids):
             pred = boot.get(qid)
             if pred is None or score_prediction(pred).get("em", 0.0) >= 1.0:
                 continue
-            call = next(
-                (c for c in _calls(self.out / "bootstrap", qid) if c["template"] == role), None
-            )
+            call = next((c for c in self._boot_calls(qid) if c["template"] == role), None)
             if call is None:
                 continue
             prompt = "\n".join(
@@ -508,7 +525,7 @@ class Optimizer:
             self.plan.agent,
             cand.instructions,
             {
-                role: [c for c in self._pool_calls.get(role, []) if c["qid"] in set(qids)]
+                role: [c for c in self.pool.calls.get(role, []) if c["qid"] in set(qids)]
                 for role, qids in cand.demos.items()
             },
         )

@@ -320,4 +320,4 @@ def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
     (boot / "traces" / "q2.jsonl").write_text(call(None, "connection refused") + call("answer-2"))
     plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"])
     pool = Optimizer(plan, None, None)._pool({"q2": pred}, {"q2"})
-    assert [c["output"] for c in pool["rag/short_answer"]] == ["answer-2"]
+    assert [c["output"] for c in pool.calls["rag/short_answer"]] == ["answer-2"]
