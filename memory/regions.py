@@ -21,8 +21,11 @@ def _words(text: str) -> list[tuple[str, int, int]]:
 
 def quoted_span(answer: str, text: str, min_words: int = 4) -> tuple[int, int] | None:
     """The character span in ``text`` of the longest run of at least ``min_words`` consecutive
-    words of ``answer`` that ``text`` holds in the same order (case and punctuation aside)."""
+    words of ``answer`` that ``text`` holds in the same order (case and punctuation aside); a
+    short answer of two words or more (a name: "Allison Crimmins") counts where it is quoted
+    whole."""
     said, page = _words(answer), _words(text)
+    min_words = max(2, min(min_words, len(said)))
     if len(said) < min_words or len(page) < min_words:
         return None
     where: dict[str, list[int]] = {}
