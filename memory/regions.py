@@ -50,6 +50,11 @@ def region(provenance: dict[str, Any], start: int, end: int) -> list[list[float]
 
 
 def cited_region(evidence: dict[str, Any], answer: str) -> list[list[float]]:
-    """The region of a cited page that ``answer`` quotes; [] where it quotes none of it."""
-    span = quoted_span(answer, evidence.get("text", ""))
-    return region(evidence.get("provenance") or {}, *span) if span else []
+    """The region of a cited page that ``answer`` quotes, each of its lines read apart (a
+    response and its short answer); [] where it quotes none of it."""
+    boxes: list[list[float]] = []
+    for said in answer.splitlines():
+        span = quoted_span(said, evidence.get("text", ""))
+        found = region(evidence.get("provenance") or {}, *span) if span else []
+        boxes += [b for b in found if b not in boxes]
+    return boxes

@@ -92,5 +92,6 @@ def test_an_answer_quoting_nothing_of_a_page_has_no_region():
     assert cited_region(page, "It says revenue rose by nine percent.") == [[0, 0, 100, 10]]
     # a short answer (a name, two or three words) is a quote only where it stands whole
     assert cited_region(page, "Third quarter") == [[0, 0, 100, 10]]
+    assert cited_region(page, "It was the third quarter.\nThird quarter") == [[0, 0, 100, 10]]
     assert cited_region(page, "Quarter three") == [] and cited_region(page, "Revenue") == []
     assert cited_region(page, "nine weeks percent") == []

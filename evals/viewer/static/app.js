@@ -270,7 +270,8 @@ function evidenceTable(index, qid, evidence) {
     evidence.map((e) => h("tr", {},
       h("td", {}, h("code", {}, e.id)), h("td", { class: "num" }, fmt.m(e.score)),
       h("td", {}, e.kept ? "kept" : ""), h("td", {}, e.cited ? h("b", {}, "cited") : ""),
-      h("td", {}, e.title + (e.page !== null && e.page !== undefined ? ` p.${e.page}` : "")),
+      h("td", {}, e.title + (e.page !== null && e.page !== undefined && !e.title.endsWith(`p.${e.page}`)
+        ? ` p.${e.page}` : "")),
       h("td", { class: "text" }, e.text.length > 400
         ? h("details", {}, h("summary", {}, e.text.slice(0, 400) + "…"), e.text) : e.text,
         e.page_image ? pageFigure(index, qid, e) : null))));
@@ -393,6 +394,11 @@ async function render() {
     else if (parts[0] === "compare" && parts[3] === "q") await compareQuestion(Number(parts[1]), Number(parts[2]), parts[4], started);
     else if (parts[0] === "compare") await comparePage(Number(parts[1]), Number(parts[2]), params, started);
     else await runList(started);
+    const at = params.get("at") && document.getElementById(params.get("at"));
+    if (at) {  // a link to a part of the page (?at=evidence, ?at=calls), once its images are laid out
+      await Promise.all([...app.querySelectorAll("img")].map((img) => img.decode().catch(() => null)));
+      at.scrollIntoView();
+    }
   } catch (e) {
     done(started, h("p", { class: "note", id: "error" }, `error: ${e.message}`));
     app.dataset.state = "error";
