@@ -214,6 +214,7 @@ class Optimizer:
         nothing), and their USD at the budget's price."""
         parts = [self.record.get("bootstrap_sent", [0, 0])]
         parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
+        parts += [self.record.get("test", {}).get("sent", [0, 0])]  # the verdict's two arms
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
         out: dict[str, Any] = {
             "tokens": prompt + completion,
@@ -311,6 +312,7 @@ class Optimizer:
             "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
             "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
             "same_prompts": best.id == "hand-written",
+            "sent": [x + y for x, y in zip(_sent(hand), _sent(opt), strict=True)],
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
         }  # fmt: skip

@@ -149,7 +149,7 @@ GRAIL_DEVIATIONS = [
 def _optimized(method: str, roles: str) -> list[RunTable | BenchTable]:
     """Issue 71: a ``hopgraph optimize`` search on the 60 training questions, and its verdict
     on the 40 reported ones it never read."""
-    test = f"hotpotqa/optimize/{method}-test"
+    test = f"hotpotqa/optimize/{method}/test"
     command = f"make native; benchmarks/optimize_hotpot.sh {method}"
     return [
         BenchTable(
