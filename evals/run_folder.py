@@ -639,6 +639,9 @@ class RunFolder:
     that refuse a sitting, the sittings), ``predictions.jsonl`` (``predictions``), the traces
     and the lock a local run holds."""
 
+    MANIFEST = "manifest.json"
+    """The file that makes a folder a run folder."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.predictions = PredictionLog(self.path / "predictions.jsonl")
@@ -654,11 +657,11 @@ class RunFolder:
 
     def manifest(self) -> Manifest | None:
         """What the run was made with, None before its first sitting."""
-        path = self.path / "manifest.json"
+        path = self.path / self.MANIFEST
         return json.loads(path.read_text()) if path.exists() else None
 
     def write_manifest(self, m: Manifest) -> None:
-        (self.path / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+        (self.path / self.MANIFEST).write_text(json.dumps(m, indent=2) + "\n")
 
     @property
     def metrics_path(self) -> Path:

@@ -104,6 +104,8 @@ def test_eval_report_and_compare_show_what_each_question_cost(tmp_path, town_kb)
     page = hopgraph("trace", str(out), "--format", "html", cwd=tmp_path)
     assert page.returncode == 0, page.stderr
     html = (out / "report.html").read_text()
-    assert "Cost (all questions)" in html and f"{one['llm_calls']} calls" in html
+    summary = html[html.index("class='summary'") :]  # the first screen: tokens and USD
+    assert f"{prompt + completion:,} tokens · ${usd:.4f}" in summary
+    assert f"{one['llm_calls']} calls" in html
     compared = hopgraph("compare", str(out), str(out), cwd=tmp_path)
     assert compared.returncode == 0 and "usd" in compared.stdout

@@ -479,7 +479,8 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
              if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
     lost, replayed = pred.get("lost_calls", 0), pred.get("replayed_calls", 0)
     assert [r["data"]["resume"] for r in records if r.get("mode") == "start"] == [False, True]
-    assert lost >= 1 and replayed >= 2
+    # the second logged reply may still be on the wire at the kill: then it is lost, not replayed
+    assert lost >= 1 and replayed >= 1
     assert pred["llm_calls"] == received == len(calls) + lost  # each call the endpoint got, once
     assert pred["llm_calls"] - replayed - lost == uninterrupted["llm_calls"]
     (marks,) = [

@@ -42,10 +42,10 @@ def find_runs(paths: list[Path]) -> list[Path]:
     once each; a path holding none is refused naming it."""
     found: list[Path] = []
     for path in paths:
-        if (path / "manifest.json").is_file():
+        if (path / RunFolder.MANIFEST).is_file():
             inside = [path]
         elif path.is_dir():
-            inside = sorted(m.parent for m in path.rglob("manifest.json"))
+            inside = sorted(m.parent for m in path.rglob(RunFolder.MANIFEST))
         else:
             raise RunError(f"{path} is not a folder")
         if not inside:
