@@ -706,6 +706,8 @@ class KnowledgeBase:
         with self._lock:
             kept = self._kept_hits(hidden)
             out = {i: kept[i] for i in ids if i in kept}
+        if len(out) == len(set(ids)):
+            return out  # all recent hits: no engine call, not even its lock
         with self._chroma():
             for modality in MODALITIES:
                 wanted = [i for i in ids if i.startswith(modality + "-") and i not in out]

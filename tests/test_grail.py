@@ -103,6 +103,16 @@ def test_training_free_gate_and_diagnostics():
     assert torch.allclose(out.h_req, layer_norm(out.q_gap), atol=1e-6)
 
 
+def test_layer_norm_is_torchs_at_real_sizes():
+    """Issue 74: LN is written out (F.layer_norm's CPU kernel forks its thread pool for any two
+    rows, ~8 ms beside a busy llama.cpp); it must stay torch's LN, one query's context and a
+    training batch alike."""
+    torch.manual_seed(0)
+    for shape in [(1, 384), (1, 3, 384), (64, 8, 384), (4096, 384)]:
+        x = torch.randn(*shape) * 3 + 1
+        assert torch.allclose(layer_norm(x), F.layer_norm(x, shape[-1:]), atol=1e-5)
+
+
 def test_empty_context_and_mixed_batch():
     gap = GapSteering(4)
     q = torch.randn(3, 4)
@@ -404,6 +414,12 @@ def test_a_grail_step_steers_by_the_vectors_its_hits_came_with_not_a_fetch_by_id
     assert fetched == [] and len(found) == 10 and not set(held) & {i for i, _ in found}
     for i in held:  # the kept vectors are the stored ones
         assert np.allclose(kb.stored_vectors([i])[i], vecs[ids.index(i)], atol=1e-6)
+    def engine(*a, **kw):
+        raise AssertionError("kept vectors asked the engine (or took its lock)")
+
+    with monkeypatch.context() as m:  # every held vector kept: not even the engine's lock
+        m.setattr(kb, "_chroma", engine)
+        assert set(kb.stored_vectors(held)) == set(held)
     # the next step holds what this one found: still no fetch
     grail.search(q, held + [i for i, _ in found[:2]], 10, mode="gap-fixed")
     assert fetched == []
