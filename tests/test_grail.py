@@ -414,6 +414,7 @@ def test_a_grail_step_steers_by_the_vectors_its_hits_came_with_not_a_fetch_by_id
     assert fetched == [] and len(found) == 10 and not set(held) & {i for i, _ in found}
     for i in held:  # the kept vectors are the stored ones
         assert np.allclose(kb.stored_vectors([i])[i], vecs[ids.index(i)], atol=1e-6)
+
     def engine(*a, **kw):
         raise AssertionError("kept vectors asked the engine (or took its lock)")
 
