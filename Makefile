@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 
-.PHONY: install native vllm demo test test-fast lint format clean
+.PHONY: install native vllm demo test test-fast lint typecheck format clean
 
 # Every vector extension this CPU has, named one by one, but never AMX: -march=native turns on
 # ggml's AMX kernels, which crashed the server (general protection fault in libggml-cpu) on the
@@ -92,9 +92,16 @@ test: $(STAMP) $(CONFORMANCE)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not integration and not slow"
 
-lint: $(STAMP)
+lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy over the layers below graphs/ (config in pyproject.toml); the repository root is the
+# package, so it is seen through a folder holding `hopgraph -> ..`
+typecheck: $(STAMP)
+	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
+	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml \
+		-p hopgraph.agents -p hopgraph.tools -p hopgraph.memory -p hopgraph.models
 
 format: $(STAMP)
 	$(BIN)/ruff format .

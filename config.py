@@ -1,9 +1,11 @@
 """The Context every hopgraph graph runs with (LangGraph ``context_schema``): what every graph
 shares (endpoint, models, folders, retrieval depth, the limits on a request). Each method's knobs
-are a settings class of its own, beside its graph (``graphs/mmapg.py:MMAPGSettings``; GRAIL's
-and PolarMem's are parts any graph may include); ``context_class`` joins Context and a graph's
-settings into that graph's schema, so LangGraph Studio shows a graph only its own fields. A
-knob's bounds and owner are its field's metadata (``knob``, ``OPERATOR``, ``SERVING``).
+are a settings class of its own, in the lowest layer that reads them (``tools/mmapg.py:
+MMAPGSettings``; GRAIL's and PolarMem's are parts any graph may include); ``context_class`` joins
+Context and a graph's settings into that graph's schema, so LangGraph Studio shows a graph only
+its own fields, and below the graphs ``knobs_of`` reads a knob through the type that declares it
+(``make typecheck``). A knob's bounds and owner are its field's metadata (``knob``,
+``OPERATOR``, ``SERVING``).
 
 Fields left at their default are filled from ``HOPGRAPH_<FIELD>`` environment variables, the
 idiom of langchain-ai's react-agent template; explicit arguments always win.
@@ -18,7 +20,7 @@ import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 ENV_PREFIX = "HOPGRAPH_"
 OPERATOR = {"owner": "operator"}
@@ -344,6 +346,21 @@ def _whose(names: list[str]) -> str:
     """Where unknown names are another method's knobs: whose."""
     owned = [f"{n} is {_OWNERS[n]}'s" for n in names if n in _OWNERS]
     return f" ({'; '.join(owned)}, not this graph's)" if owned else ""
+
+
+S = TypeVar("S")
+
+
+def knobs_of(ctx: Context, settings: type[S]) -> S:
+    """``ctx`` read as its method's ``settings``, typed: a method's Context inherits each of its
+    settings classes (``context_class``), so below the graphs a knob is read where its type
+    declares it. A Context without them is a caller's mistake, named."""
+    if not isinstance(ctx, settings):
+        raise TypeError(
+            f"{type(ctx).__name__} has no {settings.__name__} knobs: run this through a graph "
+            f"whose Context includes them"
+        )
+    return ctx
 
 
 def context_class(name: str, *parts: type, module: str = "") -> type[Context]:

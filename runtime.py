@@ -57,7 +57,7 @@ class ProcessCache(Generic[K, V]):
 _CACHES: list[ProcessCache] = []
 
 
-def process_cache(name: str, close: Callable[[V], object] | None = None) -> ProcessCache:
+def process_cache(name: str, close: Callable[[V], object] | None = None) -> ProcessCache[K, V]:
     """A new registered cache (at import of the module that owns its kind of object)."""
     cache = ProcessCache(name, close)
     _CACHES.append(cache)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from hopgraph.agents.role import Role
-from hopgraph.config import Context
+from hopgraph.config import Context, knob, knobs_of
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import chat_model, question_model, vlm_model
 from hopgraph.models.events import Fallback, emit
@@ -20,6 +21,49 @@ from hopgraph.tools.replies import parse_score
 log = logging.getLogger(__name__)
 UNPARSED_SCORE = 3  # the authors' code reads an unparsable judgement as 3 ("moderately")
 NOT_ANSWERABLE = "Not answerable"
+
+
+@dataclass(kw_only=True)
+class MABDQASettings:
+    """MAB-DQA's knobs (mab-dqa.txt, Sec. 4.4): the paper's defaults; the authors'
+    public code uses beta=0.01, lambda=1."""
+
+    mabdqa_alpha: float = 0.8
+    """Weight of the page judgement against late interaction (Eq. 8)."""
+    mabdqa_beta: float = 0.1
+    """Weight of the hypergraph term (Eq. 8)."""
+    mabdqa_lambda: float = 0.75
+    """Arm confidence against page degree inside the hypergraph term (Eq. 8)."""
+    mabdqa_theta_g: float = 0.8
+    """Page-graph edge threshold (Eq. 2)."""
+    mabdqa_theta_h: int = knob(10, most=50)
+    """Pages per hyperedge (Algorithm 1)."""
+    mabdqa_m: int = knob(20, least=0, most=50)
+    """Pages judged by the bandit walk (Algorithm 2's iterations)."""
+    mabdqa_batch: int = knob(1, least=1, most=16)
+    """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
+    mabdqa_seed: int = 42
+    mabdqa_top_pages: int = knob(4, least=1, most=10)
+    """Pages the answer reads (the paper's Top-4)."""
+    mabdqa_retriever: Literal["bandit", "li"] = "bandit"
+    """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
+    mabdqa_page_graph: bool = True
+    """Off: no query-agnostic page graph (Table 6 ablation)."""
+    mabdqa_atoms_only: bool = False
+    """On: arms are the atomic subqueries only, no global query (Table 6 ablation)."""
+    mabdqa_question_reflection: bool = True
+    mabdqa_answer_reflection: bool = True
+    """Off: the initial answer is final and the hypergraph is never re-entered."""
+    mabdqa_reentries: int = knob(1, most=3)
+    """Times HRRA may re-enter the hypergraph for more pages when the answer falls short."""
+    mabdqa_reentry_m: int = knob(8, most=20)
+    """Pages judged per re-entry."""
+    mabdqa_max_aspects: int = knob(5, most=10)
+    mabdqa_page_chars: int = 1500
+    """Page text the LLM reads per page when no VLM sees the page image."""
+    mabdqa_judge_tokens: int = 160
+    mabdqa_judge: Literal["scale", "p_yes"] = "scale"
+    """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
 
 ASPECTS = Role("decomposer", "mabdqa/aspects")
@@ -34,8 +78,9 @@ REFINER = Role("answer_refiner", "mabdqa/refine_answer")
 
 def _page_view(page: Evidence, ctx: Context) -> dict[str, Any]:
     text = " ".join(page["text"].split())
-    if len(text) > ctx.mabdqa_page_chars:
-        text = text[: ctx.mabdqa_page_chars].rsplit(" ", 1)[0] + " …"
+    most = knobs_of(ctx, MABDQASettings).mabdqa_page_chars
+    if len(text) > most:
+        text = text[:most].rsplit(" ", 1)[0] + " …"
     return {"page": page["page"], "text": text or "(no text on this page)"}
 
 
@@ -58,11 +103,10 @@ def _reading(
 
 def aspects(question: str, ctx: Context) -> list[str]:
     """The aspect subqueries q_1..q_M (App. C.1): key phrases, comma separated."""
-    reply = ASPECTS.complete(
-        ctx, max_tokens=80, question=question, max_aspects=ctx.mabdqa_max_aspects
-    )
+    most = knobs_of(ctx, MABDQASettings).mabdqa_max_aspects
+    reply = ASPECTS.complete(ctx, max_tokens=80, question=question, max_aspects=most)
     out = list(dict.fromkeys(p for p in aspect_phrases(reply) if p and len(p) <= 120))
-    return out[: ctx.mabdqa_max_aspects]
+    return out[:most]
 
 
 def aspect_phrases(reply: str) -> list[str]:
@@ -86,9 +130,10 @@ def judge_page(question: str, page: Evidence, ctx: Context) -> float:
     graded reward from one forward pass, for small models whose 1-5 replies barely vary)."""
     text = _page_view(page, ctx)["text"]
     variables = {**_reading([page], ctx), "question": question, "page": page["page"], "text": text}
-    if ctx.mabdqa_judge == "p_yes":
+    knobs = knobs_of(ctx, MABDQASettings)
+    if knobs.mabdqa_judge == "p_yes":
         return JUDGE_P_YES.p_yes(ctx, **variables)
-    reply = JUDGE.complete(ctx, max_tokens=ctx.mabdqa_judge_tokens, **variables)
+    reply = JUDGE.complete(ctx, max_tokens=knobs.mabdqa_judge_tokens, **variables)
     score = parse_score(reply)
     if score is None:
         log.warning("page judgement without a 1-5 score (read as %d): %r", UNPARSED_SCORE, reply)

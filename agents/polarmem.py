@@ -11,7 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from hopgraph.agents.role import CALLER_HANDLES, Role
-from hopgraph.config import Context
+from hopgraph.config import Context, knobs_of
+from hopgraph.memory.polarmem import PolarMemSettings
 from hopgraph.models import CapabilityError, vlm_model
 from hopgraph.runtime import fan_out
 
@@ -68,30 +69,30 @@ def need_vlm(ctx: Context):
 
 def propose_concepts(image: str | Path, ctx: Context, caption: str = "") -> list[str]:
     """C_prop: the VLM's open-set concept proposal (App. B, offline concept extraction)."""
+    most = knobs_of(ctx, PolarMemSettings).polar_max_concepts
     reply = PROPOSER.complete(
         ctx, pictures=[str(image)], model=need_vlm(ctx), max_tokens=200,
-        max_concepts=ctx.polar_max_concepts, caption=caption,
+        max_concepts=most, caption=caption,
     )  # fmt: skip
     seen: dict[str, None] = {}
     for part in reply.replace("\n", ",").split(","):
         phrase = part.strip().strip("-*•.").strip()
         if phrase and len(phrase.split()) <= 4:
             seen.setdefault(phrase, None)
-    return list(seen)[: ctx.polar_max_concepts]
+    return list(seen)[:most]
 
 
 def verification_prompts(concept: str, ctx: Context) -> list[str]:
     """T_ens(c): the first ``polar_templates`` wordings of ``polarmem/verify``."""
-    if ctx.polar_templates < MIN_TEMPLATES:
+    n = knobs_of(ctx, PolarMemSettings).polar_templates
+    if n < MIN_TEMPLATES:
         raise ValueError(
             f"polar_templates must be at least {MIN_TEMPLATES} (Eq. 4 averages over an "
-            f"ensemble), not {ctx.polar_templates}"
+            f"ensemble), not {n}"
         )
-    out = [VERIFIER.render(ctx, concept=concept, variant=i) for i in range(ctx.polar_templates)]
+    out = [VERIFIER.render(ctx, concept=concept, variant=i) for i in range(n)]
     if any(not p.strip() for p in out):
-        raise ValueError(
-            f"polar_templates={ctx.polar_templates}, but polarmem/verify.j2 has fewer wordings"
-        )
+        raise ValueError(f"polar_templates={n}, but polarmem/verify.j2 has fewer wordings")
     return out
 
 
@@ -100,7 +101,8 @@ def verify_concepts(image: str | Path, concepts: list[str], ctx: Context) -> dic
     vlm = need_vlm(ctx)
     if concepts:  # refuses an ensemble the template cannot give, before any call
         verification_prompts(concepts[0], ctx)
-    jobs = [(c, i) for c in concepts for i in range(ctx.polar_templates)]
+    n = knobs_of(ctx, PolarMemSettings).polar_templates
+    jobs = [(c, i) for c in concepts for i in range(n)]
 
     def score(job: tuple[str, int]) -> float:
         concept, variant = job

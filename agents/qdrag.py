@@ -126,11 +126,14 @@ def score_all(pairs: list[tuple[str, Evidence]], ctx: Context) -> list[float]:
 # {"prompt", "chosen", "rejected"} form TRL's DPOTrainer reads (``hopgraph qdrag pairs``).
 
 
-def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: int) -> float:
+def plan_reward(
+    plan: list[dict[str, str]], gold: list[str], ctx: Context, k: int, budget: int
+) -> float:
     """Recall of gold contexts by the union of each subquestion's top-k retrieval (Eq. 1), with
     the plan run as QD-R runs it at inference: wave by wave, each ``<Ans_of_Qi>`` filled with
-    the answer to Qi from its own top ``qdrag_budget`` contexts, so a dependent subquestion
-    searches for what it will really ask. A plan that cannot be resolved raises ``PlanError``."""
+    the answer to Qi from its own top ``budget`` contexts (``qdrag_budget``), so a dependent
+    subquestion searches for what it will really ask. A plan that cannot be resolved raises
+    ``PlanError``."""
     subs = parse_plan(plan)
     if not gold:
         return 0.0
@@ -142,7 +145,7 @@ def plan_reward(plan: list[dict[str, str]], gold: list[str], ctx: Context, k: in
             query = resolved(sub, answers)
             hits = search(query, ctx, k=k, role="qdarf")
             found |= {h["id"] for h in hits}
-            answers[sub["id"]] = answer_from(query, hits[: ctx.qdrag_budget], ctx) if (
+            answers[sub["id"]] = answer_from(query, hits[:budget], ctx) if (
                 sub["id"] in needed
             ) else ""  # fmt: skip
     return len(found & set(gold)) / len(set(gold))
@@ -155,16 +158,18 @@ def preference_pairs(
     samples: int = 4,
     temperature: float = 0.8,
     k: int = 5,
+    budget: int,
     on_question: Callable[[Any, dict[str, Any]], None] | None = None,
 ) -> list[dict[str, str]]:
-    """One pair per question whose best plan beats its worst; unparsable samples are dropped."""
+    """One pair per question whose best plan beats its worst; unparsable samples are dropped.
+    ``budget``: the contexts a needed subanswer reads (QD-R's ``qdrag_budget``)."""
     pairs = []
     for q in questions:
         scored = []
         for _ in range(samples):
             try:
                 plan = plan_qdr(q.question, ctx, temperature=temperature)
-                scored.append((plan_reward(plan, q.evidence, ctx, k), plan))
+                scored.append((plan_reward(plan, q.evidence, ctx, k, budget), plan))
             except ValueError:  # not JSON, not a plan, a cycle: this sample is dropped
                 continue
         info: dict[str, Any] = {"samples": len(scored), "rewards": [r for r, _ in scored]}

@@ -18,8 +18,9 @@ from hopgraph.graphs import endpoint_needs, every_context
 @app.command()
 def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
     """Probe an endpoint (default: the embedded server) and print what it supports."""
+    from hopgraph.graphs.mabdqa import images_per_call
     from hopgraph.models import chat_model, vlm_model
-    from hopgraph.models.doctor import diagnose, diagnose_vlm, images_per_call, method_support
+    from hopgraph.models.doctor import diagnose, diagnose_vlm, method_support
 
     ctx = build_context(base_url, model, sets=sets, schema=every_context())
     with console.status("starting…") as status:

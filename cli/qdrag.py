@@ -47,6 +47,7 @@ def qdrag_preferences(
         samples=samples,
         temperature=temperature,
         k=k,
+        budget=ctx.qdrag_budget,
         on_question=lambda q, info: err.print(f"{q.id}: rewards {info['rewards']}"),
     )
     write_pairs(pairs, out)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 from langgraph.graph import END
@@ -22,7 +21,8 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.config import MethodSpec, knob
+from hopgraph.agents.mabdqa import MABDQASettings
+from hopgraph.config import Context, MethodSpec, knobs_of
 from hopgraph.graphs.shared import (
     InputState,
     add_chain,
@@ -38,50 +38,6 @@ from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, build_hypergraph, 
 from hopgraph.tools.mabdqa.page_vectors import DocumentPages, document_pages, query_vectors
 from hopgraph.tools.retrieval import knowledge_base
 
-
-@dataclass(kw_only=True)
-class MABDQASettings:
-    """MAB-DQA's knobs (mab-dqa.txt, Sec. 4.4): the paper's defaults; the authors'
-    public code uses beta=0.01, lambda=1."""
-
-    mabdqa_alpha: float = 0.8
-    """Weight of the page judgement against late interaction (Eq. 8)."""
-    mabdqa_beta: float = 0.1
-    """Weight of the hypergraph term (Eq. 8)."""
-    mabdqa_lambda: float = 0.75
-    """Arm confidence against page degree inside the hypergraph term (Eq. 8)."""
-    mabdqa_theta_g: float = 0.8
-    """Page-graph edge threshold (Eq. 2)."""
-    mabdqa_theta_h: int = knob(10, most=50)
-    """Pages per hyperedge (Algorithm 1)."""
-    mabdqa_m: int = knob(20, least=0, most=50)
-    """Pages judged by the bandit walk (Algorithm 2's iterations)."""
-    mabdqa_batch: int = knob(1, least=1, most=16)
-    """Pages drawn and judged concurrently per bandit round (ours; 1 is the paper's walk)."""
-    mabdqa_seed: int = 42
-    mabdqa_top_pages: int = knob(4, least=1, most=10)
-    """Pages the answer reads (the paper's Top-4)."""
-    mabdqa_retriever: Literal["bandit", "li"] = "bandit"
-    """bandit (Algorithm 2) | li (plain late-interaction top-k, the M3DocRAG-style baseline)."""
-    mabdqa_page_graph: bool = True
-    """Off: no query-agnostic page graph (Table 6 ablation)."""
-    mabdqa_atoms_only: bool = False
-    """On: arms are the atomic subqueries only, no global query (Table 6 ablation)."""
-    mabdqa_question_reflection: bool = True
-    mabdqa_answer_reflection: bool = True
-    """Off: the initial answer is final and the hypergraph is never re-entered."""
-    mabdqa_reentries: int = knob(1, most=3)
-    """Times HRRA may re-enter the hypergraph for more pages when the answer falls short."""
-    mabdqa_reentry_m: int = knob(8, most=20)
-    """Pages judged per re-entry."""
-    mabdqa_max_aspects: int = knob(5, most=10)
-    mabdqa_page_chars: int = 1500
-    """Page text the LLM reads per page when no VLM sees the page image."""
-    mabdqa_judge_tokens: int = 160
-    mabdqa_judge: Literal["scale", "p_yes"] = "scale"
-    """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
-
-
 SPEC = MethodSpec(
     "mabdqa",
     "questions about one long PDF, named by doc",
@@ -90,6 +46,12 @@ SPEC = MethodSpec(
 )
 MABDQAContext = SPEC.context("MABDQAContext")
 """MAB-DQA's Context: the shared fields and its knobs."""
+
+
+def images_per_call(ctx: Context) -> int:
+    """The most images one hopgraph call sends (``hopgraph doctor`` probes a VLM with as many):
+    MAB-DQA's answer reads its top pages and the question's own image (other calls send one)."""
+    return knobs_of(MABDQAContext.adopt(ctx), MABDQASettings).mabdqa_top_pages + 1
 
 
 class WalkState(TypedDict):

@@ -14,8 +14,7 @@ Context switches (Table 3 ablations): ``mmapg_single_path``, ``mmapg_triplets``,
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -25,7 +24,7 @@ from typing_extensions import TypedDict
 from hopgraph.agents import mmapg as roles
 from hopgraph.agents.generator import short_answer
 from hopgraph.agents.mmapg import overall_plan, plan_step, reason
-from hopgraph.config import MethodSpec, knob
+from hopgraph.config import MethodSpec
 from hopgraph.graphs import polarmem
 from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
@@ -44,6 +43,7 @@ from hopgraph.tools.mmapg import (
     IMAGE_SIDE,
     REPEATS,
     TEXT_SIDE,
+    MMAPGSettings,
     check_step,
     ending,
     fallback_step,
@@ -51,34 +51,6 @@ from hopgraph.tools.mmapg import (
     has_image_side,
     top_k,
 )
-
-
-@dataclass(kw_only=True)
-class MMAPGSettings:
-    """MMAPG's knobs (mmapg.txt, Alg. 1)."""
-
-    mmapg_max_iterations: int = knob(10, least=1, most=20)
-    """The planner loop's cap k (Alg. 1, line 3)."""
-    mmapg_single_path: bool = False
-    """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
-    mmapg_triplets: bool = True
-    """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
-    passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
-    mmapg_retrieval: Literal["module", "similarity"] = "module"
-    """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
-    instruction's embedding, no query building, no examination."""
-    mmapg_text_radius: float = 0.6
-    """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
-    mmapg_image_radius: float = 0.7
-    """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
-    mmapg_max_candidates: int = knob(6, least=1, most=20)
-    """Candidates examined per retrieval node, best first: each costs one model call, and the
-    radius search alone has no upper bound."""
-    mmapg_examine_filter: bool = False
-    """Ours, off by default: drop a candidate the examiner judges unhelpful before extraction
-    (each drop is a ``dropped_candidate`` step in the trace). The paper collects every
-    examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
-
 
 SPEC = MethodSpec(
     "mmapg",

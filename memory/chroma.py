@@ -45,7 +45,7 @@ def chroma_client(path: str | Path = "", url: str = ""):
         )
     except ValueError as e:  # its heartbeat failed
         raise _unreachable(url, e) from e
-    _name_failures(client._server, url)
+    _name_failures(client._server, url)  # type: ignore[attr-defined]  # its HTTP API object
     return client
 
 

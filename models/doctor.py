@@ -49,12 +49,6 @@ def _attempted(name: str, fn, on_probe=None) -> Probe:  # noqa: ANN001 - () -> (
     return Probe(name, ok, detail)
 
 
-def images_per_call(ctx) -> int:  # noqa: ANN001 - a Context
-    """The most images one hopgraph call sends: MAB-DQA's answer reads its top pages and the
-    question's own image (the other image calls send one)."""
-    return ctx.mabdqa_top_pages + 1
-
-
 def diagnose_vlm(model: ChatModel, images: int) -> list[Probe]:
     """The VLM endpoint: that it serves the model, accepts ``images`` images in one request
     (a server limited to fewer refuses MAB-DQA's page calls with 400s), and gives P(Yes)."""

@@ -13,6 +13,11 @@ def first_line(e: BaseException) -> str:
 class HopgraphModelError(RuntimeError):
     """Base class of every model-layer failure."""
 
+    call_error: str = ""
+    """What the failed call's event records as its error ("" where no call failed)."""
+    attempts: int = 0
+    """Requests sent before it failed."""
+
 
 class EndpointError(HopgraphModelError):
     """The endpoint cannot be reached or answered with an error after bounded retries."""

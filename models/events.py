@@ -144,18 +144,18 @@ class Step(Event):
 def emit(event: Event, sink: EventSink | None = None) -> None:
     """Send ``event`` (as its wire dict) to ``sink`` and, inside a LangGraph run, to its custom
     stream."""
-    event = event.as_event()
+    wire = event.as_event()
     if sink is not None:
-        sink(event)
-    if event.get("event") == "llm_call":
-        used = event.get("prompt_tokens", 0) + event.get("completion_tokens", 0)
+        sink(wire)
+    if wire.get("event") == "llm_call":
+        used = wire.get("prompt_tokens", 0) + wire.get("completion_tokens", 0)
         with _tally_lock:
             if (tally := _tally.get()) is not None:
                 tally["calls"] += 1
                 tally["tokens"] += used
-                if not (event.get("extra") or {}).get("cached"):  # what reached the endpoint
-                    tally["sent_prompt"] += event.get("prompt_tokens", 0)
-                    tally["sent_completion"] += event.get("completion_tokens", 0)
+                if not (wire.get("extra") or {}).get("cached"):  # what reached the endpoint
+                    tally["sent_prompt"] += wire.get("prompt_tokens", 0)
+                    tally["sent_completion"] += wire.get("completion_tokens", 0)
             if (spend := _spend.get()) is not None:
                 spend["tokens"] += used
     try:
@@ -164,7 +164,7 @@ def emit(event: Event, sink: EventSink | None = None) -> None:
         writer = get_stream_writer()
     except (RuntimeError, ImportError, KeyError):  # outside a graph run (or in a bare tool call)
         return
-    writer(event)
+    writer(wire)
 
 
 @contextmanager

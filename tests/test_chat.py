@@ -320,7 +320,8 @@ def test_doctor_probes_the_vlm_with_as_many_images_as_one_call_sends(endpoint):
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.models.doctor import diagnose_vlm, images_per_call
+    from hopgraph.graphs.mabdqa import images_per_call
+    from hopgraph.models.doctor import diagnose_vlm
 
     n = images_per_call(Context())
     assert n == Context().mabdqa_top_pages + 1

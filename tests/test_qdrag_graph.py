@@ -203,7 +203,7 @@ def test_qdarf_pairs_prefer_the_plan_that_recalls_gold(tmp_path, kb_dir):
     with ScriptedServer(reply) as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), max_retries=1)
         pairs = preference_pairs(
-            [Question("q", "Who founded Town 3?", evidence=gold)], ctx, samples=3, k=1
+            [Question("q", "Who founded Town 3?", evidence=gold)], ctx, samples=3, k=1, budget=5
         )
     (pair,) = pairs
     assert "Town 3" in pair["chosen"] and "bread" in pair["rejected"]
@@ -361,5 +361,5 @@ def test_qdarf_scores_a_two_step_plan_with_its_placeholder_resolved(monkeypatch,
     monkeypatch.setattr(qdarf, "search", search)
     with ScriptedServer(lambda body: "Ada Moor") as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path))
-        reward = qdarf.plan_reward(PLAN, sorted(passages.values()), ctx, k=1)
+        reward = qdarf.plan_reward(PLAN, sorted(passages.values()), ctx, k=1, budget=5)
     assert reward == 1.0

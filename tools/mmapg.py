@@ -5,12 +5,42 @@ optionally steered by GRAIL away from evidence the planning graph already holds.
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from hopgraph.config import Context
+from hopgraph.config import Context, knob, knobs_of
 from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.tools.grail.settings import GrailSettings
 from hopgraph.tools.grail.tool import steerable_search
 from hopgraph.tools.retrieval import knowledge_base, search, search_images
+
+
+@dataclass(kw_only=True)
+class MMAPGSettings:
+    """MMAPG's knobs (mmapg.txt, Alg. 1)."""
+
+    mmapg_max_iterations: int = knob(10, least=1, most=20)
+    """The planner loop's cap k (Alg. 1, line 3)."""
+    mmapg_single_path: bool = False
+    """Table 3 "w/o graph-guided planning": every step builds on the previous node only."""
+    mmapg_triplets: bool = True
+    """Match text through its triplets too (a KB indexed with ``--triplets``), reading the
+    passage a triplet came from; off: Table 3 "w/o triplet conversion" (passages only)."""
+    mmapg_retrieval: Literal["module", "similarity"] = "module"
+    """module (Sec. 3.4) | similarity: Table 3 "w/o retrieval module", top-k by the
+    instruction's embedding, no query building, no examination."""
+    mmapg_text_radius: float = 0.6
+    """r_t (Eq. 11) as a cosine distance (1 - similarity) for the text collections."""
+    mmapg_image_radius: float = 0.7
+    """r_i for the image collection (text-to-image similarities sit lower, App. A.1)."""
+    mmapg_max_candidates: int = knob(6, least=1, most=20)
+    """Candidates examined per retrieval node, best first: each costs one model call, and the
+    radius search alone has no upper bound."""
+    mmapg_examine_filter: bool = False
+    """Ours, off by default: drop a candidate the examiner judges unhelpful before extraction
+    (each drop is a ``dropped_candidate`` step in the trace). The paper collects every
+    examination result O_i and lets extraction (Eq. 14) decide what matters (Eq. 12-14)."""
+
 
 TEXT_SIDE = ("text", "table", "page", "image")
 """The text knowledge space: passages, table rows, page text, and images by their titles and
@@ -35,42 +65,44 @@ def find_candidates(
     """The union over ``phrases`` of the items within r_t (text side) or r_i (images) of each
     phrase (Eq. 11), best similarity first, at most ``mmapg_max_candidates``. With
     ``grail_mode`` and evidence already held, each phrase's search is GRAIL's top-k instead."""
-    radius = ctx.mmapg_image_radius if modalities == IMAGE_SIDE else ctx.mmapg_text_radius
-    steer = ctx.grail_mode if modalities != IMAGE_SIDE else ""
+    knobs = knobs_of(ctx, MMAPGSettings)
+    k = knobs.mmapg_max_candidates
+    radius = knobs.mmapg_image_radius if modalities == IMAGE_SIDE else knobs.mmapg_text_radius
+    steer = knobs_of(ctx, GrailSettings).grail_mode if modalities != IMAGE_SIDE else ""
     best: dict[str, Evidence] = {}
     for phrase in phrases:
         if modalities == IMAGE_SIDE:
             hits = search_images(
                 phrase,
                 ctx,
-                k=ctx.mmapg_max_candidates,
+                k=k,
                 radius=radius,
                 role="mmapg_retriever",
-                max_hits=4 * ctx.mmapg_max_candidates,
+                max_hits=4 * k,
             )
         else:
             hits = steerable_search(
                 phrase,
                 ctx,
-                k=ctx.mmapg_max_candidates,
+                k=k,
                 held=held,
                 steer=steer,
                 radius=radius,
                 modalities=modalities,
-                derived=None if ctx.mmapg_triplets else False,
+                derived=None if knobs.mmapg_triplets else False,
                 role="mmapg_retriever",
-                max_hits=4 * ctx.mmapg_max_candidates,
+                max_hits=4 * k,
             )
         for hit in hits:
             if hit["id"] not in best or hit["score"] > best[hit["id"]]["score"]:
                 best[hit["id"]] = hit
     ranked = sorted(best.values(), key=lambda h: -h["score"])
-    return read_through(ranked, ctx)[: ctx.mmapg_max_candidates]
+    return read_through(ranked, ctx)[:k]
 
 
 def top_k(query: str, ctx: Context) -> list[Evidence]:
     """Table 3's "w/o retrieval module": the top-k items by similarity to the instruction."""
-    derived = None if ctx.mmapg_triplets else False
+    derived = None if knobs_of(ctx, MMAPGSettings).mmapg_triplets else False
     return read_through(search(query, ctx, derived=derived, role="mmapg_retriever"), ctx)
 
 

@@ -14,12 +14,12 @@ import numpy as np
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from hopgraph.config import Context
+from hopgraph.config import Context, knobs_of
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.events import Retrieval, emit
 from hopgraph.runtime import ProcessCache, process_cache
-from hopgraph.tools.grail.settings import GrailContext
+from hopgraph.tools.grail.settings import GrailContext, GrailSettings
 from hopgraph.tools.retrieval import knowledge_base, search
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ def grail_for(ctx: Context) -> Grail:
     was trained (its space differs from the index's), the KB's projection through it, kept in
     the engine beside the KB (``KnowledgeBase.projected``): no process loads the KB whole.
     A Context without GRAIL's settings (a graph of one's own that steers) gets their defaults."""
-    ctx = GrailContext.adopt(ctx)
-    key = (ctx.kb_dir, ctx.chroma_url, ctx.grail_weights, ctx.grail_tau_base)
+    knobs = knobs_of(GrailContext.adopt(ctx), GrailSettings)
+    key = (ctx.kb_dir, ctx.chroma_url, knobs.grail_weights, knobs.grail_tau_base)
 
     def make() -> Grail:  # torch loads with the first steered search, not with the graph
         from hopgraph.tools.grail.models import GrailModel
@@ -42,13 +42,13 @@ def grail_for(ctx: Context) -> Grail:
 
         kb = knowledge_base(ctx)
         model = (
-            GrailModel.load(ctx.grail_weights, tau_base=ctx.grail_tau_base, kb=kb)
-            if ctx.grail_weights
-            else GrailModel(kb.embedder.dim, tau_base=ctx.grail_tau_base)
+            GrailModel.load(knobs.grail_weights, tau_base=knobs.grail_tau_base, kb=kb)
+            if knobs.grail_weights
+            else GrailModel(kb.embedder.dim, tau_base=knobs.grail_tau_base)
         )
         if model.aligner is None:
             return Grail(ChromaSearcher(kb), model)
-        weights = Path(ctx.grail_weights) / "grail.safetensors"
+        weights = Path(knobs.grail_weights) / "grail.safetensors"
         key = hashlib.sha256(weights.read_bytes()).hexdigest()
         return Grail(ProjectedSearcher(kb, model, key), model)
 
