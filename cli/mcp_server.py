@@ -22,7 +22,8 @@ from hopgraph.config import Context, for_client, redacted
 from hopgraph.evals.cost import Price, cost_of
 from hopgraph.evals.run_folder import EventCounts
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
-from hopgraph.graphs.auth import identity, refusal
+from hopgraph.graphs.auth import LOOPBACK, as_host, identity, refusal
+from hopgraph.graphs.auth import key_check as auth_check
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
 from hopgraph.memory.kb import KnowledgeBaseError
@@ -361,7 +362,6 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
         return guarded(lambda: {"forgotten": polar_memory(op.caller_ctx(call)).forget(ids)})()
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD = ("0.0.0.0", "::", "")
 
 
@@ -379,8 +379,9 @@ def transport_security(host: str, allowed: list[str], origins: list[str]):  # no
             "--allowed-host NAME for each name or address clients use (e.g. --allowed-host "
             "10.0.0.5 --allowed-host mcp.example.org)"
         )
-    names = [*LOOPBACK, *([] if host in WILDCARD else [f"[{host}]" if ":" in host else host])]
-    hosts = [f"{n}:*" for n in names] + list(LOOPBACK)
+    loopback = [as_host(n) for n in LOOPBACK]
+    names = [*loopback, *([] if host in WILDCARD else [as_host(host)])]
+    hosts = [f"{n}:*" for n in names] + loopback
     for name in allowed:
         if not name.strip() or any(c in name for c in "/ @"):
             raise ValueError(f"--allowed-host {name!r} is not a host name or address")
@@ -391,25 +392,11 @@ def transport_security(host: str, allowed: list[str], origins: list[str]):  # no
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=hosts,
-        allowed_origins=[f"http://{n}:*" for n in LOOPBACK] + [o.rstrip("/") for o in origins],
+        allowed_origins=[f"http://{n}:*" for n in loopback] + [o.rstrip("/") for o in origins],
     )
 
 
 def key_check(inner):  # noqa: ANN001, ANN201 - ASGI apps
     """ASGI middleware: a request without one of ``HOPGRAPH_API_KEYS`` (``x-api-key`` or
     ``Authorization: Bearer``) gets 401, as the LangGraph server answers it."""
-    import json
-
-    async def app(scope, receive, send):  # noqa: ANN001, ANN202
-        if scope["type"] != "http":
-            return await inner(scope, receive, send)
-        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-        why = refusal(headers)
-        if why is None:
-            return await inner(scope, receive, send)
-        body = json.dumps({"detail": why}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body})
-
-    return app
+    return auth_check(inner, lambda headers, scope: refusal(headers))

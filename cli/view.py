@@ -9,8 +9,6 @@ import typer
 
 from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse, run_labels
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
 
 @app.command()
 def view(
@@ -34,7 +32,7 @@ def view(
     from hopgraph.evals.run_folder import RunError
     from hopgraph.evals.viewer import find_runs
     from hopgraph.evals.viewer.app import Viewer, build_app
-    from hopgraph.graphs.auth import api_keys
+    from hopgraph.graphs.auth import LOOPBACK, api_keys
 
     given = runs or [p for p in ("runs", "demo/runs") if Path(p).is_dir()]
     if not given:
@@ -55,6 +53,7 @@ def view(
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # before the address is printed: a client that reads it may connect
     except OSError as e:
         refuse(f"cannot listen on {host}:{port}: {e.strerror or e}")
     shown = f"[{host}]" if ":" in host else host

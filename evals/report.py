@@ -573,21 +573,30 @@ def _steps_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
-    """Each cited PDF page, rendered, with the region the answer quotes highlighted (an SVG in
-    PDF points laid over the page image)."""
+def cited_pages(
+    records: list[dict[str, Any]], pred: dict[str, Any]
+) -> dict[str, tuple[dict[str, Any], list]]:
+    """Each cited PDF page whose size is known (its evidence as traced) and the regions of it,
+    in PDF points, that the answer quotes (the static page and ``hopgraph view`` draw them)."""
     from hopgraph.memory.regions import cited_region
 
     known = evidence_index(records)
     said = f"{pred.get('response', '')}\n{pred.get('answer', '')}"
-    figures = []
+    out = {}
     for cid in pred.get("citations") or []:
         e = known.get(cid) or {}
         prov = e.get("provenance") or {}
-        if e.get("modality") != "page" or not e.get("path") or not prov.get("page_size"):
-            continue
-        w, h = prov["page_size"]
-        boxes = cited_region(e, said)
+        if e.get("modality") == "page" and e.get("path") and prov.get("page_size"):
+            out[cid] = (e, cited_region(e, said))
+    return out
+
+
+def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
+    """Each cited PDF page, rendered, with the region the answer quotes highlighted (an SVG in
+    PDF points laid over the page image)."""
+    figures = []
+    for cid, (e, boxes) in cited_pages(records, pred).items():
+        w, h = e["provenance"]["page_size"]
         rects = "".join(
             f"<rect class='quoted' x='{x0}' y='{y0}' width='{x1 - x0}' height='{y1 - y0}'/>"
             for x0, y0, x1, y1 in boxes
@@ -610,6 +619,17 @@ def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> st
 
 
 SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
+"""A question's scores shown first (the report's lines, the viewer's columns)."""
+
+
+def judged(scores: dict[str, float]) -> bool:
+    """Whether a question has a right-or-wrong score: exact match or MMLongBench-Doc's accuracy."""
+    return "em" in scores or "mmlb_acc" in scores
+
+
+def answered_right(scores: dict[str, float]) -> bool:
+    """Right by the benchmark's own score: exact match, else MMLongBench-Doc's accuracy."""
+    return scores.get("em", scores.get("mmlb_acc", 0)) >= 1
 
 
 def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
@@ -635,8 +655,8 @@ def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> 
     """A summary line (right / wrong, tokens, USD, seconds), the headline metrics rounded
     below it, and every metric folded away."""
     per_q = metrics.get("per_question", {})
-    scored = [s for s in per_q.values() if "em" in s or "mmlb_acc" in s]
-    right = sum(s.get("em", s.get("mmlb_acc", 0)) >= 1 for s in scored)
+    scored = [s for s in per_q.values() if judged(s)]
+    right = sum(answered_right(s) for s in scored)
     failed = sum(bool(p.get("error")) for p in preds.values())
     tokens = sum(int(p.get("prompt_tokens", 0)) + int(p.get("completion_tokens", 0))
                  for p in preds.values())  # fmt: skip
@@ -689,7 +709,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
         records = read_trace(trace)
         score = per_q.get(qid, {})
         scored = " · ".join(f"{k} {v:.3f}" for k, v in score.items() if k in SHOWN_SCORES)
-        good = score.get("em", score.get("mmlb_acc", 0)) >= 1
+        good = answered_right(score)
         status = "bad" if pred.get("error") else ("ok" if good else "")
         parts.append(
             f"<details class='question' id='{html.escape(qid)}'{' open' if n == 0 else ''}>"
@@ -770,11 +790,13 @@ class StepDiff:
     its hash), the retrieved ids, or what it wrote (the keys named)."""
 
 
-def _templates(step: Step) -> list[str]:
+def step_templates(step: Step) -> list[str]:
+    """The templates of a step's LLM calls, in order."""
     return [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
 
 
-def _retrieved(step: Step) -> list[list[str]]:
+def step_retrieved(step: Step) -> list[list[str]]:
+    """The ids each of a step's searches returned, in order."""
     return [e.get("ids", []) for e in step.events if e.get("event") == "retrieval"]
 
 
@@ -786,12 +808,12 @@ def _written(step: Step) -> dict[str, str]:
 def _difference(a: Step, b: Step, hashes: tuple[dict, dict]) -> str:
     if "/".join([*a.ns, a.node]) != "/".join([*b.ns, b.node]):
         return "another node"
-    if _templates(a) != _templates(b):
+    if step_templates(a) != step_templates(b):
         return "other prompts"
-    changed = [t for t in dict.fromkeys(_templates(a)) if hashes[0].get(t) != hashes[1].get(t)]
+    changed = [t for t in dict.fromkeys(step_templates(a)) if hashes[0].get(t) != hashes[1].get(t)]
     if changed:
         return f"edited template {', '.join(changed)}"
-    if _retrieved(a) != _retrieved(b):
+    if step_retrieved(a) != step_retrieved(b):
         return "other retrieved ids"
     wa, wb = _written(a), _written(b)
     keys = sorted(k for k in wa.keys() | wb.keys() if wa.get(k) != wb.get(k))
@@ -818,9 +840,9 @@ def _step_cell(step: Step | None, hashes: dict) -> str:
     if step is None:
         return ""
     used = ", ".join(
-        f"{t} {hashes.get(t, '')[:8]}".strip() for t in dict.fromkeys(_templates(step))
+        f"{t} {hashes.get(t, '')[:8]}".strip() for t in dict.fromkeys(step_templates(step))
     )
-    hits = sum(len(ids) for ids in _retrieved(step))
+    hits = sum(len(ids) for ids in step_retrieved(step))
     return "/".join([*step.ns, step.node]) + (f" [{used}]" if used else "") + (
         f" {hits} ids" if hits else ""
     )  # fmt: skip

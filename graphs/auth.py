@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import uuid
 
@@ -20,7 +21,19 @@ def api_keys() -> list[str]:
     return [k.strip() for k in os.environ.get("HOPGRAPH_API_KEYS", "").split(",") if k.strip()]
 
 
-def _given(headers: dict) -> str:
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+"""This machine's names: a server listening only there trusts its clients without a key (and
+refuses a request naming another Host: DNS rebinding)."""
+
+
+def as_host(name: str) -> str:
+    """``name`` as a Host header writes it (an IPv6 address in brackets)."""
+    return f"[{name}]" if ":" in name else name
+
+
+def sent_key(headers: dict) -> str:
+    """The key a request carries: ``x-api-key``, else ``Authorization: Bearer`` ("": none)."""
+
     def header(name: bytes) -> str:
         value = headers.get(name) or headers.get(name.decode()) or b""
         return value.decode() if isinstance(value, bytes) else str(value)
@@ -34,22 +47,46 @@ def refusal(headers: dict) -> str | None:
     the LangGraph server and ``hopgraph mcp --http``."""
     if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() == "off":
         return None
-    keys, given = api_keys(), _given(headers)
+    keys, given = api_keys(), sent_key(headers)
     if not keys:
         return (
             "this server has no API key configured (HOPGRAPH_API_KEYS); it refuses "
             "every request until its operator sets one"
         )
-    if not given or not any(hmac.compare_digest(given, k) for k in keys):
+    if not valid_key(given, keys):
         return "a valid x-api-key is needed"
     return None
+
+
+def valid_key(given: str, keys: list[str]) -> bool:
+    """Whether ``given`` is one of ``keys`` (compared in constant time)."""
+    return bool(given) and any(hmac.compare_digest(given, k) for k in keys)
+
+
+def key_check(inner, why):  # noqa: ANN001, ANN201 - ASGI apps; why(headers, scope) -> str | None
+    """ASGI middleware: a request that ``why`` refuses (it says why; None lets it in) gets 401
+    with the reason, as the LangGraph server answers it (``hopgraph mcp --http``, ``view``)."""
+
+    async def app(scope, receive, send):  # noqa: ANN001, ANN202
+        if scope["type"] != "http":
+            return await inner(scope, receive, send)
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        reason = why(headers, scope)
+        if reason is None:
+            return await inner(scope, receive, send)
+        body = json.dumps({"detail": reason}).encode()
+        await send({"type": "http.response.start", "status": 401,
+                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 def identity(headers: dict) -> str:
     """A caller's identity: a hash of the key it sent (the key itself is never kept)."""
     if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() == "off":
         return "local-development"
-    return "key-" + hashlib.sha256(_given(headers).encode()).hexdigest()[:16]
+    return "key-" + hashlib.sha256(sent_key(headers).encode()).hexdigest()[:16]
 
 
 @auth.authenticate

@@ -79,6 +79,22 @@ def start_view(root: Path, *args: str, env: dict | None = None):
     return proc, found[0].replace("0.0.0.0", "127.0.0.1")
 
 
+def test_the_address_printed_is_already_listening(runs, monkeypatch):
+    """A client connecting as soon as the address was printed got 'connection refused' on a
+    busy machine: the socket was bound, and listened only once uvicorn had started."""
+    import socket
+
+    import uvicorn
+
+    from hopgraph.cli.view import view
+
+    seen = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: seen.extend(
+        s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) for s in sockets))  # fmt: skip
+    view(runs=[str(runs / "runs")], host="127.0.0.1", port=0, price="")
+    assert seen == [1]
+
+
 @pytest.fixture(scope="module")
 def view(runs):
     proc, url = start_view(runs)

@@ -15,11 +15,16 @@ from typing import Any
 from hopgraph.evals.cost import Price
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.report import (
+    SHOWN_SCORES,
+    answered_right,
+    cited_pages,
     evidence_index,
     graph_view,
     llm_calls,
     message_text,
     read_trace,
+    step_retrieved,
+    step_templates,
     to_svg,
     trace_diff,
 )
@@ -31,7 +36,6 @@ from hopgraph.evals.run_folder import (
     trace_path,
 )
 
-HEADLINE = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 """The metrics a run list and a question table show (those a run has)."""
 
 PAGE_IMAGES = (".png", ".jpg", ".jpeg", ".webp")
@@ -65,7 +69,10 @@ class RunView:
 
     path: Path
     price: Price | None = None
-    _rows: tuple[float, list[dict[str, Any]], str] | None = field(default=None, repr=False)
+    _rows: tuple[float, list[dict[str, Any]], str, dict[str, dict[str, Any]]] | None = field(
+        default=None, repr=False
+    )
+    """predictions.jsonl's stamp, the rows, why there is no gold, the predictions."""
 
     def manifest(self) -> dict[str, Any]:
         return dict(RunFolder(self.path).manifest() or {})
@@ -84,7 +91,7 @@ class RunView:
         stamp = preds_file.stat().st_mtime if preds_file.exists() else 0.0
         if self._rows is None or self._rows[0] != stamp:
             preds, note = self._predictions()
-            self._rows = (stamp, [self._row(p) for p in preds.values()], note)
+            self._rows = (stamp, [self._row(p) for p in preds.values()], note, preds)
         return self._rows[1]
 
     def note(self) -> str:
@@ -93,9 +100,9 @@ class RunView:
 
     def _row(self, pred: dict[str, Any]) -> dict[str, Any]:
         scores = score_prediction(pred, self.price)
-        shown = {k: scores[k] for k in HEADLINE if k in scores}
+        shown = {k: scores[k] for k in SHOWN_SCORES if k in scores}
         gold = [str(g) for g in pred.get("gold") or []]
-        right = None if not gold else scores.get("em", scores.get("mmlb_acc", 0.0)) >= 1
+        right = None if not gold else answered_right(scores)
         return {
             "id": pred["id"],
             "question": str(pred.get("question", "")),
@@ -119,7 +126,7 @@ class RunView:
         man, rows = self.manifest(), self.rows()
         metrics = {
             k: round(fmean(r["scores"][k] for r in rows), 4)
-            for k in HEADLINE
+            for k in SHOWN_SCORES
             if rows and all(k in r["scores"] for r in rows)
         }
         usd = [r["usd"] for r in rows if r["usd"] is not None]
@@ -162,12 +169,14 @@ class RunView:
             "svg": to_svg(view) if view.get("nodes") else "",
             "spans": spans(records),
             "calls": [call_row(c, self.price) for c in llm_calls(records)],
-            "evidence": evidence_rows(records, self._prediction(qid)),
+            "evidence": evidence_rows(records, self.prediction(qid)),
             "traced": bool(records),
         }
 
-    def _prediction(self, qid: str) -> dict[str, Any]:
-        return read_predictions(self.path / "predictions.jsonl").get(qid, {})
+    def prediction(self, qid: str) -> dict[str, Any]:
+        """A question's prediction as its rows were read (``{}`` where there is none)."""
+        self.rows()
+        return self._rows[3].get(qid, {}) if self._rows else {}
 
     def nodes(self) -> dict[str, list[str]]:
         """Each question's executed node names (its whole trace read: asked for only when a
@@ -251,11 +260,9 @@ def call_row(e: dict[str, Any], price: Price | None) -> dict[str, Any]:
 def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[dict[str, Any]]:
     """Every retrieved piece of evidence once, best score first: whether it was kept for the
     answer (``contexts_ids``) or cited, and for a cited PDF page the regions its answer quotes."""
-    from hopgraph.memory.regions import cited_region
-
     known = evidence_index(records)
     kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
-    said = f"{pred.get('response', '')}\n{pred.get('answer', '')}"
+    pages = cited_pages(records, pred)
     best: dict[str, float] = {}
     for rec in records:
         data = rec.get("data") or {}
@@ -267,7 +274,6 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
     out = []
     for i in sorted(best, key=lambda i: -best[i]):
         e = known.get(i) or {}
-        prov = e.get("provenance") or {}
         row = {
             "id": i,
             "title": str(e.get("title", "")),
@@ -278,11 +284,11 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
             "kept": i in kept,
             "cited": i in cited,
         }
-        path = str(e.get("path") or "")
-        if i in cited and e.get("modality") == "page" and prov.get("page_size") and path:
-            row["page_image"] = Path(path).suffix.lower() in PAGE_IMAGES
-            row["page_size"] = prov["page_size"]
-            row["regions"] = [list(box) for box in cited_region(e, said)]
+        if i in pages:
+            page, boxes = pages[i]
+            row["page_image"] = Path(str(page["path"])).suffix.lower() in PAGE_IMAGES
+            row["page_size"] = page["provenance"]["page_size"]
+            row["regions"] = [list(box) for box in boxes]
         out.append(row)
     return out
 
@@ -338,13 +344,12 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
     def cell(step: Any, hashes: dict) -> dict[str, Any] | None:
         if step is None:
             return None
-        templates = [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
         return {
             "node": "/".join([*(part.split(":")[0] for part in step.ns), step.node]),
-            "templates": [f"{t} {str(hashes.get(t, ''))[:8]}".strip() for t in templates],
-            "retrieved": sum(
-                len(e.get("ids", [])) for e in step.events if e.get("event") == "retrieval"
-            ),
+            "templates": [
+                f"{t} {str(hashes.get(t, ''))[:8]}".strip() for t in step_templates(step)
+            ],
+            "retrieved": sum(len(ids) for ids in step_retrieved(step)),
             "wrote": sorted(k for k in step.update if k != "graph_view"),
         }
 

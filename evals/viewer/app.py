@@ -8,7 +8,6 @@ or the cookie ``/?key=KEY`` sets once (a browser cannot send a header on navigat
 
 from __future__ import annotations
 
-import hmac
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,10 @@ from starlette.routing import Route
 
 from hopgraph.evals.cost import Price
 from hopgraph.evals.viewer import RunView, page_image, pair, pair_question
+from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 COOKIE = "hopgraph_key"
 SECURITY = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -75,7 +74,7 @@ class Viewer:
         run, qid = self.run(request), request.query_params.get("id", "")
         cid = request.query_params.get("cid", "")
         try:
-            path = page_image(run.records(qid), run._prediction(qid), cid)
+            path = page_image(run.records(qid), run.prediction(qid), cid)
         except KeyError:
             raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
         return FileResponse(path, headers=SECURITY)
@@ -135,40 +134,25 @@ def build_app(viewer: Viewer, host: str = "127.0.0.1", keys: list[str] | None = 
     ]
     if keys:  # a key a rebinding page cannot know guards it; clients name the host as they reach it
         return _key_check(Starlette(routes=routes), keys)
-    names = [*LOOPBACK, "[::1]", host if ":" not in host else f"[{host}]"]
+    names = list(dict.fromkeys([*LOOPBACK, *map(as_host, LOOPBACK), as_host(host)]))
     return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware,
                                                            allowed_hosts=names)])  # fmt: skip
 
 
 def _key_check(inner: Starlette, keys: list[str]):  # noqa: ANN202 - an ASGI app
-    """ASGI middleware: a request without one of ``keys`` (header, bearer or cookie) gets 401."""
+    """A request without one of ``keys`` (header, bearer, or the cookie ``/?key=KEY`` set) gets
+    401."""
     from http.cookies import SimpleCookie
 
-    def given(scope: dict) -> str:
-        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-        bearer = headers.get("authorization", "")
+    def why(headers: dict, scope: dict) -> str | None:
         cookie = SimpleCookie(headers.get("cookie", "")).get(COOKIE)
         query = scope.get("path") == "/" and _query_key(scope)
-        return (
-            headers.get("x-api-key")
-            or (bearer[7:] if bearer.lower().startswith("bearer ") else "")
-            or (cookie.value if cookie else "")
-            or query
-            or ""
-        )
+        given = sent_key(headers) or (cookie.value if cookie else "") or query or ""
+        if valid_key(given, keys):
+            return None
+        return "a valid API key is needed (x-api-key, or open /?key=KEY once)"
 
-    async def app(scope, receive, send):  # noqa: ANN001, ANN202
-        if scope["type"] != "http":
-            return await inner(scope, receive, send)
-        key = given(scope)
-        if key and any(hmac.compare_digest(key, k) for k in keys):
-            return await inner(scope, receive, send)
-        body = b'{"detail": "a valid API key is needed (x-api-key, or open /?key=KEY once)"}'
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body})
-
-    return app
+    return key_check(inner, why)
 
 
 def _query_key(scope: dict) -> str:
