@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from hopgraph.evals import pysyntax
+
 METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts", "models")
 ROOT = "hopgraph"
 
@@ -59,7 +61,7 @@ def imported(path: Path, module: str) -> set[str]:
     a module, a.b.c); relative imports resolved against ``module``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(pysyntax.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):

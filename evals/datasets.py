@@ -7,7 +7,6 @@ functions the indexer uses (``hopgraph.memory.sources``), so gold ids are ids in
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 import os
@@ -18,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from hopgraph.evals import pysyntax
 from hopgraph.memory.files import Skipped, load_json, read_jsonl, read_jsonl_lines
 from hopgraph.memory.ids import mmqa_key, mmqa_row_key, page_id, passage_id
 from hopgraph.memory.kb import item_id
@@ -162,7 +162,7 @@ def _pages(value: Any) -> list[int]:
     if isinstance(value, list):
         return [int(v) for v in value]
     try:
-        parsed = ast.literal_eval(str(value))
+        parsed = pysyntax.literal(str(value))
     except (ValueError, SyntaxError):
         return []
     return [int(v) for v in (parsed if isinstance(parsed, list | tuple) else [parsed])]
@@ -186,7 +186,7 @@ def convert_mmlongbench(path: Path) -> Iterator[Question]:
 
 def _sources(value: Any) -> list[str]:
     try:
-        parsed = ast.literal_eval(value) if isinstance(value, str) else value
+        parsed = pysyntax.literal(value) if isinstance(value, str) else value
     except (ValueError, SyntaxError):
         return [str(value)]
     return [str(v) for v in parsed] if isinstance(parsed, list | tuple) else [str(parsed)]

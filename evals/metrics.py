@@ -4,12 +4,13 @@ recall and precision."""
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Sequence
+
+from hopgraph.evals import pysyntax
 
 # -- answers (SQuAD) -------------------------------------------------------------------------------
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -140,7 +141,7 @@ def _as_list(text: str) -> list[str]:
     commas, semicolons and lines (our stand-in for the benchmark's LLM extraction step)."""
     if str(text).strip().startswith("["):
         try:
-            value = ast.literal_eval(str(text).strip())
+            value = pysyntax.literal(str(text).strip())
             if isinstance(value, list | tuple):
                 return [str(v) for v in value]
         except (ValueError, SyntaxError):
