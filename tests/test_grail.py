@@ -3,6 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from hopgraph.tools.grail.models import GrailModel
@@ -101,6 +102,22 @@ def test_training_free_gate_and_diagnostics():
     out = gap(q, ctx, mask)
     assert out.diagnostics() == pytest.approx({"g": 0.3, "w1": 1.0, "w2": 0.0, "tau": 0.05})
     assert torch.allclose(out.h_req, layer_norm(out.q_gap), atol=1e-6)
+
+
+@pytest.mark.parametrize("fixed_gate", [0.7, None])
+def test_one_querys_step_is_the_batched_steering(fixed_gate):
+    """Issue 74: one query holding evidence takes the short path (no masked rows, torch's LN
+    for one row); it must steer as the batched path does for the same row beside a row that
+    holds nothing and one holding more, at d = 384."""
+    torch.manual_seed(1)
+    gap = GapSteering(384, fixed_gate=fixed_gate)
+    nn.init.normal_(gap.w_gap.weight, std=0.05)
+    q, held = torch.randn(3, 384), [torch.randn(3, 384), torch.zeros(0, 384), torch.randn(5, 384)]
+    batched = gap(q, *pad_context(held, 384))
+    alone = gap(q[:1], *pad_context(held[:1], 384))
+    for name in ("h_req", "q_gap", "h_ctx", "g", "w1", "w2", "tau"):
+        assert torch.allclose(getattr(alone, name), getattr(batched, name)[:1], atol=1e-5), name
+    assert torch.equal(batched.h_req[1], q[1]) and float(batched.g[1]) == 0.0  # nothing held
 
 
 def test_layer_norm_is_torchs_at_real_sizes():

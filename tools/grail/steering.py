@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 MODES = ("query", "additive", "gap", "gap-fixed")
@@ -28,7 +29,10 @@ def layer_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """LN without learned affine: zero mean, unit variance over the last dimension. Written
     out rather than ``F.layer_norm``, whose CPU kernel forks its thread pool for any two rows:
     beside a busy llama.cpp that fork waits ~8 ms, where one query's steering needs ~0.1 ms
-    (issue 74); these reductions fork only for large inputs."""
+    (issue 74); these reductions fork only for large inputs. One row (a query's vectors) takes
+    torch's fused kernel, which forks from two rows on."""
+    if x.numel() == x.shape[-1]:
+        return F.layer_norm(x, x.shape[-1:], eps=eps)
     mean = x.mean(-1, keepdim=True)
     return (x - mean) * torch.rsqrt(x.var(-1, correction=0, keepdim=True) + eps)
 
@@ -51,12 +55,15 @@ def attention_context(q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) ->
     """h_ctx = LN(Σ α_i e_i), α = softmax_i(e_i·q / √d) over the real rows (Eq. 6-7);
     zeros where a row has no evidence. ``q`` and ``ctx`` at LN scale (see the module note)."""
     d = q.shape[-1]
-    logits = torch.einsum("bmd,bd->bm", ctx, q) / math.sqrt(d)
-    logits = logits.masked_fill(~mask, float("-inf"))
+    logits = torch.bmm(ctx, q.unsqueeze(-1)).squeeze(-1) / math.sqrt(d)  # (B, m)
     has = mask.any(dim=1)
+    if bool(has.all()):  # every row holds evidence (one query's step): no all-masked row
+        alpha = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=1)
+        return layer_norm(torch.bmm(alpha.unsqueeze(1), ctx).squeeze(1))
+    logits = logits.masked_fill(~mask, float("-inf"))
     alpha = torch.softmax(torch.where(has[:, None], logits, torch.zeros_like(logits)), dim=1)
     alpha = alpha * mask  # rows without evidence get all-zero weights
-    pooled = torch.einsum("bm,bmd->bd", alpha, ctx)
+    pooled = torch.bmm(alpha.unsqueeze(1), ctx).squeeze(1)
     return torch.where(has[:, None], layer_norm(pooled), torch.zeros_like(pooled))
 
 
@@ -120,32 +127,41 @@ class GapSteering(nn.Module):
         nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at ≈ τ_base
 
     def forward(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+        if self.fixed_gate is not None:
+            return self._training_free(q, ctx, mask)
         raw = q
         q, ctx = lift(q, ctx)  # one scale for q, e_i and h_ctx (module note)
         h_ctx = attention_context(q, ctx, mask)  # Eq. 6-7
         qc = torch.cat([q, h_ctx], dim=-1)
         empty = _no_context(q, mask)
-        if self.fixed_gate is None:
-            g = torch.sigmoid(self.w_gap(qc)).squeeze(-1)  # g = σ(W_gap[q; h_ctx])
-        else:
-            g = q.new_full((q.shape[0],), float(self.fixed_gate))
+        g = torch.sigmoid(self.w_gap(qc)).squeeze(-1)  # g = σ(W_gap[q; h_ctx])
         g = torch.where(empty, torch.zeros_like(g), g)
         q_gap = project_out(q, h_ctx, g)  # Eq. 8
-        if self.fixed_gate is None:
-            w = torch.softmax(self.w_mix(torch.cat([q_gap, h_ctx], dim=-1)), dim=-1)
-            w1, w2 = w[:, 0], w[:, 1]
-        else:
-            w1, w2 = q.new_ones(q.shape[0]), q.new_zeros(q.shape[0])
-        w1 = torch.where(empty, torch.ones_like(w1), w1)
-        w2 = torch.where(empty, torch.zeros_like(w2), w2)
+        w = torch.softmax(self.w_mix(torch.cat([q_gap, h_ctx], dim=-1)), dim=-1)
+        w1 = torch.where(empty, torch.ones_like(w[:, 0]), w[:, 0])
+        w2 = torch.where(empty, torch.zeros_like(w[:, 1]), w[:, 1])
         h_req = layer_norm(w1[:, None] * q_gap + w2[:, None] * h_ctx)  # Eq. 9
         h_req = torch.where(empty[:, None], raw, h_req)
         q_gap = torch.where(empty[:, None], raw, q_gap)
-        if self.fixed_gate is None:  # τ_dyn = exp(log τ_base + MLP([q; h_ctx]))
-            tau = torch.exp(math.log(self.tau_base) + self.tau_mlp(qc).squeeze(-1))
-        else:
-            tau = q.new_full((q.shape[0],), self.tau_base)
+        tau = torch.exp(math.log(self.tau_base) + self.tau_mlp(qc).squeeze(-1))  # τ_dyn
         return Steered(h_req, q_gap, h_ctx, g, w1, w2, tau)
+
+    def _training_free(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+        """g constant, w1 = 1, w2 = 0 (Eq. 8-9 with App. E's learned w1 ≈ 1): h_req = LN(q_gap),
+        q where a row holds nothing. In few tensor ops: one query's step is bound by their
+        dispatch (a few µs each), not by arithmetic."""
+        b = q.shape[0]
+        lq, lctx = lift(q, ctx)
+        h_ctx = attention_context(lq, lctx, mask)  # Eq. 6-7
+        empty = _no_context(q, mask)
+        g = q.new_full((b,), float(self.fixed_gate)).masked_fill(empty, 0.0)
+        q_gap = project_out(lq, h_ctx, g)  # Eq. 8
+        h_req = layer_norm(q_gap)  # Eq. 9, w1 = 1
+        if bool(empty.any()):
+            h_req = torch.where(empty[:, None], q, h_req)
+            q_gap = torch.where(empty[:, None], q, q_gap)
+        tau = q.new_full((b,), self.tau_base)
+        return Steered(h_req, q_gap, h_ctx, g, q.new_ones(b), q.new_zeros(b), tau)
 
 
 def steer(
@@ -170,6 +186,8 @@ def steer(
 
 def pad_context(rows: list[torch.Tensor], dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Stack ragged (m_i, d) context blocks into (B, m, d) with a mask."""
+    if len(rows) == 1 and rows[0].shape[0]:  # one query's held block: no copy
+        return rows[0][None], torch.ones(1, rows[0].shape[0], dtype=torch.bool)
     m = max((r.shape[0] for r in rows), default=0)
     ctx = torch.zeros(len(rows), max(m, 1), dim)
     mask = torch.zeros(len(rows), max(m, 1), dtype=torch.bool)
