@@ -120,11 +120,11 @@ def grail_steps(kb: KnowledgeBase, queries: np.ndarray, size: int, steps: int = 
     times: dict[str, list[float]] = {"search": [], "found": [], "by_id": []}
     for n, q in enumerate(queries[:steps]):
         held = [h["id"] for h in kb.search(q, k=10, modalities=["text"], vectors=True)][3:6]
-        random = [f"text-{i:08d}" for i in rng.choice(size, 3, replace=False)]
+        afar = [f"text-{i:08d}" for i in rng.choice(size, 3, replace=False)]
         arms = [
             ("search", lambda q=q: kb.search(q, k=10)),
             ("found", lambda q=q, h=held: grail.search(torch.as_tensor(q), h, 10, "gap-fixed")),
-            ("by_id", lambda q=q, h=random: grail.search(torch.as_tensor(q), h, 10, "gap-fixed")),
+            ("by_id", lambda q=q, h=afar: grail.search(torch.as_tensor(q), h, 10, "gap-fixed")),
         ]
         for name, fn in arms if n % 2 == 0 else arms[::-1]:
             began = time.perf_counter()

@@ -328,7 +328,9 @@ def _kind(source) -> str:  # noqa: ANN001 - a registry Source
 def kb_stats(kb: KbDir = "kb", as_json: JsonOut = False, sets: Sets = None) -> None:
     """Items per modality and collection, and the sources they came from."""
     store = open_kb(kb, sets, must_exist=True)
-    counts = store.counts() | {"visual": store.visual_count()}
+    from hopgraph.memory.visual import VisualSpace
+
+    counts = store.counts() | {"visual": VisualSpace(store).count()}
     sources = store.registry.sources() if store.registry is not None else []
     out = {
         "kb": store.location,

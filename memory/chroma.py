@@ -5,8 +5,8 @@ Chroma's default embedding function, which would download a model)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +153,119 @@ def local_chroma(path: str | Path) -> LocalChroma:
     """This process's one ``LocalChroma`` of ``path``."""
     key = str(Path(path).resolve())
     return _folders.get(key, lambda: LocalChroma(Path(key)))
+
+
+FOLLOWS = "follows"
+"""A derived store's metadata key naming what its rows follow: ``"id"`` (a row's id is a KB
+item's) or ``"doc"`` (a row's ``doc`` metadata is a KB source document): the knowledge base drops
+what a removed source leaves in every such store, whatever its name."""
+
+
+class Store:
+    """One named collection of vectors hopgraph made (cosine space, tagged with the embedder),
+    used under its owner's guard: ``guard(write)`` yields the client, a local folder's under its
+    inter-process lock and fresh (``LocalChroma.use``), a server's as it is. The per-method
+    stores (MAB-DQA's page vectors, GRAIL's projections, the visual space, PolarMem's z_sem)
+    sit over it beside their methods, local and server alike. ``open`` holds the guard for a
+    few operations (``Shelf``); a missing collection opens as None unless ``create``."""
+
+    def __init__(
+        self,
+        guard: Callable[[bool], AbstractContextManager[Any]],
+        name: str,
+        embedder: str,
+        **metadata: Any,
+    ):
+        self.guard = guard
+        self.name = name
+        self.embedder = embedder
+        self.metadata = metadata
+        self._held: tuple[Any, Any] | None = None  # (client, collection) last opened
+
+    @contextmanager
+    def open(self, write: bool = False, create: bool = False) -> Iterator[Shelf | None]:
+        with self.guard(write) as client:
+            held = self._held
+            if held is not None and held[0] is client:
+                col = held[1]  # the same client: its collection handle holds
+            elif create:
+                col = cosine_collection(client, self.name, self.embedder, **self.metadata)
+                have = col.metadata or {}
+                if any(have.get(k) != v for k, v in self.metadata.items()):  # made before them
+                    col.modify(metadata=have | self.metadata)
+            else:
+                col = existing_collection(client, self.name)
+            if col is not None:
+                self._held = (client, col)
+            yield Shelf(col, client) if col is not None else None
+
+    def forget(self) -> None:
+        """Drop the held handle (the collection was deleted or remade elsewhere)."""
+        self._held = None
+
+
+class Shelf:
+    """A store's collection while its guard is held: the few operations its users need."""
+
+    def __init__(self, col: Any, client: Any):
+        self.col = col
+        self._client = client
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(self.col.metadata or {})
+
+    def mark(self, **metadata: Any) -> None:
+        """Add to the collection's metadata (``complete`` once a build finished)."""
+        self.col.modify(metadata=self.metadata | metadata)
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: Any,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        documents: Sequence[str] | None = None,
+    ) -> None:
+        """Write rows, as many at a time as the engine takes."""
+        step = min(self._client.get_max_batch_size(), 4096)
+        for lo in range(0, len(ids), step):
+            hi = min(len(ids), lo + step)
+            self.col.upsert(
+                ids=list(ids[lo:hi]),
+                embeddings=vectors[lo:hi],
+                metadatas=list(metadatas[lo:hi]) if metadatas is not None else None,
+                documents=list(documents[lo:hi]) if documents is not None else None,
+            )
+
+    def get(self, ids: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """Rows by id or ``where`` (``include``, ``limit``, ``offset`` as Chroma's ``get``)."""
+        return self.col.get(ids=list(ids) if ids is not None else None, **kwargs)
+
+    def nearest(self, vecs: Any, n: int, **kwargs: Any) -> dict[str, Any]:
+        """The ``n`` nearest rows of each of ``vecs`` (m, d) (``where``, ``include`` as
+        Chroma's ``query``): per field, one list per query vector."""
+        return self.col.query(query_embeddings=vecs, n_results=n, **kwargs)
+
+    def delete(self, ids: Sequence[str] | None = None, where: dict | None = None) -> None:
+        self.col.delete(ids=list(ids) if ids is not None else None, where=where)
+
+    def count(self) -> int:
+        return self.col.count()
+
+
+def store_names(client: Any, prefix: str = "") -> list[str]:
+    """The names of the collections ``client`` holds that start with ``prefix``."""
+    names = [getattr(c, "name", c) for c in client.list_collections()]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def stores_following(client: Any, prefix: str) -> list[tuple[Any, str]]:
+    """Each derived store under ``prefix`` (its collection) and what its rows follow
+    (``FOLLOWS``), read from its metadata."""
+    out = []
+    for name in store_names(client, prefix):
+        col = existing_collection(client, name)
+        follows = (col.metadata or {}).get(FOLLOWS) if col is not None else None
+        if follows:
+            out.append((col, follows))
+    return out

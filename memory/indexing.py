@@ -21,6 +21,7 @@ from hopgraph.memory.sources import (
     source_units,
     walk_folder,
 )
+from hopgraph.memory.visual import VisualSpace
 from hopgraph.models.ocr import ocr_engine
 
 
@@ -496,8 +497,8 @@ def _add_visual(
     if not visual:
         visual.append(_visual_embedder(kb, report))
     if visual[0] is not None:
-        seen = kb.add_visual([it for it, _ in pictures], visual[0],
-                             versions={it.id: owner[1] for it, owner in pictures})  # fmt: skip
+        versions = {it.id: owner[1] for it, owner in pictures}
+        seen = VisualSpace(kb).add([it for it, _ in pictures], visual[0], versions=versions)
         report.visual += seen.added
         report.embed_seconds += seen.embed_seconds
 

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +30,14 @@ from typing import Any
 import numpy as np
 
 from hopgraph.memory.chroma import (
+    Store,
     chroma_client,
     cosine_collection,
     existing_collection,
     local_chroma,
     local_folder,
+    store_names,
+    stores_following,
 )
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.registry import RegistryUnreachable, SourceRegistry
@@ -44,13 +47,6 @@ log = logging.getLogger(__name__)
 COLLECTION_PREFIX = "hopgraph-"
 BUILDS = "builds.jsonl"
 """One line per ``hopgraph index`` run beside a local KB: the settings it indexed with."""
-VISUAL = COLLECTION_PREFIX + "visual"
-"""Image items' vectors in the image embedder's space (CLIP / SigLIP), beside the text space:
-MMAPG's KB_img (Eq. 3) where such weights exist."""
-PAGE_VECTORS = COLLECTION_PREFIX + "pagevec-"
-"""Collections of MAB-DQA's page-unit vectors, one per encoder (``keep_page_vectors``)."""
-PROJECTED_PREFIX = COLLECTION_PREFIX + "grail-"
-"""Collections of the KB's vectors through a GRAIL alignment adapter (``projected``)."""
 
 
 class KnowledgeBaseError(RuntimeError):
@@ -103,7 +99,7 @@ class AddStats:
     store_seconds: float = 0.0
 
 
-def _metadata(item: Item, version: str | None = None) -> dict[str, Any]:
+def item_metadata(item: Item, version: str | None = None) -> dict[str, Any]:
     """What Chroma stores beside an item; ``src_hash`` is its source version (registered
     writes only)."""
     return ({"src_hash": version} if version else {}) | {
@@ -117,7 +113,7 @@ def _metadata(item: Item, version: str | None = None) -> dict[str, Any]:
     }
 
 
-def _evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Evidence:
+def stored_evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Evidence:
     """A stored item as Evidence (its stored ``meta`` becomes the provenance)."""
     md = md or {}
     page = md.get("page", -1)
@@ -189,7 +185,7 @@ def _nearest(
     ]  # fmt: skip
 
 
-def _nearest_visible(
+def nearest_visible(
     col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None, hidden: list[str],
     keep: dict[str, np.ndarray] | None = None,
 ) -> list[Row]:  # fmt: skip
@@ -265,6 +261,7 @@ class KnowledgeBase:
             self.location = str(self.path)
         self._generation = -1
         self._collections: dict[str, Any] = {}
+        self._stores: dict[tuple[str, str, str], Store] = {}
         self._absent: dict[str, float | None] = {}
         """Modalities found to have no collection, and when (``_known_absent``)."""
         self._embedder = None
@@ -341,7 +338,7 @@ class KnowledgeBase:
         """The source versions no read may return (being written, replaced or removed)."""
         return self.registry.hidden() if self.registry is not None else []
 
-    def _visible(self, rows: list[Row]) -> list[Row]:
+    def visible(self, rows: list[Row]) -> list[Row]:
         """``rows`` less those of a version hidden now: read after the query, so a version
         that a commit or a removal retired while it ran is dropped too."""
         hidden = set(self.hidden())
@@ -506,7 +503,7 @@ class KnowledgeBase:
                         ids=[it.id for it in chunk],
                         embeddings=vecs[i : i + step],
                         documents=[it.text for it in chunk],
-                        metadatas=[_metadata(it, stamps.get(it.id)) for it in chunk],
+                        metadatas=[item_metadata(it, stamps.get(it.id)) for it in chunk],
                     )
             stats.store_seconds += time.perf_counter() - began
             stats.added += len(todo)
@@ -528,7 +525,8 @@ class KnowledgeBase:
         return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
 
     def _restamp(self, stamps: dict[str, str]) -> None:
-        """Set each item's source version (in every collection that holds it)."""
+        """Set each item's source version (in every collection that holds it, the derived
+        stores that follow item ids included)."""
         if not stamps:
             return
         with self._chroma(write=True):
@@ -537,12 +535,10 @@ class KnowledgeBase:
                 col = self.collection(modality, create=False) if ids else None
                 if col is not None:
                     col.update(ids=ids, metadatas=[{"src_hash": stamps[i]} for i in ids])
-            visual = self._visual_if_any()
-            ids = [i for i in stamps if i.startswith("image-")]
-            if visual is not None and ids:
-                there = visual.get(ids=ids, include=[])["ids"]
-                if there:
-                    visual.update(ids=there, metadatas=[{"src_hash": stamps[i]} for i in there])
+            for col, follows in stores_following(self.client, COLLECTION_PREFIX):
+                there = col.get(ids=list(stamps), include=[])["ids"] if follows == "id" else []
+                if there:  # a derived store's copy of an item (the visual space's) too
+                    col.update(ids=there, metadatas=[{"src_hash": stamps[i]} for i in there])
 
     def keep_shared(self, source: str, version: str | None) -> None:
         """Before ``source``'s other versions than ``version`` are dropped: the items another
@@ -565,7 +561,9 @@ class KnowledgeBase:
 
     def collect_garbage(self) -> int:
         """Delete the items no live source holds from every collection, with the page images
-        and page vectors made from them; what a crash left queued goes too."""
+        made from them and what the derived stores keep of them (each store's metadata says
+        what its rows follow: an item's id or a document, ``memory/chroma.py:FOLLOWS``); what a
+        crash left queued goes too."""
         if self.registry is None:
             return 0
         gone = self.registry.garbage()
@@ -584,84 +582,62 @@ class KnowledgeBase:
                         docs.add(md.get("source", ""))
                         pngs.append(Path(md.get("path") or "."))
                 col.delete(ids=ids)
-            images = [i for i, m in gone if m == "image"]
-            visual = self._visual_if_any() if images else None
-            if visual is not None:
-                visual.delete(ids=images)
+            docs.discard("")
+            for col, follows in stores_following(self.client, COLLECTION_PREFIX):
+                if follows == "id":
+                    col.delete(ids=[i for i, _ in gone])
+                elif follows == "doc" and docs:
+                    col.delete(where={"doc": {"$in": sorted(docs)}})
         mine = (self.path / "pages").resolve()
         for png in pngs:
             if png.suffix == ".png" and png.resolve().is_relative_to(mine):
                 png.unlink(missing_ok=True)
                 if png.parent.is_dir() and not any(png.parent.iterdir()):
                     png.parent.rmdir()
-        if docs:
-            with self._chroma(write=True):
-                self._drop_page_vectors(docs)
         self.registry.collected(i for i, _ in gone)
         self._vectors.clear()
         return len(gone)
 
-    # -- MAB-DQA's page vectors, kept in the engine ------------------------------------------
-    def _page_vector_collection(self, encoder: str, create: bool):  # noqa: ANN202
-        """The collection of one encoder's page-unit vectors (each encoder has its own size)."""
-        name = PAGE_VECTORS + hashlib.sha1(encoder.encode()).hexdigest()[:12]
-        if create:
-            return cosine_collection(self.client, name, encoder, page_vectors=True)
-        return existing_collection(self.client, name)
+    # -- the stores derived from the KB, beside their methods -------------------------------
+    @contextmanager
+    def guarded(self, write: bool = False) -> Iterator[Any]:
+        """The Chroma client under this KB's guard (``_chroma``): what its derived stores
+        use, so they share its lock and its view of other processes' writes."""
+        with self._chroma(write):
+            yield self.client
 
-    def page_vectors(
-        self, doc: str, key: str, encoder: str
-    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """A document's page vectors as stored for ``key`` (a hash of the encoder and of what
-        the pages hold): every unit's vector in page order and each page's offset; None where
-        none are stored whole (never stored, or a writer stopped part way)."""
-        with self._chroma():
-            col = self._page_vector_collection(encoder, create=False)
-            if col is None:
-                return None
-            res = col.get(where={"$and": [{"doc": doc}, {"key": key}]},
-                          include=["embeddings", "metadatas"])  # fmt: skip
-        mds = res["metadatas"]
-        if not mds or len(mds) != mds[0]["units"]:
-            return None
-        order = np.argsort([md["i"] for md in mds], kind="stable")
-        pages = np.asarray([mds[j]["page"] for j in order])
-        offsets = np.searchsorted(pages, np.arange(mds[0]["pages"] + 1), side="left")
-        return np.asarray(res["embeddings"], np.float32)[order], offsets
+    def store(self, name: str, embedder: str = "", **metadata: Any) -> Store:
+        """A derived store kept where the KB lives (``memory/chroma.py:Store``), named under
+        the KB's prefix; ``follows`` in ``metadata`` has it cleaned with the KB's items."""
+        key = (name, embedder, json.dumps(metadata, sort_keys=True))
+        with self._lock:  # one per name: it keeps its collection's handle between uses
+            if key not in self._stores:
+                self._stores[key] = Store(self.guarded, COLLECTION_PREFIX + name,
+                                          embedder or self.embedder_name, **metadata)  # fmt: skip
+            return self._stores[key]
 
-    def keep_page_vectors(
-        self, doc: str, key: str, encoder: str, flat: np.ndarray, offsets: np.ndarray
-    ) -> None:
-        """Store a document's page vectors (``page_vectors`` reads them back) where the KB
-        lives, so every machine that answers over the document shares them; removed with the
-        document's pages."""
-        if not len(flat):
-            return
-        pages = np.searchsorted(offsets, np.arange(len(flat)), side="right") - 1
-        stem = hashlib.sha1(doc.encode()).hexdigest()[:16]
+    def drop_stores(self, prefix: str, keep: str = "") -> None:
+        """Delete the derived stores whose names start with ``prefix``, all but ``keep`` (a
+        full name)."""
         with self._chroma(write=True):
-            col = self._page_vector_collection(encoder, create=True)
-            step = min(self.client.get_max_batch_size(), 4096)
-            for lo in range(0, len(flat), step):
-                hi = min(len(flat), lo + step)
-                col.upsert(
-                    ids=[f"{stem}-{key}-{i}" for i in range(lo, hi)],
-                    embeddings=flat[lo:hi],
-                    metadatas=[{"doc": doc, "key": key, "i": i, "page": int(pages[i]),
-                                "units": len(flat), "pages": len(offsets) - 1}
-                               for i in range(lo, hi)],
-                )  # fmt: skip
+            for name in store_names(self.client, COLLECTION_PREFIX + prefix):
+                if name != keep:
+                    self.client.delete_collection(name)
 
-    def _drop_page_vectors(self, docs: Iterable[str]) -> None:
-        """The stored page vectors of ``docs``, in every encoder's collection."""
-        docs = [d for d in docs if d]
-        if not docs:
-            return
-        for c in self.client.list_collections():
-            name = getattr(c, "name", c)
-            if name.startswith(PAGE_VECTORS):
-                col = self.client.get_collection(name, embedding_function=None)
-                col.delete(where={"doc": {"$in": docs}})
+    def vector_batches(self, batch: int = 4096) -> Iterator[dict[str, Any]]:
+        """Every stored item's id, vector and metadata (hidden versions too), ``batch`` at a
+        time, modality after modality: what a derived store is built from."""
+        for modality in MODALITIES:
+            with self._chroma():
+                col = self.collection(modality, create=False)
+                size = col.count() if col is not None else 0
+                batch = min(batch, self.client.get_max_batch_size())
+            for offset in range(0, size, batch):
+                with self._chroma():  # fetched anew: the client may have been reopened
+                    col = self.collection(modality, create=False)
+                    res = col.get(include=["embeddings", "metadatas"], limit=batch,
+                                  offset=offset)  # fmt: skip
+                yield res
 
     def add_vectors(
         self, modality: str, ids: Sequence[str], vectors: np.ndarray, metadatas: list[dict]
@@ -762,10 +738,10 @@ class KnowledgeBase:
         with self._chroma():
             for modality in wanted:
                 col = self.collection(modality, create=False)
-                rows += _nearest_visible(col, vec, n, radius, where, hidden, found)
+                rows += nearest_visible(col, vec, n, radius, where, hidden, found)
         if found:
             self._keep_hits(found, hidden)
-        hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
+        hits = [stored_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self.visible(rows)]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]
 
@@ -778,7 +754,7 @@ class KnowledgeBase:
                 col = self.collection(modality, create=False) if wanted else None
                 if col is not None:
                     rows += _rows(col.get(ids=wanted, include=["documents", "metadatas"]))
-        found = {i: _evidence(i, d, m, 1.0) for i, d, m, _ in self._visible(rows)}
+        found = {i: stored_evidence(i, d, m, 1.0) for i, d, m, _ in self.visible(rows)}
         return [found[i] for i in ids if i in found]
 
     def vectors(self, modality: str) -> tuple[list[str], np.ndarray]:
@@ -822,146 +798,6 @@ class KnowledgeBase:
             return f"{registered}/{hidden}"
         return json.dumps(self.counts(), sort_keys=True)
 
-    def projection(
-        self, key: str, project: Callable[[np.ndarray], np.ndarray], *, batch: int = 4096
-    ) -> str:
-        """The name of the collection of every item's vector passed through ``project``
-        (GRAIL's trained alignment adapter, named by ``key``), for the KB as it is now: built
-        once, ``batch`` vectors at a time, where the engine keeps the KB, so every process and
-        machine that steers shares it and none loads the KB whole. A change of the KB makes a
-        new one and drops the adapter's older ones. Its content follows from the KB and the
-        adapter alone, so two processes that build it at once upsert the same vectors (no race
-        to lose); its writes are not the KB's (they leave ``state`` as it was)."""
-        stamp = hashlib.sha256(self.state().encode()).hexdigest()[:12]
-        name = f"{PROJECTED_PREFIX}{key[:12]}-{stamp}"
-        with self._chroma():
-            col = cosine_collection(self.client, name, self.embedder_name, grail=key)
-            if (col.metadata or {}).get("complete"):
-                return name
-            n, batch = 0, min(batch, self.client.get_max_batch_size())
-            for modality in MODALITIES:
-                source = self.collection(modality, create=False)
-                size = source.count() if source is not None else 0
-                for offset in range(0, size, batch):
-                    res = source.get(include=["embeddings", "metadatas"], limit=batch,
-                                     offset=offset)  # fmt: skip
-                    vecs = project(np.asarray(res["embeddings"], np.float32))
-                    col.upsert(ids=res["ids"], embeddings=vecs, metadatas=res["metadatas"])
-                    n += len(res["ids"])
-            col.modify(metadata={"embedder": self.embedder_name, "grail": key, "items": n,
-                                 "complete": True})  # fmt: skip
-            for other in self.client.list_collections():  # this adapter's earlier KB states
-                other = getattr(other, "name", other)
-                if other.startswith(f"{PROJECTED_PREFIX}{key[:12]}-") and other != name:
-                    self.client.delete_collection(other)
-            log.info("GRAIL: projected %d vectors of %s into %s", n, self.location, name)
-            return name
-
-    def search_projection(self, name: str, vec: np.ndarray, n: int) -> list[tuple[str, float]]:
-        """The ``n`` nearest items of projection ``name`` (ids and cosine similarity), the
-        versions hidden now left out."""
-        with self._chroma():
-            col = self.client.get_collection(name, embedding_function=None)
-            res = col.query(query_embeddings=[vec], n_results=n,
-                            include=["distances", "metadatas"])  # fmt: skip
-        hidden = set(self.hidden())
-        rows = zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
-        return [(i, 1.0 - float(d)) for i, d, md in rows
-                if (md or {}).get("src_hash") not in hidden]  # fmt: skip
-
-    def projection_vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """The projected vectors of ``ids`` (unknown ids are left out)."""
-        with self._chroma():
-            col = self.client.get_collection(name, embedding_function=None)
-            res = col.get(ids=list(ids), include=["embeddings"])
-        return dict(zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True))
-
-    # -- the visual space -----------------------------------------------------------------
-    def _visual_if_any(self):  # noqa: ANN202
-        try:
-            return self.visual_collection()
-        except KnowledgeBaseError:
-            return None
-
-    def visual_collection(self, create: bool = False):
-        """The collection of image vectors, checked to be in the configured image embedder's
-        space; None where there is none (and ``create`` is False)."""
-        with self._lock:
-            col = self._collections.get(VISUAL)
-            if col is None and create:
-                col = cosine_collection(self.client, VISUAL, self.image_embedder_name)
-            elif col is None:
-                col = existing_collection(self.client, VISUAL)
-                if col is None:
-                    return None
-            indexed_with = (col.metadata or {}).get("embedder")
-            if indexed_with != self.image_embedder_name:
-                raise KnowledgeBaseError(
-                    f"the images of {self.location} were embedded with {indexed_with!r}, but "
-                    f"image_embedder is {self.image_embedder_name!r}; their vectors are not "
-                    "comparable (set image_embedder or index again)"
-                )
-            self._collections[VISUAL] = col
-            return col
-
-    def add_visual(
-        self,
-        items: Sequence[Item],
-        embedder,  # noqa: ANN001
-        *,
-        versions: dict[str, str] | None = None,
-    ) -> AddStats:
-        """Embed the image files of ``items`` (image items with a path) with ``embedder`` into
-        the visual space; items already there are skipped (an image's id is its bytes)."""
-        stats = AddStats()
-        todo = {it.id: it for it in items if it.modality == "image" and it.path}
-        if not todo:
-            return stats
-        with self._chroma():
-            present = set(
-                self.visual_collection(create=True).get(ids=list(todo), include=[])["ids"]
-            )
-        stats.existing = len(present)
-        fresh = [it for id_, it in todo.items() if id_ not in present]
-        if fresh:
-            began = time.perf_counter()
-            vecs = embedder.encode_images([it.path for it in fresh])
-            stats.embed_seconds = time.perf_counter() - began
-            with self._chroma(write=True):
-                self.visual_collection(create=True).add(
-                    ids=[it.id for it in fresh],
-                    embeddings=vecs,
-                    documents=[it.text for it in fresh],
-                    metadatas=[_metadata(it, (versions or {}).get(it.id)) for it in fresh],
-                )
-            stats.added = len(fresh)
-        return stats
-
-    def visual_count(self) -> int:
-        """How many images the visual space holds (0 where it is absent)."""
-        with self._chroma():
-            col = self._visual_if_any()
-            return col.count() if col is not None else 0
-
-    def search_visual(
-        self, query: str, *, k: int = 5, radius: float | None = None, max_hits: int = 100
-    ) -> list[Evidence]:
-        """Images by the image embedder's similarity between ``query`` (its text tower) and each
-        image (its vision tower): top-``k``, or every image within cosine distance ``radius``."""
-        from hopgraph.models.embedders import image_embedder
-
-        with self._chroma():
-            if self.visual_collection() is None:
-                return []
-        vec = image_embedder(self.image_embedder_name).encode_texts([query])[0]
-        n = max_hits if radius is not None else k
-        hidden = self.hidden()
-        with self._chroma():
-            col = self.visual_collection()  # the client may have been reopened meanwhile
-            rows = _nearest_visible(col, vec, n, radius, None, hidden)
-        hits = [_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self._visible(rows)]
-        return hits if radius is not None else hits[:k]
-
     def pages_of(self, source: str) -> list[Evidence]:
         """One document's page items (by file name) in page order; empty if none."""
         with self._chroma():
@@ -970,7 +806,7 @@ class KnowledgeBase:
                 return []
             where = _unhidden({"source": source}, self.hidden())
             rows = _rows(col.get(where=where, include=["documents", "metadatas"]))
-        hits = [_evidence(i, d, m, 1.0) for i, d, m, _ in self._visible(rows)]
+        hits = [stored_evidence(i, d, m, 1.0) for i, d, m, _ in self.visible(rows)]
         return sorted(hits, key=lambda h: h["page"] or 0)
 
     def iter_items(self, modality: str, batch: int = 1000) -> Iterator[Evidence]:
@@ -982,11 +818,11 @@ class KnowledgeBase:
             with self._chroma():  # fetched anew: the client may have been reopened meanwhile
                 col = self.collection(modality, create=False)
                 res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
-            for id_, doc, md, _ in self._visible(_rows(res)):
-                yield _evidence(id_, doc, md, 1.0)
+            for id_, doc, md, _ in self.visible(_rows(res)):
+                yield stored_evidence(id_, doc, md, 1.0)
 
 
 def _unchanged(md: dict[str, Any] | None, item: Item) -> bool:
     """Whether a stored item's fields (its text aside) are the item's."""
-    fresh = _metadata(item)
+    fresh = item_metadata(item)
     return all((md or {}).get(k) == v for k, v in fresh.items())

@@ -23,8 +23,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hopgraph.config import OPERATOR, Context, knob, knobs_of
-from hopgraph.memory.chroma import chroma_client, cosine_collection, local_chroma
+from hopgraph.memory.chroma import Shelf, Store, chroma_client, local_chroma
 from hopgraph.memory.registry import Db, connect_pg
 
 
@@ -298,15 +298,17 @@ class PolarMemory:
                 "HOPGRAPH_REGISTRY_URL)"
             )
         self.name = re.sub(r"[^a-z0-9_]", "_", self.path.name.lower()) or "polarmem"
-        if chroma_url:
+        if chroma_url:  # a server: PostgreSQL's lock orders the writers
             self._chroma_folder = None
-            self._client = chroma_client(url=chroma_url)
-            self.collection = f"{COLLECTION}-{self.name}"
+            client = chroma_client(url=chroma_url)
+            self.z_sem = Store(lambda write: nullcontext(client), f"{COLLECTION}-{self.name}",
+                               embedder)  # fmt: skip
             self.location = f"{chroma_url} (memory {self.name})"
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._chroma_folder = local_chroma(self.path)
-            self.collection = COLLECTION
+            folder = self._chroma_folder = local_chroma(self.path)
+            self.z_sem = Store(lambda write: folder.use(self.version, written=self.version),
+                               COLLECTION, embedder)  # fmt: skip
             self.location = str(self.path)
         with self._tx() as db:
             for statement in filter(str.strip, SCHEMA.split(";\n")):
@@ -373,14 +375,12 @@ class PolarMemory:
         return self._embedder
 
     @contextmanager
-    def _chroma(self):
-        """The z_sem collection, used under the inter-process lock by a client that has seen
+    def _chroma(self) -> Iterator[Shelf]:
+        """The z_sem store, used under the inter-process lock by a client that has seen
         every write so far (reopened when another process wrote since)."""
-        if self._chroma_folder is None:  # a server: PostgreSQL's lock orders the writers
-            yield cosine_collection(self._client, self.collection, self.embedder_name)
-            return
-        with self._chroma_folder.use(self.version, written=self.version) as client:
-            yield cosine_collection(client, self.collection, self.embedder_name)
+        with self.z_sem.open(create=True) as shelf:
+            assert shelf is not None
+            yield shelf
 
     def close(self) -> None:
         if self._chroma_folder is not None:
@@ -450,13 +450,7 @@ class PolarMemory:
             for c in dict.fromkeys(map(normalize_concept, o.mentions))
             if c
         ]
-        for i in range(0, len(obs), 4096):
-            chunk = obs[i : i + 4096]
-            col.upsert(
-                ids=[o.id for o in chunk],
-                embeddings=vecs[i : i + 4096],
-                metadatas=[{"kind": o.kind} for o in chunk],
-            )
+        col.upsert([o.id for o in obs], vecs, [{"kind": o.kind} for o in obs])
         if similar:
             edges += self._similar(db, col, ids, vecs, {o.id: o.kind for o in obs})
         db.executemany(
@@ -510,10 +504,8 @@ class PolarMemory:
     def _similar(self, db, col, ids: list[str], vecs: np.ndarray, kinds: dict[str, str]):
         """SIMILAR_TO edges from each new memory to the closest others of its kind (z_sem
         cosine >= SIMILAR_MIN), the batch itself included."""
-        res = col.query(
-            query_embeddings=vecs,
-            n_results=min(SIMILAR_PER_NODE + 1, col.count()),
-            include=["distances", "metadatas"],
+        res = col.nearest(
+            vecs, min(SIMILAR_PER_NODE + 1, col.count()), include=["distances", "metadatas"]
         )
         out = []
         for src, hits, dists, mds in zip(
@@ -591,7 +583,7 @@ class PolarMemory:
                 n = col.count()
                 if not n:
                     return []
-                res = col.query(query_embeddings=q[None, :], n_results=min(k, n))
+                res = col.nearest(q[None, :], min(k, n))
             sims = (1 - np.asarray(res["distances"][0])).tolist()
             return self._labelled(list(zip(res["ids"][0], sims, strict=True)), pos, neg)
         import torch  # loaded already: the embedder runs on it

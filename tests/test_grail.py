@@ -348,8 +348,9 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.memory.kb import PROJECTED_PREFIX, Item, KnowledgeBase
+    from hopgraph.memory.kb import COLLECTION_PREFIX, Item, KnowledgeBase
     from hopgraph.tools.grail import tool as grail_tool
+    from hopgraph.tools.grail.retrieval import PROJECTED
 
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"t{i}", f"Passage {i} on topic {i % 7} of town {i % 5}.")
@@ -377,7 +378,7 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     def projections() -> list[str]:
         with kb._chroma():
             names = [getattr(c, "name", c) for c in kb.client.list_collections()]
-        return [n for n in names if n.startswith(PROJECTED_PREFIX)]
+        return [n for n in names if n.startswith(COLLECTION_PREFIX + PROJECTED)]
 
     (first,) = projections()
     kb.add([Item("text", "new", "Passage new on topic 3 of town 3, added later.")])

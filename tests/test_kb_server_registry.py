@@ -212,9 +212,10 @@ def test_a_trained_grail_adapter_follows_a_server_kb_through_its_registry(
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.memory.kb import PROJECTED_PREFIX, KnowledgeBase
+    from hopgraph.memory.kb import COLLECTION_PREFIX, KnowledgeBase
     from hopgraph.runtime import close_all
     from hopgraph.tools.grail.models import GrailModel
+    from hopgraph.tools.grail.retrieval import PROJECTED
     from hopgraph.tools.grail.tool import grail_search
 
     registry = fresh_database(postgres, "kb_grail")
@@ -241,7 +242,7 @@ def test_a_trained_grail_adapter_follows_a_server_kb_through_its_registry(
 
     def projections() -> list[str]:
         names = [getattr(c, "name", c) for c in kb.client.list_collections()]
-        return [n for n in names if n.startswith(PROJECTED_PREFIX)]
+        return [n for n in names if n.startswith(COLLECTION_PREFIX + PROJECTED)]
 
     hits = grail_search("an animal by the pond", held, 2, "gap-fixed", ctx)
     assert "heron" in hits[0]["text"] and len(projections()) == 1

@@ -16,6 +16,7 @@ from PIL import Image
 
 from hopgraph.memory.indexing import index_source, triplet_items
 from hopgraph.memory.kb import KnowledgeBase
+from hopgraph.tools.mabdqa.page_vectors import keep_page_vectors, stored_page_vectors
 
 
 def write_pdf(path, pages):
@@ -190,8 +191,8 @@ def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_pa
         kb, root, ocr="off", derive=lambda it: triplet_items(it, [["keeper", "kept", "goats"]])
     )
     flat = np.eye(4, 384, dtype=np.float32)
-    kb.keep_page_vectors("manual.pdf", "abc", "enc", flat, np.array([0, 1, 4]))
-    assert kb.page_vectors("manual.pdf", "abc", "enc")[1].tolist() == [0, 1, 4]
+    keep_page_vectors(kb, "manual.pdf", "abc", "enc", flat, np.array([0, 1, 4]))
+    assert stored_page_vectors(kb, "manual.pdf", "abc", "enc")[1].tolist() == [0, 1, 4]
     pngs = [p["path"] for p in kb.pages_of("manual.pdf")]
     assert len(pngs) == 2 and all(os.path.exists(p) for p in pngs)
     assert kb.counts()["text"] == 2  # the passage and its triplet
@@ -203,11 +204,51 @@ def test_kb_rm_removes_a_source_and_what_came_of_it_but_shared_items_stay(tmp_pa
     assert kb.counts() == {"text": 0, "table": 0, "image": 1, "page": 0}
     assert kb.search("leaf", k=3)[0]["modality"] == "image"  # b/leaf.png still holds it
     assert not any(os.path.exists(p) for p in pngs)
-    assert kb.page_vectors("manual.pdf", "abc", "enc") is None  # gone with the pages
+    assert stored_page_vectors(kb, "manual.pdf", "abc", "enc") is None  # gone with the pages
     assert hopgraph("kb", "rm", root / "b" / "leaf.png", "--kb", tmp_path / "kb").returncode == 0
     assert KnowledgeBase(tmp_path / "kb").counts()["image"] == 0
     refused = hopgraph("kb", "rm", root / "nowhere.txt", "--kb", tmp_path / "kb")
     assert refused.returncode == 2 and "not a source" in refused.stderr
+
+
+def test_a_removed_sources_rows_leave_every_derived_store_by_what_it_follows(tmp_path):
+    """Issue 73: the KB knows its derived stores by their metadata, not their names: a store of
+    any name whose rows follow item ids, or documents, loses what a removed source held; one
+    that follows nothing keeps its rows. The same Store reads and writes local and server KBs."""
+    from hopgraph.memory.chroma import FOLLOWS
+
+    root = tmp_path / "src"
+    root.mkdir()
+    write_pdf(root / "manual.pdf", ["Turn the valve clockwise.", "Close the hatch."])
+    (root / "story.txt").write_text("The lighthouse keeper of Marrowick kept goats.")
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, root, ocr="off")
+    story = kb.search("the lighthouse keeper", k=1, modalities=["text"])[0]["id"]
+    manual = kb.pages_of("manual.pdf")[0]["id"]
+    by_id = kb.store("my-notes", "enc", **{FOLLOWS: "id"})
+    by_doc = kb.store("my-pages", "enc", **{FOLLOWS: "doc"})
+    loose = kb.store("my-cache", "enc")
+    vecs = np.eye(2, 8, dtype=np.float32)
+    for store, metas in [(by_id, None), (by_doc, [{"doc": "manual.pdf"}, {"doc": "other.pdf"}]),
+                         (loose, None)]:  # fmt: skip
+        with store.open(write=True, create=True) as shelf:
+            shelf.upsert([story, manual], vecs, metas)
+    with by_id.open() as shelf:
+        assert shelf.count() == 2 and shelf.nearest(vecs[:1], 1)["ids"] == [[story]]
+
+    assert hopgraph("kb", "rm", root / "story.txt", root / "manual.pdf", "--kb",
+                    tmp_path / "kb").returncode == 0  # fmt: skip
+    kb = KnowledgeBase(tmp_path / "kb")
+    left = {}
+    for name, follows in [("my-notes", "id"), ("my-pages", "doc"), ("my-cache", None)]:
+        store = kb.store(name, "enc", **({FOLLOWS: follows} if follows else {}))
+        with store.open() as shelf:
+            left[store.name] = sorted(shelf.get(include=[])["ids"])
+    assert left == {
+        "hopgraph-my-notes": [],
+        "hopgraph-my-pages": [manual],  # its row of other.pdf stays
+        "hopgraph-my-cache": sorted([story, manual]),
+    }
 
 
 def test_derived_triplets_follow_their_passage(tmp_path):

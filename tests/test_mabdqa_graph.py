@@ -209,9 +209,9 @@ def test_bad_questions_fail_alone(tmp_path, kb_dir):
 def test_page_vectors_are_kept_in_the_engine_per_document(tmp_path, kb_dir, monkeypatch):
     """A document's page vectors are computed once and kept where the KB lives (no file
     beside it), read back whole; a store a writer left part way is computed again."""
-    from hopgraph.memory.kb import PAGE_VECTORS
+    from hopgraph.memory.kb import COLLECTION_PREFIX
     from hopgraph.tools.mabdqa import page_vectors
-    from hopgraph.tools.mabdqa.page_vectors import document_pages
+    from hopgraph.tools.mabdqa.page_vectors import PAGE_VECTORS, document_pages
 
     kb = KnowledgeBase(kb_dir)
     first = document_pages(kb, DOC)
@@ -227,7 +227,11 @@ def test_page_vectors_are_kept_in_the_engine_per_document(tmp_path, kb_dir, monk
     assert same(first.vectors, again.vectors)
     assert json.dumps([len(v) for v in first.vectors]) == json.dumps([2] * 12)
     with kb._chroma():
-        (name,) = [c.name for c in kb.client.list_collections() if c.name.startswith(PAGE_VECTORS)]
+        (name,) = [
+            c.name
+            for c in kb.client.list_collections()
+            if c.name.startswith(COLLECTION_PREFIX + PAGE_VECTORS)
+        ]
         col = kb.client.get_collection(name)
         col.delete(ids=col.get(limit=1)["ids"])  # as if a writer stopped part way
     third = document_pages(kb, DOC)

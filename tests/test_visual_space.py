@@ -10,6 +10,7 @@ from tiny_models import COLOURS, square, trained_tiny_clip
 from hopgraph.graphs import every_context
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
+from hopgraph.memory.visual import VisualSpace
 from hopgraph.models.embedders import VisionTextEmbedder
 from hopgraph.models.errors import ModelWeightsMissing
 
@@ -44,8 +45,8 @@ def test_indexing_images_fills_the_visual_space_and_a_text_query_finds_the_plant
 ):
     kb = KnowledgeBase(tmp_path / "kb", image_embedder=tiny_clip)
     report = index_source(kb, pictures, ocr="off")
-    assert report.visual == 4 and kb.visual_count() == 4
-    [hit] = kb.search_visual("a blue square", k=1)
+    assert report.visual == 4 and VisualSpace(kb).count() == 4
+    [hit] = VisualSpace(kb).search("a blue square", k=1)
     assert hit["source"] == "photo-2.png" and hit["modality"] == "image"
     # re-indexing embeds nothing again
     assert index_source(kb, pictures, ocr="off").visual == 0
@@ -87,4 +88,4 @@ def test_a_visual_space_from_another_embedder_is_refused(tiny_clip, pictures, tm
     index_source(KnowledgeBase(tmp_path / "kb", image_embedder=tiny_clip), pictures, ocr="off")
     other = KnowledgeBase(tmp_path / "kb", image_embedder="google/siglip-base-patch16-224")
     with pytest.raises(KnowledgeBaseError, match="not comparable"):
-        other.search_visual("a red square")
+        VisualSpace(other).search("a red square")

@@ -13,6 +13,7 @@ import numpy as np
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.kb import KnowledgeBase
+from hopgraph.memory.visual import VisualSpace
 from hopgraph.models.events import Retrieval, emit
 from hopgraph.runtime import ProcessCache, process_cache
 
@@ -67,8 +68,9 @@ def search_images(
     began = time.perf_counter()
     kb = knowledge_base(ctx)
     k = k or ctx.top_k
-    if kb.visual_count():
-        hits = kb.search_visual(query, k=k, radius=radius, max_hits=max_hits)
+    visual = VisualSpace(kb)
+    if visual.count():
+        hits = visual.search(query, k=k, radius=radius, max_hits=max_hits)
         emit(Retrieval.of(role, query, hits, began, space="visual", embedder=ctx.image_embedder))
         return hits
     hits = kb.search(query, k=k, modalities=["image"], radius=radius, max_hits=max_hits)

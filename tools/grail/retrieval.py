@@ -8,6 +8,7 @@ the engine; each excludes what the pool already holds.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from hopgraph.memory.chroma import Store
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.steering import Steered, pad_context
 
@@ -142,48 +144,89 @@ class ChromaSearcher:
         return [(h["id"], h["score"]) for h in hits if h["id"] not in exclude][:k]
 
 
+PROJECTED = "grail-"
+"""The projections' store names begin so: ``grail-<adapter key>-<KB state>``."""
+
+
 class ProjectedSearcher:
-    """Search the KB's projection through a trained alignment adapter, kept in the engine
-    (``KnowledgeBase.projection``): no process loads the KB. The projection follows the KB: a
-    search after the KB changed opens (or builds) the projection of what it holds now."""
+    """Search the KB's projection through a trained alignment adapter, a store kept in the
+    engine beside the KB (``KnowledgeBase.store``): no process loads the KB. The projection
+    follows the KB: a search after the KB changed opens (or builds) the projection of what it
+    holds now."""
 
     def __init__(self, kb, model: GrailModel, key: str):  # noqa: ANN001
         self.kb = kb
         self.key = key
         self.dim = kb.embedder.dim
         self.model = model
-        self._open: tuple[str, str] | None = None
+        self._open: tuple[str, Store] | None = None
 
     def _project(self, x: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             return self.model.project(torch.as_tensor(x)).numpy()
 
+    def projection(self, batch: int = 4096) -> Store:
+        """The store of every item's vector passed through the adapter, for the KB as it is
+        now: built once, ``batch`` vectors at a time, where the engine keeps the KB, so every
+        process and machine that steers shares it and none loads the KB whole. A change of the
+        KB makes a new one and drops the adapter's older ones. Its content follows from the KB
+        and the adapter alone, so two processes that build it at once upsert the same vectors
+        (no race to lose); its writes are not the KB's (they leave ``state`` as it was)."""
+        stamp = hashlib.sha256(self.kb.state().encode()).hexdigest()[:12]
+        store = self.kb.store(f"{PROJECTED}{self.key[:12]}-{stamp}", grail=self.key)
+        with store.open(create=True) as shelf:
+            if shelf.metadata.get("complete"):
+                return store
+        n = 0
+        for res in self.kb.vector_batches(batch):
+            vecs = self._project(np.asarray(res["embeddings"], np.float32))
+            with store.open(create=True) as shelf:
+                shelf.upsert(res["ids"], vecs, res["metadatas"])
+            n += len(res["ids"])
+        with store.open(create=True) as shelf:
+            shelf.mark(items=n, complete=True)
+        self.kb.drop_stores(f"{PROJECTED}{self.key[:12]}-", keep=store.name)
+        log.info("GRAIL: projected %d vectors of %s into %s", n, self.kb.location, store.name)
+        return store
+
     def _read(self, how):  # noqa: ANN001, ANN202 - a read of the projection
-        """``how(name)`` on the projection of the KB as it is now; once more on a fresh one if
-        it went away meanwhile (another process rebuilt it for a changed KB)."""
+        """``how(shelf)`` on the projection of the KB as it is now; once more on a fresh one
+        if it went away meanwhile (another process rebuilt it for a changed KB)."""
         for attempt in (0, 1):
             state = self.kb.state()
             if self._open is None or self._open[0] != state:
-                self._open = (state, self.kb.projection(self.key, self._project))
+                self._open = (state, self.projection())
             try:
-                return how(self._open[1])
+                with self._open[1].open() as shelf:
+                    if shelf is None:
+                        raise LookupError(f"projection {self._open[1].name} is gone")
+                    return how(shelf)
             except Exception:
                 if attempt:
                     raise
+                self._open[1].forget()
                 self._open = None
 
     def vectors(self, ids: list[str]) -> torch.Tensor:
         if not ids:
             return torch.zeros(0, self.dim)
-        found = self._read(lambda name: self.kb.projection_vectors(name, ids))
+        res = self._read(lambda shelf: shelf.get(ids, include=["embeddings"]))
+        found = dict(zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True))
         missing = [i for i in ids if i not in found]
         if missing:
             raise UnknownEvidence(missing)
         return torch.as_tensor(np.stack([found[i] for i in ids]))
 
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
+        """The nearest items of the projection (cosine similarity), the versions hidden now
+        and ``exclude`` left out."""
         n = k + len(exclude)
-        hits = self._read(lambda name: self.kb.search_projection(name, vec.detach().numpy(), n))
+        query = vec.detach().numpy()[None, :]
+        res = self._read(lambda shelf: shelf.nearest(query, n, include=["distances", "metadatas"]))
+        hidden = set(self.kb.hidden())
+        rows = zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
+        hits = [(i, 1.0 - float(d)) for i, d, md in rows
+                if (md or {}).get("src_hash") not in hidden]  # fmt: skip
         return [(i, s) for i, s in hits if i not in exclude][:k]
 
 

@@ -31,7 +31,7 @@ _steerers: ProcessCache[tuple, Grail] = process_cache("GRAIL steerers")
 def grail_for(ctx: Context) -> Grail:
     """One Grail per (knowledge base, weights, τ_base): Chroma's index, or, when an adapter
     was trained (its space differs from the index's), the KB's projection through it, kept in
-    the engine beside the KB (``KnowledgeBase.projected``): no process loads the KB whole.
+    the engine beside the KB (``ProjectedSearcher.projection``): no process loads the KB whole.
     A Context without GRAIL's settings (a graph of one's own that steers) gets their defaults."""
     knobs = knobs_of(GrailContext.adopt(ctx), GrailSettings)
     key = (ctx.kb_dir, ctx.chroma_url, knobs.grail_weights, knobs.grail_tau_base)

@@ -5,9 +5,9 @@ The paper embeds page images with ColPali. With ``page_embedder`` set (a ColPali
 their text tokens'. Without it (the CPU default, since no such weights reach every machine), a
 page is its own text split into lines (short lines merged, long ones split into sentences),
 each line one text-encoder vector, so LI(q, p) of Eq. 1 keeps its multi-vector shape either way.
-The vectors of one document are kept where the knowledge base lives (a collection per encoder,
-``KnowledgeBase.keep_page_vectors``), keyed by the encoder and the page texts or images, so every
-machine that answers over the document shares them.
+The vectors of one document are kept where the knowledge base lives (a store per encoder,
+``keep_page_vectors``), keyed by the encoder and the page texts or images, so every machine that
+answers over the document shares them; the KB drops them with the document.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hopgraph.memory.chroma import FOLLOWS, Store
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.kb import KnowledgeBase
 
+PAGE_VECTORS = "pagevec-"
+"""The page-vector stores' names begin so, one per encoder."""
 MIN_WORDS = 4  # a shorter line joins the next (headers, numbers, table cells)
 MAX_WORDS = 60  # a longer line is split into sentences
 MAX_UNITS = 96  # per page, so one dense page cannot dominate the cost
@@ -121,12 +124,54 @@ def _cached(
     kb: KnowledgeBase, doc: str, key: str, encoder: str, build
 ) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
     """A document's (flat vectors, page offsets) as the KB keeps them, else built and kept."""
-    kept = kb.page_vectors(doc, key, encoder)
+    kept = stored_page_vectors(kb, doc, key, encoder)
     if kept is not None:
         return kept
     flat, offsets = build()
-    kb.keep_page_vectors(doc, key, encoder, flat, offsets)
+    keep_page_vectors(kb, doc, key, encoder, flat, offsets)
     return flat, offsets
+
+
+def _store(kb: KnowledgeBase, encoder: str) -> Store:
+    """One encoder's page-unit vectors (each encoder has its own size); its rows follow their
+    document (``doc``), so the KB drops them with it."""
+    name = PAGE_VECTORS + hashlib.sha1(encoder.encode()).hexdigest()[:12]
+    return kb.store(name, encoder, page_vectors=True, **{FOLLOWS: "doc"})
+
+
+def stored_page_vectors(
+    kb: KnowledgeBase, doc: str, key: str, encoder: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A document's page vectors as stored for ``key`` (a hash of the encoder and of what the
+    pages hold): every unit's vector in page order and each page's offset; None where none are
+    stored whole (never stored, or a writer stopped part way)."""
+    with _store(kb, encoder).open() as shelf:
+        if shelf is None:
+            return None
+        res = shelf.get(where={"$and": [{"doc": doc}, {"key": key}]},
+                        include=["embeddings", "metadatas"])  # fmt: skip
+    mds = res["metadatas"]
+    if not mds or len(mds) != mds[0]["units"]:
+        return None
+    order = np.argsort([md["i"] for md in mds], kind="stable")
+    pages = np.asarray([mds[j]["page"] for j in order])
+    offsets = np.searchsorted(pages, np.arange(mds[0]["pages"] + 1), side="left")
+    return np.asarray(res["embeddings"], np.float32)[order], offsets
+
+
+def keep_page_vectors(
+    kb: KnowledgeBase, doc: str, key: str, encoder: str, flat: np.ndarray, offsets: np.ndarray
+) -> None:
+    """Store a document's page vectors (``stored_page_vectors`` reads them back) where the KB
+    lives, so every machine that answers over the document shares them."""
+    if not len(flat):
+        return
+    pages = np.searchsorted(offsets, np.arange(len(flat)), side="right") - 1
+    stem = hashlib.sha1(doc.encode()).hexdigest()[:16]
+    metadatas = [{"doc": doc, "key": key, "i": i, "page": int(pages[i]), "units": len(flat),
+                  "pages": len(offsets) - 1} for i in range(len(flat))]  # fmt: skip
+    with _store(kb, encoder).open(write=True, create=True) as shelf:
+        shelf.upsert([f"{stem}-{key}-{i}" for i in range(len(flat))], flat, metadatas)
 
 
 def query_vectors(kb: KnowledgeBase, query: str, page_embedder: str = "") -> np.ndarray:
