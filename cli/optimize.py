@@ -129,10 +129,10 @@ def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
     except BudgetSpent as e:
         err.print(f"[yellow]budget reached:[/yellow] {e}; re-run with a larger budget to go on")
         raise typer.Exit(BUDGET_SPENT) from None
-    except KeyboardInterrupt:
-        opt._write_overlay()
+    except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, or SIGTERM (install_sigterm_handler):
+        opt._write_overlay()  # stop now, not after the call in flight, which may take minutes
         opt.save()
-        interrupted(130, None)
+        interrupted(int(e.code or 143) if isinstance(e, SystemExit) else 130, None)
     _report(record, str(plan.out))
 
 

@@ -239,6 +239,33 @@ def test_a_budget_stops_it_and_a_larger_one_resumes_after_kill_9(tmp_path, town_
     assert model.calls - calls <= 2 * N
 
 
+def test_sigterm_stops_it_at_once_with_what_it_found(tmp_path, town_kb):
+    """SIGTERM while a model call hangs: optimize stops now with 143 and its record written,
+    as Ctrl-C does (before: it waited for the call, then printed LangGraph's traceback)."""
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    asked, release = threading.Event(), threading.Event()
+
+    def script(body: dict) -> str:
+        asked.set()
+        release.wait(120)
+        return SCRIPT(body)
+
+    with ScriptedServer(script) as model:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert asked.wait(120)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, errs = proc.communicate(timeout=60)
+        finally:
+            release.set()
+    assert proc.returncode == 143, errs
+    assert "interrupted" in errs and "Traceback" not in errs, errs
+    assert (out / "record.json").exists()
+
+
 def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_path, town_kb):
     """The bootstrap's calls are paid; the incumbent's validation run is all cache hits and
     costs nothing; the proposer's call is counted."""
