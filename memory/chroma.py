@@ -261,10 +261,14 @@ def store_names(client: Any, prefix: str = "") -> list[str]:
 
 def stores_following(client: Any, prefix: str) -> list[tuple[Any, str]]:
     """Each derived store under ``prefix`` (its collection) and what its rows follow
-    (``FOLLOWS``), read from its metadata."""
+    (``FOLLOWS``), read from its metadata: the listing's own (one request, not one per store),
+    a collection fetched by name only where a client lists bare names."""
     out = []
-    for name in store_names(client, prefix):
-        col = existing_collection(client, name)
+    for listed in client.list_collections():
+        name = getattr(listed, "name", listed)
+        if not name.startswith(prefix):
+            continue
+        col = listed if hasattr(listed, "metadata") else existing_collection(client, name)
         follows = (col.metadata or {}).get(FOLLOWS) if col is not None else None
         if follows:
             out.append((col, follows))
