@@ -4,12 +4,27 @@
 # runs/hotpot-q.jsonl); its verdict (--test) answers the reported 40 (lines 21-60) with the
 # overlay and with the hand-written prompts, one response cache for all, and record.json keeps
 # the paired test and the validation-to-test gap; `compare` shows it question by question.
-# Re-running resumes every step.
+# Re-running resumes every step, on the llama.cpp build and the code the search began with (a
+# record resumes only on the code that made it): the portable wheel (AVX2, so a machine with
+# AVX-512 answers as one without), and for a search begun before main moved on, its revision
+# from a worktree under runs/.
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 . benchmarks/hotpot_data.sh
+unpack_portable
+method=${1:-rag}
+case $method in
+  qdrag) rev=ccbb51d ;;  # fingerprint 5800683280db
+  *) rev="" ;;
+esac
+code=$portable
+if [ -n "$rev" ]; then
+  [ -d runs/code-$rev/hopgraph ] || git worktree add --detach runs/code-$rev/hopgraph $rev > /dev/null
+  code=$PWD/runs/code-$rev:$code
+fi
+export PYTHONPATH=$code${PYTHONPATH:+:$PYTHONPATH}
 made() {  # the file $1 made by command $2, with the provenance a run's manifest names
   [ -f "$1" ] || bash -c "$2"
   printf '{"command": "%s", "sha256": "%s"}\n' "$2" "$(sha256sum "$1" | cut -d' ' -f1)" > "$1.made.json"
@@ -20,7 +35,6 @@ Q=runs/hotpot-q-test.jsonl  # the first 40 of runs/hotpot-q-reported.jsonl
 made $Q "sed -n 21,60p runs/hotpot-q.jsonl > $Q"
 R=benchmarks/results/hotpotqa/optimize
 fast="--set n_threads_batch=$(nproc)"
-method=${1:-rag}
 case $method in
   rag) roles="--roles rag/short_answer --roles rag/answer" ;;
   qdrag) roles="--roles qdrag/decompose_qdc"; fast="$fast --set qdrag_mode=qdc" ;;
