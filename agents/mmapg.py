@@ -113,7 +113,7 @@ class DescribedImage(BaseModel):
 
 SPLIT = Role("retriever", "mmapg/decompose", schema=Split)
 KEY_PHRASES = Role("retriever", "mmapg/keyphrases", schema=Phrases)
-IMAGE_QUERIES = {
+IMAGE_QUERIES: dict[str, tuple[Role, type[TargetedImage] | type[DescribedImage]]] = {
     "targeted": (Role("retriever", "mmapg/image_target", schema=TargetedImage), TargetedImage),
     "descriptive": (
         Role("retriever", "mmapg/image_describe", schema=DescribedImage),

@@ -264,7 +264,7 @@ class KnowledgeBase:
         self._stores: dict[tuple[str, str, str], Store] = {}
         self._absent: dict[str, float | None] = {}
         """Modalities found to have no collection, and when (``_known_absent``)."""
-        self._embedder = None
+        self._embedder: Any = None
         self._vectors: dict[str, tuple[Any, list[str], np.ndarray]] = {}
         self._hit_vectors: tuple[Any, OrderedDict[str, np.ndarray]] = (None, OrderedDict())
         self._written = 0
@@ -410,7 +410,7 @@ class KnowledgeBase:
         stamp = self._absent[modality]
         if self._local is not None:
             return stamp is not None and stamp == self._local.seen
-        return time.monotonic() - stamp < ABSENT_FOR
+        return stamp is not None and time.monotonic() - stamp < ABSENT_FOR
 
     def counts(self) -> dict[str, int]:
         """Items stored per modality (a version being written or removed included)."""

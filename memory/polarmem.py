@@ -193,7 +193,7 @@ class Observation:
 
     def serialized(self) -> str:
         """T_serialize of Eq. 10: the polarity state as one line of text."""
-        groups = {s: [] for s in POLAR}
+        groups: dict[str, list[str]] = {s: [] for s in POLAR}
         for c, (state, _) in self.states().items():
             groups[state].append(c)
         parts = [
@@ -287,7 +287,7 @@ class PolarMemory:
         self.path = Path(path).expanduser()
         self.embedder_name = embedder
         self.batch_size = batch_size
-        self._embedder = None
+        self._embedder: Any = None
         self._local = threading.local()
         self._snapshot: _Snapshot | None = None
         self.db_url = db_url if chroma_url else ""

@@ -223,7 +223,7 @@ def read_pdf(
 
     notes = notes if notes is not None else []
     try:
-        doc = pymupdf.open(path)
+        doc: Any = pymupdf.open(path)  # its Document declares no iteration over pages
     except Exception as e:  # pymupdf raises its own FileDataError and friends
         yield Failed(str(path), f"not a readable PDF: {e}")
         return
@@ -627,7 +627,7 @@ def source_units(path: Path, fmt: str, follow_links: bool = False) -> list[Sourc
         return [SourceUnit(path, (path,), partial(read_file, path))]
     if fmt == "pdf":
         return [SourceUnit(f, (f,), partial(read_pdf, f)) for f in pdf_files(path, follow_links)]
-    files = (path,)
+    files: tuple[Path, ...] = (path,)
     if fmt == "multimodalqa" and path.is_dir():
         stems = ("MMQA_texts", "MMQA_tables", "MMQA_images")
         files = tuple(f for stem in stems if (f := _mmqa_file(path, stem)))

@@ -331,10 +331,10 @@ class ChatModel:
                 budget *= 2
             if attempt == 1 and repair:
                 log.info("structured reply for %s did not validate (%s); repairing", role, error)
-                repair = self.prompts.render(
+                ask = self.prompts.render(
                     "common/repair_json", error=error, schema=json.dumps(json_schema)
                 )
-                convo = [*convo, {"role": "assistant", "content": raw}, user(repair)]
+                convo = [*convo, {"role": "assistant", "content": raw}, user(ask)]
         failure = StructuredOutputError(
             f"{role}: reply from {self.model} does not match {schema.__name__} after one "
             f"repair: {error}",

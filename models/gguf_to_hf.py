@@ -18,6 +18,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def _fingerprint(gguf: Path) -> dict[str, object]:
@@ -43,7 +44,7 @@ def convert(gguf: Path, out: Path, dtype: str = "float32") -> Path:
     began = time.perf_counter()
     folder, name = str(gguf.parent), gguf.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    model = AutoModelForCausalLM.from_pretrained(
+    model: Any = AutoModelForCausalLM.from_pretrained(  # typed as torch's Module: no config
         folder, gguf_file=name, dtype=getattr(torch, dtype)
     )
     # a GGUF-loaded model carries its quantization config, which save_pretrained refuses; the

@@ -118,7 +118,8 @@ def bandit_retrieve(
     steps: list[dict[str, Any]] = []
     budget, rounds = m, 0
     while budget > 0 and not (stop is not None and stop()):
-        picks = []  # (page, arm, how, sample) of this round, chosen before any is judged
+        # (page, arm, how, sample) of this round, chosen before any is judged
+        picks: list[tuple[Any, ...]] = []
         for _ in range(min(batch, budget)):
             pick = _pick(h, arms, rng, judged.keys() | {p for p, *_ in picks}, current, score)
             if pick is None:
