@@ -490,13 +490,16 @@ class Optimizer:
         return self._traced[qid]
 
     def _failures(self, role: str, boot: dict[str, dict], n: int = 3) -> list:
-        """Up to ``n`` pool questions answered wrong, with the role's real prompt and reply."""
+        """Up to ``n`` pool questions answered wrong, with the role's real prompt and reply:
+        its last call of the question, for a role called in a loop (MMAPG's planner) the one
+        whose prompt holds the whole loop so far and whose reply ended it."""
         out = []
         for qid in sorted(self.pool.ids):
             pred = boot.get(qid)
             if pred is None or score_prediction(pred).get("em", 0.0) >= 1.0:
                 continue
-            call = next((c for c in self._boot_calls(qid) if c["template"] == role), None)
+            calls = self._boot_calls(qid)
+            call = next((c for c in reversed(calls) if c["template"] == role), None)
             if call is None:
                 continue
             prompt = "\n".join(

@@ -348,3 +348,32 @@ def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
     plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"])
     pool = Optimizer(plan, None, None)._pool({"q2": pred}, {"q2"})
     assert [c["output"] for c in pool.calls["rag/short_answer"]] == ["answer-2"]
+
+
+def test_the_proposer_reads_a_looping_role_s_last_call(tmp_path):
+    """For a role called in a loop (MMAPG's planner), the proposer is shown the call that
+    ended the loop, whose prompt holds every step before it, not the first step alone."""
+    from pathlib import Path
+
+    from hopgraph.evals.optimize import Optimizer, Plan, Pool
+
+    out = tmp_path / "opt"
+    boot = out / "bootstrap"
+    (boot / "traces").mkdir(parents=True)
+    pred = {"id": "q1", "answer": "Ruth", "gold": ["Vale"], "question": "Who founded town 1?"}
+    (boot / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
+    steps = [f"search: founder of town 1 (try {i})" for i in range(1, 5)]
+
+    def call(i):
+        history = "\n".join(f"step {j}: {s}" for j, s in enumerate(steps[:i], 1))
+        data = {"event": "llm_call", "template": "mmapg/planner", "reply": steps[i],
+                "messages": [{"role": "user", "content": f"Plan so far:\n{history}"}],
+                "extra": {"inputs": {"question": pred["question"]}}}  # fmt: skip
+        return json.dumps({"mode": "custom", "data": data}) + "\n"
+
+    (boot / "traces" / "q1.jsonl").write_text("".join(call(i) for i in range(4)))
+    opt = Optimizer(Plan("mmapg", Path("unused.jsonl"), out, ["mmapg/planner"]), None, None)
+    opt.pool = Pool({"q1"})
+    (shown,) = opt._failures("mmapg/planner", {"q1": pred})
+    assert shown["reply"] == steps[3]
+    assert all(f"step {j}: {s}" in shown["prompt"] for j, s in enumerate(steps[:3], 1))
