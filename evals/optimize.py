@@ -10,8 +10,9 @@ folders and statistics).
 - **select**: each candidate (the incumbent overlay with one role's demonstrations or
   instruction changed) answers the validation questions (carved from the training ones, never
   the demonstrations' source); it replaces the incumbent only on a paired win (more questions
-  better than worse on the metric, sign test p < ``alpha``). The search ends after ``rounds``,
-  at the budget, or in a round no candidate wins.
+  better than worse on the metric, sign test p < ``alpha``); the hand-written incumbent's
+  validation answers are the bootstrap's own. The search ends after ``rounds``, at the budget,
+  or in a round no candidate wins.
 
 Every step is a run folder sharing one response cache, so a candidate pays only for the calls its
 change reaches, and a killed search resumes where it was: finished runs are read back, the
@@ -275,9 +276,11 @@ class Optimizer:
         self.pool = self._pool(boot, set(demo_ids))
         self.say(
             f"{len(demo_ids)} for demonstrations and proposals, {len(val_ids)} for "
-            f"validation; the incumbent (hand-written) on validation"
+            f"validation; the incumbent (hand-written) on validation: the bootstrap's answers"
         )
-        incumbent = self._answer("candidates/00-incumbent", val_file, self._overlay_of(None))
+        # the same prompts answered them in the bootstrap: asking again would cost a method's
+        # whole run per question wherever the response cache is gone (another machine)
+        incumbent = {i: boot[i] for i in val_ids if i in boot}
         self.save()
         for r in range(1, self.plan.rounds + 1):
             best = self._round(r, incumbent, boot, val_file)
