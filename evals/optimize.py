@@ -91,6 +91,7 @@ class Candidate:
     sent: list[int] = field(default_factory=lambda: [0, 0])
     """Prompt and completion tokens it sent to the endpoint (its proposal and its run)."""
     seconds: float = 0.0
+    """Its proposal's time and its validation questions' own seconds."""
     skipped: str = ""
     """Why it was never scored (the proposer wrote no instruction)."""
 
@@ -172,7 +173,6 @@ class Optimizer:
         self.proposer_ctx = proposer_ctx or ctx
         self.out = plan.out
         self.record_path = self.out / "record.json"
-        self.began = time.time()
         self.record: dict[str, Any] = self._load()
         self.pool = Pool(set())
         self._traced: dict[str, list[dict[str, Any]]] = {}
@@ -201,14 +201,20 @@ class Optimizer:
         }
 
     def save(self) -> None:
-        self.record["seconds"] = round(
-            self.record.get("seconds_before", 0.0) + time.time() - self.began, 1
-        )
+        self.record["seconds"] = round(self._seconds(), 1)
         self.record["spent"] = self.spent()
         self.out.mkdir(parents=True, exist_ok=True)
         tmp = self.record_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.record, indent=1, ensure_ascii=False) + "\n")
         tmp.replace(self.record_path)
+
+    def _seconds(self) -> float:
+        """The search's time, from what it keeps: its runs' questions' own seconds (the
+        bootstrap, the candidates, the verdict) and its proposals', so a sitting killed before
+        the record was written counts too."""
+        runs = [self.out / "bootstrap", *(self.out / "test").glob("*")]
+        answered = sum(p.get("seconds", 0.0) for run in runs for p in _preds_in(run).values())
+        return answered + sum(c.get("seconds", 0.0) for c in self.record["candidates"])
 
     def spent(self) -> dict[str, Any]:
         """Tokens the search's runs and proposals sent to the endpoint (a cached call costs
@@ -254,7 +260,6 @@ class Optimizer:
 
     # -- steps ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        self.record["seconds_before"] = self.record.get("seconds", 0.0)
         train = QuestionSet.read(self.plan.train)
         demo_ids, val_ids = split(
             [q.id for q in train.questions], self.plan.val_share, self.plan.seed
@@ -370,9 +375,11 @@ class Optimizer:
             if not failures:
                 return None
             source = Prompts.shipped(role).read_text(encoding="utf-8")
+            began = time.time()
             with tally_calls() as tally:
                 self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")
                 proposal = propose_instruction(role, source, failures, self.proposer_ctx)
+            cand.seconds = round(time.time() - began, 1)
             cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
             cand.tokens = sum(cand.sent)
             text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
@@ -390,7 +397,6 @@ class Optimizer:
         return cand
 
     def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
-        began = time.time()
         self.say(f"{cand.id}: on validation")
         overlay = self._overlay_of(cand)
         try:  # refused once here, not by every question of its run
@@ -412,7 +418,7 @@ class Optimizer:
         cand.won = test.better > test.worse and test.sign_p < self.plan.alpha
         cand.sent = [a + b for a, b in zip(cand.sent, _sent(preds), strict=True)]
         cand.tokens = sum(cand.sent)
-        cand.seconds = round(time.time() - began, 1)
+        cand.seconds = round(cand.seconds + sum(p.get("seconds", 0.0) for p in preds.values()), 1)
         self._replace(cand)
 
     def _replace(self, cand: Candidate) -> None:

@@ -410,3 +410,40 @@ def test_the_incumbent_on_validation_is_the_bootstrap_s_answers_even_with_no_cac
     right = sum(boot[q]["answer"] == f"answer-{q[1:]}" for q in val) / len(val)
     scored = [c for c in record["candidates"] if not c.get("skipped")]
     assert scored and all(abs(c["incumbent_mean"] - right) < 1e-4 for c in scored)
+
+
+def test_its_hours_count_a_sitting_killed_before_the_record_was_written(tmp_path, town_kb):
+    """The record's time is its runs' questions' own seconds and its proposals': a bootstrap
+    killed (kill -9) before the first save still counts (before: only the last sitting's
+    clock, so a bootstrap spread over sittings vanished from the cost)."""
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    six = threading.Event()
+    asked = []
+
+    def slow(body: dict) -> str:
+        if "Full answer" in body["messages"][-1]["content"]:
+            asked.append(1)
+            if len(asked) >= 6:
+                six.set()
+        return SCRIPT(body)
+
+    with ScriptedServer(slow, delay=1.0) as model:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
+            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert six.wait(120)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (out / "record.json").exists()
+    first = read_predictions(out / "bootstrap" / "predictions.jsonl")
+    killed = sum(p["seconds"] for p in first.values())
+    assert len(first) >= 5 and killed >= 10  # two calls of a second each a question
+    with ScriptedServer(SCRIPT) as model:
+        done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    record = json.loads((out / "record.json").read_text())
+    boot = read_predictions(out / "bootstrap" / "predictions.jsonl").values()
+    runs = sum(c["seconds"] for c in record["candidates"])
+    assert record["seconds"] == round(sum(p["seconds"] for p in boot) + runs, 1)
+    assert record["seconds"] >= killed
