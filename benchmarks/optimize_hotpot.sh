@@ -7,7 +7,8 @@
 # Re-running resumes every step, on the llama.cpp build and the code the search began with (a
 # record resumes only on the code that made it): the portable wheel (AVX2, so a machine with
 # AVX-512 answers as one without), and for a search begun before main moved on, its revision
-# from a worktree under runs/.
+# from a worktree under runs/ with this checkout's optimizer (evals/optimize.py drives the
+# method's runs; the code fingerprint a record is held to is the method's own).
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run)
 set -eu
 cd "$(dirname "$0")/.."
@@ -21,7 +22,9 @@ case $method in
 esac
 code=$portable
 if [ -n "$rev" ]; then
-  [ -d runs/code-$rev/hopgraph ] || git worktree add --detach runs/code-$rev/hopgraph $rev > /dev/null
+  w=runs/code-$rev/hopgraph
+  [ -d $w ] || git worktree add --detach $w $rev > /dev/null
+  cp evals/optimize.py $w/evals/optimize.py
   code=$PWD/runs/code-$rev:$code
 fi
 export PYTHONPATH=$code${PYTHONPATH:+:$PYTHONPATH}
