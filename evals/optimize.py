@@ -154,6 +154,8 @@ class Pool:
 
     ids: set[str]
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    longest: dict[str, int] = field(default_factory=dict)
+    """Per role, its longest prompt on them in tokens (what demonstrations must fit beside)."""
 
 
 class Optimizer:
@@ -367,9 +369,10 @@ class Optimizer:
             if not calls:
                 return None
             rng = random.Random(f"{self.plan.seed}:{r}:{role}")
-            cand.demos[role] = sorted(
-                rng.sample([c["qid"] for c in calls], min(self.plan.demos, len(calls)))
-            )
+            drawn = rng.sample(calls, min(self.plan.demos, len(calls)))
+            cand.demos[role] = sorted(c["qid"] for c in self._fitting(role, drawn))
+            if not cand.demos[role]:
+                cand.skipped = "no demonstration fits the context window beside the role's prompt"
         else:
             failures = self._failures(role, boot)
             if not failures:
@@ -395,6 +398,20 @@ class Optimizer:
         self.record["candidates"].append(asdict(cand))
         self.save()
         return cand
+
+    def _fitting(self, role: str, drawn: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``drawn`` less its largest demonstrations until they fit the embedded model's
+        context window beside the role's longest prompt and a reply (QD-C's decomposition
+        carries 10 passages: two such demonstrations overflowed 4096 tokens). A demonstration
+        costs at most its own call's prompt and reply; a served endpoint's window is unknown
+        here, so all are kept."""
+        if self.ctx.base_url or not self.ctx.n_ctx:
+            return drawn
+        room = self.ctx.n_ctx - self.ctx.max_tokens - self.pool.longest.get(role, 0)
+        kept = sorted(drawn, key=lambda c: c["tokens"])
+        while kept and sum(c["tokens"] for c in kept) > room:
+            kept.pop()
+        return kept
 
     def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
         self.say(f"{cand.id}: on validation")
@@ -478,14 +495,18 @@ class Optimizer:
         the method answered right by exact match."""
         pool = Pool(demo_ids)
         for qid, pred in boot.items():
-            if qid not in demo_ids or score_prediction(pred).get("em", 0.0) < 1.0:
+            if qid not in demo_ids:
                 continue
+            right = score_prediction(pred).get("em", 0.0) >= 1.0
             for call in self._boot_calls(qid):
+                role, tokens = call["template"], call.get("prompt_tokens") or 0
+                pool.longest[role] = max(pool.longest.get(role, 0), tokens)
                 answered = isinstance(call.get("reply"), str) and not call.get("error")
-                if answered and call["template"] in self.plan.roles and "inputs" in call["extra"]:
-                    pool.calls.setdefault(call["template"], []).append(
-                        {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"]}
-                    )
+                if right and answered and role in self.plan.roles and "inputs" in call["extra"]:
+                    pool.calls.setdefault(role, []).append(
+                        {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"],
+                         "tokens": tokens + (call.get("completion_tokens") or 0)}
+                    )  # fmt: skip
         for role in self.plan.roles:  # a question's first call of the role is its demonstration
             seen: set[str] = set()
             pool.calls[role] = [c for c in pool.calls.get(role, [])

@@ -447,3 +447,49 @@ def test_its_hours_count_a_sitting_killed_before_the_record_was_written(tmp_path
     runs = sum(c["seconds"] for c in record["candidates"])
     assert record["seconds"] == round(sum(p["seconds"] for p in boot) + runs, 1)
     assert record["seconds"] >= killed
+
+
+def test_a_demonstration_set_is_cut_to_what_fits_the_context_window(tmp_path):
+    """On the embedded model, demonstrations are dropped, largest first, until they fit its
+    window beside the role's longest prompt and a reply (two of QD-C's, with 10 passages
+    each, overflowed 4096 tokens); where not one fits, the candidate is skipped. A served
+    endpoint's window is unknown here: its set is kept whole."""
+    from pathlib import Path
+
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+
+    out = tmp_path / "opt"
+    (out / "bootstrap" / "traces").mkdir(parents=True)
+    sizes = {"q1": 900, "q2": 1200, "q3": 1500, "q4": 1800}  # q4 answered wrong
+    boot = {
+        q: {"id": q, "answer": "right" if q != "q4" else "wrong", "gold": ["right"]} for q in sizes
+    }
+    (out / "bootstrap" / "predictions.jsonl").write_text(
+        "".join(json.dumps(p) + "\n" for p in boot.values())
+    )
+    for q, n in sizes.items():
+        data = {"event": "llm_call", "template": "rag/short_answer", "reply": "right",
+                "prompt_tokens": n, "completion_tokens": 4,
+                "extra": {"inputs": {"question": q, "answer": "right"}}}  # fmt: skip
+        (out / "bootstrap" / "traces" / f"{q}.jsonl").write_text(
+            json.dumps({"mode": "custom", "data": data}) + "\n"
+        )
+    plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"], demos=3)
+
+    def demos(ctx):
+        opt = Optimizer(plan, ctx, None)
+        opt.pool = opt._pool(boot, set(sizes))
+        hand = Candidate("hand-written", "", "", {}, {})
+        return opt._make("01-demos", "rag/short_answer", "demos", hand, boot, 1)
+
+    # 4096 - 512 - 1800 = 1784 tokens of room: one demonstration, the smallest of the drawn
+    (kept,) = demos(Context(n_ctx=4096, max_tokens=512)).demos["rag/short_answer"]
+    assert kept == "q1"
+    squeezed = demos(Context(n_ctx=3000, max_tokens=512))
+    assert (
+        squeezed.skipped.startswith("no demonstration fits")
+        and not squeezed.demos["rag/short_answer"]
+    )
+    served = demos(Context(n_ctx=4096, max_tokens=512, base_url="http://127.0.0.1:9/v1"))
+    assert served.demos["rag/short_answer"] == ["q1", "q2", "q3"]
