@@ -51,6 +51,12 @@ def questions(tmp_path, ids, name="train.jsonl"):
     return path
 
 
+def trace_call(template, reply, inputs, **fields) -> str:
+    """One ``llm_call`` line of a question's trace, as a run writes it."""
+    data = {"event": "llm_call", "template": template, "reply": reply, **fields}
+    return json.dumps({"mode": "custom", "data": {**data, "extra": {"inputs": inputs}}}) + "\n"
+
+
 def base(train, out, kb, model, *extra):
     return [
         "optimize",
@@ -335,13 +341,10 @@ def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
     }
     (boot / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
 
-    def call(reply, error=None):
-        data = {"event": "llm_call", "template": "rag/short_answer", "reply": reply,
-                "error": error, "extra": {"inputs": {"question": "What about town 2?",
-                                                    "answer": "It is answer-2."}}}  # fmt: skip
-        return json.dumps({"mode": "custom", "data": data}) + "\n"
-
-    (boot / "traces" / "q2.jsonl").write_text(call(None, "connection refused") + call("answer-2"))
+    inputs = {"question": "What about town 2?", "answer": "It is answer-2."}
+    failed = trace_call("rag/short_answer", None, inputs, error="connection refused")
+    answered = trace_call("rag/short_answer", "answer-2", inputs)
+    (boot / "traces" / "q2.jsonl").write_text(failed + answered)
     plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"])
     pool = Optimizer(plan, None, None)._pool({"q2": pred}, {"q2"})
     assert [c["output"] for c in pool.calls["rag/short_answer"]] == ["answer-2"]
@@ -363,10 +366,9 @@ def test_the_proposer_reads_a_looping_role_s_last_call(tmp_path):
 
     def call(i):
         history = "\n".join(f"step {j}: {s}" for j, s in enumerate(steps[:i], 1))
-        data = {"event": "llm_call", "template": "mmapg/planner", "reply": steps[i],
-                "messages": [{"role": "user", "content": f"Plan so far:\n{history}"}],
-                "extra": {"inputs": {"question": pred["question"]}}}  # fmt: skip
-        return json.dumps({"mode": "custom", "data": data}) + "\n"
+        prompt = [{"role": "user", "content": f"Plan so far:\n{history}"}]
+        inputs = {"question": pred["question"]}
+        return trace_call("mmapg/planner", steps[i], inputs, messages=prompt)
 
     (boot / "traces" / "q1.jsonl").write_text("".join(call(i) for i in range(4)))
     opt = Optimizer(Plan("mmapg", Path("unused.jsonl"), out, ["mmapg/planner"]), None, None)
@@ -469,12 +471,9 @@ def test_a_demonstration_set_is_cut_to_what_fits_the_context_window(tmp_path):
         "".join(json.dumps(p) + "\n" for p in boot.values())
     )
     for q, n in sizes.items():
-        data = {"event": "llm_call", "template": "rag/short_answer", "reply": "right",
-                "prompt_tokens": n, "completion_tokens": 4,
-                "extra": {"inputs": {"question": q, "answer": "right"}}}  # fmt: skip
-        (out / "bootstrap" / "traces" / f"{q}.jsonl").write_text(
-            json.dumps({"mode": "custom", "data": data}) + "\n"
-        )
+        inputs = {"question": q, "answer": "right"}
+        line = trace_call("rag/short_answer", "right", inputs, prompt_tokens=n, completion_tokens=4)
+        (out / "bootstrap" / "traces" / f"{q}.jsonl").write_text(line)
     plan = Plan("rag", Path("unused.jsonl"), out, ["rag/short_answer"], demos=3)
 
     def demos(ctx):
