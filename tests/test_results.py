@@ -107,6 +107,36 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
     assert "within a column" not in caveat({"before": "slow", "after": "fast"})[0]
 
 
+def test_seconds_answered_from_the_response_cache_are_flagged_not_compared(tmp_path, monkeypatch):
+    """A verdict's second arm asks the prompts its first arm asked: the cache answers it in no
+    time (QD-C's 103 s against 0.076 s a question). The table says so, and compares the
+    endpoints' speeds only on questions the endpoint answered (before: no word of the cache,
+    and the cached arm's sitting probe read as another endpoint's speed)."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+
+    def record(name, seconds, prefill, cached):
+        (tmp_path / name).mkdir()
+        per_q = {
+            f"q{i}": {"seconds": seconds, "prefill_tokens_per_s": prefill, "f1": 0.5}
+            | ({"cache_hits": 3} if i < cached else {})
+            for i in range(40)
+        }
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+
+    record("hand", 103.0, 52.0, 0)
+    record("opt", 0.076, 61.0 * 1.5, 40)  # its sitting's probe ran on a faster machine
+    rows = {"hand-written": "hand", "optimized": "opt"}
+    claim = results.Claim("optimized", "hand-written", "f1")
+    table = results.RunTable("M", "t", "f", rows, ["f1", "seconds"], [claim])
+    lines = [line for line in results.run_table(table) if line.startswith("- Seconds:")]
+    assert lines == [
+        "- Seconds: questions answered in whole or part from the response cache (optimized 40 of"
+        " 40) took no time at the endpoint, so those columns' seconds are not the method's."
+    ]
+
+
 def test_the_latency_model_table_reads_its_targets_from_the_record():
     def row(agent, depth, c32, **extra):
         return {"agent": agent, "llm_calls": 2, "prompt_tokens": 300.0, "depth": depth,

@@ -114,10 +114,10 @@ def run_table(t: RunTable) -> list[str]:
         if figures:
             what = {"cost.svg": "quality against cost", "strip.svg": "wins and losses"}
             out += [""] + [f"![{what[name.rsplit('-', 1)[-1]]}](plots/{name})" for name in figures]
-        caveat = "" if t.speed_is_compared else _speed_caveat(have, common)
-        if "seconds" in t.metrics and caveat:
-            out.append("- " + caveat)
-        if t.claims or caveat:
+        caveats = [] if t.speed_is_compared else _seconds_caveats(have, common)
+        if "seconds" in t.metrics:
+            out += ["- " + c for c in caveats]
+        if t.claims or caveats:
             out.append("")
     if missing and have:
         out += [f"Not measured yet: {', '.join(missing)}.", ""]
@@ -345,16 +345,33 @@ def needed_text(verdict: str, needed_n: int | None, pool: int) -> str:
     return f"; about {needed_n:,} questions would give it 80 % power"
 
 
-def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
+def _seconds_caveats(have: dict[str, dict], common: list[str]) -> list[str]:
+    """Why a table's seconds may not compare: replies from the response cache, which took no
+    time at the endpoint (a verdict's second arm asks what its first already asked), and
+    endpoints of different speed on the questions the endpoint did answer."""
+    cached = {
+        n: [q for q in common if m["per_question"][q].get("cache_hits")] for n, m in have.items()
+    }
+    hits = [f"{n} {len(qs)} of {len(common)}" for n, qs in cached.items() if qs]
+    live = {n: [q for q in common if q not in cached[n]] for n in have}
+    speed = _speed_caveat({n: m for n, m in have.items() if live[n]}, live)
+    return [
+        f"Seconds: questions answered in whole or part from the response cache ({'; '.join(hits)})"
+        " took no time at the endpoint, so those columns' seconds are not the method's."
+    ] * bool(hits) + [speed] * bool(speed)
+
+
+def _speed_caveat(have: dict[str, dict], live: dict[str, list[str]]) -> str:
     """Seconds compare only where the endpoint ran equally fast: two hosts of one kind read
     the embedded model's prompts 1.65x apart, and two llama.cpp builds 1.9x apart on one.
-    Says so when the columns' recorded rates (each sitting's probe) differ by more than
-    SPEED_TOLERANCE, or when some columns recorded none and others did."""
+    Says so when the columns' recorded rates (each sitting's probe, on its ``live`` questions:
+    those not answered from the cache) differ by more than SPEED_TOLERANCE, or when some
+    columns recorded none and others did."""
     differ, unknown = [], set()
     for key, label in SPEEDS:
         rates = {}
         for name, m in have.items():
-            vals = [v for q in common if (v := m["per_question"][q].get(key))]
+            vals = [v for q in live[name] if (v := m["per_question"][q].get(key))]
             rates[name] = mean(vals) if vals else None
         known = {n: r for n, r in rates.items() if r is not None}
         if known and len(known) < len(rates):
@@ -363,7 +380,7 @@ def _speed_caveat(have: dict[str, dict], common: list[str]) -> str:
             differ.append(f"{label} " + " / ".join(f"{r:.1f}" for r in known.values()))
     varied = []  # a column whose sittings ran on another machine or build (probe noise aside)
     for name, m in have.items():
-        vals = [v for q in common if (v := m["per_question"][q].get("prefill_tokens_per_s"))]
+        vals = [v for q in live[name] if (v := m["per_question"][q].get("prefill_tokens_per_s"))]
         if vals and max(vals) > MACHINE_RATIO * min(vals):
             varied.append(f"{name} {min(vals):.1f} to {max(vals):.1f}")
     within = (
