@@ -16,8 +16,7 @@ R=benchmarks/results/hotpotqa/mmapg
 n=${1:-40}
 . benchmarks/hotpot_data.sh
 # triplets for Eq. 1-2: one extraction call per passage, cached in a committed file
-$H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb-tri --triplets \
-  --cache benchmarks/results/hotpotqa/triplets.jsonl
+index_triplets
 Q=runs/hotpot-q-reported.jsonl
 [ -f $Q ] || tail -n +21 runs/hotpot-q.jsonl > $Q
 grow() {  # grow VARIANT LIMIT [--set ...]

@@ -14,8 +14,7 @@ n=${1:-40}
 step=${2:-5}
 benchmarks/prepare_questions.sh
 . benchmarks/hotpot_data.sh
-$H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb-tri --triplets \
-  --cache benchmarks/results/hotpotqa/triplets.jsonl
+index_triplets
 Q=runs/hotpot-q-reported.jsonl
 T="--set n_threads_batch=$(nproc)"
 $H run --agent rag --questions $Q --kb runs/hotpot-kb --out $R/rag --limit "$n" $T

@@ -44,9 +44,7 @@ case $method in
   rag) roles="--roles rag/short_answer --roles rag/answer" ;;
   qdrag) roles="--roles qdrag/decompose_qdc"; fast="$fast --set qdrag_mode=qdc" ;;
   mmapg)  # the knowledge base of the reported MMAPG tables: triplets (Eq. 1-2) from a committed cache
-    roles="--roles mmapg/planner"; kb=runs/hotpot-kb-tri
-    $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb $kb --triplets \
-      --cache benchmarks/results/hotpotqa/triplets.jsonl ;;
+    roles="--roles mmapg/planner"; kb=runs/hotpot-kb-tri; index_triplets ;;
 esac
 cache=runs/optimize-$method-cache
 set +e

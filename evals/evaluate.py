@@ -289,7 +289,7 @@ CACHE_SENSITIVE = {"seconds"}
 paired tests read only the questions neither run answered from the cache."""
 
 
-def _uncached(per_question: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def uncached(per_question: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {q: s for q, s in per_question.items() if not s.get("cache_hits")}
 
 
@@ -317,7 +317,7 @@ def compare_runs(
         for i, r in enumerate(results[1:], 1):
             base_q, other_q = results[0]["per_question"], r["per_question"]
             if k in CACHE_SENSITIVE:  # a reply the cache gave took no time: not a speed-up
-                base_q, other_q = _uncached(base_q), _uncached(other_q)
+                base_q, other_q = uncached(base_q), uncached(other_q)
             _, a, b = paired_scores(base_q, other_q, k)
             if a:
                 tests.append((k, i, paired(a, b, lower=k in LOWER_IS_BETTER)))

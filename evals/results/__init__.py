@@ -349,11 +349,12 @@ def _seconds_caveats(have: dict[str, dict], common: list[str]) -> list[str]:
     """Why a table's seconds may not compare: replies from the response cache, which took no
     time at the endpoint (a verdict's second arm asks what its first already asked), and
     endpoints of different speed on the questions the endpoint did answer."""
-    cached = {
-        n: [q for q in common if m["per_question"][q].get("cache_hits")] for n, m in have.items()
-    }
-    hits = [f"{n} {len(qs)} of {len(common)}" for n, qs in cached.items() if qs]
-    live = {n: [q for q in common if q not in cached[n]] for n in have}
+    from hopgraph.evals.evaluate import uncached
+
+    live = {n: sorted(set(common) & set(uncached(m["per_question"]))) for n, m in have.items()}
+    hits = [
+        f"{n} {len(common) - len(qs)} of {len(common)}" for n, qs in live.items() if qs != common
+    ]
     speed = _speed_caveat({n: m for n, m in have.items() if live[n]}, live)
     return [
         f"Seconds: questions answered in whole or part from the response cache ({'; '.join(hits)})"
