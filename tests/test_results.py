@@ -359,3 +359,29 @@ def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
     two_builds = results.RunTable("M", "t", "f", {"a": "qdc", "b": "peer"}, ["f1"],
                                   speed_is_compared=True)  # fmt: skip
     assert not any(ln.startswith("**llama.cpp") for ln in results.run_table(two_builds))
+
+
+def test_a_search_under_way_says_how_far_it_has_come_not_that_it_was_never_measured(
+    tmp_path, monkeypatch
+):
+    """MMAPG's planner search had 11 bootstrap answers committed while RESULTS.md said "Not
+    measured yet" of it: the report (record.json) is written only when the bootstrap ends."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    table = results.BenchTable(
+        "M", "search", "finding", ["s/record.json"], "hopgraph.evals.optimize:render",
+        progress="s/bootstrap",
+    )  # fmt: skip
+    assert "Not measured yet." in results.bench_table(table)
+
+    run = tmp_path / "s" / "bootstrap"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"questions": "train.jsonl"}))
+    preds = [{"id": f"q{i}", "answer": "a", "error": None} for i in range(11)]
+    preds[3]["error"] = "endpoint gone"
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    text = "\n".join(results.bench_table(table))
+    assert "Not measured yet" not in text
+    assert "In progress: 11 questions of `train.jsonl` answered so far (1 failed)" in text
+    assert "benchmarks/results/s/bootstrap" in text

@@ -426,10 +426,29 @@ def _deviation_lines(deviations: list[str]) -> list[str]:
 def bench_table(t: BenchTable) -> list[str]:
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
-    out += renderer(t.render)([_load(f) for f in t.files])
+    reports = [_load(f) for f in t.files]
+    answered = RunFolder(records_dir() / t.progress).done() if t.progress else {}
+    if answered and not any(reports):
+        out += _progress_lines(t.progress, answered)
+    else:
+        out += renderer(t.render)(reports)
     if t.command:
         out += ["", "Reproduce:", "", f"    {t.command}", ""]
     return out
+
+
+def _progress_lines(rel: str, answered: dict[str, dict[str, Any]]) -> list[str]:
+    """A run that has begun but has no report yet: how far it has come, so the page does not
+    say "Not measured yet" of records that are committed."""
+    failed = sum(1 for p in answered.values() if p.get("error"))
+    q = _manifest(rel).get("questions", "its question file")
+    return [
+        f"In progress: {len(answered)} questions of `{q}` answered so far"
+        + (f" ({failed} failed)" if failed else "")
+        + f", committed as they come in `benchmarks/results/{rel}`; the table appears when the "
+        "run ends and writes its report.",
+        "",
+    ]
 
 
 # -- the tables ------------------------------------------------------------------------------

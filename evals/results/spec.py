@@ -62,3 +62,7 @@ class BenchTable:
     command: str = ""
     deviations: list[str] = field(default_factory=list)
     """As ``RunTable.deviations``."""
+    progress: str = ""
+    """A run folder the report is made from, which grows before it exists (a search's
+    bootstrap): while no report is there, the page says how many questions it has answered
+    rather than "Not measured yet"."""

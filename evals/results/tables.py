@@ -164,6 +164,7 @@ def _optimized(method: str, roles: str) -> list[RunTable | BenchTable]:
             ],  # fmt: skip
             "hopgraph.evals.optimize:render",
             command=command,
+            progress=f"hotpotqa/optimize/{method}/bootstrap",
         ),
         RunTable(
             "Prompt optimization",
