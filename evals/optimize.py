@@ -220,10 +220,15 @@ class Optimizer:
 
     def spent(self) -> dict[str, Any]:
         """Tokens the search's runs and proposals sent to the endpoint (a cached call costs
-        nothing), and their USD at the budget's price."""
-        parts = [self.record.get("bootstrap_sent", [0, 0])]
-        parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
-        parts += [self.record.get("test", {}).get("sent", [0, 0])]  # the verdict's two arms
+        nothing), and their USD at the budget's price. A run under way counts what its folder
+        holds so far (the bootstrap, a candidate not yet scored, each verdict arm), so the
+        next run's budget is what is really left."""
+        parts = [_sent(_preds_in(self.out / "bootstrap"))]
+        for c in self.record["candidates"]:
+            parts.append(c.get("sent", [c.get("tokens", 0), 0]))  # its proposal, then its run
+            if not c.get("scores") and not c.get("skipped"):
+                parts.append(_sent(_preds_in(self.out / "candidates" / c["id"])))
+        parts += [_sent(_preds_in(arm)) for arm in sorted((self.out / "test").glob("*"))]
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
         out: dict[str, Any] = {
             "tokens": prompt + completion,

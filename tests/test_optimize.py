@@ -272,6 +272,38 @@ def test_sigterm_stops_it_at_once_with_what_it_found(tmp_path, town_kb):
     assert (out / "record.json").exists()
 
 
+def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
+    """The budget left to the optimized arm is what the hand-written arm left, not what was
+    left before it (before: the arms' tokens counted only once both ended, so the search spent
+    up to a whole arm past its budget and said it finished)."""
+    from hopgraph.evals.optimize import _sent
+
+    train = questions(tmp_path, range(N))
+    test = questions(tmp_path, range(N, N + 8), "test.jsonl")
+
+    def arm(out, name):
+        return sum(_sent(read_predictions(out / "test" / name / "predictions.jsonl")))
+
+    with ScriptedServer(SCRIPT) as model:
+        free = tmp_path / "free"
+        done = hopgraph(*base(train, free, town_kb, model, "--test", str(test)), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        record = json.loads((free / "record.json").read_text())
+        before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
+        hand, opt = arm(free, "hand-written"), arm(free, "optimized")
+        assert hand > 0 and opt > 0 and record["spent"]["tokens"] == before + hand + opt
+        # room for the hand-written arm and half the optimized one: the second arm must stop
+        budget = before + hand + opt // 2
+        capped = tmp_path / "capped"
+        got = hopgraph(*base(train, capped, town_kb, model, "--test", str(test),
+                             "--budget-tokens", str(budget)), cwd=tmp_path)  # fmt: skip
+    assert got.returncode == 4 and "budget reached" in got.stderr, got.stderr[-400:]
+    answered = read_predictions(capped / "test" / "optimized" / "predictions.jsonl")
+    assert 0 < len(answered) < 8
+    spent = json.loads((capped / "record.json").read_text())["spent"]["tokens"]
+    assert spent < budget + opt // 2  # the runner stops at its own count (cached calls too)
+
+
 def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_path, town_kb):
     """The bootstrap's calls are paid; the proposer's call is counted."""
     train, out = questions(tmp_path, range(N)), tmp_path / "opt"
