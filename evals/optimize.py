@@ -38,6 +38,7 @@ from hopgraph.evals.cost import Budget
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.run_folder import (
     QuestionSet,
+    RunFolder,
     method_code,
     read_trace,
     scored_predictions,
@@ -215,7 +216,9 @@ class Optimizer:
         bootstrap, the candidates, the verdict) and its proposals', so a sitting killed before
         the record was written counts too."""
         runs = [self.out / "bootstrap", *(self.out / "test").glob("*")]
-        answered = sum(p.get("seconds", 0.0) for run in runs for p in _preds_in(run).values())
+        answered = sum(
+            p.get("seconds", 0.0) for run in runs for p in RunFolder(run).done().values()
+        )
         return answered + sum(c.get("seconds", 0.0) for c in self.record["candidates"])
 
     def spent(self) -> dict[str, Any]:
@@ -223,12 +226,12 @@ class Optimizer:
         nothing), and their USD at the budget's price. A run under way counts what its folder
         holds so far (the bootstrap, a candidate not yet scored, each verdict arm), so the
         next run's budget is what is really left."""
-        parts = [_sent(_preds_in(self.out / "bootstrap"))]
+        parts = [_sent(RunFolder(self.out / "bootstrap").done())]
         for c in self.record["candidates"]:
             parts.append(c.get("sent", [c.get("tokens", 0), 0]))  # its proposal, then its run
             if not c.get("scores") and not c.get("skipped"):
-                parts.append(_sent(_preds_in(self.out / "candidates" / c["id"])))
-        parts += [_sent(_preds_in(arm)) for arm in sorted((self.out / "test").glob("*"))]
+                parts.append(_sent(RunFolder(self.out / "candidates" / c["id"]).done()))
+        parts += [_sent(RunFolder(arm).done()) for arm in sorted((self.out / "test").glob("*"))]
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
         out: dict[str, Any] = {
             "tokens": prompt + completion,

@@ -524,3 +524,26 @@ def test_a_demonstration_set_is_cut_to_what_fits_the_context_window(tmp_path):
     )
     served = demos(Context(n_ctx=4096, max_tokens=512, base_url="http://127.0.0.1:9/v1"))
     assert served.demos["rag/short_answer"] == ["q1", "q2", "q3"]
+
+
+def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
+    """Tokens and seconds come from the prediction lines themselves: a run folder whose
+    question file has moved still counts (before: each save joined every line to its
+    question file and raised without it)."""
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Optimizer, Plan
+
+    train, out = questions(tmp_path, range(4)), tmp_path / "opt"
+    boot = out / "bootstrap"
+    boot.mkdir(parents=True)
+    gone = tmp_path / "moved.jsonl"
+    (boot / "manifest.json").write_text(
+        json.dumps({"questions": str(gone), "questions_sha256": "0" * 64})
+    )
+    line = {"prompt_tokens": 1000, "completion_tokens": 100, "seconds": 2.5}
+    (boot / "predictions.jsonl").write_text(
+        "".join(json.dumps({"id": f"q{i}", "answer": "x", **line}) + "\n" for i in range(4))
+    )
+    opt = Optimizer(Plan("rag", train, out, []), Context(), runner=None)
+    assert opt.spent()["tokens"] == 4 * 1100
+    assert opt._seconds() == 10.0

@@ -427,8 +427,9 @@ def bench_table(t: BenchTable) -> list[str]:
     out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
     reports = [_load(f) for f in t.files]
-    answered = RunFolder(records_dir() / t.progress).done() if t.progress else {}
-    if answered and not any(reports):
+    progress = bool(t.progress) and not any(reports)
+    answered = RunFolder(records_dir() / t.progress).done() if progress else {}
+    if answered:
         out += _progress_lines(t.progress, answered)
     else:
         out += renderer(t.render)(reports)
