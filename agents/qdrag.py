@@ -84,12 +84,12 @@ def plan_qdr(
     plan, so the raw question alone reranks (recorded)."""
     variables = {"question": question, "picture": bool(images)}
     if temperature is not None:  # sampling several plans for QDARF
-        from hopgraph.models.chat import extract_json
+        from hopgraph.models.chat import parse_reply
 
         text = PLAN_QDR.complete(
             ctx, pictures=images, temperature=temperature, max_tokens=300, **variables
         )
-        plan = QDRPlan.model_validate_json(extract_json(text))
+        plan = parse_reply(QDRPlan, text)
     else:
         plan = PLAN_QDR.structured(
             ctx, fallback=QDRPlan(subquestions=[]), pictures=images, **variables

@@ -126,6 +126,23 @@ def extract_json(text: str) -> str:
     return text[start : end + 1] if start != -1 and end > start else text.strip()
 
 
+def parse_reply(schema: type[T], text: str) -> T:
+    """The reply's JSON object validated by ``schema``. A raw line break or tab inside a JSON
+    string (invalid JSON, yet what small models write in long text fields) is read as that
+    character rather than sending the reply to repair."""
+    body = extract_json(text)
+    try:
+        return schema.model_validate_json(body)
+    except ValidationError as e:
+        if not any(err["type"] == "json_invalid" for err in e.errors()):
+            raise
+        try:
+            loose = json.loads(body, strict=False)
+        except ValueError:
+            raise e from None
+    return schema.model_validate(loose)
+
+
 def capped(text: str, cap: int) -> str:
     """``text`` whole, or its first ``cap`` characters and a marker saying how many were cut."""
     if cap <= 0 or len(text) <= cap:
@@ -315,13 +332,13 @@ class ChatModel:
                 temperature=self.temperature,
                 response_format=fmt,
                 extra={"repair": attempt == 2, **traced_inputs(inputs)},
-                parse=lambda r: schema.model_validate_json(
-                    extract_json(r.choices[0].message.content or "")
-                ).model_dump(mode="json"),
+                parse=lambda r: parse_reply(schema, r.choices[0].message.content or "").model_dump(
+                    mode="json"
+                ),
             )
             raw = resp.choices[0].message.content or ""
             try:
-                return schema.model_validate_json(extract_json(raw))
+                return parse_reply(schema, raw)
             except (ValidationError, ValueError) as e:
                 error = _short_error(e)
             if resp.choices[0].finish_reason == "length":

@@ -63,6 +63,32 @@ def test_structured_repairs_once(endpoint):
     assert [e["extra"]["repair"] for e in events] == [False, True]
 
 
+class Note(BaseModel):
+    title: str
+    body: str
+
+
+def test_a_raw_line_break_inside_a_string_is_read_not_repaired(endpoint):
+    """Small models write long fields with real line breaks and tabs inside JSON strings
+    (2 of the 5 passages whose triplets failed on qwen2.5-coder-1.5b): the reply means what
+    it says, so it is read as written, with no repair call (before: two calls, then a
+    failure)."""
+    body = "\n".join(f"Line {i}:\tthe town's mill was rebuilt in {1800 + i}." for i in range(40))
+    reply = '{"title": "Mills", "body": "' + body + '"}'
+    ep = endpoint([reply, '{"title": "Mills", "body": "one line"}'])
+    events = []
+    out = ep.model_client(on_event=events.append).structured([user("x")], Note, role="r")
+    assert out.body == body and len(ep.requests) == 1
+    (call,) = [e for e in events if e["event"] == "llm_call"]
+    assert call["parsed"]["body"] == body
+
+
+def test_a_reply_cut_inside_a_string_is_still_repaired(endpoint):
+    ep = endpoint(['{"title": "Mills", "body": "the mill\nwas', '{"title": "M", "body": "b"}'])
+    out = ep.model_client().structured([user("x")], Note, role="r")
+    assert out.body == "b" and len(ep.requests) == 2
+
+
 def test_structured_gives_up_with_raw_text(endpoint):
     ep = endpoint(["not json at all", "still not json"])
     with pytest.raises(StructuredOutputError) as info:
