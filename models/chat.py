@@ -353,8 +353,9 @@ class ChatModel:
                 )
                 convo = [*convo, {"role": "assistant", "content": raw}, user(ask)]
         failure = StructuredOutputError(
-            f"{role}: reply from {self.model} does not match {schema.__name__} after one "
-            f"repair: {error}",
+            f"{role}: reply from {self.model} does not match {schema.__name__} "
+            + ("after one repair" if repair else "(no repair asked)")
+            + f": {error}",
             raw=raw,
         )
         if fallback is None:

@@ -97,6 +97,16 @@ def test_structured_gives_up_with_raw_text(endpoint):
     assert "planner" in str(info.value) and "Pair" in str(info.value)
 
 
+def test_a_role_that_asks_no_repair_is_not_said_to_have_had_one(endpoint):
+    """MMAPG's triplet converter asks no repair (a re-ask would only be cut again); its
+    failures said "after one repair" all the same, in every skipped passage's line."""
+    ep = endpoint(['{"city": "Paris", "country'])
+    with pytest.raises(StructuredOutputError) as info:
+        ep.model_client().structured([user("x")], Pair, role="r", repair=False)
+    assert "no repair asked" in str(info.value) and "after one repair" not in str(info.value)
+    assert len(ep.requests) == 1
+
+
 def test_p_yes_from_top_logprobs(endpoint):
     import math
 
