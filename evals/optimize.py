@@ -673,6 +673,11 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         if c.get("skipped"):
             out.append(f"| {c['id']} | skipped: {c['skipped']} | | | | | | |")
             continue
+        if not c.get("scores"):  # its validation run is under way (or was stopped in it)
+            out.append(
+                f"| {c['id']} | not scored yet: its validation run is under way | | | | | | |"
+            )
+            continue
         out.append(
             f"| {c['id']} | {c['mean']:.3f} | {c['incumbent_mean']:.3f} | {c['better']} / "
             f"{c['worse']} | {c['p']:.3g} | {'yes' if c['won'] else 'no'} | "

@@ -547,3 +547,18 @@ def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
     opt = Optimizer(Plan("rag", train, out, []), Context(), runner=None)
     assert opt.spent()["tokens"] == 4 * 1100
     assert opt._seconds() == 10.0
+
+
+def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
+    """Stopped inside a candidate's validation run, the record holds it unscored; RESULTS.md
+    showed it as a 0.000-to-0.000 tie that lost (MMAPG's first candidate did)."""
+    from hopgraph.evals.optimize import render
+
+    candidate = {
+        "id": "01-mmapg.planner-demos", "role": "mmapg/planner", "kind": "demos", "scores": {},
+        "better": 0, "worse": 0, "p": 1.0, "mean": 0.0, "incumbent_mean": 0.0, "won": False,
+        "tokens": 0, "seconds": 0.0, "skipped": "",
+    }  # fmt: skip
+    record = {"roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1, "candidates": [candidate]}
+    (row,) = [line for line in render([record]) if line.startswith("| 01-")]
+    assert "not scored yet" in row and "0.000" not in row and "| no |" not in row
