@@ -215,11 +215,20 @@ class Optimizer:
         """The search's time, from what it keeps: its runs' questions' own seconds (the
         bootstrap, the candidates, the verdict) and its proposals', so a sitting killed before
         the record was written counts too."""
-        runs = [self.out / "bootstrap", *(self.out / "test").glob("*")]
+        runs = [self.out / "bootstrap", *self._under_way(), *(self.out / "test").glob("*")]
         answered = sum(
             p.get("seconds", 0.0) for run in runs for p in RunFolder(run).done().values()
         )
         return answered + sum(c.get("seconds", 0.0) for c in self.record["candidates"])
+
+    def _under_way(self) -> list[Path]:
+        """The run folders of candidates neither scored nor skipped: a validation run under
+        way, whose questions' cost the candidate's own entry does not hold yet."""
+        return [
+            self.out / "candidates" / c["id"]
+            for c in self.record["candidates"]
+            if not c.get("scores") and not c.get("skipped")
+        ]
 
     def spent(self) -> dict[str, Any]:
         """Tokens the search's runs and proposals sent to the endpoint (a cached call costs
@@ -227,11 +236,9 @@ class Optimizer:
         holds so far (the bootstrap, a candidate not yet scored, each verdict arm), so the
         next run's budget is what is really left."""
         parts = [_sent(RunFolder(self.out / "bootstrap").done())]
-        for c in self.record["candidates"]:
-            parts.append(c.get("sent", [c.get("tokens", 0), 0]))  # its proposal, then its run
-            if not c.get("scores") and not c.get("skipped"):
-                parts.append(_sent(RunFolder(self.out / "candidates" / c["id"]).done()))
-        parts += [_sent(RunFolder(arm).done()) for arm in sorted((self.out / "test").glob("*"))]
+        parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
+        runs = [*self._under_way(), *sorted((self.out / "test").glob("*"))]
+        parts += [_sent(RunFolder(run).done()) for run in runs]
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
         out: dict[str, Any] = {
             "tokens": prompt + completion,

@@ -549,6 +549,29 @@ def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
     assert opt._seconds() == 10.0
 
 
+def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
+    """A candidate stopped inside its validation run holds no cost of its own yet: its
+    folder's questions count in the record's hours as in its tokens (before: in its tokens
+    only, so RESULTS.md's hours left out MMAPG's first candidate's answered questions)."""
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Optimizer, Plan
+
+    train, out = questions(tmp_path, range(4)), tmp_path / "opt"
+    line = {"prompt_tokens": 1000, "completion_tokens": 100, "seconds": 2.5}
+    for run, n in (("bootstrap", 4), ("candidates/01-rag.short_answer-demos", 2)):
+        (out / run).mkdir(parents=True)
+        (out / run / "predictions.jsonl").write_text(
+            "".join(json.dumps({"id": f"q{i}", "answer": "x", **line}) + "\n" for i in range(n))
+        )
+    opt = Optimizer(Plan("rag", train, out, []), Context(), runner=None)
+    opt.record["candidates"] = [
+        {"id": "01-rag.short_answer-demos", "scores": {}, "skipped": "", "sent": [0, 0],
+         "seconds": 0.0}
+    ]  # fmt: skip
+    assert opt.spent()["tokens"] == 6 * 1100
+    assert opt._seconds() == 15.0
+
+
 def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
     """Stopped inside a candidate's validation run, the record holds it unscored; RESULTS.md
     showed it as a 0.000-to-0.000 tie that lost (MMAPG's first candidate did)."""
