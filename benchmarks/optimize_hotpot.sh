@@ -8,7 +8,9 @@
 # record resumes only on the code that made it): the portable wheel (AVX2, so a machine with
 # AVX-512 answers as one without), and for a search begun before main moved on, its revision
 # from a worktree under runs/ with this checkout's optimizer (evals/optimize.py drives the
-# method's runs; the code fingerprint a record is held to is the method's own).
+# method's runs; the code fingerprint a record is held to is the method's own) and its
+# demonstrations partial (prompts/common/demos.j2 renders only the candidates' demonstrations;
+# c06589d's failed on MMAPG's planner nodes).
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run)
 set -eu
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ if [ -n "$rev" ]; then
   w=runs/code-$rev/hopgraph
   [ -d $w ] || git worktree add --detach $w $rev > /dev/null
   cp evals/optimize.py $w/evals/optimize.py
+  cp prompts/common/demos.j2 $w/prompts/common/demos.j2
   code=$PWD/runs/code-$rev:$code
 fi
 export PYTHONPATH=$code${PYTHONPATH:+:$PYTHONPATH}

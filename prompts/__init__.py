@@ -273,8 +273,8 @@ class Prompts:
             raise PromptError("prompt overlay refused: " + "; ".join(problems))
 
     def _demo_problems(self) -> list[str]:
-        """Each demonstrations file must sit beside a template name and give only variables
-        that template is given."""
+        """Each demonstrations file must sit beside a template name, give only variables that
+        template is given, and render through the demonstrations partial."""
         if self.user_dir is None:
             return []
         problems, names = [], set(self.names())
@@ -297,6 +297,11 @@ class Prompts:
                 if extra := set(demo["inputs"]) - given:
                     problems.append(f"{path} demonstration {n} gives {', '.join(sorted(extra))}, "
                                     f"which {name} is never given")  # fmt: skip
+                    continue
+                try:  # rendered once here, not failing every question of a run
+                    self._render(DEMOS, demos=[demo], prompt="")
+                except PromptError as e:
+                    problems.append(f"{path} demonstration {n} does not render: {e}")
         return problems
 
     def names(self) -> list[str]:

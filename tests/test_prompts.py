@@ -84,6 +84,50 @@ def test_demonstrations_beside_a_template_render_first_and_are_hashed_with_it(tm
     assert shown.used["rag/answer"] == shown.digest("rag/answer") != digest
 
 
+def test_a_demonstration_of_graph_nodes_renders_every_field_it_holds(tmp_path):
+    """A planner's inputs hold the graph's nodes (mappings with neither title nor text) and a
+    mapping or None beside them; the partial failed on the first (MMAPG's planner search lost
+    its first candidate's five questions to it)."""
+    import json
+
+    node = {"id": "Q0", "type": "question", "instruction": "", "content": "Who built town 1?",
+            "parents": [], "calls": 1}  # fmt: skip
+    step = {"id": "R1", "type": "retrieval", "instruction": "Find who built town 1",
+            "content": "Ann built town 1.", "parents": ["Q0"]}  # fmt: skip
+    demo = {"inputs": {"question": "Who built town 1?", "plan": "1. Find the builder.",
+                       "nodes": [node, step], "single_path": False, "repeated": None},
+            "output": '{"type": "stop", "parents": ["R1"], "instruction": ""}'}  # fmt: skip
+    (tmp_path / "mmapg").mkdir()
+    (tmp_path / "mmapg" / "planner.jsonl").write_text(json.dumps(demo) + "\n")
+    prompts = Prompts(tmp_path)
+    prompts.check_overrides()
+    told = {"type": "retrieval", "instruction": "Find it", "of": "R1", "found": "Ann"}
+    text = prompts.render("mmapg/planner", question="Who built town 2?", plan="1. Find it.",
+                          nodes=[node], single_path=False, repeated=told)  # fmt: skip
+    assert "[1] id: Q0; type: question; content: Who built town 1?; calls: 1" in text
+    assert "[2] id: R1; type: retrieval; instruction: Find who built town 1; content: Ann built " \
+        "town 1.; parents: Q0" in text  # fmt: skip
+    assert "single_path: False" in text and "repeated:" not in text.split("Now the task")[0]
+
+
+def test_a_demonstration_the_partial_cannot_render_is_refused_before_a_run(tmp_path):
+    """An overlay's own demonstrations partial that a demonstration cannot satisfy is refused
+    once, naming the file and the demonstration, not by every question of the run."""
+    import json
+
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "demos.j2").write_text(
+        "{% for d in demos %}{{ d.inputs.contexts[0].title }}: {{ d.output }}\n{% endfor %}"
+        "{{ prompt }}"
+    )
+    (tmp_path / "rag").mkdir()
+    demo = {"inputs": {"question": "Where is town 1?", "contexts": [{"text": "North."}]},
+            "output": "North."}  # fmt: skip
+    (tmp_path / "rag" / "answer.jsonl").write_text(json.dumps(demo) + "\n")
+    with pytest.raises(PromptError, match=r"answer\.jsonl demonstration 1 does not render"):
+        Prompts(tmp_path).check_overrides()
+
+
 @pytest.mark.parametrize(
     "name, line, message",
     [
