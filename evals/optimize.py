@@ -225,9 +225,7 @@ class Optimizer:
         """The run folders of candidates neither scored nor skipped: a validation run under
         way, whose questions' cost the candidate's own entry does not hold yet."""
         return [
-            self.out / "candidates" / c["id"]
-            for c in self.record["candidates"]
-            if not c.get("scores") and not c.get("skipped")
+            self.out / "candidates" / c["id"] for c in self.record["candidates"] if _is_under_way(c)
         ]
 
     def spent(self) -> dict[str, Any]:
@@ -627,6 +625,12 @@ def _calls(run_dir: Path, qid: str) -> list[dict[str, Any]]:
     ]
 
 
+def _is_under_way(candidate: dict[str, Any]) -> bool:
+    """A candidate neither scored nor skipped: its validation run is under way, and the
+    record does not hold its cost yet."""
+    return not candidate.get("scores") and not candidate.get("skipped")
+
+
 def _sent(preds: dict[str, dict]) -> list[int]:
     """Prompt and completion tokens of the calls that reached the endpoint (a cached call
     costs none; lines without ``cached_completion_tokens`` count all completions as sent)."""
@@ -680,7 +684,7 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         if c.get("skipped"):
             out.append(f"| {c['id']} | skipped: {c['skipped']} | | | | | | |")
             continue
-        if not c.get("scores"):  # its validation run is under way (or was stopped in it)
+        if _is_under_way(c):  # (or was stopped in it)
             out.append(
                 f"| {c['id']} | not scored yet: its validation run is under way | | | | | | |"
             )
