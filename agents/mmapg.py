@@ -33,6 +33,17 @@ class PlannerStep(BaseModel):
     instruction: str = ""
 
 
+SHOWN = ("id", "type", "parents", "instruction", "content")
+"""What the planner's and the reasoner's prompts read of a node."""
+
+
+def shown(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The nodes as the prompts show them. A node's bookkeeping (its hits' passages, sources,
+    call tallies) stays in the graph, so a call's recorded inputs, and a demonstration drawn
+    from them, hold what the model read and cost no more than the call's own prompt."""
+    return [{k: n[k] for k in SHOWN if k in n} for n in nodes]
+
+
 PLAN = Role("planner", "mmapg/plan")
 PLANNER = Role("planner", "mmapg/planner", schema=PlannerStep)
 
@@ -66,7 +77,7 @@ def plan_step(
         max_tokens=300,
         question=question,
         plan=plan,
-        nodes=nodes,
+        nodes=shown(nodes),
         single_path=single_path,
         repeated=repeated,
     )
@@ -218,7 +229,7 @@ def reason(
         pictures=images,
         max_tokens=160,
         instruction=instruction,
-        nodes=nodes,
+        nodes=shown(nodes),
         picture=bool(images),
     )
     return Reasoned(rationale=out.rationale.strip(), answer=out.answer.strip().rstrip("."))

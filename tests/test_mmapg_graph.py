@@ -664,3 +664,24 @@ def test_mmapgs_answer_is_scored_by_the_rule_every_method_is(tmp_path, kb_dir):
         Runner("mmapg", tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]
     assert pred["answer"] == "Lund" and seen and "Ada Moor was born long ago" in seen[0]
+
+
+def test_a_planner_call_records_only_what_its_prompt_shows_of_each_node(tmp_path, kb_dir):
+    """A retrieval node keeps its hits and call tallies in the graph, but the planner's and the
+    reasoner's recorded inputs (what a demonstration is drawn from) hold only the fields their
+    prompts read: a later planner step drawn as a demonstration once carried every passage."""
+    _, final, records, _ = run(
+        tmp_path,
+        kb_dir,
+        [step("retrieval", ["Q0"], "Find who founded Town 3"), step("answer", ["R1"], "Where?"),
+         step("stop")],
+    )  # fmt: skip
+    assert any(n.get("hits") for n in final["nodes"])
+    calls = [c for c in events(records, "llm_call")
+             if c["template"] in ("mmapg/planner", "mmapg/reason")]  # fmt: skip
+    assert {c["template"] for c in calls} == {"mmapg/planner", "mmapg/reason"}
+    for call in calls:
+        for node in call["extra"]["inputs"]["nodes"]:
+            assert set(node) <= {"id", "type", "parents", "instruction", "content"}, node
+    last = [c for c in calls if c["template"] == "mmapg/planner"][-1]["extra"]["inputs"]
+    assert [n["id"] for n in last["nodes"]] == ["Q0", "R1", "A2"]
