@@ -304,6 +304,50 @@ def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
     assert spent < budget + opt // 2  # the runner stops at its own count (cached calls too)
 
 
+def test_when_nothing_won_the_optimized_arm_is_the_hand_written_one_asked_once(tmp_path, town_kb):
+    """A verdict resumed where its response cache is gone (another machine) asks each test
+    question once when nothing won: the optimized arm is the hand-written one, linked, and
+    counted once (before: the "optimized" arm, the same prompts, asked again every question the
+    first sitting had answered, a method's whole run apiece)."""
+    import shutil
+
+    train = questions(tmp_path, range(0, 2 * N, 2))  # all even: all right, so nothing wins
+    test_ids = range(2 * N, 2 * N + 16, 2)
+    test = questions(tmp_path, test_ids, "test.jsonl")
+    asked = []
+
+    def script(body: dict) -> str:
+        town = re.findall(r"Question: What about town (\d+)\?", body["messages"][-1]["content"])
+        if town and int(town[-1]) in test_ids and "Full answer" in body["messages"][-1]["content"]:
+            asked.append(int(town[-1]))
+        return SCRIPT(body)
+
+    with ScriptedServer(script) as model:
+        free = tmp_path / "free"
+        done = hopgraph(*base(train, free, town_kb, model, "--test", str(test)), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        record = json.loads((free / "record.json").read_text())
+        before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
+        assert record["spent"]["tokens"] == before + sum(record["test"]["sent"])
+        hand = sum(record["test"]["sent"])
+        asked.clear()
+        out = tmp_path / "opt"  # stopped halfway through the hand-written arm, then resumed
+        cap = str(before + hand * 3 // 4)
+        stopped = hopgraph(*base(train, out, town_kb, model, "--test", str(test),
+                                 "--budget-tokens", cap), cwd=tmp_path)  # fmt: skip
+        assert stopped.returncode == 4, stopped.stderr[-400:]
+        first = read_predictions(out / "test" / "hand-written" / "predictions.jsonl")
+        assert 0 < len(first) < len(test_ids), len(first)
+        shutil.rmtree(out / "cache")
+        done = hopgraph(*base(train, out, town_kb, model, "--test", str(test)), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert sorted(asked) == list(test_ids)
+    assert (out / "test" / "optimized").is_symlink()
+    t = json.loads((out / "record.json").read_text())["test"]
+    assert t["same_prompts"] and t["n"] == len(test_ids) and t["better"] == t["worse"] == 0
+    assert sum(t["sent"]) == hand
+
+
 def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_path, town_kb):
     """The bootstrap's calls are paid; the proposer's call is counted."""
     train, out = questions(tmp_path, range(N)), tmp_path / "opt"
