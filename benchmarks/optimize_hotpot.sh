@@ -2,7 +2,8 @@
 # Issue 71 item 3: `hopgraph optimize` on HotpotQA with the embedded qwen2.5-coder-1.5b. The
 # search reads only the 60 questions outside the reported 40 (lines 1-20 and 61-100 of
 # runs/hotpot-q.jsonl); its verdict (--test) answers the reported 40 (lines 21-60) with the
-# overlay and with the hand-written prompts, one response cache for all, and record.json keeps
+# overlay and with the hand-written prompts (where nothing won, the optimized arm is a link to
+# the hand-written one), one response cache for all, and record.json keeps
 # the paired test and the validation-to-test gap; `compare` shows it question by question.
 # Re-running resumes every step, on the llama.cpp build and the code the search began with (a
 # record resumes only on the code that made it): the portable wheel (AVX2, so a machine with

@@ -150,7 +150,8 @@ OPTIMIZED_METRICS = ["em", "f1", "llm_calls", "prompt_tokens", "completion_token
                      "fallbacks", "seconds"]  # fmt: skip
 MMAPG_ENDINGS = ["end_planner_stop", "end_rule_stop", "end_iteration_cap", "planner_repairs",
                  "iterations"]  # fmt: skip
-"""How MMAPG's loop ended, per question (a mean of 0/1: the share of questions)."""
+"""How MMAPG's loop ended, per question: each ``end_*`` is 0 or 1 (its mean, the share of
+questions); ``planner_repairs`` and ``iterations`` are counts (their mean, per question)."""
 
 
 def _optimized(
