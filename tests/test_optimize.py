@@ -272,6 +272,17 @@ def test_sigterm_stops_it_at_once_with_what_it_found(tmp_path, town_kb):
     assert (out / "record.json").exists()
 
 
+def free_verdict(tmp_path, train, test, kb, model):
+    """A search with its verdict and no budget, in ``tmp_path/free``: the folder, its record
+    and the tokens it sent before the verdict."""
+    free = tmp_path / "free"
+    done = hopgraph(*base(train, free, kb, model, "--test", str(test)), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((free / "record.json").read_text())
+    before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
+    return free, record, before
+
+
 def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
     """The budget left to the optimized arm is what the hand-written arm left, not what was
     left before it (before: the arms' tokens counted only once both ended, so the search spent
@@ -285,11 +296,7 @@ def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
         return sum(_sent(read_predictions(out / "test" / name / "predictions.jsonl")))
 
     with ScriptedServer(SCRIPT) as model:
-        free = tmp_path / "free"
-        done = hopgraph(*base(train, free, town_kb, model, "--test", str(test)), cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        record = json.loads((free / "record.json").read_text())
-        before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
+        free, record, before = free_verdict(tmp_path, train, test, town_kb, model)
         hand, opt = arm(free, "hand-written"), arm(free, "optimized")
         assert hand > 0 and opt > 0 and record["spent"]["tokens"] == before + hand + opt
         # room for the hand-written arm and half the optimized one: the second arm must stop
@@ -323,11 +330,7 @@ def test_when_nothing_won_the_optimized_arm_is_the_hand_written_one_asked_once(t
         return SCRIPT(body)
 
     with ScriptedServer(script) as model:
-        free = tmp_path / "free"
-        done = hopgraph(*base(train, free, town_kb, model, "--test", str(test)), cwd=tmp_path)
-        assert done.returncode == 0, done.stderr
-        record = json.loads((free / "record.json").read_text())
-        before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
+        _, record, before = free_verdict(tmp_path, train, test, town_kb, model)
         assert record["spent"]["tokens"] == before + sum(record["test"]["sent"])
         hand = sum(record["test"]["sent"])
         asked.clear()
