@@ -330,13 +330,15 @@ class Optimizer:
             # nothing won: the optimized arm is the hand-written one, linked rather than asked
             # again (a method's whole run per question wherever the response cache is gone)
             linked.symlink_to("hand-written", target_is_directory=True)
-        opt = self._answer("test/optimized", test, self.out / "overlay")  # cached where the same
+        arms = [hand]
+        if not linked.is_symlink():  # cached where the prompts are the same
+            arms.append(self._answer("test/optimized", test, self.out / "overlay"))
+        opt = arms[-1]
         ids = sorted(set(hand) & set(opt))
         a = [score_prediction(hand[i]).get(self.plan.metric, 0.0) for i in ids]
         b = [score_prediction(opt[i]).get(self.plan.metric, 0.0) for i in ids]
         t = paired(a, b)
         won = next((c for c in self.record["candidates"] if c["id"] == best.id), None)
-        sent = [_sent(RunFolder(arm).done()) for arm in self._arms()]
         self.record["test"] = {
             "questions": str(test),
             "questions_sha256": QuestionSet.read(test).sha256,
@@ -344,7 +346,7 @@ class Optimizer:
             "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
             "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
             "same_prompts": best.id == "hand-written",
-            "sent": [sum(s[0] for s in sent), sum(s[1] for s in sent)],
+            "sent": [sum(n) for n in zip(*map(_sent, arms), strict=True)],
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
         }  # fmt: skip
