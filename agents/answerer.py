@@ -5,7 +5,7 @@ from __future__ import annotations
 from hopgraph.agents.role import Role
 from hopgraph.config import Context
 
-ANSWERER = Role("answerer", "direct/answer", system="direct/system")
+ANSWERER = Role("answerer", "direct/answer", inputs=("question",), system="direct/system")
 
 
 def answer_closed_book(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]

@@ -23,8 +23,8 @@ class CitedAnswer:
     """Cited numbers with no such context."""
 
 
-GENERATOR = Role("generator", "rag/answer")
-SHORT_ANSWER = Role("generator", "rag/short_answer")
+GENERATOR = Role("generator", "rag/answer", inputs=("question", "contexts"))
+SHORT_ANSWER = Role("generator", "rag/short_answer", inputs=("question", "answer"))
 
 
 def generate_cited_answer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hopgraph.agents.role import Role
 from hopgraph.config import Context
 
-JUDGE = Role("judge", "common/supports")
+JUDGE = Role("judge", "common/supports", inputs=("evidence", "claim"))
 
 
 def support_probability(evidence: str, claim: str, ctx: Context) -> float:

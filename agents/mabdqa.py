@@ -66,14 +66,21 @@ class MABDQASettings:
     """Page judge: "scale" (the paper's 1-5 rating) or "p_yes" (P(Yes) from one forward pass)."""
 
 
-ASPECTS = Role("decomposer", "mabdqa/aspects")
-JUDGE = Role("page_judge", "mabdqa/judge_page")
-JUDGE_P_YES = Role("page_judge", "mabdqa/judge_page_p_yes")
-ANSWERER = Role("answerer", "mabdqa/answer")
-QUESTION_REFLECTOR = Role("question_reflector", "mabdqa/reflect_question")
-ANSWER_REFLECTOR = Role("answer_reflector", "mabdqa/reflect_answer")
-SUMMARIZER = Role("summarizer", "mabdqa/summarize")
-REFINER = Role("answer_refiner", "mabdqa/refine_answer")
+PAGE = ("question", "page", "described", "text")
+"""What the page judges read of a page."""
+ASPECTS = Role("decomposer", "mabdqa/aspects", inputs=("question", "max_aspects"))
+JUDGE = Role("page_judge", "mabdqa/judge_page", inputs=PAGE)
+JUDGE_P_YES = Role("page_judge", "mabdqa/judge_page_p_yes", inputs=PAGE)
+ANSWERER = Role("answerer", "mabdqa/answer", inputs=("question", "pages", "described", "picture"))
+QUESTION_REFLECTOR = Role(
+    "question_reflector", "mabdqa/reflect_question", inputs=("question", "pages", "described")
+)
+ANSWER_REFLECTOR = Role("answer_reflector", "mabdqa/reflect_answer", inputs=("question", "answer"))
+SUMMARIZER = Role("summarizer", "mabdqa/summarize", inputs=("question", "aspects"))
+REFINER = Role(
+    "answer_refiner", "mabdqa/refine_answer",
+    inputs=("question", "pages", "described", "first_answer", "summary"),
+)  # fmt: skip
 
 
 def _page_view(page: Evidence, ctx: Context) -> dict[str, Any]:
@@ -128,8 +135,9 @@ def judge_page(question: str, page: Evidence, ctx: Context) -> float:
     """s_vlm in [0, 1]: the page's relevance 1-5 mapped to (s - 1) / 4 (App. C.2; unparsable ->
     3), or with ``mabdqa_judge="p_yes"`` P(Yes) that the page shows the facts asked for (a
     graded reward from one forward pass, for small models whose 1-5 replies barely vary)."""
-    text = _page_view(page, ctx)["text"]
-    variables = {**_reading([page], ctx), "question": question, "page": page["page"], "text": text}
+    reading = _reading([page], ctx)
+    text = reading.pop("pages")[0]["text"]  # the judge reads its one page as text and number
+    variables = {**reading, "question": question, "page": page["page"], "text": text}
     knobs = knobs_of(ctx, MABDQASettings)
     if knobs.mabdqa_judge == "p_yes":
         return JUDGE_P_YES.p_yes(ctx, **variables)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from hopgraph import prompts
-from hopgraph.agents.role import CALLER_HANDLES, Role
+from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context
 from hopgraph.memory.cache import JsonCache
 from hopgraph.memory.evidence import Evidence
@@ -28,7 +28,8 @@ class PlannerStep(BaseModel):
     """I_C, I_parent, I_instr of Eq. 4 (the analysis first, so the model reads before choosing)."""
 
     analysis: str = ""
-    type: Literal["question", "retrieval", "answer", "stop"]
+    type: Annotated[Literal["question", "retrieval", "answer", "stop"], Shown("...")]
+    """Shown as "...": the template describes each type in words."""
     parents: list[str] = Field(default_factory=list)
     instruction: str = ""
 
@@ -44,8 +45,14 @@ def shown(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: n[k] for k in SHOWN if k in n} for n in nodes]
 
 
-PLAN = Role("planner", "mmapg/plan")
-PLANNER = Role("planner", "mmapg/planner", schema=PlannerStep)
+PLAN = Role("planner", "mmapg/plan", inputs=("question", "picture"))
+PLANNER = Role(
+    "planner",
+    "mmapg/planner",
+    inputs=("question", "plan", "nodes", "single_path", "repeated"),
+    schema=PlannerStep,
+)
+"""A malformed step is the caller's to mend (``CALLER_HANDLES``): the graph repairs it."""
 
 
 def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
@@ -73,7 +80,6 @@ def plan_step(
     mends the step)."""
     return PLANNER.structured(
         ctx,
-        fallback=CALLER_HANDLES,
         max_tokens=300,
         question=question,
         plan=plan,
@@ -122,26 +128,38 @@ class DescribedImage(BaseModel):
         return self.phrases
 
 
-SPLIT = Role("retriever", "mmapg/decompose", schema=Split)
-KEY_PHRASES = Role("retriever", "mmapg/keyphrases", schema=Phrases)
-IMAGE_QUERIES: dict[str, tuple[Role, type[TargetedImage] | type[DescribedImage]]] = {
-    "targeted": (Role("retriever", "mmapg/image_target", schema=TargetedImage), TargetedImage),
-    "descriptive": (
-        Role("retriever", "mmapg/image_describe", schema=DescribedImage),
-        DescribedImage,
+SPLIT = Role(
+    "retriever", "mmapg/decompose", inputs=("instruction", "parents"), schema=Split,
+    fallback=lambda given: Split(text_part=given["instruction"]),
+)  # fmt: skip
+KEY_PHRASES = Role(
+    "retriever", "mmapg/keyphrases", inputs=("instruction", "parents"), schema=Phrases,
+    fallback=Phrases(),
+)  # fmt: skip
+IMAGE_QUERIES: dict[str, Role] = {
+    "targeted": Role(
+        "retriever", "mmapg/image_target", inputs=("instruction",), schema=TargetedImage,
+        fallback=TargetedImage(),
     ),
-}
-EXAMINE_TEXT = Role("examiner", "mmapg/examine_text", schema=Examination)
-EXAMINE_IMAGE = Role("examiner", "mmapg/examine_image", schema=Examination)
-EXTRACT = Role("retriever", "mmapg/extract")
+    "descriptive": Role(
+        "retriever", "mmapg/image_describe", inputs=("instruction",), schema=DescribedImage,
+        fallback=DescribedImage(),
+    ),
+}  # fmt: skip
+EXAMINE_TEXT = Role(
+    "examiner", "mmapg/examine_text", inputs=("instruction", "title", "text"),
+    schema=Examination, fallback=Examination(),
+)  # fmt: skip
+EXAMINE_IMAGE = Role(
+    "examiner", "mmapg/examine_image", inputs=("question", "described", "title", "text"),
+    schema=Examination, fallback=Examination(),
+)  # fmt: skip
+EXTRACT = Role("retriever", "mmapg/extract", inputs=("instruction", "findings"))
 
 
 def split_instruction(instruction: str, parents: list[str], ctx: Context) -> Split:
     """Eq. 5. Fallback: the whole instruction as the text part (no image part)."""
-    return SPLIT.structured(
-        ctx, fallback=Split(text_part=instruction), max_tokens=200,
-        instruction=instruction, parents=parents,
-    )  # fmt: skip
+    return SPLIT.structured(ctx, max_tokens=200, instruction=instruction, parents=parents)
 
 
 def key_phrases(instruction: str, ctx: Context, parents: list[str] | tuple = ()) -> list[str]:
@@ -150,7 +168,7 @@ def key_phrases(instruction: str, ctx: Context, parents: list[str] | tuple = ())
     answer can name what the instruction refers to. Fallback: no phrase (the caller then
     searches with the text part itself)."""
     out = KEY_PHRASES.structured(
-        ctx, fallback=Phrases(), max_tokens=120, instruction=instruction,
+        ctx, max_tokens=120, instruction=instruction,
         parents=[p for p in parents if p],
     )  # fmt: skip
     return _clean(out.phrases)
@@ -160,8 +178,7 @@ def image_queries(instruction: str, kind: str, ctx: Context) -> tuple[list[str],
     """Eq. 7 (targeted: names to search the picture by) or Eq. 9 (descriptive: phrases), with
     the question the examiner asks of each picture found. Fallback: none (the caller then
     searches with the image part itself and asks the instruction)."""
-    role, schema = IMAGE_QUERIES[kind]
-    out = role.structured(ctx, fallback=schema(), max_tokens=120, instruction=instruction)
+    out = IMAGE_QUERIES[kind].structured(ctx, max_tokens=120, instruction=instruction)
     return _clean(out.queries()), out.question.strip() or instruction
 
 
@@ -176,7 +193,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
     fields = {"title": candidate.get("title", ""), "text": candidate.get("text", "")}
     if candidate.get("modality") != "image":
         out = EXAMINE_TEXT.structured(
-            ctx, fallback=Examination(), max_tokens=120,
+            ctx, max_tokens=120,
             instruction=instruction, **fields,
         )  # fmt: skip
     else:
@@ -186,7 +203,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
             emit(Fallback("examiner", f"{reason} for {candidate.get('id')}",
                           "its title and caption"))  # fmt: skip
         out = EXAMINE_IMAGE.structured(
-            ctx, fallback=Examination(), max_tokens=120,
+            ctx, max_tokens=120,
             pictures=[candidate["path"]] if seen else [], question=question,
             described=not seen, **fields,
         )  # fmt: skip
@@ -204,7 +221,7 @@ def _clean(phrases: list[str]) -> list[str]:
 
 
 class Reasoned(BaseModel):
-    rationale: str = ""
+    rationale: Annotated[str, Shown("one sentence on how the notes give the answer")] = ""
     answer: str
 
 
@@ -212,7 +229,10 @@ NO_ANSWER = "unknown"
 """The reasoner's fallback answer: a reply that stays malformed answers nothing, and says so."""
 
 
-REASONER = Role("reasoner", "mmapg/reason", schema=Reasoned)
+REASONER = Role(
+    "reasoner", "mmapg/reason", inputs=("instruction", "nodes", "picture"), schema=Reasoned,
+    fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
+)  # fmt: skip
 
 
 def reason(
@@ -225,7 +245,6 @@ def reason(
     to the VLM)."""
     out = REASONER.structured(
         ctx,
-        fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
         pictures=images,
         max_tokens=160,
         instruction=instruction,
@@ -245,7 +264,10 @@ class Triplets(BaseModel):
     facts: list[list[str]] = Field(description="[subject, relation, object] triplets")
 
 
-TRIPLETS = Role("triplet_converter", "mmapg/triplets", schema=Triplets)
+TRIPLETS = Role(
+    "triplet_converter", "mmapg/triplets", inputs=("examples", "title", "text"), schema=Triplets
+)
+"""A reply cut at max_tokens is the caller's to salvage (``CALLER_HANDLES``)."""
 
 
 def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -> list[list[str]]:
@@ -255,7 +277,7 @@ def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -
         return hit
     try:
         found = TRIPLETS.structured(
-            ctx, fallback=CALLER_HANDLES, repair=False,
+            ctx, repair=False,
             examples=EXAMPLES, title=item.title, text=item.text,
         ).facts  # fmt: skip
     except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count

@@ -3,22 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel
 
-from hopgraph.agents.role import Role
+from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context
 
 
 class Proposal(BaseModel):
-    reasoning: str = ""
+    reasoning: Annotated[str, Shown("what went wrong, in one or two sentences")] = ""
     """What the proposer read in the failures, kept in the optimizer's record."""
-    instruction: str = ""
+    instruction: Annotated[str, Shown("the instruction")] = ""
     """Plain text placed before the role's template."""
 
 
-PROPOSER = Role("proposer", "optimize/propose", schema=Proposal)
+PROPOSER = Role(
+    "proposer", "optimize/propose", inputs=("template", "source", "failures"), schema=Proposal,
+    fallback=Proposal(),
+)  # fmt: skip
+"""Fallback: an empty proposal (recorded; the optimizer skips it)."""
 
 
 def propose_instruction(
@@ -28,6 +32,6 @@ def propose_instruction(
     question, gold, answer, and the role's prompt and reply on it. An unreadable reply gives an
     empty proposal (recorded as a fallback; the optimizer skips it)."""
     return PROPOSER.structured(
-        ctx, fallback=Proposal(), max_tokens=400, template=template, source=source,
+        ctx, max_tokens=400, template=template, source=source,
         failures=failures,
     )  # fmt: skip

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from hopgraph.agents.role import CALLER_HANDLES, Role
+from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context, knobs_of
 from hopgraph.memory.polarmem import PolarMemSettings
 from hopgraph.models import CapabilityError, vlm_model
@@ -27,7 +27,7 @@ class Entity(BaseModel):
     """One entity of a text chunk with the polarity the text states (Eq. 7 with polarity):
     asserted present, asserted absent (negated), or merely mentioned."""
 
-    name: str
+    name: Annotated[str, Shown("<name>")]
     polarity: Literal["present", "absent", "mentioned"] = "mentioned"
 
     @model_validator(mode="before")
@@ -44,14 +44,16 @@ class Entities(BaseModel):
 class QueryConcepts(BaseModel):
     """Q+ and Q- of Algorithm 1."""
 
-    positive: list[str] = Field(default_factory=list)
-    negative: list[str] = Field(default_factory=list)
+    positive: Annotated[list[str], Shown(["<wanted thing>"])] = Field(default_factory=list)
+    negative: Annotated[list[str], Shown(["<excluded thing>"])] = Field(default_factory=list)
 
 
-PROPOSER = Role("concept_proposer", "polarmem/propose")
-VERIFIER = Role("concept_verifier", "polarmem/verify")
-ENTITIES = Role("entity_extractor", "polarmem/entities", schema=Entities)
-QUERY_PARSER = Role("query_parser", "polarmem/parse_query", schema=QueryConcepts)
+PROPOSER = Role("concept_proposer", "polarmem/propose", inputs=("caption", "max_concepts"))
+VERIFIER = Role("concept_verifier", "polarmem/verify", inputs=("concept", "variant"))
+ENTITIES = Role(
+    "entity_extractor", "polarmem/entities", inputs=("text", "max_entities"), schema=Entities
+)
+QUERY_PARSER = Role("query_parser", "polarmem/parse_query", inputs=("query",), schema=QueryConcepts)
 
 
 def need_vlm(ctx: Context):
@@ -122,7 +124,7 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
     """Phi_ext of Sec. 3.2.2 with each entity's polarity, in one call. A name given two
     polarities in one chunk asserts neither: it is kept as a mention."""
     out = ENTITIES.structured(
-        ctx, fallback=CALLER_HANDLES, max_tokens=400,
+        ctx, max_tokens=400,
         text=text, max_entities=max_entities,
     )  # fmt: skip
     seen: dict[str, Entity] = {}
@@ -140,4 +142,4 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
 
 def parse_query(query: str, ctx: Context) -> QueryConcepts:
     """Q+ / Q- from the query (App. B, online query parsing), as JSON."""
-    return QUERY_PARSER.structured(ctx, fallback=CALLER_HANDLES, max_tokens=120, query=query)
+    return QUERY_PARSER.structured(ctx, max_tokens=120, query=query)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from hopgraph.agents.role import Role
+from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models import parallel_calls
@@ -33,10 +33,20 @@ class Replacement(BaseModel):
 
 class QDCOutput(BaseModel):
     replacements: list[Replacement] = Field(default_factory=list)
-    subquestions: list[str] = Field(default_factory=list)
+    subquestions: Annotated[list[str], Shown(["...", "..."])] = Field(default_factory=list)
 
 
-DECOMPOSE_QDC = Role("decomposer", "qdrag/decompose_qdc", schema=QDCOutput)
+DECOMPOSE_QDC = Role(
+    "decomposer", "qdrag/decompose_qdc", inputs=("question", "contexts", "picture"),
+    schema=QDCOutput, fallback=QDCOutput(),
+)  # fmt: skip
+
+
+PLAN_SHOWN = [
+    {"id": "Q1", "question": "<first subquestion>"},
+    {"id": "Q2", "question": "<a subquestion that may contain <Ans_of_Q1>>"},
+]
+"""QD-R's plan as its template shows it: two steps, the second naming the first's answer."""
 
 
 class PlanStep(BaseModel):
@@ -45,7 +55,7 @@ class PlanStep(BaseModel):
 
 
 class QDRPlan(BaseModel):
-    subquestions: list[PlanStep]
+    subquestions: Annotated[list[PlanStep], Shown(PLAN_SHOWN)]
 
 
 def decompose_qdc(
@@ -58,7 +68,7 @@ def decompose_qdc(
     its output becomes subquestions by ``qdc_subquestions``. Fallback: no subquestion, so the
     raw question alone reranks (recorded)."""
     out = DECOMPOSE_QDC.structured(
-        ctx, fallback=QDCOutput(), pictures=images,
+        ctx, pictures=images,
         question=question, contexts=contexts, picture=bool(images),
     )  # fmt: skip
     subs, dropped, rebuilt = qdc_subquestions(out, question)
@@ -69,7 +79,10 @@ def decompose_qdc(
     return subs
 
 
-PLAN_QDR = Role("decomposer", "qdrag/plan_qdr", schema=QDRPlan)
+PLAN_QDR = Role(
+    "decomposer", "qdrag/plan_qdr", inputs=("question", "picture"), schema=QDRPlan,
+    fallback=QDRPlan(subquestions=[]),
+)  # fmt: skip
 
 
 def plan_qdr(
@@ -91,13 +104,11 @@ def plan_qdr(
         )
         plan = parse_reply(QDRPlan, text)
     else:
-        plan = PLAN_QDR.structured(
-            ctx, fallback=QDRPlan(subquestions=[]), pictures=images, **variables
-        )
+        plan = PLAN_QDR.structured(ctx, pictures=images, **variables)
     return [s.model_dump() for s in plan.subquestions]
 
 
-SUB_ANSWER = Role("subanswerer", "qdrag/sub_answer")
+SUB_ANSWER = Role("subanswerer", "qdrag/sub_answer", inputs=("question", "contexts"))
 
 
 def answer_from(question: str, contexts: list[Evidence], ctx: Context) -> str:
@@ -107,7 +118,7 @@ def answer_from(question: str, contexts: list[Evidence], ctx: Context) -> str:
     return lines[0].rstrip(".") if lines else ""
 
 
-RERANKER = Role("reranker", "qdrag/rerank")
+RERANKER = Role("reranker", "qdrag/rerank", inputs=("question", "context"))
 
 
 def relevance(question: str, context: Evidence, ctx: Context) -> float:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents.optimizer import propose_instruction
-from hopgraph.agents.role import Role
+from hopgraph.agents.role import Role, roles_in
 from hopgraph.config import Context
 from hopgraph.evals.cost import Budget
 from hopgraph.evals.evaluate import score_prediction
@@ -57,18 +57,20 @@ class BudgetSpent(RuntimeError):
     """The search stopped at its budget (exit 4); a larger one goes on."""
 
 
-def roles_of(agent: str, ctx: Context | None = None) -> list[str]:
-    """The templates of the ``Role``s in the agent's code (its fingerprinted modules): what
-    ``--roles`` may name."""
-    files = method_code(agent, ctx).get("files", {})
-    found = set()
-    for module in files:
+def declared_roles(agent: str, ctx: Context | None = None) -> dict[str, Role]:
+    """The ``Role``s in the agent's code (its fingerprinted modules), by template."""
+    found = {}
+    for module in method_code(agent, ctx).get("files", {}):
         try:
-            mod = importlib.import_module(module)
+            found |= {r.template: r for r in roles_in(importlib.import_module(module))}
         except ImportError:
             continue
-        found |= {v.template for v in vars(mod).values() if isinstance(v, Role)}
-    return sorted(found)
+    return found
+
+
+def roles_of(agent: str, ctx: Context | None = None) -> list[str]:
+    """The templates of the agent's roles: what ``--roles`` may name."""
+    return sorted(declared_roles(agent, ctx))
 
 
 @dataclass
@@ -401,7 +403,7 @@ class Optimizer:
             failures = self._failures(role, boot)
             if not failures:
                 return None
-            source = Prompts.shipped(role).read_text(encoding="utf-8")
+            source = declared_roles(self.plan.agent, self.ctx)[role].source()
             began = time.time()
             with tally_calls() as tally:
                 self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")

@@ -6,7 +6,7 @@ service (``search``, GRAIL's ``steerable_search``), ``Evidence``, the typed trac
 cited answer every built-in method writes, and ``add_template_folder`` for its own prompts."""
 
 from hopgraph.agents.generator import generate_cited_answer, short_answer
-from hopgraph.agents.role import Role
+from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context, context_class, knob
 from hopgraph.graphs.shared import (
     InputState,
@@ -32,6 +32,7 @@ __all__ = [
     "Repair",
     "Retrieval",
     "Role",
+    "Shown",
     "Step",
     "add_chain",
     "add_template_folder",

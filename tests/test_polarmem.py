@@ -556,8 +556,8 @@ def test_parsed_concepts_must_stand_in_the_query(tmp_path, caplog):
 
 
 def test_no_prompt_example_can_be_copied_into_a_parse():
-    from hopgraph.prompts import prompts_for
+    from hopgraph.agents.polarmem import QUERY_PARSER
 
-    text = prompts_for("").render("polarmem/parse_query", query="Q")
+    text = QUERY_PARSER.render(Context(), query="Q")
     assert "Caldra" not in text and "harbour" not in text  # the old worked examples
     assert '{"positive": ["<wanted thing>"], "negative": ["<excluded thing>"]}' in text

@@ -90,6 +90,8 @@ def test_a_demonstration_of_graph_nodes_renders_every_field_it_holds(tmp_path):
     its first candidate's five questions to it)."""
     import json
 
+    from hopgraph.agents.mmapg import PLANNER
+
     node = {"id": "Q0", "type": "question", "instruction": "", "content": "Who built town 1?",
             "parents": [], "calls": 1}  # fmt: skip
     step = {"id": "R1", "type": "retrieval", "instruction": "Find who built town 1",
@@ -103,7 +105,8 @@ def test_a_demonstration_of_graph_nodes_renders_every_field_it_holds(tmp_path):
     prompts.check_overrides()
     told = {"type": "retrieval", "instruction": "Find it", "of": "R1", "found": "Ann"}
     text = prompts.render("mmapg/planner", question="Who built town 2?", plan="1. Find it.",
-                          nodes=[node], single_path=False, repeated=told)  # fmt: skip
+                          nodes=[node], single_path=False, repeated=told,
+                          shape=PLANNER.shape)  # fmt: skip
     assert "[1] id: Q0; type: question; content: Who built town 1?; calls: 1" in text
     assert "[2] id: R1; type: retrieval; instruction: Find who built town 1; content: Ann built " \
         "town 1.; parents: Q0" in text  # fmt: skip

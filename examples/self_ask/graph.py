@@ -24,6 +24,7 @@ from hopgraph.graphs.kit import (
     Evidence,
     InputState,
     Role,
+    Shown,
     Step,
     add_template_folder,
     cited_output,
@@ -38,7 +39,9 @@ from hopgraph.graphs.kit import (
 )
 
 add_template_folder(Path(__file__).parent / "prompts")
-INTERMEDIATE = Role("self_ask_intermediate", "self_ask/intermediate")
+INTERMEDIATE = Role(
+    "self_ask_intermediate", "self_ask/intermediate", inputs=("question", "contexts")
+)
 
 
 @dataclass(kw_only=True)
@@ -51,10 +54,15 @@ SelfAskContext = context_class("SelfAskContext", SelfAskSettings)
 
 
 class FollowUp(BaseModel):
-    follow_up: str = ""
+    follow_up: Annotated[
+        str, Shown("<the next simpler question, or an empty string when no step is left>")
+    ] = ""
 
 
-NEXT = Role("self_ask_next", "self_ask/next", schema=FollowUp)
+NEXT = Role(
+    "self_ask_next", "self_ask/next", inputs=("question", "hops"), schema=FollowUp,
+    fallback=FollowUp(),
+)  # fmt: skip
 
 
 class Hop(TypedDict):
@@ -80,8 +88,7 @@ def ask(state: State, runtime: Runtime[SelfAskContext]) -> State:
         ctx, "ask"
     ):  # the question's token cap spent
         return {"follow_up": ""}
-    reply = NEXT.structured(ctx, fallback=FollowUp(), max_tokens=80,
-                            question=state["question"], hops=hops)  # fmt: skip
+    reply = NEXT.structured(ctx, max_tokens=80, question=state["question"], hops=hops)
     asked = reply.follow_up.strip()
     repeated = asked.lower() in {h["question"].lower() for h in hops}
     return {"follow_up": "" if repeated else asked}
