@@ -4,7 +4,8 @@ folders and statistics).
 
 - **bootstrap**: the method answers the training questions as a normal run folder; each role's
   calls on questions it answered right (exact match) are demonstration candidates (the call's
-  template variables and reply, ``extra.inputs``);
+  template variables and reply, ``extra.inputs``); a set is drawn to cover the choices those
+  replies made (``draw_demos``);
 - **propose**: the proposer (``agents.optimizer``) reads a role's calls on questions answered
   wrong and writes an instruction placed before the role's template;
 - **select**: each candidate (the incumbent overlay with one role's demonstrations or
@@ -26,10 +27,11 @@ import json
 import random
 import shutil
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hopgraph.agents.optimizer import propose_instruction
 from hopgraph.agents.role import Role, roles_in
@@ -45,6 +47,7 @@ from hopgraph.evals.run_folder import (
     trace_path,
 )
 from hopgraph.evals.stats import paired
+from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
 from hopgraph.prompts import MARK, PromptError, Prompts
 
@@ -66,6 +69,39 @@ def declared_roles(agent: str, ctx: Context | None = None) -> dict[str, Role]:
         except ImportError:
             continue
     return found
+
+
+def choice_of(role: Role | None, reply: str) -> str:
+    """The choice a reply made: the value of its schema's first choice field (MMAPG's
+    planner: the step's ``type``); "" for a role without one or a reply that does not parse."""
+    fields = role.schema.model_fields if role is not None and role.schema is not None else {}
+    name = next((n for n, f in fields.items() if typing.get_origin(f.annotation) is Literal), "")
+    if not name:
+        return ""
+    try:
+        return str(getattr(parse_reply(role.schema, reply), name))  # type: ignore[union-attr]
+    except ValueError:
+        return ""
+
+
+def draw_demos(calls: list[dict[str, Any]], k: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``k`` demonstrations drawn from ``calls``, covering first the choices the role made
+    (one call per choice, each from a question not drawn yet where one is left), then at
+    random: a set of a looped role's commonest step alone would teach only that step (the
+    majority-label bias of few-shot prompts), and MMAPG's planner ends a loop by a Stop in few
+    of its calls. Where every call made the same choice, or none, this is ``rng.sample``."""
+    choices = sorted({c["choice"] for c in calls})
+    if len(choices) < 2:
+        return rng.sample(calls, min(k, len(calls)))
+    drawn: list[dict[str, Any]] = []
+    for choice in sorted(choices, key=lambda ch: sum(c["choice"] == ch for c in calls)):
+        if len(drawn) == k:
+            break
+        left = [c for c in calls if c["choice"] == choice]
+        fresh = [c for c in left if c["qid"] not in {d["qid"] for d in drawn}]
+        drawn.append(rng.choice(fresh or left))
+    rest = [c for c in calls if c not in drawn]
+    return drawn + rng.sample(rest, min(k - len(drawn), len(rest)))
 
 
 def roles_of(agent: str, ctx: Context | None = None) -> list[str]:
@@ -153,7 +189,8 @@ def ids_hash(ids: list[str]) -> str:
 @dataclass
 class Pool:
     """The demonstration pool: its question ids, and per role the calls it answered right on
-    them (each question's first call of the role: its variables and reply)."""
+    them (each call's variables and reply; its ``id`` the question's id for the question's
+    first call of the role, ``<id>#<n>`` for its n-th, as a role called in a loop has)."""
 
     ids: set[str]
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -395,8 +432,8 @@ class Optimizer:
             if not calls:
                 return None
             rng = random.Random(f"{self.plan.seed}:{r}:{role}")
-            drawn = rng.sample(calls, min(self.plan.demos, len(calls)))
-            cand.demos[role] = sorted(c["qid"] for c in self._fitting(role, drawn))
+            drawn = draw_demos(calls, self.plan.demos, rng)
+            cand.demos[role] = sorted(c["id"] for c in self._fitting(role, drawn))
             if not cand.demos[role]:
                 cand.skipped = "no demonstration fits the context window beside the role's prompt"
         else:
@@ -517,27 +554,29 @@ class Optimizer:
         return path
 
     def _pool(self, boot: dict[str, dict], demo_ids: set[str]) -> Pool:
-        """Demonstration candidates per role: its calls (variables, reply) on pool questions
-        the method answered right by exact match."""
+        """Demonstration candidates per role: its calls (variables, reply, and the choice the
+        reply made, ``choice_of``) on pool questions the method answered right by exact match;
+        every call of a role called in a loop, so the step that ended a loop is one."""
         pool = Pool(demo_ids)
+        roles = declared_roles(self.plan.agent, self.ctx)
         for qid, pred in boot.items():
             if qid not in demo_ids:
                 continue
             right = score_prediction(pred).get("em", 0.0) >= 1.0
+            made: dict[str, int] = {}
             for call in self._boot_calls(qid):
                 role, tokens = call["template"], call.get("prompt_tokens") or 0
                 pool.longest[role] = max(pool.longest.get(role, 0), tokens)
                 answered = isinstance(call.get("reply"), str) and not call.get("error")
                 if right and answered and role in self.plan.roles and "inputs" in call["extra"]:
+                    n = made[role] = made.get(role, 0) + 1
                     pool.calls.setdefault(role, []).append(
-                        {"qid": qid, "inputs": call["extra"]["inputs"], "output": call["reply"],
+                        {"id": qid if n == 1 else f"{qid}#{n}", "qid": qid,
+                         "inputs": call["extra"]["inputs"], "output": call["reply"],
+                         "choice": choice_of(roles.get(role), call["reply"]),
                          "tokens": tokens + (call.get("completion_tokens") or 0)}
                     )  # fmt: skip
-        for role in self.plan.roles:  # a question's first call of the role is its demonstration
-            seen: set[str] = set()
-            pool.calls[role] = [c for c in pool.calls.get(role, [])
-                                if not (c["qid"] in seen or seen.add(c["qid"]))]  # fmt: skip
-        self.record["demo_candidates"] = {r: len(pool.calls[r]) for r in self.plan.roles}
+        self.record["demo_candidates"] = {r: len(pool.calls.get(r, [])) for r in self.plan.roles}
         return pool
 
     def _boot_calls(self, qid: str) -> list[dict[str, Any]]:
@@ -586,8 +625,8 @@ class Optimizer:
             self.plan.agent,
             cand.instructions,
             {
-                role: [c for c in self.pool.calls.get(role, []) if c["qid"] in set(qids)]
-                for role, qids in cand.demos.items()
+                role: [c for c in self.pool.calls.get(role, []) if c["id"] in set(ids)]
+                for role, ids in cand.demos.items()
             },
         )
         return folder

@@ -632,3 +632,53 @@ def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
     record = {"roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1, "candidates": [candidate]}
     (row,) = [line for line in render([record]) if line.startswith("| 01-")]
     assert "not scored yet" in row and "0.000" not in row and "| no |" not in row
+
+
+def planner_reply(kind: str) -> str:
+    return json.dumps({"analysis": "", "type": kind, "parents": ["Q0"], "instruction": ""})
+
+
+def test_a_looped_role_s_demonstrations_can_show_the_step_that_ended_its_loop(tmp_path):
+    """MMAPG's planner is called in a loop; each question's first call used to be its only
+    demonstration, and a first step is never a Stop (on the planner search's 40 pool
+    questions, 0 of its 6 candidates were, though 2 of the right answers ended by one). Every
+    call is a candidate now, and a set covers the choices the replies made, rarest first."""
+    from pathlib import Path
+
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+
+    out = tmp_path / "opt"
+    (out / "bootstrap" / "traces").mkdir(parents=True)
+    steps = {"q1": ["retrieval", "retrieval", "answer"], "q2": ["retrieval", "retrieval", "stop"],
+             "q3": ["retrieval", "answer"], "q4": ["retrieval", "stop"]}  # fmt: skip
+    boot = {
+        q: {"id": q, "answer": "Vale" if q != "q4" else "Ruth", "gold": ["Vale"]} for q in steps
+    }
+    for q, kinds in steps.items():
+        inputs = {"question": f"Who founded town {q}?", "plan": "1. Find the founder.",
+                  "nodes": [], "single_path": False, "repeated": None}  # fmt: skip
+        calls = "".join(trace_call("mmapg/planner", planner_reply(k), inputs) for k in kinds)
+        (out / "bootstrap" / "traces" / f"{q}.jsonl").write_text(calls)
+    plan = Plan("mmapg", Path("unused.jsonl"), out, ["mmapg/planner"], demos=2)
+    opt = Optimizer(plan, Context(base_url="http://127.0.0.1:9/v1"), None)
+    opt.pool = opt._pool(boot, set(steps))
+    calls = opt.pool.calls["mmapg/planner"]
+    assert [c["id"] for c in calls] == ["q1", "q1#2", "q1#3", "q2", "q2#2", "q2#3", "q3", "q3#2"]
+    assert [c["choice"] for c in calls if c["qid"] == "q2"] == ["retrieval", "retrieval", "stop"]
+    hand = Candidate("hand-written", "", "", {}, {})
+    for r in range(1, 6):  # whichever the seed draws: the one Stop (q4's was answered wrong)
+        cand = opt._make(f"{r:02d}-demos", "mmapg/planner", "demos", hand, boot, r)
+        assert "q2#3" in cand.demos["mmapg/planner"] and len(cand.demos["mmapg/planner"]) == 2
+    rows = (opt._overlay_of(cand) / "mmapg" / "planner.jsonl").read_text().splitlines()
+    assert '"type": "stop"' in "".join(json.loads(row)["output"] for row in rows)
+
+
+def test_a_role_whose_replies_make_one_choice_or_none_draws_at_random():
+    import random
+
+    from hopgraph.evals.optimize import draw_demos
+
+    calls = [{"id": f"q{i}", "qid": f"q{i}", "choice": ""} for i in range(6)]
+    assert draw_demos(calls, 3, random.Random(7)) == random.Random(7).sample(calls, 3)
+    assert draw_demos(calls[:2], 3, random.Random(7)) == random.Random(7).sample(calls[:2], 2)
