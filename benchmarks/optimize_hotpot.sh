@@ -12,16 +12,21 @@
 # method's runs; the code fingerprint a record is held to is the method's own) and its
 # demonstrations partial (prompts/common/demos.j2 renders only the candidates' demonstrations;
 # c06589d's failed on MMAPG's planner nodes).
-# Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run)
+# Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run;
+# mmapg-choices: MMAPG's second planner search, its demonstrations drawn to cover the planner's
+# choices (evals/optimize.draw_demos), on the first search's response cache: only what its
+# demonstrations change is asked)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 . benchmarks/hotpot_data.sh
 unpack_portable
 method=${1:-rag}
+agent=${method%%-*}
 case $method in
   qdrag) rev=ccbb51d ;;  # fingerprint 5800683280db
   mmapg) rev=c06589d ;;
+  mmapg-choices) rev=0e58672 ;;
   *) rev="" ;;
 esac
 code=$portable
@@ -44,16 +49,16 @@ made $Q "sed -n 21,60p runs/hotpot-q.jsonl > $Q"
 R=benchmarks/results/hotpotqa/optimize
 fast="--set n_threads_batch=$(nproc)"
 kb=runs/hotpot-kb
-case $method in
+case $agent in
   rag) roles="--roles rag/short_answer --roles rag/answer" ;;
   qdrag) roles="--roles qdrag/decompose_qdc"; fast="$fast --set qdrag_mode=qdc" ;;
   mmapg)  # the knowledge base of the reported MMAPG tables: triplets (Eq. 1-2) from a committed cache
     roles="--roles mmapg/planner"; kb=runs/hotpot-kb-tri; index_triplets ;;
 esac
-cache=runs/optimize-$method-cache
+cache=runs/optimize-$agent-cache
 set +e
 # shellcheck disable=SC2086
-$H optimize --agent "$method" --questions $T --kb $kb --out $R/$method $roles \
+$H optimize --agent "$agent" --questions $T --kb $kb --out $R/$method $roles \
   --test $Q --val-share 0.34 --demos 2 --rounds 1 --cache $cache $fast
 rc=$?
 set -e
