@@ -14,8 +14,10 @@
 # c06589d's failed on MMAPG's planner nodes).
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run;
 # mmapg-choices: MMAPG's second planner search, its demonstrations drawn to cover the planner's
-# choices (evals/optimize.draw_demos), on the first search's response cache: only what its
-# demonstrations change is asked)
+# choices (evals/optimize.draw_demos), with the same splits and settings. It answers its own
+# bootstrap (60 MMAPG questions, ~4.5 h here): the first search's traces keep the planner's
+# nodes with their bookkeeping (hits, passages), so a late step drawn from them renders to
+# 13,199 tokens; traces since cf36ec4 keep what the prompt shows)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
