@@ -49,7 +49,7 @@ from hopgraph.evals.run_folder import (
 from hopgraph.evals.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
-from hopgraph.prompts import MARK, PromptError, Prompts
+from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts
 
 
 class OptimizeRefused(ValueError):
@@ -82,6 +82,20 @@ def choice_of(role: Role | None, reply: str) -> str:
         return str(getattr(parse_reply(role.schema, reply), name))  # type: ignore[union-attr]
     except ValueError:
         return ""
+
+
+def demo_tokens(call: dict[str, Any]) -> int:
+    """What a call costs as a demonstration, in tokens: its own prompt and reply, or, where
+    its rendered demonstration is longer (inputs holding more than its prompt showed, as
+    MMAPG's planner nodes held their passages before cf36ec4), that text at the call's own
+    characters per token (traces with their content; else the call's tokens)."""
+    tokens = (call.get("prompt_tokens") or 0) + (call.get("completion_tokens") or 0)
+    shown = sum(len(str(m.get("content") or "")) for m in call.get("messages") or [])
+    if not shown or not call.get("prompt_tokens"):
+        return tokens
+    demo = {"inputs": call["extra"]["inputs"], "output": call["reply"]}
+    text = Prompts().render(DEMOS, demos=[demo], prompt="")
+    return max(tokens, round(len(text) * call["prompt_tokens"] / shown))
 
 
 def draw_demos(calls: list[dict[str, Any]], k: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -465,9 +479,8 @@ class Optimizer:
     def _fitting(self, role: str, drawn: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``drawn`` less its largest demonstrations until they fit the embedded model's
         context window beside the role's longest prompt and a reply (QD-C's decomposition
-        carries 10 passages: two such demonstrations overflowed 4096 tokens). A demonstration
-        costs at most its own call's prompt and reply; a served endpoint's window is unknown
-        here, so all are kept."""
+        carries 10 passages: two such demonstrations overflowed 4096 tokens), each costing
+        ``demo_tokens``; a served endpoint's window is unknown here, so all are kept."""
         if self.ctx.base_url or not self.ctx.n_ctx:
             return drawn
         room = self.ctx.n_ctx - self.ctx.max_tokens - self.pool.longest.get(role, 0)
@@ -574,7 +587,7 @@ class Optimizer:
                         {"id": qid if n == 1 else f"{qid}#{n}", "qid": qid,
                          "inputs": call["extra"]["inputs"], "output": call["reply"],
                          "choice": choice_of(roles.get(role), call["reply"]),
-                         "tokens": tokens + (call.get("completion_tokens") or 0)}
+                         "tokens": demo_tokens(call)}
                     )  # fmt: skip
         self.record["demo_candidates"] = {r: len(pool.calls.get(r, [])) for r in self.plan.roles}
         return pool

@@ -682,3 +682,32 @@ def test_a_role_whose_replies_make_one_choice_or_none_draws_at_random():
     calls = [{"id": f"q{i}", "qid": f"q{i}", "choice": ""} for i in range(6)]
     assert draw_demos(calls, 3, random.Random(7)) == random.Random(7).sample(calls, 3)
     assert draw_demos(calls[:2], 3, random.Random(7)) == random.Random(7).sample(calls[:2], 2)
+
+
+def test_a_demonstration_longer_than_its_call_s_prompt_is_measured_by_what_it_renders(tmp_path):
+    """A call's inputs can hold more than its prompt showed (MMAPG's planner nodes kept their
+    passages before cf36ec4): drawn from such traces, a late planner step rendered to 13,199
+    tokens and every validation question overflowed the window. Its cost is its rendered text
+    at its own call's characters per token, so it is cut like any demonstration too long."""
+    from pathlib import Path
+
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Candidate, Optimizer, Plan, demo_tokens
+
+    out = tmp_path / "opt"
+    (out / "bootstrap" / "traces").mkdir(parents=True)
+    boot = {"q1": {"id": "q1", "answer": "right", "gold": ["right"]}}
+    (out / "bootstrap" / "predictions.jsonl").write_text(json.dumps(boot["q1"]) + "\n")
+    prompt = "Question: q1\nFull answer: right\nShort answer:"
+    kept = {"question": "q1", "answer": "right", "passages": "Town 1 was founded by Vale. " * 600}
+    line = trace_call("rag/short_answer", "right", kept, prompt_tokens=12, completion_tokens=1,
+                      messages=[{"role": "user", "content": prompt}])  # fmt: skip
+    (out / "bootstrap" / "traces" / "q1.jsonl").write_text(line)
+    call = json.loads(line)["data"]
+    assert demo_tokens(call) > 4096 and demo_tokens({**call, "messages": []}) == 13
+    opt = Optimizer(Plan("rag", Path("u.jsonl"), out, ["rag/short_answer"]), Context(), None)
+    opt.pool = opt._pool(boot, {"q1"})
+    cand = opt._make(
+        "01-demos", "rag/short_answer", "demos", Candidate("h", "", "", {}, {}), boot, 1
+    )
+    assert cand.skipped.startswith("no demonstration fits")
