@@ -94,7 +94,10 @@ def demo_tokens(call: dict[str, Any]) -> int:
     if not shown or not call.get("prompt_tokens"):
         return tokens
     demo = {"inputs": call["extra"]["inputs"], "output": call["reply"]}
-    text = Prompts().render(DEMOS, demos=[demo], prompt="")
+    try:
+        text = Prompts().render(DEMOS, demos=[demo], prompt="")
+    except PromptError:  # refused with its reason when its candidate's overlay is checked
+        return tokens
     return max(tokens, round(len(text) * call["prompt_tokens"] / shown))
 
 
