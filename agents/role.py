@@ -12,6 +12,7 @@ import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from types import ModuleType
 from typing import Any, Literal
 
@@ -36,10 +37,12 @@ class Shown:
     value: Any
 
 
+@cache
 def reply_shape(schema: type[BaseModel]) -> str:
     """The one-line JSON shape a template shows for ``schema`` (its ``{{ shape }}``): each field
     in order, as its ``Shown`` value, else by type: a string ``"..."``, a boolean
-    ``true | false``, a choice its options joined by ``|``, a list one item, a model its fields."""
+    ``true | false``, a choice its options joined by ``|``, a list one item, a model its fields.
+    Drawn once per schema (every structured call renders it)."""
     fields = (
         f"{json.dumps(name)}: {_shown(f.annotation, f.metadata)}"
         for name, f in schema.model_fields.items()

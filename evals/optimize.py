@@ -30,6 +30,7 @@ import time
 import typing
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +50,7 @@ from hopgraph.evals.run_folder import (
 from hopgraph.evals.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
-from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts
+from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
 
 
 class OptimizeRefused(ValueError):
@@ -95,7 +96,7 @@ def demo_tokens(call: dict[str, Any]) -> int:
         return tokens
     demo = {"inputs": call["extra"]["inputs"], "output": call["reply"]}
     try:
-        text = Prompts().render(DEMOS, demos=[demo], prompt="")
+        text = prompts_for().render(DEMOS, demos=[demo], prompt="")
     except PromptError:  # refused with its reason when its candidate's overlay is checked
         return tokens
     return max(tokens, round(len(text) * call["prompt_tokens"] / shown))
@@ -238,6 +239,11 @@ class Optimizer:
         """The bootstrap's calls per question, read once (pool and proposals read them)."""
         self._ids: dict[Path, set[str]] = {}
         """A question file's ids, read once (every candidate answers the validation file)."""
+
+    @cached_property
+    def roles(self) -> dict[str, Role]:
+        """The agent's roles by template, found once (``declared_roles``)."""
+        return declared_roles(self.plan.agent, self.ctx)
 
     # -- the record -----------------------------------------------------------------------
     def _load(self) -> dict[str, Any]:
@@ -457,7 +463,7 @@ class Optimizer:
             failures = self._failures(role, boot)
             if not failures:
                 return None
-            source = declared_roles(self.plan.agent, self.ctx)[role].source()
+            source = self.roles[role].source()
             began = time.time()
             with tally_calls() as tally:
                 self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")
@@ -574,7 +580,6 @@ class Optimizer:
         reply made, ``choice_of``) on pool questions the method answered right by exact match;
         every call of a role called in a loop, so the step that ended a loop is one."""
         pool = Pool(demo_ids)
-        roles = declared_roles(self.plan.agent, self.ctx)
         for qid, pred in boot.items():
             if qid not in demo_ids:
                 continue
@@ -589,7 +594,7 @@ class Optimizer:
                     pool.calls.setdefault(role, []).append(
                         {"id": qid if n == 1 else f"{qid}#{n}", "qid": qid,
                          "inputs": call["extra"]["inputs"], "output": call["reply"],
-                         "choice": choice_of(roles.get(role), call["reply"]),
+                         "choice": choice_of(self.roles.get(role), call["reply"]),
                          "tokens": demo_tokens(call)}
                     )  # fmt: skip
         self.record["demo_candidates"] = {r: len(pool.calls.get(r, [])) for r in self.plan.roles}

@@ -402,6 +402,13 @@ def test_the_roles_of_an_agent_or_a_graph_of_ones_own_are_its_code_s_roles():
     assert "mmapg/planner" in roles_of("mmapg") and "mmapg/planner" not in roles_of("qdrag")
 
 
+def test_the_roles_a_module_keeps_in_a_table_are_among_its_roles():
+    """MMAPG keeps its two image roles in a dict by kind; ``--roles`` could not name them."""
+    from hopgraph.evals.optimize import roles_of
+
+    assert {"mmapg/image_target", "mmapg/image_describe"} <= set(roles_of("mmapg"))
+
+
 def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
     """A call that failed (the server gone mid-question: an ``llm_call`` with an error and no
     reply) is no demonstration; the question's answered call of that role is."""
