@@ -17,7 +17,11 @@
 # choices (evals/optimize.draw_demos), with the same splits and settings. It answers its own
 # bootstrap (60 MMAPG questions, ~4.5 h here): the first search's traces keep the planner's
 # nodes with their bookkeeping (hits, passages), so a late step drawn from them renders to
-# 13,199 tokens; traces since cf36ec4 keep what the prompt shows)
+# 13,199 tokens; traces since cf36ec4 keep what the prompt shows;
+# mmapg-verdict: the first planner search decided anew by mean (benchmarks/optimize_redecide.py)
+# keeps its demonstrations; this answers the reported 40 with that overlay on the search's own
+# pinned code (c06589d, run as it ran: this checkout's optimizer does not import there) into
+# test/optimized, then this checkout's optimizer reads both arms back into record.json's verdict)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
@@ -29,13 +33,14 @@ case $method in
   qdrag) rev=ccbb51d ;;  # fingerprint 5800683280db
   mmapg) rev=c06589d ;;
   mmapg-choices) rev=0e58672 ;;
+  mmapg-verdict) rev=c06589d ;;
   *) rev="" ;;
 esac
 code=$portable
 if [ -n "$rev" ]; then
   w=runs/code-$rev/hopgraph
   [ -d $w ] || git worktree add --detach $w $rev > /dev/null
-  cp evals/optimize.py $w/evals/optimize.py
+  [ "$method" = mmapg-verdict ] || cp evals/optimize.py $w/evals/optimize.py
   cp prompts/common/demos.j2 $w/prompts/common/demos.j2
   code=$PWD/runs/code-$rev:$code
 fi
@@ -58,6 +63,16 @@ case $agent in
     roles="--roles mmapg/planner"; kb=runs/hotpot-kb-tri; index_triplets ;;
 esac
 cache=runs/optimize-$agent-cache
+if [ "$method" = mmapg-verdict ]; then
+  S=$R/mmapg
+  # shellcheck disable=SC2086
+  $H run --agent mmapg --questions $Q --kb $kb --out $S/test/optimized --prompts $S/overlay \
+    --cache $cache $fast
+  PYTHONPATH= .venv/bin/python benchmarks/optimize_redecide.py $S --verdict $Q
+  for arm in hand-written optimized; do $H eval $S/test/$arm; done
+  $H compare $S/test/hand-written $S/test/optimized --metric f1 --metric em --questions
+  exit 0
+fi
 set +e
 # shellcheck disable=SC2086
 $H optimize --agent "$agent" --questions $T --kb $kb --out $R/$method $roles \

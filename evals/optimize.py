@@ -10,10 +10,12 @@ folders and statistics).
   wrong and writes an instruction placed before the role's template;
 - **select**: each candidate (the incumbent overlay with one role's demonstrations or
   instruction changed) answers the validation questions (carved from the training ones, never
-  the demonstrations' source); it replaces the incumbent only on a paired win (more questions
-  better than worse on the metric, sign test p < ``alpha``); the hand-written incumbent's
+  the demonstrations' source); it replaces the incumbent when its mean beats the incumbent's by
+  more than one question's worth (``keeps``), as DSPy's and GEPA's searches select by score; its
+  sign test and interval are recorded beside it, never the gate. The hand-written incumbent's
   validation answers are the bootstrap's own. The search ends after ``rounds``, at the budget,
-  or in a round no candidate wins.
+  or in a round no candidate wins; the paired test on held-out questions (``--test``) is the
+  last word.
 
 Every step is a run folder sharing one response cache, so a candidate pays only for the calls its
 change reaches, and a killed search resumes where it was: finished runs are read back, the
@@ -25,6 +27,7 @@ import hashlib
 import importlib
 import json
 import random
+import re
 import shutil
 import time
 import typing
@@ -36,7 +39,7 @@ from typing import Any, Literal
 
 from hopgraph.agents.optimizer import propose_instruction
 from hopgraph.agents.role import Role, roles_in
-from hopgraph.config import Context
+from hopgraph.config import Context, counted
 from hopgraph.evals.cost import Budget
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.run_folder import (
@@ -51,6 +54,8 @@ from hopgraph.evals.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
 from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
+
+KEEP_RULE = "validation mean above the incumbent's by more than 1/n"
 
 
 class OptimizeRefused(ValueError):
@@ -179,17 +184,46 @@ class Plan:
             if r not in known
         ]
         if self.test is not None:
-            train = {q.id for q in QuestionSet.read(self.train).questions}
-            shared = train & {q.id for q in QuestionSet.read(self.test).questions}
-            if shared:
-                problems.append(
-                    f"--test {self.test} shares {len(shared)} questions with "
-                    f"{self.train} (e.g. {sorted(shared)[0]}): the verdict must be on "
-                    "questions the optimizer never read"
-                )
+            problems += shared_questions(self.train, self.test)
         if not 0 < self.val_share < 1:
             problems.append(f"--val-share is a fraction between 0 and 1, not {self.val_share}")
         return problems
+
+
+def question_text(text: str) -> str:
+    """A question as two files are compared: lower case, punctuation and spacing dropped."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def shared_questions(train: Path, test: Path) -> list[str]:
+    """Why ``test`` cannot judge a search on ``train``: questions they share by id or by text
+    (``question_text``: a training question under a new id, or in other case and spacing, is
+    one the search read), each a line naming both."""
+    known = QuestionSet.read(train).questions
+    by_text = {question_text(q.question): q.id for q in known}
+    ids = {q.id for q in known}
+    problems = []
+    for q in QuestionSet.read(test).questions:
+        if q.id in ids:
+            problems.append(f"--test {test}: {q.id} is a question of {train} too")
+        elif (twin := by_text.get(question_text(q.question))) is not None:
+            problems.append(f"--test {test}: {q.id} asks what {train}'s {twin} asks")
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        return [
+            "; ".join(problems[:3]) + more + ": the verdict must be on questions the "
+            "optimizer never read"
+        ]
+    return []
+
+
+def keeps(mean: float, incumbent_mean: float, n: int) -> bool:
+    """The keep rule: a candidate replaces the incumbent when its validation mean beats the
+    incumbent's by more than one question's worth (1 / n of the metric's 0-1 range); closer is a
+    tie and the incumbent stays. Significance cannot be the gate on a validation split this
+    small: a two-sided sign test on k untied questions never goes below 2 * 0.5**k, so 4 better
+    and 0 worse is p = 0.125 at best. The held-out verdict is the paired check."""
+    return n > 0 and round(mean - incumbent_mean, 4) > round(1 / n, 4)
 
 
 def split(ids: list[str], val_share: float, seed: int) -> tuple[list[str], list[str]]:
@@ -259,6 +293,7 @@ class Optimizer:
             "roles": self.plan.roles,
             "metric": self.plan.metric,
             "alpha": self.plan.alpha,
+            "keep": KEEP_RULE,
             "seed": self.plan.seed,
             "candidates": [],
             "incumbent": "hand-written",
@@ -268,6 +303,9 @@ class Optimizer:
     def save(self) -> None:
         self.record["seconds"] = round(self._seconds(), 1)
         self.record["spent"] = self.spent()
+        self._write()
+
+    def _write(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         tmp = self.record_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.record, indent=1, ensure_ascii=False) + "\n")
@@ -353,6 +391,7 @@ class Optimizer:
             "demo_pool_ids": ids_hash(demo_ids),
             "validation_ids": ids_hash(val_ids),
         }
+        self.record["keep"] = KEEP_RULE
         val_file = self._subset(train, val_ids, "validation")
         self.say(
             f"bootstrap: {len(train.questions)} training questions -> {self.out / 'bootstrap'}"
@@ -392,6 +431,8 @@ class Optimizer:
             # nothing won: the optimized arm is the hand-written one, linked rather than asked
             # again (a method's whole run per question wherever the response cache is gone)
             linked.symlink_to("hand-written", target_is_directory=True)
+        elif best.id != "hand-written" and linked.is_symlink():
+            linked.unlink()  # a search decided anew keeps a candidate: its arm is answered
         arms = [hand]
         if not linked.is_symlink():  # cached where the prompts are the same
             arms.append(self._answer("test/optimized", test, self.out / "overlay"))
@@ -407,12 +448,45 @@ class Optimizer:
             "n": t.n, "hand_written": round(t.mean_a, 4), "optimized": round(t.mean_b, 4),
             "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
             "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
-            "same_prompts": best.id == "hand-written",
+            "same_prompts": best.id == "hand-written", "kept": best.id,
             "sent": [sum(n) for n in zip(*map(_sent, arms), strict=True)],
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
         }  # fmt: skip
         self.save()
+
+    def redecide(self) -> bool:
+        """The recorded search decided anew under ``keeps`` from its recorded scores (no call):
+        rounds in order, each round's best kept candidate the incumbent, a round that keeps
+        none the end (the committed searches are one round each); a test verdict made for
+        another incumbent is dropped, and a linked optimized arm unlinked, so ``--test``
+        answers the kept overlay. True if anything changed."""
+        before = json.dumps(self.record, sort_keys=True)
+        rounds = sorted({c["id"][:2] for c in self.record["candidates"]})
+        self.record["incumbent"], self.record["keep"] = "hand-written", KEEP_RULE
+        for r in rounds:
+            kept = []
+            for c in self.record["candidates"]:
+                if c["id"][:2] == r and c.get("scores") and not c.get("skipped"):
+                    c["won"] = keeps(c["mean"], c["incumbent_mean"], len(c["scores"]))
+                    kept += [c] * c["won"]
+            if not kept:
+                self.record["stopped"] = f"round {int(r)}: no candidate won"
+                break
+            self.record["incumbent"] = max(kept, key=lambda c: c["mean"] - c["incumbent_mean"])[
+                "id"
+            ]
+            self.record["stopped"] = f"after {counted(int(r), 'round')}"
+        if json.dumps(self.record, sort_keys=True) == before:
+            return False
+        self._write_overlay()
+        test, linked = self.record.get("test"), self.out / "test" / "optimized"
+        if test and test.get("kept", "hand-written") != self.record["incumbent"]:
+            del self.record["test"]
+            if linked.is_symlink():
+                linked.unlink()
+        self._write()  # its cost as recorded: nothing was asked
+        return True
 
     def _round(self, r: int, incumbent: dict, boot: dict, val_file: Path):  # noqa: ANN202
         """One round: a demonstration set and a proposed instruction per role, each scored
@@ -429,6 +503,10 @@ class Optimizer:
                     self._score(cand, incumbent, val_file)
                 if cand.skipped:
                     continue
+                decided = keeps(cand.mean, cand.incumbent_mean, len(cand.scores))
+                if decided != cand.won:  # a record scored under another rule, decided anew
+                    cand.won = decided
+                    self._replace(cand)
                 if cand.won:
                     winners.append(cand)
         if not winners:
@@ -517,7 +595,7 @@ class Optimizer:
         cand.scores = dict(zip(ids, b, strict=True))
         cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
         cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
-        cand.won = test.better > test.worse and test.sign_p < self.plan.alpha
+        cand.won = keeps(cand.mean, cand.incumbent_mean, len(ids))
         cand.sent = [a + b for a, b in zip(cand.sent, _sent(preds), strict=True)]
         cand.tokens = sum(cand.sent)
         cand.seconds = round(cand.seconds + sum(p.get("seconds", 0.0) for p in preds.values()), 1)
@@ -742,15 +820,20 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     s = record.get("splits", {})
     out = [
         f"Roles searched: {', '.join(record['roles'])}; metric {record['metric']}, a candidate "
-        f"wins at sign-test p < {record['alpha']}. Training questions {s.get('train', '?')}: "
+        + (
+            f"is kept by its {record['keep']} (its sign test is reported, not the gate)"
+            if record.get("keep")
+            else f"wins at sign-test p < {record['alpha']}"
+        )
+        + f". Training questions {s.get('train', '?')}: "
         f"{s.get('demo_pool', '?')} for demonstrations and proposals, {s.get('validation', '?')} "
         f"for validation (ids' hashes {s.get('demo_pool_ids', '?')}, "
         f"{s.get('validation_ids', '?')}). Demonstration candidates (right answers in the pool): "
         + ", ".join(f"{r} {n}" for r, n in record.get("demo_candidates", {}).items())
         + ".",
         "",
-        "| candidate | validation mean | incumbent | better / worse | sign p | won | tokens sent | "
-        "seconds |",
+        "| candidate | validation mean | incumbent | better / worse | sign p | kept | tokens "
+        "sent | seconds |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in record["candidates"]:

@@ -155,6 +155,14 @@ def test_nothing_wins_so_the_hand_written_prompts_stay(tmp_path, town_kb):
     )
 
 
+def renamed(tmp_path, train):
+    """``train``'s questions 1 and 2 under new ids, one in upper case with doubled spaces."""
+    path = tmp_path / "renamed.jsonl"
+    write_questions([Question("t9", "WHAT  about town 1 ?", ["answer-1"], []),
+                     Question("t8", "What about town 2?", ["answer-2"], [])], path)  # fmt: skip
+    return path
+
+
 def test_refused_before_any_call(tmp_path, town_kb):
     train, out = questions(tmp_path, range(8)), tmp_path / "opt"
     overlay = tmp_path / "made-for-qdrag"
@@ -172,7 +180,11 @@ def test_refused_before_any_call(tmp_path, town_kb):
                     "--test",
                     str(questions(tmp_path, [3, 9], "t.jsonl")),
                 ),
-                "shares 1 questions with",
+                "q3 is a question of",
+            ),
+            (  # the training questions under new ids, in other case and spacing
+                base(train, out, town_kb, model, "--test", str(renamed(tmp_path, train))),
+                "t9 asks what",
             ),
             (base(train, out, town_kb, model, "--prompts", str(overlay)), "optimized for qdrag"),
             (
@@ -718,3 +730,73 @@ def test_a_demonstration_longer_than_its_call_s_prompt_is_measured_by_what_it_re
         "01-demos", "rag/short_answer", "demos", Candidate("h", "", "", {}, {}), boot, 1
     )
     assert cand.skipped.startswith("no demonstration fits")
+
+
+def searched(tmp_path, scores_of: dict[str, list[float]], incumbent: list[float]):
+    """A one-round search folder as a committed record holds it: each candidate's per-question
+    validation scores against the incumbent's, decided under the old rule (sign p < 0.1), its
+    verdict linked to the hand-written arm; and its Optimizer."""
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Optimizer, Plan
+    from hopgraph.evals.stats import paired
+
+    out = tmp_path / "opt"
+    cands = []
+    for cid, scores in scores_of.items():
+        t = paired(incumbent, scores)
+        ids = [f"v{i}" for i in range(len(scores))]
+        cands.append({"id": cid, "role": "mmapg/planner", "kind": cid.rsplit("-", 1)[1],
+                      "instructions": {}, "demos": {"mmapg/planner": [f"{cid}-pool-q"]},
+                      "scores": dict(zip(ids, scores, strict=True)),
+                      "better": t.better, "worse": t.worse, "p": round(t.sign_p, 4),
+                      "mean": round(t.mean_b, 4), "incumbent_mean": round(t.mean_a, 4),
+                      "won": t.better > t.worse and t.sign_p < 0.1})  # fmt: skip
+        overlay = out / "candidates" / cid / "overlay" / "mmapg"
+        overlay.mkdir(parents=True)
+        (overlay / "planner.jsonl").write_text(json.dumps({"inputs": {}, "output": cid}) + "\n")
+    (out / "test" / "hand-written").mkdir(parents=True)
+    (out / "test" / "optimized").symlink_to("hand-written", target_is_directory=True)
+    record = {"agent": "mmapg", "roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1,
+              "seed": 0, "candidates": cands, "incumbent": "hand-written", "seconds": 0.0,
+              "stopped": "round 1: no candidate won", "overlay_changes": [],
+              "test": {"same_prompts": True, "n": 40}}  # fmt: skip
+    (out / "record.json").write_text(json.dumps(record))
+    return out, Optimizer(Plan("mmapg", tmp_path / "train.jsonl", out, []), Context(), None)
+
+
+def test_a_candidate_better_by_mean_but_not_significant_is_kept(tmp_path):
+    """MMAPG's planner demonstrations scored 0.488 against 0.330 on 20 validation questions,
+    4 better and 0 worse: a sign test cannot go below p = 0.125 there, so the old rule
+    (p < 0.1) threw them away. Decided anew from the record, they are kept, the sign test
+    beside them as information, the stale verdict dropped and its link undone."""
+    incumbent = [1.0] * 6 + [0.0] * 14  # 0.30
+    demos = [1.0] * 6 + [0.8, 1.0, 0.5, 1.0] + [0.0] * 10  # 4 better, 0 worse: 0.465
+    instruction = [1.0] * 6 + [0.6] + [0.0] * 13  # better by 0.03, under one question's 0.05
+    scores = {"01-mmapg.planner-demos": demos, "01-mmapg.planner-instruction": instruction}
+    out, opt = searched(tmp_path, scores, incumbent)
+    assert opt.redecide()
+    record = json.loads((out / "record.json").read_text())
+    by_id = {c["id"]: c for c in record["candidates"]}
+    kept = by_id["01-mmapg.planner-demos"]
+    assert kept["won"] and kept["p"] == 0.125 and (kept["better"], kept["worse"]) == (4, 0)
+    assert not by_id["01-mmapg.planner-instruction"]["won"]  # within the tie margin
+    assert record["incumbent"] == "01-mmapg.planner-demos" and "1/n" in record["keep"]
+    assert record["overlay_changes"] == ["mmapg/planner"] and "test" not in record
+    assert (out / "overlay" / "mmapg" / "planner.jsonl").read_text() == (
+        out / "candidates" / "01-mmapg.planner-demos" / "overlay" / "mmapg" / "planner.jsonl"
+    ).read_text()
+    assert not (out / "test" / "optimized").exists()  # the verdict answers the kept overlay
+    assert not opt.redecide()  # decided: nothing changes a second time
+
+
+def test_a_candidate_within_one_question_s_worth_is_a_tie_and_the_incumbent_stays(tmp_path):
+    """One question better by a whole point on 20 is 0.05, exactly one question's worth: a
+    tie, not a win; the hand-written prompts and their linked verdict stay."""
+    incumbent = [1.0] * 6 + [0.0] * 14
+    one_better = [1.0] * 7 + [0.0] * 13
+    out, opt = searched(tmp_path, {"01-mmapg.planner-demos": one_better}, incumbent)
+    opt.redecide()
+    record = json.loads((out / "record.json").read_text())
+    assert record["incumbent"] == "hand-written" and not record["candidates"][0]["won"]
+    assert "no candidate won" in record["stopped"] and record["test"]["same_prompts"]
+    assert (out / "test" / "optimized").is_symlink()
