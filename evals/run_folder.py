@@ -592,11 +592,49 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def trace_name(qid: str) -> str:
+    """A question's trace file name, one per id: the id itself where it is short and made of
+    lower-case letters, digits and ``-_.`` only (most benchmarks' ids); else its safe
+    characters cut to 80 and ``~`` with its hash, so ``col/1``, ``col_1`` and ``COL_1`` (on a
+    case-blind disk), or two long ids alike in their first 120 characters, never share one."""
+    if qid and len(qid) <= 120 and set(qid) <= _SAFE and qid not in {".", ".."}:
+        return qid
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in qid)
+    return f"{safe[:80]}~{hashlib.sha256(qid.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
 def trace_path(run_dir: str | Path, qid: str) -> Path:
-    """Where a question's trace is written in a run folder (the id made safe as a file name);
-    once the question ends it is packed beside it (``packed``). Read it with ``read_trace``."""
-    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
-    return Path(run_dir) / "traces" / f"{name}.jsonl"
+    """Where a question's trace is written in a run folder (``trace_name``); once the question
+    ends it is packed beside it (``packed``). Read it with ``read_trace``. A record written
+    before names were one per id keeps its traces under the old name, found there."""
+    path = Path(run_dir) / "traces" / f"{trace_name(qid)}.jsonl"
+    if not has_trace(path):
+        legacy = "".join(c if c.isalnum() or c in "-_." else "_" for c in qid)[:120]
+        old = path.with_name(f"{legacy}.jsonl")
+        if old != path and _started_by(old) == qid:  # its own, not another id's it shared
+            return old
+    return path
+
+
+def _started_by(path: Path) -> str | None:
+    """The question id a trace's first line (its ``start`` row) names, None without one."""
+    import gzip
+
+    try:
+        if path.exists():
+            with path.open(encoding="utf-8") as f:
+                first = f.readline()
+        elif packed(path).exists():
+            with gzip.open(packed(path), "rt", encoding="utf-8") as f:
+                first = f.readline()
+        else:
+            return None
+        return json.loads(first)["data"]["id"]
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return None
 
 
 def packed(path: Path) -> Path:

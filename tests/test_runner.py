@@ -885,3 +885,30 @@ def test_compare_reads_under_80_columns_warns_of_two_models_and_no_cache_speedup
     assert "the runs used different models (a: scripted, c: other)" in " ".join(out.stderr.split())
     said = " ".join(out.stdout.split())
     assert "f1, c:" in said and "better/worse/tied" in said and "sign p" in said
+
+
+def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
+    """Ids a file name cannot hold as they are (``col/1`` beside ``col_1`` and ``col?1``, two
+    long ids alike in their first 120 characters) each get a trace of their own, read back by
+    id (before: they shared ``col_1.jsonl``, and ``trace`` showed one's retrieval as the
+    other's); an id the old name held whole keeps it, so old records read as they did."""
+    from hopgraph.evals.run_folder import trace_name
+
+    long = "x" * 121
+    ids = ["col/1", "col_1", "col?1", "COL_1", long + "a", long + "b"]
+    path = tmp_path / "q.jsonl"
+    write_questions([Question(q, f"What about town {i}?", [f"answer-{i}"], [])
+                     for i, q in enumerate(ids)], path)  # fmt: skip
+    with ScriptedServer() as server:
+        summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(path)
+    assert summary.finished == len(ids)
+    paths = {trace_path(tmp_path / "run", q) for q in ids}
+    assert len(paths) == len(ids) and len({p.name.lower() for p in paths}) == len(ids)
+    for i, q in enumerate(ids):
+        (start, *_) = read_trace(trace_path(tmp_path / "run", q))
+        assert start["data"]["id"] == q
+        calls = [r["data"] for r in read_trace(trace_path(tmp_path / "run", q))
+                 if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
+        assert calls and all(f"What about town {i}?" in json.dumps(c) for c in calls)
+    assert trace_name("5a727bc85542994cef4bc2d2") == "5a727bc85542994cef4bc2d2"
+    assert trace_name("demo-06") == "demo-06"
