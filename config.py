@@ -33,6 +33,15 @@ record may resume with another value (the KB's contents and the prompts' hashes 
 apart from their paths)."""
 
 
+def within(
+    meta: dict[str, Any], least: float | None = None, ceiling: float | None = None
+) -> dict[str, Any]:
+    """An operator field's metadata with the range a value given to it must lie in (checked
+    when a Context is made, as a knob's ``least`` and ``ceiling``)."""
+    return {**meta, **({"minimum": least} if least is not None else {}),
+            **({"maximum": ceiling} if ceiling is not None else {})}  # fmt: skip
+
+
 def knob(  # noqa: ANN201
     default: Any, *, least: float | None = None, most: float | None = None,
     ceiling: float | None = None, **kw: Any,
@@ -67,33 +76,33 @@ class Context:
     """Endpoint of a vision-language model for image calls; empty: same as ``base_url``."""
     vlm_model: str = field(default="", metadata=OPERATOR)
     """VLM name; empty means no VLM is configured and image paths fall back to image text."""
-    request_timeout: float = field(default=120.0, metadata=SERVING)
+    request_timeout: float = field(default=120.0, metadata=within(SERVING, 0.001, 86400.0))
     """Seconds a model request may take (connect: 5 s). A remote endpoint's reply is one read
     covering queueing, prefill and decoding on a loaded batching server: size it for that;
     a timed-out request is not sent again. The embedded server's stream waits this long
     between tokens (10x for the first)."""
-    max_concurrency: int = field(default=32, metadata=SERVING)
+    max_concurrency: int = field(default=32, metadata=within(SERVING, 1, 4096))
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
     max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
     ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
     server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
     by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
-    max_retries: int = field(default=2, metadata=SERVING)
+    max_retries: int = field(default=2, metadata=within(SERVING, 0, 100))
     """Times a model call is sent again after a connection error, a malformed reply or a 5xx
     (never after a 4xx, nor after a timeout: raise ``request_timeout`` instead); 2 means at
     most 3 attempts."""
     temperature: float = knob(0.0, least=0.0, most=2.0, ceiling=2.0)
     """Sampling temperature, 0..2 as OpenAI-compatible servers take it (0: greedy)."""
-    max_tokens: int = field(default=512, metadata=OPERATOR)
-    max_image_pixels: int = field(default=1024 * 28 * 28, metadata=OPERATOR)
+    max_tokens: int = field(default=512, metadata=within(OPERATOR, 1, 1 << 20))
+    max_image_pixels: int = field(default=1024 * 28 * 28, metadata=within(OPERATOR, 1))
     """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL grid)."""
 
     # -- embedded server -----------------------------------------------------------------
-    n_ctx: int = field(default=4096, metadata=OPERATOR)
-    n_threads: int = field(default=0, metadata=SERVING)
+    n_ctx: int = field(default=4096, metadata=within(OPERATOR, 256, 1 << 20))
+    n_threads: int = field(default=0, metadata=within(SERVING, 0, 1024))
     """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""
-    n_threads_batch: int = field(default=0, metadata=SERVING)
+    n_threads_batch: int = field(default=0, metadata=within(SERVING, 0, 1024))
     """llama.cpp prompt-reading threads; 0 means all cores but one (all cores reads prompts
     faster on a machine where nothing else runs)."""
     cache_dir: str = field(default_factory=_default_cache_dir, metadata=SERVING)
@@ -110,7 +119,7 @@ class Context:
     page_embedder: str = field(default="", metadata=OPERATOR)
     """MAB-DQA's page vectors: a ColPali / ColQwen2 model (local folder or HF-cache id) that
     embeds rendered page images (Sec. 3.1); empty: each page's text lines (the CPU default)."""
-    embed_batch_size: int = field(default=16, metadata=SERVING)
+    embed_batch_size: int = field(default=16, metadata=within(SERVING, 1, 65536))
     """Texts per encoder batch: 16 is fastest for passages on 2 CPU cores (measured)."""
     kb_dir: str = field(default="kb", metadata=SERVING)
     chroma_url: str = field(default="", metadata=SERVING)
@@ -124,7 +133,7 @@ class Context:
     trace_content: bool = field(default=True, metadata=SERVING)
     """Whether an LLM call's trace event keeps the messages sent and the reply (off: role,
     template, settings, tokens and latency only)."""
-    trace_text_cap: int = field(default=0, metadata=SERVING)
+    trace_text_cap: int = field(default=0, metadata=within(SERVING, 0))
     """Characters of each message and reply an LLM call's trace event keeps (0: whole); a cut
     text ends with a marker saying how much was cut."""
 
@@ -247,13 +256,11 @@ class Context:
         """A number that is not finite, or a knob below its floor (``at_least``), is refused
         here, once, not inside a node."""
         for f in fields(self):
-            value, low = getattr(self, f.name), f.metadata.get("minimum")
+            value = getattr(self, f.name)
             if isinstance(value, int | float) and not isinstance(value, bool):
-                bounded(
-                    f"Context field {f.name!r}", value, most=f.metadata.get("maximum", math.inf)
-                )
-            if low is not None and value < low:
-                raise ValueError(f"{f.name} must be >= {low}, not {value}")
+                least = f.metadata.get("minimum", -math.inf)
+                bounded(f"Context field {f.name!r}", value, least=least,
+                        most=f.metadata.get("maximum", math.inf))  # fmt: skip
 
     def replace(self, **changes: Any) -> Context:
         """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
@@ -280,21 +287,32 @@ class Context:
         return d
 
 
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+_URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)@")
+"""A URL's user information: everything before the last ``@`` of its authority, so a
+password holding ``@`` is one password, and a user name alone (``http://TOKEN@host``, sent
+as Basic auth) is a secret too."""
 _SECRET_VALUE = re.compile(
-    r"(?i)\b([A-Za-z_]*(?:password|passwd|api_key|apikey|secret|token))(\s*=\s*)"
-    r"('[^']*'|\"[^\"]*\"|[^\s,;&]+)"
+    r"(?i)\b((?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|apikey|key|auth|"
+    r"credentials?|signature))(\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s,;&#]+)"
 )
+"""A secret's ``name=value``: a key=value DSN, a ``--set``, a URL's query (``?key=``,
+``&api-key=``, ``access_token=``), whatever joins the name's words (``_`` or ``-``)."""
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    user, sep, _ = m[2].partition(":")
+    return f"{m[1]}{user}:***@" if sep else f"{m[1]}***@"
 
 
 def redacted(text: str) -> str:
-    """``text`` with every secret it may hold replaced by ***: a URL's password
-    (``scheme://user:***@host``), and the value of a ``password=``, ``api_key=``, ``secret=`` or
-    ``token=`` pair (a key=value DSN, a ``--set``, a URL's query). The one redaction of every
-    URL, DSN, command line and message hopgraph records or prints."""
+    """``text`` with every secret it may hold replaced by ***: a URL's user information
+    (``scheme://user:***@host``, ``scheme://***@host`` for a user name alone), and the value
+    of a ``password=``, ``key=``, ``api-key=``, ``secret=`` or ``token=`` pair (a key=value
+    DSN, a ``--set``, a URL's query). The one redaction of every URL, DSN, command line and
+    message hopgraph records or prints."""
     if not text:
         return text
-    return _SECRET_VALUE.sub(r"\1\2***", _URL_PASSWORD.sub(r"\1***@", text))
+    return _SECRET_VALUE.sub(r"\1\2***", _URL_USERINFO.sub(_userinfo, text))
 
 
 def counted(n: int, noun: str) -> str:
@@ -434,11 +452,20 @@ def bounded(name: str, value: float, *, least: float = -math.inf, most: float = 
         raise ValueError(f"{name} must be a finite number, not {value}")
     if isinstance(value, int) and not -INT_RANGE <= value < INT_RANGE:
         raise ValueError(f"{name} is out of range ({str(value)[:24]}...): at most 64 bits")
-    if value < least:
-        raise ValueError(f"{name} must be at least {least:g}, not {value:g}")
-    if value > most:
-        raise ValueError(f"{name} must be at most {most:g}, not {value:g}")
+    if not least <= value <= most:
+        span = f"{_num(least)}..{_num(most)}" if math.isfinite(least + most) else ""
+        side = f"at least {_num(least)}" if value < least else f"at most {_num(most)}"
+        raise ValueError(f"{name} must be {side}{f' (range {span})' if span else ''}, "
+                         f"not {_num(value)}")  # fmt: skip
     return value
+
+
+def _num(value: float) -> str:
+    """A number as a message shows it: whole where it is whole, else every digit it needs
+    (2.0000001 is not "2")."""
+    if isinstance(value, int) or float(value).is_integer():
+        return f"{value:,.0f}".replace(",", "") if abs(value) < 1e15 else f"{value:g}"
+    return repr(float(value))
 
 
 def coerce(name: str, typ: Any, raw: str) -> Any:

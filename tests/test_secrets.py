@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from scripted_server import ScriptedServer
 
 SECRET = "sekrit"
@@ -43,16 +44,35 @@ def test_redaction_covers_each_form():
         "hopgraph run --set api_key=*** --set max_tokens=5"
     )
     assert redacted("PASSWORD = 'a b' chroma_token=t4") == "PASSWORD = *** chroma_token=***"
-    assert redacted("http://user@host/x?limit=3") == "http://user@host/x?limit=3"
+    # a user name alone is sent as Basic auth: a secret (it was kept in clear)
+    assert redacted("http://TOKEN@host/x?limit=3") == "http://***@host/x?limit=3"
+    # a password holding @ is one password (it was cut at its first @: bob:***@AT@host)
+    assert redacted("http://bob:PW@AT@host:8/v1") == "http://bob:***@host:8/v1"
+    # credentials in a query, whatever joins the name's words
+    assert redacted("https://h/v1?api-key=s1&key=s2;x=1#access_token=s3") == (
+        "https://h/v1?api-key=***&key=***;x=1#access_token=***"
+    )
+    assert redacted("wss://h/?API_KEY=s4&auth=s5&token=s6") == (
+        "wss://h/?API_KEY=***&auth=***&token=***"
+    )
+    assert redacted("--set chroma_url=http://s7@h:8000 failed") == (
+        "--set chroma_url=http://***@h:8000 failed"
+    )
+    # not a secret: names that only end like one, and an @ past the authority
+    assert redacted("--set max_tokens=5 monkey=3 top_k=2 mail a@b.c http://h/p@x") == (
+        "--set max_tokens=5 monkey=3 top_k=2 mail a@b.c http://h/p@x"
+    )
 
 
-def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path):
+@pytest.mark.parametrize("userinfo", [f"user:{SECRET}-url", f"bob:{SECRET}@AT", f"{SECRET}"])
+def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path, userinfo):
     """A run given a key by ``--set``, a registry DSN with a password, and an endpoint whose URL
-    holds a password in ``HOPGRAPH_BASE_URL``: nothing it writes or prints holds one."""
+    holds a password (one holding ``@``, or a user name alone, sent as Basic auth) in
+    ``HOPGRAPH_BASE_URL``: nothing it writes or prints holds one."""
     lines = [{"id": f"q{i}", "question": f"What is fact {i}?"} for i in range(2)]
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     with ScriptedServer() as server:
-        url = server.base_url.replace("://", f"://user:{SECRET}-url@")
+        url = server.base_url.replace("://", f"://{userinfo}@")
         out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
                   "--model", "scripted", "--set", f"api_key={SECRET}-key",
                   "--set", f"registry_url=host=127.0.0.1 port=1 password={SECRET}-dsn",
@@ -61,7 +81,11 @@ def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path):
     assert (tmp_path / "r" / "run.lock").exists() and list((tmp_path / "r").glob("traces/*"))
     assert leaks(tmp_path / "r", out.stdout, out.stderr) == []
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
-    assert "password=***" in manifest["command"] and "user:***@" in manifest["endpoint"]
+    assert (
+        "password=***" in manifest["command"]
+        and ":***@" in manifest["endpoint"]
+        or ("://***@" in manifest["endpoint"])
+    )
 
 
 def test_a_checkpointer_that_cannot_be_reached_is_named_without_its_password(tmp_path):
