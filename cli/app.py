@@ -4,6 +4,7 @@ Context, opening the knowledge base, the run endpoint, refusals and interruption
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -11,7 +12,7 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 
-from hopgraph.config import Context, parse_sets, redacted
+from hopgraph.config import Context, bounded, parse_sets, redacted
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
@@ -67,6 +68,22 @@ CacheDir = Annotated[
         "the calls that changed (response_cache)",
     ),
 ]
+
+
+def within(least: float = -math.inf, most: float = math.inf):  # noqa: ANN201
+    """A numeric flag's check (its option's ``callback``), the rule ``--set`` fields follow
+    (``config.bounded``): a value not finite or outside ``least..most`` is refused before the
+    command starts, exit 2, naming the flag, the value and the range; nothing is written."""
+
+    def check(param: typer.CallbackParam, value: float | None) -> float | None:
+        if value is None:
+            return value
+        try:
+            return bounded(f"--{param.name.replace('_', '-')}", value, least=least, most=most)
+        except ValueError as e:
+            refuse(str(e))
+
+    return check
 
 
 def build_context(

@@ -17,6 +17,7 @@ from hopgraph.cli.app import (
     err,
     open_kb,
     refuse,
+    within,
 )
 
 
@@ -29,7 +30,9 @@ def index(
         typer.Option("--format", help="auto | folder | pdf | hotpotqa | musique | multimodalqa"),
     ] = "auto",
     images: Annotated[str, typer.Option(help="MultimodalQA image folder")] = "",
-    limit: Annotated[int | None, typer.Option(help="index at most this many items")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="index at most this many items", callback=within(1))
+    ] = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="PDFs: skip page PNGs")] = False,
     ocr: Annotated[
         str,

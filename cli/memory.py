@@ -17,6 +17,7 @@ from hopgraph.cli.app import (
     build_context,
     console,
     err,
+    within,
 )
 from hopgraph.config import Context
 
@@ -47,7 +48,9 @@ def memory_ingest(
     present: Annotated[list[str] | None, typer.Option(help="asserted present (text)")] = None,
     absent: Annotated[list[str] | None, typer.Option(help="asserted absent (text)")] = None,
     caption: Annotated[str, typer.Option(help="caption for an image")] = "",
-    limit: Annotated[int, typer.Option(help="at most this many texts (0: all)")] = 0,
+    limit: Annotated[
+        int, typer.Option(help="at most this many texts (0: all)", callback=within(0))
+    ] = 0,
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",

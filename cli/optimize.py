@@ -21,6 +21,7 @@ from hopgraph.cli.app import (
     err,
     interrupted,
     refuse,
+    within,
 )
 from hopgraph.cli.run import BUDGET_SPENT, GraphSpec, _read_inputs, chosen_graph, run_budget
 from hopgraph.graphs import context_schema as schema_of
@@ -48,8 +49,12 @@ def optimize(
             "OUT/test/, and record.json keeps the paired verdict and the validation-to-test gap"
         ),
     ] = "",
-    rounds: Annotated[int, typer.Option(help="rounds of candidates at most")] = 2,
-    demos: Annotated[int, typer.Option(help="demonstrations per candidate set")] = 3,
+    rounds: Annotated[
+        int, typer.Option(help="rounds of candidates at most", callback=within(1, 100))
+    ] = 2,
+    demos: Annotated[
+        int, typer.Option(help="demonstrations per candidate set", callback=within(1, 64))
+    ] = 3,
     val_share: Annotated[
         float,
         typer.Option(
@@ -57,12 +62,26 @@ def optimize(
             "validation (never a demonstration's source)"
         ),
     ] = 0.5,
-    minibatch: Annotated[int, typer.Option(help="validation questions per candidate (0: all)")] = 0,
-    alpha: Annotated[float, typer.Option(help="sign-test p a candidate must beat to win")] = 0.1,
+    minibatch: Annotated[
+        int,
+        typer.Option(help="validation questions per candidate (0: all)", callback=within(0)),
+    ] = 0,
+    alpha: Annotated[
+        float,
+        typer.Option(
+            help="the sign-test level each candidate's p is reported against (information: "
+            "a candidate is kept by its validation mean)",
+            callback=within(0, 1),
+        ),
+    ] = 0.1,
     metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
-    seed: Annotated[int, typer.Option()] = 0,
-    budget_tokens: Annotated[int, typer.Option(help="stop once the search sent N tokens")] = 0,
-    budget_usd: Annotated[float, typer.Option(help="stop once it spent $X (--price)")] = 0.0,
+    seed: Annotated[int, typer.Option(callback=within())] = 0,
+    budget_tokens: Annotated[
+        int, typer.Option(help="stop once the search sent N tokens", callback=within(0))
+    ] = 0,
+    budget_usd: Annotated[
+        float, typer.Option(help="stop once it spent $X (--price)", callback=within(0))
+    ] = 0.0,
     price: PriceOption = "",
     proposer_base_url: Annotated[
         str, typer.Option(help="a stronger model's endpoint for the proposer (default: the same)")

@@ -15,6 +15,7 @@ from hopgraph.cli.app import (
     build_context,
     console,
     err,
+    within,
 )
 
 qdrag_app = typer.Typer(rich_markup_mode="markdown", help="QDRAG utilities.", no_args_is_help=True)
@@ -26,10 +27,12 @@ def qdrag_preferences(
     questions: Annotated[str, typer.Option(help="training questions with gold evidence ids")],
     kb: KbDir,
     out: Annotated[str, typer.Option(help="DPO pairs JSONL (prompt / chosen / rejected)")],
-    samples: Annotated[int, typer.Option(help="plans sampled per question")] = 4,
+    samples: Annotated[
+        int, typer.Option(help="plans sampled per question", callback=within(1, 64))
+    ] = 4,
     temperature: float = 0.8,
     k: Annotated[int, typer.Option(help="contexts retrieved per subquestion for the reward")] = 5,
-    limit: Annotated[int | None, typer.Option()] = None,
+    limit: Annotated[int | None, typer.Option(callback=within(1))] = None,
     base_url: BaseUrl = "",
     model: ModelName = "",
     sets: Sets = None,

@@ -27,6 +27,7 @@ from hopgraph.cli.app import (
     parsed_price,
     refuse,
     spinner,
+    within,
 )
 from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
@@ -51,8 +52,10 @@ def run(
         str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)} (or --graph)")
     ] = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
-    limit: Annotated[int | None, typer.Option()] = None,
-    concurrency: Annotated[int, typer.Option()] = 1,
+    limit: Annotated[
+        int | None, typer.Option(help="the first N questions", callback=within(1))
+    ] = None,
+    concurrency: Annotated[int, typer.Option(callback=within(1, 1024))] = 1,
     redo: Annotated[
         list[str] | None,
         typer.Option(help="a finished question's id to answer afresh (repeatable)"),

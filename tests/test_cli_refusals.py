@@ -192,3 +192,37 @@ def test_help_reflows_each_command_to_the_terminal_not_the_docstrings_lines(tmp_
     serve = next(i for i, r in enumerate(rows) if r.startswith("serve "))
     # the first line is filled to the width, not cut where the docstring wrapped
     assert len(rows[serve]) > 100, rows[serve]
+
+
+def test_every_number_is_bounded_where_it_is_read_flags_and_knobs_alike(tmp_path):
+    """A number outside its range, or not finite, is refused before any work (exit 2, naming
+    the field, the value and the range; nothing written): before, ``--limit -1`` ran one
+    question, ``request_timeout=1e30`` printed an OverflowError traceback and ``0`` failed
+    every question as a connection error, negative retries and tokens were taken, optimize's
+    ``--alpha nan`` wrote NaN into record.json and ``--demos -1`` crashed after its bootstrap."""
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    run = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r"]
+    opt = ["optimize", "--agent", "rag", "--questions", "q.jsonl", "--out", "r"]
+    cases = [
+        (run + ["--limit", "-1"], "--limit must be at least 1, not -1"),
+        (run + ["--concurrency", "0"], "--concurrency must be at least 1 (range 1..1024), not 0"),
+        (run + ["--set", "request_timeout=1e30"], "'request_timeout' must be at most 86400"),
+        (run + ["--set", "request_timeout=-1"], "'request_timeout' must be at least 0.001"),
+        (run + ["--set", "request_timeout=0"], "'request_timeout' must be at least 0.001"),
+        (run + ["--set", "max_retries=-1"], "'max_retries' must be at least 0 (range 0..100)"),
+        (run + ["--set", "max_tokens=0"], "'max_tokens' must be at least 1"),
+        (run + ["--set", "max_tokens=-1"], "'max_tokens' must be at least 1"),
+        (run + ["--set", "temperature=2.0000001"],
+         "'temperature' must be at most 2 (range 0..2), not 2.0000001"),
+        (opt + ["--alpha", "nan"], "--alpha must be a finite number, not nan"),
+        (opt + ["--alpha", "inf"], "--alpha must be a finite number, not inf"),
+        (opt + ["--alpha", "-1"], "--alpha must be at least 0 (range 0..1), not -1"),
+        (opt + ["--alpha", "1.5"], "--alpha must be at most 1 (range 0..1), not 1.5"),
+        (opt + ["--demos", "-1"], "--demos must be at least 1"),
+        (opt + ["--rounds", "-1"], "--rounds must be at least 1"),
+        (opt + ["--minibatch", "-1"], "--minibatch must be at least 0, not -1"),
+    ]  # fmt: skip
+    for args, message in cases:
+        out = hopgraph(*args, cwd=tmp_path)
+        assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-400:])
+        assert "Traceback" not in out.stderr and not (tmp_path / "r").exists(), args

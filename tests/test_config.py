@@ -109,7 +109,7 @@ def test_a_knobs_bounds_live_on_its_field():
     assert client(mmapg_max_iterations=20).mmapg_max_iterations == 20
     with pytest.raises(ValueError, match="'mmapg_max_iterations' must lie in 0..20"):
         client(mmapg_max_iterations=21)
-    with pytest.raises(ValueError, match="mmapg_max_iterations must be >= 1"):
+    with pytest.raises(ValueError, match="'mmapg_max_iterations' must be at least 1"):
         MMAPGContext(mmapg_max_iterations=0)
     raised = MMAPGContext(limit_knobs="mmapg_max_iterations=40")  # the operator's own cap
     assert raised.knob_limits()["mmapg_max_iterations"] == 40

@@ -63,7 +63,7 @@ def test_close_all_closes_every_cached_object_and_later_uses_get_fresh_ones(tmp_
     "field, value", [("mmapg_max_iterations", 0), ("top_k", 0), ("mabdqa_m", -1)]
 )
 def test_context_refuses_a_knob_below_its_floor_when_made(field, value):
-    with pytest.raises(ValueError, match=f"{field} must be >= "):
+    with pytest.raises(ValueError, match=f"'{field}' must be at least "):
         Context(**{field: value})
-    with pytest.raises(ValueError, match=f"{field} must be >= "):
+    with pytest.raises(ValueError, match=f"'{field}' must be at least "):
         Context().replace(**{field: str(value)})
