@@ -103,6 +103,14 @@ def sitting_speed(ctx: Context) -> dict[str, float]:
         return {}
 
 
+def reached_end(state) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
+    """Whether a question's graph ran to its end: nothing left to run, and its last
+    checkpoint written by a step (``loop``), not the one that saves the input alone before any
+    step ran (``input``), which a kill -9 at the start of a question leaves."""
+    meta = state.metadata or {}
+    return not state.next and bool(state.values) and meta.get("source") == "loop"
+
+
 class Runner:
     """Runs one agent over questions into a run folder."""
 
@@ -183,9 +191,11 @@ class Runner:
         state = self.graph.get_state(config)
         if state.next:  # interrupted: continue from the last checkpoint
             payload, streaming = None, True
-        elif state.values:  # finished before a crash lost its prediction line
+        elif reached_end(state):  # finished before a crash lost its prediction line
             payload, streaming = None, False
         else:  # the shared InputState: every graph takes the same fields (no gold text)
+            if state.values:  # only its input was saved (killed before its first step)
+                self.saver.delete_thread(config["configurable"]["thread_id"])
             payload, streaming = {"id": q.id, "question": q.question}, True
             payload |= {"images": q.images} if q.images else {}
             payload |= {"doc": q.doc} if q.doc else {}
@@ -214,6 +224,9 @@ class Runner:
                 marks = EventCounts.of(records).marks()
                 if any(marks.values()):
                     keep({"mode": "custom", "data": {"event": "resume_marks", **marks}})
+            if error is None and not reached_end(end := self.graph.get_state(config)):
+                error = f"the graph stopped before its end (next: {', '.join(end.next)})"
+                keep({"mode": "error", "data": {"error": error}})
             values = self.graph.get_state(config).values if error is None else {}
             if values:
                 keep({"mode": "values", "graph": self.graph.name, "data": values})

@@ -912,3 +912,43 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
         assert calls and all(f"What about town {i}?" in json.dumps(c) for c in calls)
     assert trace_name("5a727bc85542994cef4bc2d2") == "5a727bc85542994cef4bc2d2"
     assert trace_name("demo-06") == "demo-06"
+
+
+def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resume(tmp_path, kb_dir):
+    """A kill -9 in a question's first moments leaves a checkpoint of its input alone: the
+    resume took it for a finished graph and wrote ``answer: ""`` with 0 calls and no error,
+    and every later re-run counted the question done. It runs from the start now, and its
+    answer is the uninterrupted run's."""
+    import sqlite3
+
+    qfile = questions(tmp_path, 3)
+    with ScriptedServer() as server:
+        ctx = ctx_for(server, kb_dir)
+        Runner("rag", tmp_path / "whole", ctx).run(qfile)
+        killed = tmp_path / "killed"
+        Runner("rag", killed, ctx).run(qfile)
+        # the state a kill -9 leaves: q1's input checkpoint only, no prediction line
+        db = sqlite3.connect(killed / "checkpoints.sqlite")
+        (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
+                     if t.endswith(":q1")}  # fmt: skip
+        rows = db.execute(
+            "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
+        ).fetchall()
+        later = [c for c, m in rows if json.loads(m)["source"] != "input"]
+        assert later and len(later) < len(rows)
+        db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in later])
+        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in later])
+        db.commit()
+        db.close()
+        log = killed / "predictions.jsonl"
+        log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
+                               if json.loads(x)["id"] != "q1"))  # fmt: skip
+        again = Runner("rag", killed, ctx).run(qfile)
+    assert again.finished == 1 and again.failed == 0
+    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
+    resumed = read_predictions(log)
+    assert resumed["q1"]["answer"] and resumed["q1"]["llm_calls"] == whole["q1"]["llm_calls"]
+    assert {q: p["answer"] for q, p in resumed.items()} == {
+        q: p["answer"] for q, p in whole.items()
+    }
+    assert [json.loads(x)["id"] for x in log.read_text().splitlines()].count("q1") == 1
