@@ -572,24 +572,59 @@ def _jsonable(value: Any) -> Any:
 def read_trace(path: str | Path) -> list[dict[str, Any]]:
     """A question's trace records ([] for none): its packed part (``<qid>.jsonl.gz``, its
     finished sittings) then its open part (``<qid>.jsonl``, a sitting being written); a line
-    cut short by a crash is skipped."""
-    import gzip
+    cut short by a crash is skipped, and of a damaged file what can be read is read
+    (``read_trace_checked`` also says what was not)."""
+    return read_trace_checked(path)[0]
 
-    path = Path(path)
+
+def read_trace_checked(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """``read_trace``'s records and what was damaged: a packed part cut short or not gzip
+    (read as far as it decompresses), bytes that are not UTF-8, lines that are not JSON."""
+    import zlib
+
+    path, damaged = Path(path), []
     texts = []
     if packed(path).exists():
-        texts.append(gzip.decompress(packed(path).read_bytes()).decode("utf-8"))
+        data = packed(path).read_bytes()
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            raw = inflate.decompress(data)
+            if not inflate.eof:
+                damaged.append(f"{packed(path).name} is cut short (read {len(raw):,} bytes)")
+        except zlib.error as e:
+            raw = b""
+            damaged.append(f"{packed(path).name} is not a gzip file ({e})")
+        texts.append(_utf8(raw, packed(path).name, damaged))
     if path.exists():
-        texts.append(path.read_text(encoding="utf-8"))
+        texts.append(_utf8(path.read_bytes(), path.name, damaged))
     if len(texts) == 2 and texts[0].endswith(texts[1]):  # packed, then a crash kept the open part
         texts.pop()
-    records = []
-    for line in "\n".join(texts).splitlines():
+    records, bad = [], 0
+    lines = "\n".join(texts).splitlines()
+    for line in lines:
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
-            continue
-    return records
+            bad += line.strip() != ""
+    if bad > 1 or (bad and lines and json_line(lines[-1])):  # more than a last line cut short
+        damaged.append(f"{bad} of {len(lines)} lines are not JSON records")
+    return records, damaged
+
+
+def json_line(line: str) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def _utf8(raw: bytes, name: str, damaged: list[str]) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        damaged.append(f"{name} holds bytes that are not UTF-8 (replaced)")
+        return raw.decode("utf-8", "replace")
 
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")

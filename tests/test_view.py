@@ -221,3 +221,55 @@ def test_page_served_files_are_the_package_assets_only(view):
     js = httpx.get(f"{view}assets/app.js")
     assert js.status_code == 200 and "textContent" in js.text
     assert "innerHTML" not in js.text  # every trace text is written as text
+
+
+def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_path):
+    """A run whose manifest is cut, empty or a folder took ``/api/runs`` down (500, and the
+    page said ``Unexpected token 'I'``); a cut or garbage trace did the same to its question.
+    Now such a run is listed with why, the others as they are; a damaged trace shows what
+    could be read and says what is damaged; every API error is JSON."""
+    import gzip
+
+    from hopgraph.evals.run_folder import packed, trace_path
+
+    root = tmp_path / "copy"
+    shutil.copytree(runs, root)
+    for name, damage in (("cut", "cut"), ("empty", "empty"), ("folder", "folder")):
+        shutil.copytree(root / "runs" / "first", root / "runs" / name)
+        manifest = root / "runs" / name / "manifest.json"
+        if damage == "cut":
+            manifest.write_text(manifest.read_text()[:40])
+        elif damage == "empty":
+            manifest.write_text("")
+        else:
+            manifest.unlink()
+            manifest.mkdir()
+    q1 = packed(trace_path(root / "runs" / "second", "q1"))
+    q1.write_bytes(q1.read_bytes()[: len(q1.read_bytes()) // 2])  # cut short
+    q0 = packed(trace_path(root / "runs" / "second", "q0"))
+    q0.write_bytes(b"not gzip at all")
+    assert gzip.decompress(packed(trace_path(root / "runs" / "first", "q0")).read_bytes())
+    proc, url = start_view(root)
+    try:
+        listed = httpx.get(f"{url}api/runs")
+        assert listed.status_code == 200, listed.text
+        by_name = {r["name"]: r for r in listed.json()}
+        assert by_name["first"]["right"] == 2 and not by_name["first"].get("error")
+        for name in ("cut", "empty", "folder"):
+            assert "cannot be read" in by_name[name]["error"], by_name[name]
+        second = next(r["index"] for r in listed.json() if r["name"] == "second")
+        cut = httpx.get(f"{url}api/question", params={"run": second, "id": "q1"})
+        assert cut.status_code == 200, cut.text
+        assert "cut short" in " ".join(cut.json()["damaged"]) and cut.json()["row"]["id"] == "q1"
+        garbage = httpx.get(f"{url}api/question", params={"run": second, "id": "q0"}).json()
+        assert "not a gzip file" in " ".join(garbage["damaged"])
+        first = by_name["first"]["index"]
+        whole = httpx.get(f"{url}api/question", params={"run": first, "id": "q1"}).json()
+        assert whole["damaged"] == [] and whole["calls"]
+        broken = next(r["index"] for r in listed.json() if r["name"] == "folder")
+        failed = httpx.get(f"{url}api/questions", params={"run": broken})
+        assert failed.headers["content-type"].startswith("application/json")
+        assert failed.status_code in (404, 500) and failed.json()["detail"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -12,6 +12,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from hopgraph.config import redacted
 from hopgraph.evals.cost import Price
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.report import (
@@ -32,6 +33,7 @@ from hopgraph.evals.run_folder import (
     RunError,
     RunFolder,
     read_predictions,
+    read_trace_checked,
     scored_predictions,
     trace_path,
 )
@@ -60,6 +62,15 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
     return {k: round(float(v), 4) for k, v in scores.items()}
+
+
+def unreadable(path: Path, index: int, name: str, e: Exception) -> dict[str, Any]:
+    """A run-list row for a folder whose files cannot be read (a cut or empty manifest, one
+    that is a folder): its name, place and why, so the other runs are still listed."""
+    return {"index": index, "name": name, "path": str(path), "agent": "?", "model": "?",
+            "questions": 0, "right": 0, "scored": 0, "errors": 0, "metrics": {}, "tokens": 0,
+            "usd": None, "seconds": 0.0, "created": "", "code": "", "git": "", "note": "",
+            "error": redacted(f"cannot be read: {type(e).__name__}: {e}")}  # fmt: skip
 
 
 @dataclass
@@ -161,7 +172,8 @@ class RunView:
 
     def question(self, qid: str) -> dict[str, Any]:
         """One question opened: its row, drawing, waterfall, calls and evidence."""
-        row, records = self.row(qid), self.records(qid)
+        row = self.row(qid)
+        records, damaged = read_trace_checked(trace_path(self.path, qid))
         view = graph_view(records)
         return {
             "row": row,
@@ -171,6 +183,7 @@ class RunView:
             "calls": [call_row(c, self.price) for c in llm_calls(records)],
             "evidence": evidence_rows(records, self.prediction(qid)),
             "traced": bool(records),
+            "damaged": damaged,
         }
 
     def prediction(self, qid: str) -> dict[str, Any]:

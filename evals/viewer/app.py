@@ -18,8 +18,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from hopgraph.config import redacted
 from hopgraph.evals.cost import Price
-from hopgraph.evals.viewer import RunView, page_image, pair, pair_question
+from hopgraph.evals.viewer import RunView, page_image, pair, pair_question, unreadable
 from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 
 STATIC = Path(__file__).parent / "static"
@@ -48,7 +49,15 @@ class Viewer:
         return self.runs[int(value)]
 
     def summaries(self) -> list[dict[str, Any]]:
-        return [r.summary(i, self.labels[i]) for i, r in enumerate(self.runs)]
+        """Every run's row; one whose files cannot be read is listed with why, the rest as
+        they are."""
+        out = []
+        for i, r in enumerate(self.runs):
+            try:
+                out.append(r.summary(i, self.labels[i]))
+            except Exception as e:  # noqa: BLE001 - shown on its row, not a 500 for every run
+                out.append(unreadable(r.path, i, self.labels[i], e))
+        return out
 
     # the JSON API: each answers a request's query parameters; a LookupError becomes a 404
 
@@ -105,6 +114,8 @@ def _endpoint(handler):  # noqa: ANN001, ANN202 - a Viewer.api_* method
             out = handler(request)
         except LookupError as e:
             return _json({"detail": str(e).strip("'\"")}, 404)
+        except Exception as e:  # a damaged file: JSON naming it, which the page shows
+            return _json({"detail": redacted(f"{type(e).__name__}: {e}")}, 500)
         return out if isinstance(out, Response) else _json(out)
 
     return endpoint

@@ -27,7 +27,11 @@ function h(tag, attrs, ...children) {
 async function get(url) {
   if (cache.has(url)) return cache.get(url);
   const res = await fetch(url, { credentials: "same-origin" });
-  const body = await res.json();
+  const text = await res.text();
+  let body;
+  try { body = JSON.parse(text); } catch {
+    throw new Error(`${res.status} ${res.statusText}: ${text.slice(0, 200)}`);
+  }
   if (!res.ok) throw new Error(body.detail || res.statusText);
   cache.set(url, body);
   return body;
@@ -112,6 +116,7 @@ async function runList(started) {
     h("td", { class: "num" }, fmt.n(r.tokens)), h("td", { class: "num" }, fmt.usd(r.usd)),
     h("td", { class: "num" }, fmt.s(r.seconds)), h("td", {}, r.created.slice(0, 16)),
     h("td", { title: `git ${r.git}` }, h("code", {}, r.code || "–")),
+    r.error ? h("td", { class: "wrong" }, r.error) : null,
   ));
   rows.forEach((tr) => tr.addEventListener("click", () => go(["run", tr.dataset.run])));
   done(started,
@@ -313,6 +318,7 @@ async function questionPage(index, qid, started) {
       h("tr", {}, h("th", {}, "scores"), h("td", {}, Object.entries(r.scores).map(([k, v]) => `${k} ${fmt.m(v)}`).join(" · "))),
       r.error ? h("tr", {}, h("th", {}, "error"), h("td", { class: "wrong" }, r.error)) : null),
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
+    (q.damaged || []).map((d) => h("p", { class: "note wrong" }, `damaged trace: ${d}`)),
     q.svg ? [h("h2", {}, "Graph"), graphBlock(q)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
