@@ -230,9 +230,10 @@ class _Indexer:
         }
         kb.record_build({"source": path.name} | self.build)
         self.units = source_units(path, self.resolved, follow_links)
-        if not follow_links and path.is_dir() and self.resolved in ("folder", "pdf"):
-            out = walk_folder(path)[1]
-            self.report.skipped += [Skipped(str(f), LINK_OUT) for f in out]
+        if path.is_dir() and self.resolved in ("folder", "pdf"):
+            walked = walk_folder(path, follow_links)
+            self.report.skipped += [Skipped(str(f), LINK_OUT) for f in walked.outside]
+            self.report.skipped += walked.unusable
         self.opts = {
             "notes": self.report.notes,
             "pages_dir": (kb.path / "pages") if render_pages else None,

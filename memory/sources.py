@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hopgraph.memory.files import (
     IMAGE_SUFFIXES,
@@ -475,13 +475,26 @@ def inside(file: Path, root: Path) -> bool:
     return file.resolve().is_relative_to(root)
 
 
-def walk_folder(path: Path, follow_links: bool = False) -> tuple[list[Path], list[Path]]:
-    """The files under folder ``path`` and the links there (to files or folders) that lead
-    outside it (a ``passwd.txt -> /etc/passwd`` dropped into a corpus): those are skipped and
-    listed unless ``follow_links``, which follows them, each folder once."""
+class Walk(NamedTuple):
+    """A folder's entries as the index reads them."""
+
+    files: list[Path]
+    outside: list[Path]
+    """Links (to files or folders) that lead outside it, skipped unless followed."""
+    unusable: list[Skipped]
+    """Entries no reader can take, each named with why (a link loop, a link to nothing, a
+    name that is not UTF-8, a FIFO, socket or device): skipped, the rest indexed."""
+
+
+def walk_folder(path: Path, follow_links: bool = False) -> Walk:
+    """The files under folder ``path``, the links there that lead outside it (a
+    ``passwd.txt -> /etc/passwd`` dropped into a corpus: skipped and listed unless
+    ``follow_links``, which follows them, each folder once), and the entries no reader can
+    take; one bad entry never stops the walk."""
     root = path.resolve()
     files: list[Path] = []
     out: list[Path] = []
+    bad: list[Skipped] = []
     seen: set[Path] = set()
     for here, dirs, names in os.walk(path, followlinks=follow_links):
         real = Path(here).resolve()
@@ -493,14 +506,47 @@ def walk_folder(path: Path, follow_links: bool = False) -> tuple[list[Path], lis
         out += [] if follow_links else [d for d in linked if not inside(d, root)]
         for name in names:
             file = Path(here, name)
-            (files if follow_links or inside(file, root) else out).append(file)
-    return sorted(files), sorted(out)
+            if (why := unusable(file)) is not None:
+                bad.append(Skipped(shown_path(file), why))
+            else:
+                (files if follow_links or inside(file, root) else out).append(file)
+    return Walk(sorted(files), sorted(out), bad)
+
+
+def shown_path(file: Path) -> str:
+    """A path as a message can print it: bytes that are not UTF-8 shown as ``\\xNN``."""
+    return os.fsencode(file).decode("utf-8", "backslashreplace")
+
+
+def unusable(file: Path) -> str | None:
+    """Why no reader can take ``file`` (None where one can)."""
+    import stat
+
+    try:
+        str(file).encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8 (rename it to index it)"
+    try:
+        file.resolve(strict=True)
+        mode = file.stat().st_mode
+    except RuntimeError:
+        return "a link loop"
+    except FileNotFoundError:
+        return "a link to nothing"
+    except OSError as e:
+        return "a link loop" if e.errno == 40 else f"unreadable: {e.strerror or e}"
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))  # fmt: skip
+    kind = next((name for test, name in kinds if test(mode)), "not a file")
+    return f"not a regular file ({kind})"
 
 
 def folder_files(path: Path, follow_links: bool = False) -> list[Path]:
     """The files of a folder that ``read_folder`` reads (each a source of its own): not one a
     link leads to outside the folder, unless ``follow_links``."""
-    files, _ = walk_folder(path, follow_links)
+    files = walk_folder(path, follow_links).files
     usable = (p for p in files if p.is_file() and not p.name.startswith("."))
     return [p for p in usable if p.name != "captions.json"]
 
@@ -539,7 +585,7 @@ def read_folder(path: Path, **opts: Any) -> Iterator[Record]:
 def pdf_files(path: Path, follow_links: bool = False) -> list[Path]:
     if path.is_file():
         return [path]
-    return [f for f in walk_folder(path, follow_links)[0] if f.suffix.lower() == ".pdf"]
+    return [f for f in walk_folder(path, follow_links).files if f.suffix.lower() == ".pdf"]
 
 
 def read_pdfs(path: Path, **opts: Any) -> Iterator[Record]:

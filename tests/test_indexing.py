@@ -267,3 +267,32 @@ def test_a_question_image_linked_out_of_the_image_roots_is_refused(tmp_path):
     ctx = Context(image_roots=str(root), vlm_model="v", vlm_base_url="http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match=REFUSED_IMAGE):
         admit({"question": "What?", "images": [str(root / "cat.png")]}, ctx)
+
+
+def test_one_bad_entry_never_stops_the_index(tmp_path):
+    """A link loop aborted ``hopgraph index`` (exit 2, nothing indexed); a file name that is
+    not UTF-8 aborted it with a codec error naming no file; a FIFO was dropped unlisted. Each
+    is now skipped and listed by name with why, and the rest is indexed."""
+    import os
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "good.md").write_text("Lighthouses warn ships.\n")
+    (corpus / "loop").symlink_to(corpus / "loop")
+    (corpus / "a").symlink_to(corpus / "b")
+    (corpus / "b").symlink_to(corpus / "a")
+    (corpus / "gone.txt").symlink_to(tmp_path / "nothing-here")
+    (Path(os.fsdecode(bytes(corpus) + b"/bad\xff.txt"))).write_text("Harbours shelter boats.\n")
+    os.mkfifo(corpus / "pipe.txt")
+    out = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "index", str(corpus), "--kb", str(tmp_path / "kb"),
+         "--ocr", "off"], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    said = out.stdout + out.stderr
+    for name, why in (("loop", "a link loop"), ("a", "a link loop"), ("b", "a link loop"),
+                      ("gone.txt", "a link to nothing"), ("bad\\xff.txt", "not UTF-8"),
+                      ("pipe.txt", "not a regular file (a FIFO)")):  # fmt: skip
+        assert f"skipped {corpus}/{name}: " in said and why in said.split(f"{corpus}/{name}: ")[1]
+    kb = KnowledgeBase(tmp_path / "kb")
+    assert [e["text"] for e in kb.search("lighthouses", k=5)] == ["Lighthouses warn ships."]
