@@ -113,13 +113,24 @@ def item_metadata(item: Item, version: str | None = None) -> dict[str, Any]:
     }
 
 
+MAX_EVIDENCE_CHARS = 16000
+"""The most of one stored item's text a hit carries (about 4,000 tokens): an item indexed
+before passages were bounded (a 50 MB line as one) never fills a prompt alone; its hit says
+how much was cut (``provenance["cut_chars"]``)."""
+
+
 def stored_evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score: float) -> Evidence:
-    """A stored item as Evidence (its stored ``meta`` becomes the provenance)."""
+    """A stored item as Evidence (its stored ``meta`` becomes the provenance), its text cut to
+    ``MAX_EVIDENCE_CHARS``."""
     md = md or {}
     page = md.get("page", -1)
+    text, provenance = doc or "", json.loads(md.get("meta") or "{}")
+    if len(text) > MAX_EVIDENCE_CHARS:
+        provenance["cut_chars"] = len(text) - MAX_EVIDENCE_CHARS
+        text = text[:MAX_EVIDENCE_CHARS]
     return evidence(
         id_,
-        doc or "",
+        text,
         score=score,
         modality=md.get("modality", ""),
         title=md.get("title", ""),
@@ -127,7 +138,7 @@ def stored_evidence(id_: str, doc: str | None, md: dict[str, Any] | None, score:
         page=None if page is None or page < 0 else int(page),
         path=md.get("path", ""),
         parent=md.get("parent", ""),
-        provenance=json.loads(md.get("meta") or "{}"),
+        provenance=provenance,
     )
 
 

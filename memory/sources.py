@@ -357,16 +357,61 @@ def _captions(root: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-def chunk_paragraphs(text: str, max_words: int = 180) -> list[str]:
-    """Paragraphs (blank-line separated), merged while they stay under ``max_words``."""
-    paras = [re.sub(r"\s+", " ", p).strip() for p in re.split(r"\n\s*\n", text)]
+MAX_CHUNK_CHARS = 2000
+"""A passage's most characters (180 words are about 1,100): a file laid out as one 50 MB line
+becomes many passages, not one that fills every prompt it reaches."""
+
+
+def chunk_paragraphs(
+    text: str, max_words: int = 180, max_chars: int = MAX_CHUNK_CHARS
+) -> list[str]:
+    """Paragraphs (blank-line separated), merged while they stay under ``max_words`` and
+    ``max_chars``; a longer paragraph is split at its sentences, a longer sentence at its
+    words, a longer word at ``max_chars``, so no passage passes either bound however its
+    source is laid out."""
     chunks: list[str] = []
-    for para in filter(None, paras):
-        if chunks and len(chunks[-1].split()) + len(para.split()) <= max_words:
-            chunks[-1] += " " + para
-        else:
-            chunks.append(para)
+    for para in re.split(r"\n\s*\n", text):
+        for piece in _bounded_pieces(" ".join(para.split()), max_words, max_chars):
+            last = chunks[-1] if chunks else ""
+            fits = len(last.split()) + len(piece.split()) <= max_words
+            if last and fits and len(last) + 1 + len(piece) <= max_chars:
+                chunks[-1] += " " + piece
+            else:
+                chunks.append(piece)
     return chunks
+
+
+def _bounded_pieces(para: str, max_words: int, max_chars: int) -> Iterator[str]:
+    """``para`` (spacing folded) in pieces within both bounds: itself where it fits, else its
+    sentences packed greedily, a sentence too long by words, a word too long by characters."""
+    if not para:
+        return
+    if len(para) <= max_chars and para.count(" ") < max_words:
+        yield para
+        return
+    piece: list[str] = []
+    size = words = 0
+    for unit in _bounded_words(re.split(r"(?<=[.!?])\s+", para), max_words, max_chars):
+        n = unit.count(" ") + 1
+        if piece and (words + n > max_words or size + 1 + len(unit) > max_chars):
+            yield " ".join(piece)
+            piece, size, words = [], 0, 0
+        piece.append(unit)
+        size, words = size + len(unit) + (len(piece) > 1), words + n
+    if piece:
+        yield " ".join(piece)
+
+
+def _bounded_words(sentences: list[str], max_words: int, max_chars: int) -> Iterator[str]:
+    """The words of ``sentences`` in order, a sentence that fits kept as one unit (so a piece
+    breaks between sentences where it can), a word longer than ``max_chars`` cut."""
+    for sentence in sentences:
+        if len(sentence) <= max_chars // 2 and sentence.count(" ") < max_words // 2:
+            yield sentence
+            continue
+        for word in sentence.split(" "):
+            for i in range(0, len(word), max_chars):
+                yield word[i : i + max_chars]
 
 
 def image_item(

@@ -296,3 +296,27 @@ def test_one_bad_entry_never_stops_the_index(tmp_path):
         assert f"skipped {corpus}/{name}: " in said and why in said.split(f"{corpus}/{name}: ")[1]
     kb = KnowledgeBase(tmp_path / "kb")
     assert [e["text"] for e in kb.search("lighthouses", k=5)] == ["Lighthouses warn ships."]
+
+
+def test_a_one_line_file_becomes_bounded_passages_and_no_hit_fills_a_prompt(tmp_path):
+    """A text file laid out as one line became one item (a 50 MB line: 111 s, 6.4 GB, then a
+    50,000,511-byte rag prompt). Passages are now bounded however the file is laid out, and
+    an item stored whole before (added as one here) reaches a prompt cut, saying how much."""
+    from hopgraph.memory.kb import MAX_EVIDENCE_CHARS, Item
+    from hopgraph.memory.sources import MAX_CHUNK_CHARS
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    line = " ".join(f"Harbour {i} shelters boat {i}." for i in range(8000))  # ~240 kB
+    (corpus / "one_line.txt").write_text(line + "x" * 5000)  # and a 5,000-character word
+    kb = KnowledgeBase(tmp_path / "kb")
+    report = index_source(kb, corpus, "folder", ocr="off")
+    texts = [e["text"] for e in kb.search("harbour 77 shelters boat", k=50)]
+    assert report.added > 100 and texts
+    assert max(map(len, texts)) <= MAX_CHUNK_CHARS and max(len(t.split()) for t in texts) <= 180
+    assert any("Harbour 77 shelters boat 77." in t for t in texts)
+    old = KnowledgeBase(tmp_path / "old")
+    old.add([Item("text", "whole", "Lighthouse keepers. " * 5000, title="Whole")])
+    (hit,) = old.search("lighthouse keepers", k=1)
+    assert len(hit["text"]) == MAX_EVIDENCE_CHARS
+    assert hit["provenance"]["cut_chars"] == 100000 - MAX_EVIDENCE_CHARS
