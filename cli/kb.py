@@ -81,15 +81,21 @@ def index(
         refuse(f"--ocr {ocr}: {e}")
     new_folder = not Path(kb).exists()
     store = open_kb(kb, sets)
-    if store.registry is None:  # a server KB would keep every version of an edited file
-        refuse(no_registry(store))
-    derive = _triplets(store, sets, cache) if triplets else None
-
-    report = _index_showing_progress(store, source, fmt, limit=limit, images_dir=images or None,
-                                     render_pages=not no_render, derive=derive, ocr=ocr,
-                                     prune=prune, follow_links=follow_links)  # fmt: skip
-    _print_report(report, store.location, source, triplets)
-    _refuse_if_nothing(report, store, source, new_folder)
+    try:
+        if store.registry is None:  # a server KB would keep every version of an edited file
+            refuse(no_registry(store))
+        derive = _triplets(store, sets, cache) if triplets else None
+        report = _index_showing_progress(
+            store, source, fmt, limit=limit, images_dir=images or None,
+            render_pages=not no_render, derive=derive, ocr=ocr, prune=prune,
+            follow_links=follow_links,
+        )  # fmt: skip
+        _print_report(report, store.location, source, triplets)
+        _refuse_if_nothing(report, source)
+    except (typer.Exit, Exception) as e:  # refused (exit 2) or failed: leave no new KB behind
+        if new_folder and store.is_local and getattr(e, "exit_code", 2) == 2:
+            forget_kb(store)
+        raise
     if report.failed:
         err.print(
             f"[red]error:[/red] {len(report.failed)} source(s) could not be read (listed "
@@ -175,13 +181,11 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
                       "(--prune, or `hopgraph kb rm`, removes them)")  # fmt: skip
 
 
-def _refuse_if_nothing(report, store, source: str, new_folder: bool) -> None:  # noqa: ANN001
-    """An index that stored nothing is refused (exit 2), saying why: every source failed
-    (a new local KB folder is removed), or the source was read as another format."""
+def _refuse_if_nothing(report, source: str) -> None:  # noqa: ANN001
+    """An index that stored nothing is refused (exit 2), saying why: every source failed, or
+    the source was read as another format (a new local KB folder is then removed)."""
     nothing = report.added == 0 and report.existing == 0 and not report.unchanged
     if nothing and report.failed:
-        if new_folder and store.is_local:  # leave no empty KB behind
-            forget_kb(store)
         refuse(
             f"nothing was indexed from {source}: "
             + "; ".join(f"{f.where}: {f.reason}" for f in report.failed[:3])

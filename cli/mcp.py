@@ -68,7 +68,7 @@ def mcp(
     security = None
     if http:
         try:
-            security = transport_security(host, allowed_host or [], allowed_origin or [])
+            security = transport_security(host, allowed_host or [], allowed_origin or [], port)
         except ValueError as e:
             refuse(str(e))
     server = build_server(ctx, price=parsed_price(price), per_key_memory=http and not shared_memory)

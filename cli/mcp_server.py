@@ -365,11 +365,13 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
 WILDCARD = ("0.0.0.0", "::", "")
 
 
-def transport_security(host: str, allowed: list[str], origins: list[str]):  # noqa: ANN201
+def transport_security(host: str, allowed: list[str], origins: list[str], port: int):  # noqa: ANN201
     """The SDK's DNS-rebinding guard, kept on: a request's Host must be loopback, the address
-    listened on, or one the operator allows (``name`` takes any port, ``name:port`` that one);
-    its Origin, when sent, a loopback page or one the operator allows. Listening on every
-    address with no name allowed is refused: no client elsewhere could be let in."""
+    listened on, or one the operator allows, each bare or with the port listened on (``name``
+    takes that port, ``name:port`` the one it names), matched whole: the SDK's ``name:*``
+    matches by prefix, which let ``127.0.0.1:PORT@evil.com`` and ``localhost:evil`` in. Its
+    Origin, when sent, a loopback page or one the operator allows. Listening on every address
+    with no name allowed is refused: no client elsewhere could be let in."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     if host in WILDCARD and not allowed:
@@ -381,11 +383,11 @@ def transport_security(host: str, allowed: list[str], origins: list[str]):  # no
         )
     loopback = [as_host(n) for n in LOOPBACK]
     names = [*loopback, *([] if host in WILDCARD else [as_host(host)])]
-    hosts = [f"{n}:*" for n in names] + loopback
+    hosts = [f"{n}:{port}" for n in names] + names
     for name in allowed:
         if not name.strip() or any(c in name for c in "/ @"):
             raise ValueError(f"--allowed-host {name!r} is not a host name or address")
-        hosts += [name] if name.rsplit(":", 1)[-1].isdigit() else [name, f"{name}:*"]
+        hosts += [name] if name.rsplit(":", 1)[-1].isdigit() else [name, f"{name}:{port}"]
     for origin in origins:
         if not origin.startswith(("http://", "https://")):
             raise ValueError(f"--allowed-origin {origin!r} is not http(s)://host[:port]")

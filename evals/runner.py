@@ -9,6 +9,7 @@ continues interrupted ones from their last checkpoint, and retries the ones that
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 import threading
 import time
@@ -145,8 +146,20 @@ class Runner:
         self.on_record = on_record
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
+        fresh = not Path(run_dir).exists()
         self.folder = RunFolder(run_dir).make()
         self.run_dir = self.folder.path
+        try:
+            self._open(ctx, endpoint, speed_probe, checkpointer, lease)
+        except BaseException:  # refused: a folder this sitting made is not left behind
+            if fresh:
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise
+
+    def _open(self, ctx: Context, endpoint: str, speed_probe: bool, checkpointer: str,
+              lease: float) -> None:  # fmt: skip
+        """The rest of a Runner's making: its context, code, endpoint and checkpointer."""
+        agent = self.agent
         # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks
         # them, so the manifest names them); whoever runs a Runner is the operator
         self.ctx = context_schema(agent).adopt(ctx).as_operator()

@@ -226,3 +226,22 @@ def test_every_number_is_bounded_where_it_is_read_flags_and_knobs_alike(tmp_path
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-400:])
         assert "Traceback" not in out.stderr and not (tmp_path / "r").exists(), args
+
+
+def test_a_refused_command_leaves_no_folder(tmp_path):
+    """A refused ``--checkpointer`` run left its run folder, and an index refused for its
+    source's format its new KB folder, though a refused command leaves none."""
+    from scripted_server import ScriptedServer
+
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    (tmp_path / "a.xyz").write_text("what is this\n")
+    with ScriptedServer() as model:
+        for dsn in ("mysql://u@127.0.0.1/db", "postgresql://u@127.0.0.1:1/db"):
+            out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                           "--base-url", model.base_url, "--model", "scripted",
+                           "--checkpointer", dsn, cwd=tmp_path)  # fmt: skip
+            assert out.returncode == 2 and "checkpointer" in out.stderr.lower(), out.stderr
+            assert not (tmp_path / "r").exists(), dsn
+    out = hopgraph("index", "a.xyz", "--kb", "k", cwd=tmp_path)
+    assert out.returncode == 2 and "cannot tell the format of a.xyz" in out.stderr
+    assert not (tmp_path / "k").exists()

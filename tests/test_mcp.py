@@ -274,6 +274,10 @@ def test_over_http_a_host_the_operator_allows_is_let_in_and_dns_rebinding_is_not
     headers = {"x-api-key": KEY, "accept": "application/json, text/event-stream"}
     rebound = httpx.post(url, json=init, headers={**headers, "host": f"evil.example:{port}"})
     assert rebound.status_code == 421
+    for host in (f"127.0.0.1:{port}@evil.example", "localhost:evil", f"{ALLOWED}:1{port}"):
+        # the SDK matched name:* by prefix, and let these in
+        tricked = httpx.post(url, json=init, headers={**headers, "host": host})
+        assert tricked.status_code == 421, host
     foreign = httpx.post(url, json=init, headers={**headers, "origin": "http://evil.example"})
     assert foreign.status_code == 403
 
