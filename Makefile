@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 
-.PHONY: install native vllm demo test test-fast lint typecheck format clean
+.PHONY: install native vllm demo test test-fast durations lint typecheck format clean
 
 # Every vector extension this CPU has, named one by one, but never AMX: -march=native turns on
 # ggml's AMX kernels, which crashed the server (general protection fault in libggml-cpu) on the
@@ -87,10 +87,19 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 	else echo "npm not found: the MCP conformance test will be skipped"; fi
 
 test: $(STAMP) $(CONFORMANCE)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
+# The loop of work: every test that needs no server, browser, npm, build or model and took
+# under 3 s in the last full run (the markers tests/conftest.py sets from what each test uses
+# and from tests/durations.json).
+FAST := not integration and not slow and not server and not browser and not npm and not build and not heavy
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not integration and not slow"
+	$(BIN)/python -m pytest -q -m "$(FAST)"
+
+# Every test, each one's seconds written to tests/durations.json (commit it: the fast tier
+# leaves out what was heavy there).
+durations: $(STAMP) $(CONFORMANCE)
+	HOPGRAPH_DURATIONS=tests/durations.json $(BIN)/python -m pytest -q --durations=30
 
 lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
