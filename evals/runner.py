@@ -202,12 +202,13 @@ class Runner:
         config = self.thread(q.id)
         trace_file = trace_path(self.run_dir, q.id)
         state = self.graph.get_state(config)
-        if state.next:  # interrupted: continue from the last checkpoint
+        stepped = (state.metadata or {}).get("source") == "loop"
+        if state.next and stepped:  # interrupted: continue from the last checkpoint
             payload, streaming = None, True
         elif reached_end(state):  # finished before a crash lost its prediction line
             payload, streaming = None, False
         else:  # the shared InputState: every graph takes the same fields (no gold text)
-            if state.values:  # only its input was saved (killed before its first step)
+            if state.values or state.next:  # only its input was saved: killed before a step
                 self.saver.delete_thread(config["configurable"]["thread_id"])
             payload, streaming = {"id": q.id, "question": q.question}, True
             payload |= {"images": q.images} if q.images else {}

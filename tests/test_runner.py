@@ -914,11 +914,15 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     assert trace_name("demo-06") == "demo-06"
 
 
-def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resume(tmp_path, kb_dir):
+@pytest.mark.parametrize("its_writes", ["kept", "lost"])
+def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resume(
+    tmp_path, kb_dir, its_writes
+):
     """A kill -9 in a question's first moments leaves a checkpoint of its input alone: the
     resume took it for a finished graph and wrote ``answer: ""`` with 0 calls and no error,
-    and every later re-run counted the question done. It runs from the start now, and its
-    answer is the uninterrupted run's."""
+    and every later re-run counted the question done; where the input's own writes were lost
+    too, the graph had a next step and "resumed" into nothing. It runs from the start now, and
+    its answer is the uninterrupted run's."""
     import sqlite3
 
     qfile = questions(tmp_path, 3)
@@ -937,7 +941,8 @@ def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resum
         later = [c for c, m in rows if json.loads(m)["source"] != "input"]
         assert later and len(later) < len(rows)
         db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in later])
-        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in later])
+        gone = later + [c for c, _ in rows if c not in later] * (its_writes == "lost")
+        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in gone])
         db.commit()
         db.close()
         log = killed / "predictions.jsonl"
@@ -952,3 +957,42 @@ def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resum
         q: p["answer"] for q, p in whole.items()
     }
     assert [json.loads(x)["id"] for x in log.read_text().splitlines()].count("q1") == 1
+
+
+def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_run(
+    tmp_path, kb_dir
+):
+    """The natural race: killed once as soon as a trace holds anything (a question may have
+    only its input checkpoint), again a few questions later, then resumed: every answer is
+    the uninterrupted run's, none empty, no line twice."""
+    qfile = questions(tmp_path, 10)
+    with ScriptedServer() as server:
+        Runner("rag", tmp_path / "whole", ctx_for(server, kb_dir)).run(qfile, concurrency=2)
+    run = tmp_path / "run"
+    script = tmp_path / "run_script.py"
+    script.write_text(textwrap.dedent(KILL_SCRIPT).format(
+        tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)))  # fmt: skip
+    preds = run / "predictions.jsonl"
+
+    def lines() -> int:
+        return len(preds.read_text().splitlines()) if preds.exists() else 0
+
+    def traced() -> bool:
+        return any(p.stat().st_size for p in (run / "traces").glob("*")) if run.exists() else False
+
+    for ready in (traced, lambda: lines() >= 4):
+        proc = subprocess.Popen([sys.executable, str(script), "0.1"])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not ready() and proc.poll() is None:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert lines() < 10
+    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    rows = [json.loads(x) for x in preds.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(f"q{i}" for i in range(10))
+    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
+    bad = [(r["id"], r["answer"], r["error"], r["llm_calls"]) for r in rows
+           if not r["answer"] or r["error"]]  # fmt: skip
+    assert not bad
+    assert {r["id"]: r["answer"] for r in rows} == {q: p["answer"] for q, p in whole.items()}
