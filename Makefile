@@ -90,7 +90,7 @@ test: $(STAMP) $(CONFORMANCE)
 	$(BIN)/python -m pytest -q --durations=30
 
 # The loop of work: every test that needs no server, browser, npm, build or model and took
-# under 3 s in the last full run (the markers tests/conftest.py sets from what each test uses
+# under 2 s in the last full run (the markers tests/conftest.py sets from what each test uses
 # and from tests/durations.json).
 FAST := not integration and not slow and not server and not browser and not npm and not build and not heavy
 test-fast: $(STAMP)

@@ -300,13 +300,19 @@ _SECRET_VALUE = re.compile(
 
 
 def _userinfo(m: re.Match[str]) -> str:
+    """A URL's user information masked: the password; a user name alone where the scheme
+    sends it as Basic auth (HTTP, WebSocket), not a database's user name (``postgresql://u@``)."""
     user, sep, _ = m[2].partition(":")
-    return f"{m[1]}{user}:***@" if sep else f"{m[1]}***@"
+    if sep:
+        return f"{m[1]}{user}:***@"
+    basic = m[1].lower().rstrip(":/") in ("http", "https", "ws", "wss")
+    return f"{m[1]}***@" if basic else m[0]
 
 
 def redacted(text: str) -> str:
     """``text`` with every secret it may hold replaced by ***: a URL's user information
-    (``scheme://user:***@host``, ``scheme://***@host`` for a user name alone), and the value
+    (``scheme://user:***@host``; ``http://***@host`` for a user name alone, which HTTP sends as
+    Basic auth), and the value
     of a ``password=``, ``key=``, ``api-key=``, ``secret=`` or ``token=`` pair (a key=value
     DSN, a ``--set``, a URL's query). The one redaction of every URL, DSN, command line and
     message hopgraph records or prints."""

@@ -82,16 +82,9 @@ def index(
     new_folder = not Path(kb).exists()
     store = open_kb(kb, sets)
     try:
-        if store.registry is None:  # a server KB would keep every version of an edited file
-            refuse(no_registry(store))
-        derive = _triplets(store, sets, cache) if triplets else None
-        report = _index_showing_progress(
-            store, source, fmt, limit=limit, images_dir=images or None,
-            render_pages=not no_render, derive=derive, ocr=ocr, prune=prune,
-            follow_links=follow_links,
-        )  # fmt: skip
-        _print_report(report, store.location, source, triplets)
-        _refuse_if_nothing(report, source)
+        report = _index_into(store, source, fmt, triplets, sets, cache, limit=limit,
+                             images_dir=images or None, render_pages=not no_render, ocr=ocr,
+                             prune=prune, follow_links=follow_links)  # fmt: skip
     except (typer.Exit, Exception) as e:  # refused (exit 2) or failed: leave no new KB behind
         if new_folder and store.is_local and getattr(e, "exit_code", 2) == 2:
             forget_kb(store)
@@ -103,6 +96,18 @@ def index(
             "indexed. Fix or remove them and index again: only they are read."
         )
         raise typer.Exit(SOURCES_FAILED)
+
+
+def _index_into(store, source: str, fmt: str, triplets: bool, sets, cache: str, **options):  # noqa: ANN001, ANN003, ANN202
+    """The index's work on an open KB: its triplet deriver, the sources read with a live
+    line, the report printed, a refusal where nothing was stored."""
+    if store.registry is None:  # a server KB would keep every version of an edited file
+        refuse(no_registry(store))
+    derive = _triplets(store, sets, cache) if triplets else None
+    report = _index_showing_progress(store, source, fmt, derive=derive, **options)
+    _print_report(report, store.location, source, triplets)
+    _refuse_if_nothing(report, source)
+    return report
 
 
 def _index_showing_progress(store, source: str, fmt: str, **options):  # noqa: ANN001, ANN003, ANN202

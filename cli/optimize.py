@@ -26,6 +26,28 @@ from hopgraph.cli.app import (
 from hopgraph.cli.run import BUDGET_SPENT, GraphSpec, _read_inputs, chosen_graph, run_budget
 from hopgraph.graphs import context_schema as schema_of
 
+Rounds = Annotated[int, typer.Option(help="rounds of candidates at most", callback=within(1, 100))]
+Demos = Annotated[
+    int, typer.Option(help="demonstrations per candidate set", callback=within(1, 64))
+]
+ValShare = Annotated[
+    float,
+    typer.Option(
+        help="share of the training questions kept for validation (never a demonstration's source)"
+    ),
+]
+Minibatch = Annotated[
+    int, typer.Option(help="validation questions per candidate (0: all)", callback=within(0))
+]
+Alpha = Annotated[
+    float,
+    typer.Option(
+        help="the sign-test level each candidate's p is reported against (information: a "
+        "candidate is kept by its validation mean)",
+        callback=within(0, 1),
+    ),
+]
+
 
 @app.command()
 def optimize(
@@ -49,31 +71,11 @@ def optimize(
             "OUT/test/, and record.json keeps the paired verdict and the validation-to-test gap"
         ),
     ] = "",
-    rounds: Annotated[
-        int, typer.Option(help="rounds of candidates at most", callback=within(1, 100))
-    ] = 2,
-    demos: Annotated[
-        int, typer.Option(help="demonstrations per candidate set", callback=within(1, 64))
-    ] = 3,
-    val_share: Annotated[
-        float,
-        typer.Option(
-            help="share of the training questions kept for "
-            "validation (never a demonstration's source)"
-        ),
-    ] = 0.5,
-    minibatch: Annotated[
-        int,
-        typer.Option(help="validation questions per candidate (0: all)", callback=within(0)),
-    ] = 0,
-    alpha: Annotated[
-        float,
-        typer.Option(
-            help="the sign-test level each candidate's p is reported against (information: "
-            "a candidate is kept by its validation mean)",
-            callback=within(0, 1),
-        ),
-    ] = 0.1,
+    rounds: Rounds = 2,
+    demos: Demos = 3,
+    val_share: ValShare = 0.5,
+    minibatch: Minibatch = 0,
+    alpha: Alpha = 0.1,
     metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
     seed: Annotated[int, typer.Option(callback=within())] = 0,
     budget_tokens: Annotated[

@@ -105,8 +105,6 @@ def run(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
         schema_of(agent),
     )  # fmt: skip
-    if concurrency < 1:
-        refuse(f"--concurrency is how many questions run at once: 1 or more, not {concurrency}")
     budget = run_budget(budget_tokens, budget_usd, price)
     if budget and checkpointer:
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")

@@ -79,7 +79,7 @@ DURATIONS = Path(__file__).with_name("durations.json")
 """Each test's seconds (setup, call and teardown) in the last full run on 2 cores, written
 by ``make durations``; a test over ``HEAVY_SECONDS`` there is marked ``heavy``, and one it
 does not name yet (a new test) is not: the fast tier stays short as the suite grows."""
-HEAVY_SECONDS = 3.0
+HEAVY_SECONDS = 2.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -208,7 +208,8 @@ def test_the_minor_refusals_exit_2_and_say_what_is_wrong(tmp_path):
             "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
     for n in ("0", "-3"):
         out = hopgraph(*base, "--concurrency", n, cwd=tmp_path)
-        assert out.returncode == 2 and f"1 or more, not {n}" in out.stderr, out.stderr
+        assert out.returncode == 2, out.stderr
+        assert f"--concurrency must be at least 1 (range 1..1024), not {n}" in out.stderr
     (tmp_path / "afile").write_text("not a KB")
     out = hopgraph(*base, "--kb", "afile", cwd=tmp_path)
     assert out.returncode == 2 and "--kb afile is a file, not a knowledge-base folder" in out.stderr

@@ -109,3 +109,25 @@ def test_no_secret_of_an_index_reaches_its_files_or_output(tmp_path):
                   cwd=tmp_path)  # fmt: skip
         assert out.returncode in (0, 2), out.stdout + out.stderr  # indexed, or refused saying why
         assert leaks(tmp_path, out.stdout, out.stderr) == [], out.stdout + out.stderr
+
+
+def test_no_secret_of_an_optimize_search_or_a_refused_knob_is_recorded_or_printed(tmp_path):
+    """A proposer endpoint given as ``http://TOKEN@host`` was written in clear into the
+    bootstrap's manifest (its command), and ``--set chroma_url=http://TOKEN@...`` into the
+    error that refused it; record.json, the response cache and every trace are held too."""
+    lines = [{"id": f"q{i}", "question": f"What is fact {i}?", "answers": [f"fact {i}"]}
+             for i in range(4)]  # fmt: skip
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    with ScriptedServer() as server:
+        proposer = server.base_url.replace("://", f"://{SECRET}-proposer@")
+        out = cli("optimize", "--agent", "direct", "--questions", "q.jsonl", "--out", "opt",
+                  "--base-url", server.base_url, "--model", "scripted", "--rounds", "1",
+                  "--val-share", "0.5", "--proposer-base-url", proposer,
+                  "--proposer-model", "scripted", cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert (tmp_path / "opt" / "record.json").exists()
+        assert leaks(tmp_path / "opt", out.stdout, out.stderr) == []
+        refused = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                      "--base-url", server.base_url, "--model", "scripted", "--set",
+                      f"chroma_url=http://{SECRET}-chroma@127.0.0.1:1", cwd=tmp_path)  # fmt: skip
+        assert leaks(tmp_path, refused.stdout, refused.stderr) == [], refused.stderr[-800:]
