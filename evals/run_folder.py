@@ -599,24 +599,18 @@ def read_trace_checked(path: str | Path) -> tuple[list[dict[str, Any]], list[str
         texts.append(_utf8(path.read_bytes(), path.name, damaged))
     if len(texts) == 2 and texts[0].endswith(texts[1]):  # packed, then a crash kept the open part
         texts.pop()
-    records, bad = [], 0
+    records, bad, last_bad = [], 0, False
     lines = "\n".join(texts).splitlines()
     for line in lines:
         try:
             records.append(json.loads(line))
+            last_bad = False
         except json.JSONDecodeError:
             bad += line.strip() != ""
-    if bad > 1 or (bad and lines and json_line(lines[-1])):  # more than a last line cut short
+            last_bad = line.strip() != ""
+    if bad > 1 or (bad and not last_bad):  # more than a last line a crash cut short
         damaged.append(f"{bad} of {len(lines)} lines are not JSON records")
     return records, damaged
-
-
-def json_line(line: str) -> bool:
-    try:
-        json.loads(line)
-        return True
-    except json.JSONDecodeError:
-        return False
 
 
 def _utf8(raw: bytes, name: str, damaged: list[str]) -> str:

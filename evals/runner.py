@@ -238,10 +238,11 @@ class Runner:
                 marks = EventCounts.of(records).marks()
                 if any(marks.values()):
                     keep({"mode": "custom", "data": {"event": "resume_marks", **marks}})
-            if error is None and not reached_end(end := self.graph.get_state(config)):
+            end = self.graph.get_state(config) if error is None else None
+            if end is not None and not reached_end(end):
                 error = f"the graph stopped before its end (next: {', '.join(end.next)})"
                 keep({"mode": "error", "data": {"error": error}})
-            values = self.graph.get_state(config).values if error is None else {}
+            values = end.values if end is not None and error is None else {}
             if values:
                 keep({"mode": "values", "graph": self.graph.name, "data": values})
         out = output_of(values)
