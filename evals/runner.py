@@ -107,9 +107,13 @@ def sitting_speed(ctx: Context) -> dict[str, float]:
 def reached_end(state) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
     """Whether a question's graph ran to its end: nothing left to run, and its last
     checkpoint written by a step (``loop``), not the one that saves the input alone before any
-    step ran (``input``), which a kill -9 at the start of a question leaves."""
+    step ran (``input``), which a kill -9 at the start of a question leaves. A step whose
+    writes were saved but whose own checkpoint was not (killed between the two) is still a
+    task: LangGraph's snapshot then shows no ``next`` (its writes are applied), but the steps
+    after it never ran."""
     meta = state.metadata or {}
-    return not state.next and bool(state.values) and meta.get("source") == "loop"
+    return (not state.next and not state.tasks and bool(state.values)
+            and meta.get("source") == "loop")  # fmt: skip
 
 
 class Runner:
@@ -185,6 +189,13 @@ class Runner:
             checkpointer=self.saver, name=self.graph_builder.name
         )
 
+    def close(self) -> None:
+        """Lets go of the checkpointer's connections (a process that ends lets go anyway)."""
+        if self.shared is not None:
+            self.shared.close()
+        elif isinstance(self.saver, SqliteSaver):
+            self.saver.conn.close()
+
     def thread(self, qid: str) -> dict[str, Any]:
         return {
             "configurable": {"thread_id": f"{self.run_name}:{self.settings_key}:{qid}"},
@@ -203,7 +214,7 @@ class Runner:
         trace_file = trace_path(self.run_dir, q.id)
         state = self.graph.get_state(config)
         stepped = (state.metadata or {}).get("source") == "loop"
-        if state.next and stepped:  # interrupted: continue from the last checkpoint
+        if (state.next or state.tasks) and stepped:  # interrupted: go on from its checkpoint
             payload, streaming = None, True
         elif reached_end(state):  # finished before a crash lost its prediction line
             payload, streaming = None, False

@@ -66,6 +66,7 @@ class SharedRun:
                                    kwargs={"autocommit": True})  # fmt: skip
         with self._setup_lock(), self.pool.connection() as conn:
             conn.execute(SCHEMA)
+        self._pools: list[ConnectionPool] = []  # the checkpointers', closed with this
         self._beat = threading.Event()
         self._beater = threading.Thread(target=self._heartbeat, daemon=True)
         self._beater.start()
@@ -79,6 +80,7 @@ class SharedRun:
         pool = ConnectionPool(self.pool.conninfo, min_size=1, max_size=8, open=True,
                               kwargs={"autocommit": True, "prepare_threshold": 0,
                                       "row_factory": dict_row})  # fmt: skip
+        self._pools.append(pool)
         saver = PostgresSaver(pool)
         with self._setup_lock():
             saver.setup()
@@ -141,4 +143,5 @@ class SharedRun:
 
     def close(self) -> None:
         self._beat.set()
-        self.pool.close()
+        for pool in [*self._pools, self.pool]:
+            pool.close()

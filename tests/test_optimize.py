@@ -255,6 +255,20 @@ def test_a_budget_stops_it_and_a_larger_one_resumes_after_kill_9(tmp_path, town_
         "01-rag.short_answer-instruction",
     ]
     assert model.calls - calls <= 2 * N
+    # and it found what an uninterrupted search finds: the same answers, scores and overlay
+    with ScriptedServer(SCRIPT) as model:
+        whole = hopgraph(*base(train, tmp_path / "whole", town_kb, model), cwd=tmp_path)
+        assert whole.returncode == 0, whole.stderr
+    alone = json.loads((tmp_path / "whole" / "record.json").read_text())
+    uninterrupted = read_predictions(tmp_path / "whole" / "bootstrap" / "predictions.jsonl")
+    assert all(p["answer"] and not p["error"] for p in answered.values())
+    assert {q: p["answer"] for q, p in answered.items()} == {
+        q: p["answer"] for q, p in uninterrupted.items()
+    }
+    assert [(c["id"], c["scores"], c["won"]) for c in record["candidates"]] == [
+        (c["id"], c["scores"], c["won"]) for c in alone["candidates"]
+    ]
+    assert record["overlay"] == alone["overlay"].replace(str(tmp_path / "whole"), str(out))
 
 
 def test_sigterm_stops_it_at_once_with_what_it_found(tmp_path, town_kb):

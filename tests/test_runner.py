@@ -959,6 +959,52 @@ def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resum
     assert [json.loads(x)["id"] for x in log.read_text().splitlines()].count("q1") == 1
 
 
+def test_a_question_killed_between_a_step_s_writes_and_its_checkpoint_goes_on_from_there(
+    tmp_path, kb_dir
+):
+    """A kill -9 after a step's writes were saved but before the checkpoint that follows it:
+    LangGraph's snapshot then shows no next step (it applies the writes) though the steps
+    after it never ran, and the resume took it for a finished graph: an empty answer, its
+    calls counted, no error (one of optimize's candidates scored a question 0 so). It goes
+    on from that step now, and its answer is the uninterrupted run's."""
+    import sqlite3
+
+    qfile = questions(tmp_path, 3)
+    with ScriptedServer() as server:
+        ctx = ctx_for(server, kb_dir)
+        Runner("rag", tmp_path / "whole", ctx).run(qfile)
+        killed = tmp_path / "killed"
+        Runner("rag", killed, ctx).run(qfile)
+        db = sqlite3.connect(killed / "checkpoints.sqlite")
+        (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
+                     if t.endswith(":q1")}  # fmt: skip
+        rows = db.execute(
+            "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
+        ).fetchall()
+        # kept: the input, admit_question's and retrieve's checkpoint-to-be, i.e. the
+        # checkpoint of step 1 with retrieve's writes on it; lost: everything after
+        later = [c for c, m in rows if json.loads(m)["step"] > 1]
+        assert later
+        db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in later])
+        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in later])
+        db.commit()
+        db.close()
+        log = killed / "predictions.jsonl"
+        log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
+                               if json.loads(x)["id"] != "q1"))  # fmt: skip
+        runner = Runner("rag", killed, ctx)
+        state = runner.graph.get_state({"configurable": {"thread_id": thread}})
+        assert not state.next and state.tasks  # the snapshot that looked finished
+        again = runner.run(qfile)
+    assert again.finished == 1 and again.failed == 0
+    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
+    resumed = read_predictions(log)
+    assert resumed["q1"]["answer"] == whole["q1"]["answer"] != ""
+    assert {q: p["answer"] for q, p in resumed.items()} == {
+        q: p["answer"] for q, p in whole.items()
+    }
+
+
 def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_run(
     tmp_path, kb_dir
 ):

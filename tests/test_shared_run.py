@@ -56,3 +56,55 @@ def test_two_workers_share_a_run_and_one_killed_loses_nothing(tmp_path, postgres
     assert len(rows) == n and all(done for _, done in rows)
     a_done = len(preds_a.read_text().splitlines())
     assert 2 <= a_done < n  # both workers answered some
+
+
+def test_a_shared_question_killed_with_only_its_input_saved_is_answered_afresh(tmp_path, postgres):
+    """The state a kill -9 in a question's first moments leaves in a shared run: its input
+    checkpoint alone in PostgreSQL and its claim not done. The worker that claims it once the
+    lease ran out answers it from the start, as an uninterrupted run does, never empty."""
+    import psycopg
+    from conftest import fresh_database
+    from scripted_server import ScriptedServer
+
+    from hopgraph.config import Context
+    from hopgraph.evals.run_folder import read_predictions
+    from hopgraph.evals.runner import Runner
+
+    KnowledgeBase(tmp_path / "kb").add(
+        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(3)]
+    )
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
+                     for i in range(3)], qfile)  # fmt: skip
+    db = fresh_database(postgres, "input_only")
+    with ScriptedServer() as server:
+        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path / "kb"))
+        Runner("rag", tmp_path / "whole", ctx).run(qfile)
+        first = Runner("rag", tmp_path / "run", ctx, checkpointer=db, lease=1)
+        first.run(qfile)
+        first.close()
+        with psycopg.connect(db, autocommit=True) as conn:
+            (thread,) = {t for (t,) in conn.execute("SELECT thread_id FROM checkpoints")
+                         if t.endswith(":q1")}  # fmt: skip
+            later = [c for (c,) in conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s "
+                "AND metadata->>'source' <> 'input'", (thread,))]  # fmt: skip
+            assert later
+            conn.execute("DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id = ANY(%s)",
+                         (thread, later))  # fmt: skip
+            conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = %s "
+                         "AND checkpoint_id = ANY(%s)", (thread, later))  # fmt: skip
+            conn.execute("UPDATE hopgraph_questions SET done = false, prediction = NULL, "
+                         "heartbeat = '-infinity' WHERE qid = 'q1'")  # fmt: skip
+        runner = Runner("rag", tmp_path / "run", ctx, checkpointer=db, lease=1)
+        again = runner.run(qfile)
+        runner.close()
+    assert again.finished == 1 and again.failed == 0 and again.skipped_done == 2
+    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
+    resumed = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    assert resumed["q1"]["answer"] and resumed["q1"]["llm_calls"] == whole["q1"]["llm_calls"]
+    assert {q: p["answer"] for q, p in resumed.items()} == {
+        q: p["answer"] for q, p in whole.items()
+    }
+    lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["id"] for x in lines) == ["q0", "q1", "q2"]
