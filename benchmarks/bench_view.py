@@ -122,8 +122,8 @@ def measure(root: Path, name: str, reps: int) -> dict:
         try:
             for key, path, params in (
                 ("api_runs", "api/runs", {}),
-                ("api_questions", "api/questions", {"run": "0"}),
-                ("api_question", "api/question", {"run": "0", "id": "q00007"}),
+                ("api_questions", "api/questions", {"run": name}),
+                ("api_question", "api/question", {"run": name, "id": "q00007"}),
             ):
                 took, size = timed_get(url + path, **params)
                 rows.setdefault(f"{key}_s", []).append(took)
@@ -133,9 +133,9 @@ def measure(root: Path, name: str, reps: int) -> dict:
                     chromium("data:text/html,<p>blank</p>")[1]
                 )
                 for key, frag in (
-                    ("page_run", "#/run/0"),
-                    ("page_filtered", "#/run/0?status=wrong&sort=f1"),
-                    ("page_question", "#/run/0/q/q00007"),
+                    ("page_run", f"#/run/{name}"),
+                    ("page_filtered", f"#/run/{name}?status=wrong&sort=f1"),
+                    ("page_question", f"#/run/{name}/q/q00007"),
                 ):
                     ms, wall = rendered_ms(url + frag)
                     rows.setdefault(f"{key}_ms", []).append(ms)

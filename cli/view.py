@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse, run_labels
+from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse
 
 
 @app.command()
@@ -48,7 +48,7 @@ def view(
         if not keys:
             refuse(f"--host {host} serves runs off this machine: set HOPGRAPH_API_KEYS (comma-"
                    "separated) first; a browser opens /?key=KEY once")  # fmt: skip
-    viewer = Viewer(found, run_labels([str(p) for p in found]), parsed_price(price))
+    viewer = Viewer([Path(p) for p in given], parsed_price(price))
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -24,6 +24,7 @@ import httpx
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 
+from hopgraph.config import redacted
 from hopgraph.models.errors import (
     CapabilityError,
     HopgraphModelError,
@@ -207,6 +208,7 @@ class ChatModel:
         trace_cap: int = 0,
     ):
         self.base_url = base_url.rstrip("/")
+        self.shown_url = redacted(self.base_url)  # what a message names: no credential
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
@@ -229,7 +231,7 @@ class ChatModel:
         )  # fmt: skip
 
     def __repr__(self) -> str:
-        return f"ChatModel({self.model!r} at {self.base_url})"
+        return f"ChatModel({self.model!r} at {self.shown_url})"
 
     # -- endpoint discovery ---------------------------------------------------------------
     def served_models(self) -> list[dict[str, Any]]:
@@ -252,7 +254,7 @@ class ChatModel:
             ids = [m["id"] for m in served]
             if self.model not in ids:
                 raise ModelNotServedError(
-                    f"model {self.model!r} is not served at {self.base_url}; "
+                    f"model {self.model!r} is not served at {self.shown_url}; "
                     f"served: {', '.join(ids) or 'none'}"
                 )
             if self._backend == "auto":
@@ -417,7 +419,7 @@ class ChatModel:
         self.check()
         if check_images and has_images(messages) and not self.dialect.images:
             raise CapabilityError(
-                f"{self.base_url} ({self.dialect.name}) does not accept image input; "
+                f"{self.shown_url} ({self.dialect.name}) does not accept image input; "
                 "point vlm_base_url/vlm_model at a vision-language model (e.g. vLLM Qwen2.5-VL)"
             )
         if self.dialect.name == "vllm":

@@ -27,6 +27,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from hopgraph.config import redacted
 from hopgraph.models.errors import (
     ContextWindowError,
     EndpointError,
@@ -89,6 +90,7 @@ class Transport:
         context_window: int = 0,
     ):
         self.base_url = base_url.rstrip("/")
+        self.shown_url = redacted(self.base_url)  # what a message names: no credential
         self.model = model
         self.timeout = timeout
         self.max_retries = max(0, max_retries)
@@ -111,10 +113,10 @@ class Transport:
         try:
             page = self.retry(lambda: self.client.models.list())
         except openai.APIConnectionError as e:
-            raise EndpointError(f"cannot reach model endpoint {self.base_url}: {e}") from e
+            raise EndpointError(f"cannot reach model endpoint {self.shown_url}: {e}") from e
         except openai.APIStatusError as e:
             raise EndpointError(
-                f"model endpoint {self.base_url} answered {e.status_code} to /models"
+                f"model endpoint {self.shown_url} answered {e.status_code} to /models"
             ) from e
         return [m.model_dump() for m in page.data]
 
@@ -158,7 +160,7 @@ class Transport:
                 url = f"{self.base_url}/chat/completions"
                 raise _Malformed(message=str(e), request=httpx.Request("POST", url)) from e
 
-        where = f"model endpoint {self.base_url}"
+        where = f"model endpoint {self.shown_url}"
         try:
             return self.retry(once, timeouts=False), attempts
         except openai.APITimeoutError as e:
@@ -169,10 +171,10 @@ class Transport:
             raise _failed(EndpointError, message, f"malformed reply: {e}", attempts) from e
         except openai.APIConnectionError as e:
             message = f"cannot reach {where} after {attempts} attempt(s): {e}"
-            raise _failed(EndpointError, message, f"cannot reach {self.base_url}: {e}",
+            raise _failed(EndpointError, message, f"cannot reach {self.shown_url}: {e}",
                           attempts) from e  # fmt: skip
         except openai.NotFoundError as e:
-            message = f"{self.base_url} does not serve {self.model!r}: {e}"
+            message = f"{self.shown_url} does not serve {self.model!r}: {e}"
             raise _failed(ModelNotServedError, message, str(e), attempts) from e
         except openai.APIStatusError as e:
             message = (

@@ -131,3 +131,84 @@ def test_no_secret_of_an_optimize_search_or_a_refused_knob_is_recorded_or_printe
                       "--base-url", server.base_url, "--model", "scripted", "--set",
                       f"chroma_url=http://{SECRET}-chroma@127.0.0.1:1", cwd=tmp_path)  # fmt: skip
         assert leaks(tmp_path, refused.stdout, refused.stderr) == [], refused.stderr[-800:]
+
+
+URL_FORMS = {
+    "user alone": "http://{s}-user@{host}/v1",
+    "password with @": "http://bob:{s}@AT@{host}/v1",
+    "query key": "http://{host}/v1?api-key={s}-q&limit=3",
+}
+
+
+@pytest.mark.parametrize("form", list(URL_FORMS))
+def test_a_secret_in_any_url_form_reaches_no_file_span_or_view_answer(tmp_path, town_kb, form):
+    """Each URL form a credential takes (a user name sent as Basic auth, a password holding
+    ``@``, a key in the query) for an endpoint that answers and one that cannot be reached:
+    no run file, no OpenTelemetry span and no answer of ``hopgraph view``'s API holds it."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from starlette.testclient import TestClient
+
+    from hopgraph.config import Context
+    from hopgraph.evals.datasets import Question, write_questions
+    from hopgraph.evals.otel import OtelExport
+    from hopgraph.evals.runner import Runner
+    from hopgraph.evals.viewer.app import Viewer, build_app
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
+                     for i in range(2)], qfile)  # fmt: skip
+    exporter = InMemorySpanExporter()
+    otel = OtelExport(exporter=exporter)
+    with ScriptedServer() as server:
+        live = URL_FORMS[form].format(s=SECRET, host=server.base_url.split("//")[1].split("/")[0])
+        dead = URL_FORMS[form].format(s=SECRET, host="127.0.0.1:9")
+        for name, url in (("live", live), ("dead", dead)):
+            ctx = Context(base_url=url, model="scripted", kb_dir=str(town_kb), max_retries=1)
+            Runner("rag", tmp_path / name, ctx, exporter=otel).run(
+                qfile, max_consecutive_failures=0
+            )
+    otel.close()
+    spans = exporter.get_finished_spans()
+    assert spans and not [s.name for s in spans if SECRET in s.to_json()]
+    assert leaks(tmp_path / "live") == [] and leaks(tmp_path / "dead") == []
+    client = TestClient(
+        build_app(Viewer([tmp_path / "live", tmp_path / "dead"])), base_url="http://127.0.0.1"
+    )
+    answers = [client.get("/api/runs").text]
+    for run in ("live", "dead"):
+        answers.append(client.get("/api/questions", params={"run": run}).text)
+        answers += [client.get("/api/question", params={"run": run, "id": q}).text
+                    for q in ("q0", "q1")]  # fmt: skip
+    assert all(a.startswith(("{", "[")) for a in answers)
+    assert [i for i, a in enumerate(answers) if SECRET in a] == []
+
+
+def test_the_view_api_masks_a_secret_an_older_run_wrote_in_clear(tmp_path, town_kb):
+    """Run folders written before a redaction rule existed may hold a URL credential in an
+    error or a manifest: what the viewer serves from them is masked."""
+    from starlette.testclient import TestClient
+
+    from hopgraph.config import Context
+    from hopgraph.evals.datasets import Question, write_questions
+    from hopgraph.evals.runner import Runner
+    from hopgraph.evals.viewer.app import Viewer, build_app
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("q0", "What about town 0?", ["answer-0"], [])], qfile)
+    ctx = Context(base_url="http://127.0.0.1:9/v1", model="scripted", kb_dir=str(town_kb),
+                  max_retries=1)  # fmt: skip
+    Runner("rag", tmp_path / "old", ctx).run(qfile, max_consecutive_failures=0)
+    preds = tmp_path / "old" / "predictions.jsonl"
+    clear = f"http://bob:{SECRET}@127.0.0.1:9/v1?token={SECRET}"
+    rows = [json.loads(x) for x in preds.read_text().splitlines()]
+    preds.write_text("".join(json.dumps({**r, "error": f"APIConnectionError: {clear}"}) + "\n"
+                             for r in rows))  # fmt: skip
+    manifest = tmp_path / "old" / "manifest.json"
+    man = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**man, "model": f"scripted via {clear}"}))
+    client = TestClient(build_app(Viewer([tmp_path / "old"])), base_url="http://127.0.0.1")
+    answers = [client.get("/api/runs").text,
+               client.get("/api/questions", params={"run": "old"}).text,
+               client.get("/api/question", params={"run": "old", "id": "q0"}).text]  # fmt: skip
+    assert all(SECRET not in a for a in answers), answers
+    assert "bob:***@" in answers[1]

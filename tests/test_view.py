@@ -5,6 +5,7 @@ two runs' first divergence and a screenshot; passages, questions and replies hol
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -66,10 +67,10 @@ def runs(tmp_path_factory):
     return root
 
 
-def start_view(root: Path, *args: str, env: dict | None = None):
+def start_view(root: Path, *args: str, env: dict | None = None, folders=("runs",)):
     """``hopgraph view`` on a free port, once it prints its address: the process and URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "view", "runs", "--port", "0", *args],
+        [sys.executable, "-m", "hopgraph.cli", "view", *folders, "--port", "0", *args],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
@@ -108,7 +109,7 @@ def test_the_api_lists_runs_and_opens_a_question_with_its_waterfall_and_calls(vi
     assert [r["name"] for r in listed] == ["first", "second"]
     assert listed[0]["right"] == 2 and listed[1]["right"] == 1  # q2's reply carries markup
     assert listed[0]["metrics"]["em"] == round(2 / 3, 4) and listed[0]["code"]
-    q = httpx.get(f"{view}api/question", params={"run": 1, "id": "q1"}).json()
+    q = httpx.get(f"{view}api/question", params={"run": "second", "id": "q1"}).json()
     assert q["row"]["answer"] == "wrong" and q["row"]["gold"] == ["answer-1"]
     kinds = [s["kind"] for s in q["spans"]]
     assert "node" in kinds and kinds.count("llm") == 2 and "retrieval" in kinds
@@ -116,16 +117,17 @@ def test_the_api_lists_runs_and_opens_a_question_with_its_waterfall_and_calls(vi
     assert [c["template"] for c in q["calls"]] == ["rag/answer", "rag/short_answer"]
     assert "What about town 1?" in q["calls"][0]["messages"][-1]["text"]
     assert any(e["kept"] for e in q["evidence"])
-    pair = httpx.get(f"{view}api/compare", params={"a": 0, "b": 1, "metric": "f1"}).json()
+    both = {"a": "first", "b": "second"}
+    pair = httpx.get(f"{view}api/compare", params={**both, "metric": "f1"}).json()
     assert (pair["better"], pair["worse"], pair["common"]) == (0, 1, 3)
-    diff = httpx.get(f"{view}api/compare_question", params={"a": 0, "b": 1, "id": "q1"}).json()
+    diff = httpx.get(f"{view}api/compare_question", params={**both, "id": "q1"}).json()
     assert diff["first"] is not None and diff["rows"][diff["first"]]["differs"]
 
 
 def test_the_api_refuses_what_it_does_not_have_and_other_hosts(view):
-    missing = httpx.get(f"{view}api/question", params={"run": 0, "id": "nope"})
+    missing = httpx.get(f"{view}api/question", params={"run": "first", "id": "nope"})
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
-    assert httpx.get(f"{view}api/questions", params={"run": 7}).status_code == 404
+    assert httpx.get(f"{view}api/questions", params={"run": "0"}).status_code == 404
     assert httpx.get(f"{view}assets/../app.py").status_code == 404
     rebound = httpx.get(f"{view}api/runs", headers={"host": "attacker.example"})
     assert rebound.status_code == 400
@@ -183,29 +185,29 @@ def dom(url: str) -> str:
 def test_the_run_list_and_a_filtered_question_table(view):
     listed = dom(f"{view}#/")
     assert 'id="runs"' in listed and ">first<" in listed and ">second<" in listed
-    wrong = dom(f"{view}#/run/1?status=wrong")
+    wrong = dom(f"{view}#/run/second?status=wrong")
     assert "2 of 3 questions" in wrong and 'data-id="q1"' in wrong and 'data-id="q0"' not in wrong
-    searched = dom(f"{view}#/run/0?q=town%202")
+    searched = dom(f"{view}#/run/first?q=town%202")
     assert "1 of 3 questions" in searched and 'data-id="q2"' in searched
     assert "&lt;script&gt;document.body.dataset.pwned='question'" in searched
 
 
 @needs_chromium
 def test_a_question_shows_its_waterfall_calls_and_evidence_as_text(view, tmp_path):
-    page = dom(f"{view}#/run/0/q/q2")
+    page = dom(f"{view}#/run/first/q/q2")
     assert page.count('data-kind="llm"') == 2 and 'id="call-1"' in page
     assert "&lt;img src=x onerror=" in page  # the passage and the reply, shown as text
     shot = tmp_path / "question.png"
-    chromium("--window-size=1280,1000", f"--screenshot={shot}", f"{view}#/run/0/q/q2")
+    chromium("--window-size=1280,1000", f"--screenshot={shot}", f"{view}#/run/first/q/q2")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 
 @needs_chromium
 def test_two_runs_side_by_side_mark_the_first_divergence(view):
-    changed = dom(f"{view}#/compare/0/1?metric=f1")
+    changed = dom(f"{view}#/compare/first/second?metric=f1")
     assert "0 better, 1 worse of 3 common" in changed and 'data-id="q1"' in changed
     assert 'data-id="q0"' not in changed  # only what changed, unless asked for all
-    steps = dom(f"{view}#/compare/0/1/q/q1")
+    steps = dom(f"{view}#/compare/first/second/q/q1")
     assert "first divergence at step" in steps and "first-divergence" in steps
 
 
@@ -257,19 +259,70 @@ def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_
         assert by_name["first"]["right"] == 2 and not by_name["first"].get("error")
         for name in ("cut", "empty", "folder"):
             assert "cannot be read" in by_name[name]["error"], by_name[name]
-        second = next(r["index"] for r in listed.json() if r["name"] == "second")
+        second = next(r["id"] for r in listed.json() if r["name"] == "second")
         cut = httpx.get(f"{url}api/question", params={"run": second, "id": "q1"})
         assert cut.status_code == 200, cut.text
         assert "cut short" in " ".join(cut.json()["damaged"]) and cut.json()["row"]["id"] == "q1"
         garbage = httpx.get(f"{url}api/question", params={"run": second, "id": "q0"}).json()
         assert "not a gzip file" in " ".join(garbage["damaged"])
-        first = by_name["first"]["index"]
+        first = by_name["first"]["id"]
         whole = httpx.get(f"{url}api/question", params={"run": first, "id": "q1"}).json()
         assert whole["damaged"] == [] and whole["calls"]
-        broken = next(r["index"] for r in listed.json() if r["name"] == "folder")
+        broken = next(r["id"] for r in listed.json() if r["name"] == "folder")
         failed = httpx.get(f"{url}api/questions", params={"run": broken})
         assert failed.headers["content-type"].startswith("application/json")
         assert failed.status_code in (404, 500) and failed.json()["detail"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_run_is_addressed_by_its_folder_and_a_new_one_appears_without_a_restart(runs, tmp_path):
+    """Runs were addressed by their place in the list (``#/run/1`` opened rag, then qdrag
+    after a restart) and a folder written while the viewer ran appeared only after one; now a
+    run's id is its folder's path under the folder served, and a new run is listed (and
+    opened by its id) at once."""
+    root = tmp_path / "copy"
+    shutil.copytree(runs, root)
+    proc, url = start_view(root)
+    try:
+        assert [r["id"] for r in httpx.get(f"{url}api/runs").json()] == ["first", "second"]
+        shutil.copytree(root / "runs" / "second", root / "runs" / "later" / "third")
+        opened = httpx.get(f"{url}api/questions", params={"run": "later/third"})
+        assert opened.status_code == 200, opened.text
+        assert opened.json()["run"]["id"] == "later/third"
+        ids = [r["id"] for r in httpx.get(f"{url}api/runs").json()]
+        assert ids == ["first", "later/third", "second"]
+        second = httpx.get(f"{url}api/question", params={"run": "second", "id": "q1"}).json()
+        assert second["row"]["answer"] == "wrong"  # the same run by the same name
+        assert httpx.get(f"{url}api/questions", params={"run": "1"}).status_code == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+MMAPG_RECORD = (
+    Path(__file__).parents[1] / "benchmarks/results/hotpotqa/optimize/mmapg/test/hand-written"
+)
+
+
+@needs_chromium
+def test_a_node_s_panel_shows_its_text_and_details_and_its_link_opens_it():
+    """A click on a node showed ``[object HTMLElement],[object HTMLPreElement],…``: the
+    panel wrote a nested list as text. On a committed MMAPG record it shows the node's text
+    and details, and the address names the node, so a link opens the same panel."""
+    proc, url = start_view(MMAPG_RECORD.parent, folders=[str(MMAPG_RECORD)])
+    try:
+        (run,) = httpx.get(f"{url}api/runs").json()
+        qid = httpx.get(f"{url}api/questions", params={"run": run["id"]}).json()["rows"][0]["id"]
+        q = httpx.get(f"{url}api/question", params={"run": run["id"], "id": qid}).json()
+        node = next(n for n in q["graph"]["nodes"] if n.get("detail"))
+        page = dom(f"{url}#/run/{run['id']}/q/{qid}?node={node['id']}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    panel = page[page.index('id="node-panel"') :]
+    panel = panel[: panel.index("</div>")]
+    assert "[object" not in panel and f'data-node="{node["id"]}"' in panel[:200]
+    assert html.escape(node["label"][:30], quote=False) in panel
+    assert panel.count("<pre>") == len(node["detail"])

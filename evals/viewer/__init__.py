@@ -46,17 +46,33 @@ PAGE_IMAGES = (".png", ".jpg", ".jpeg", ".webp")
 def find_runs(paths: list[Path]) -> list[Path]:
     """The run folders (folders holding ``manifest.json``) each path is or holds, in order,
     once each; a path holding none is refused naming it."""
-    found: list[Path] = []
-    for path in paths:
-        if (path / RunFolder.MANIFEST).is_file():
-            inside = [path]
-        elif path.is_dir():
-            inside = sorted(m.parent for m in path.rglob(RunFolder.MANIFEST))
+    return list(run_ids(paths, strict=True).values())
+
+
+def run_ids(roots: list[Path], strict: bool = False) -> dict[str, Path]:
+    """Each run folder under ``roots`` by its id, which lasts as long as the folder does: its
+    path below the root that holds it (a root that is a run folder: the root's name), prefixed
+    by the root's own name where two roots would give one id. ``strict``: a root that is no
+    folder or holds no run is refused naming it (else skipped: it may appear later)."""
+    found: dict[str, Path] = {}
+    seen: set[Path] = set()
+    for root in roots:
+        if (root / RunFolder.MANIFEST).is_file():
+            inside = {root.resolve().name or str(root): root}
+        elif root.is_dir():
+            inside = {m.parent.relative_to(root).as_posix(): m.parent
+                      for m in sorted(root.rglob(RunFolder.MANIFEST))}  # fmt: skip
+        elif strict:
+            raise RunError(f"{root} is not a folder")
         else:
-            raise RunError(f"{path} is not a folder")
-        if not inside:
-            raise RunError(f"no run folder (a folder with manifest.json) under {path}")
-        found += [p for p in inside if p.resolve() not in {f.resolve() for f in found}]
+            continue
+        if strict and not inside:
+            raise RunError(f"no run folder (a folder with manifest.json) under {root}")
+        for rid, path in inside.items():
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
+            found[f"{root.resolve().name}/{rid}" if rid in found else rid] = path
     return found
 
 
@@ -64,10 +80,10 @@ def _rounded(scores: dict[str, float]) -> dict[str, float]:
     return {k: round(float(v), 4) for k, v in scores.items()}
 
 
-def unreadable(path: Path, index: int, name: str, e: Exception) -> dict[str, Any]:
+def unreadable(path: Path, rid: str, e: Exception) -> dict[str, Any]:
     """A run-list row for a folder whose files cannot be read (a cut or empty manifest, one
-    that is a folder): its name, place and why, so the other runs are still listed."""
-    return {"index": index, "name": name, "path": str(path), "agent": "?", "model": "?",
+    that is a folder): its id and why, so the other runs are still listed."""
+    return {"id": rid, "name": rid, "path": str(path), "agent": "?", "model": "?",
             "questions": 0, "right": 0, "scored": 0, "errors": 0, "metrics": {}, "tokens": 0,
             "usd": None, "seconds": 0.0, "created": "", "code": "", "git": "", "note": "",
             "error": redacted(f"cannot be read: {type(e).__name__}: {e}")}  # fmt: skip
@@ -128,11 +144,11 @@ class RunView:
             "fallbacks": int(pred.get("fallbacks", 0)),
             "budget_stops": int(pred.get("budget_stops", 0)),
             "cache_hits": int(pred.get("cache_hits", 0)),
-            "error": pred.get("error") or "",
+            "error": redacted(str(pred.get("error") or "")),
             "templates": sorted(pred.get("by_template") or {}),
         }
 
-    def summary(self, index: int, name: str) -> dict[str, Any]:
+    def summary(self, rid: str) -> dict[str, Any]:
         """A run-list row: what made the run and its headline figures."""
         man, rows = self.manifest(), self.rows()
         metrics = {
@@ -142,11 +158,11 @@ class RunView:
         }
         usd = [r["usd"] for r in rows if r["usd"] is not None]
         return {
-            "index": index,
-            "name": name,
+            "id": rid,
+            "name": rid,
             "path": str(self.path),
-            "agent": man.get("agent", "?"),
-            "model": man.get("model", "?"),
+            "agent": redacted(str(man.get("agent", "?"))),
+            "model": redacted(str(man.get("model", "?"))),
             "questions": len(rows),
             "right": sum(r["right"] is True for r in rows),
             "scored": sum(r["right"] is not None for r in rows),
@@ -266,7 +282,7 @@ def call_row(e: dict[str, Any], price: Price | None) -> dict[str, Any]:
         "usd": round(price.usd(prompt, completion), 6) if price else None,
         "seconds": round(float(e.get("latency_s") or 0.0), 3),
         "attempts": int(e.get("attempts", 1)),
-        "error": e.get("error"),
+        "error": redacted(str(e["error"])) if e.get("error") else None,
     }
 
 

@@ -8,6 +8,7 @@ or the cookie ``/?key=KEY`` sets once (a browser cannot send a header on navigat
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from starlette.routing import Route
 
 from hopgraph.config import redacted
 from hopgraph.evals.cost import Price
-from hopgraph.evals.viewer import RunView, page_image, pair, pair_question, unreadable
+from hopgraph.evals.viewer import RunView, page_image, pair, pair_question, run_ids, unreadable
 from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 
 STATIC = Path(__file__).parent / "static"
@@ -36,27 +37,45 @@ SECURITY = {
 
 
 class Viewer:
-    """The runs one ``hopgraph view`` serves, by their place in its list."""
+    """The runs under the folders one ``hopgraph view`` serves, each by its id (``run_ids``):
+    a link names a folder, not a place in a list, and a run folder written meanwhile is listed
+    at the next look (the folders are walked again at most every ``RESCAN_S`` seconds)."""
 
-    def __init__(self, runs: list[Path], labels: list[str], price: Price | None = None) -> None:
-        self.runs = [RunView(p, price) for p in runs]
-        self.labels = labels
+    RESCAN_S = 2.0
 
-    def run(self, request: Request, key: str = "run") -> RunView:
-        value = request.query_params.get(key, "")
-        if not value.isdigit() or int(value) >= len(self.runs):
-            raise LookupError(f"no run {value!r}: this viewer serves runs 0..{len(self.runs) - 1}")
-        return self.runs[int(value)]
+    def __init__(self, roots: list[Path], price: Price | None = None) -> None:
+        self.roots, self.price = list(roots), price
+        self.views: dict[str, RunView] = {}
+        self._scanned = float("-inf")
+        self._scan()
+
+    def _scan(self) -> dict[str, RunView]:
+        if time.monotonic() - self._scanned >= self.RESCAN_S:
+            known = {v.path: v for v in self.views.values()}  # a run keeps its read rows
+            self.views = {rid: known.get(path) or RunView(path, self.price)
+                          for rid, path in run_ids(self.roots).items()}  # fmt: skip
+            self._scanned = time.monotonic()
+        return self.views
+
+    def run(self, request: Request, key: str = "run") -> tuple[str, RunView]:
+        rid = request.query_params.get(key, "")
+        views = self._scan()
+        if rid not in views:
+            self._scanned = float("-inf")  # written a moment ago: look again before refusing
+            views = self._scan()
+        if rid not in views:
+            raise LookupError(f"no run {rid!r} here: this viewer serves {', '.join(views)}")
+        return rid, views[rid]
 
     def summaries(self) -> list[dict[str, Any]]:
         """Every run's row; one whose files cannot be read is listed with why, the rest as
         they are."""
         out = []
-        for i, r in enumerate(self.runs):
+        for rid, r in self._scan().items():
             try:
-                out.append(r.summary(i, self.labels[i]))
+                out.append(r.summary(rid))
             except Exception as e:  # noqa: BLE001 - shown on its row, not a 500 for every run
-                out.append(unreadable(r.path, i, self.labels[i], e))
+                out.append(unreadable(r.path, rid, e))
         return out
 
     # the JSON API: each answers a request's query parameters; a LookupError becomes a 404
@@ -65,22 +84,21 @@ class Viewer:
         return self.summaries()
 
     def api_questions(self, request: Request) -> Any:
-        run = self.run(request)
-        index = int(request.query_params["run"])
-        return {"run": run.summary(index, self.labels[index]), "rows": run.rows()}
+        rid, run = self.run(request)
+        return {"run": run.summary(rid), "rows": run.rows()}
 
     def api_question(self, request: Request) -> Any:
-        run, qid = self.run(request), request.query_params.get("id", "")
+        (_, run), qid = self.run(request), request.query_params.get("id", "")
         try:
             return run.question(qid)
         except KeyError:
             raise LookupError(f"no question {qid!r} in {run.path}") from None
 
     def api_nodes(self, request: Request) -> Any:
-        return self.run(request).nodes()
+        return self.run(request)[1].nodes()
 
     def api_page(self, request: Request) -> Any:
-        run, qid = self.run(request), request.query_params.get("id", "")
+        (_, run), qid = self.run(request), request.query_params.get("id", "")
         cid = request.query_params.get("cid", "")
         try:
             path = page_image(run.records(qid), run.prediction(qid), cid)
@@ -89,11 +107,11 @@ class Viewer:
         return FileResponse(path, headers=SECURITY)
 
     def api_compare(self, request: Request) -> Any:
-        a, b = self.run(request, "a"), self.run(request, "b")
+        (_, a), (_, b) = self.run(request, "a"), self.run(request, "b")
         return pair(a, b, request.query_params.get("metric", "f1"))
 
     def api_compare_question(self, request: Request) -> Any:
-        a, b = self.run(request, "a"), self.run(request, "b")
+        (_, a), (_, b) = self.run(request, "a"), self.run(request, "b")
         qid = request.query_params.get("id", "")
         try:
             return pair_question(a, b, qid)

@@ -50,9 +50,17 @@ function parseHash() {
   return { parts, params: new URLSearchParams(query || "") };
 }
 
+const enc = encodeURIComponent;
+
+// a run is named by its folder's id (its path under the folder `view` was given), never by
+// its place in the list: a link names the same run after a restart or a new run folder
+function link(...parts) {
+  return "#/" + parts.map(enc).join("/");
+}
+
 function go(parts, params) {
   const q = params && [...params].length ? `?${params}` : "";
-  location.hash = "#/" + parts.map(encodeURIComponent).join("/") + q;
+  location.hash = link(...parts) + q;
 }
 
 function setParam(params, key, value) {
@@ -99,17 +107,17 @@ async function runList(started) {
   const picked = new Set();
   const button = h("button", { id: "compare", disabled: true, on: { click: () => {
     const [a, b] = [...picked];
-    go(["compare", String(a), String(b)], new URLSearchParams({ metric: "f1" }));
+    go(["compare", a, b], new URLSearchParams({ metric: "f1" }));
   } } }, "compare the two picked");
   const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
-  const rows = runs.map((r) => h("tr", { class: "pick", "data-run": r.index },
+  const rows = runs.map((r) => h("tr", { class: "pick", "data-run": r.id },
     h("td", {}, h("input", { type: "checkbox", "aria-label": `pick ${r.name}`, on: {
       click: (ev) => ev.stopPropagation(),
       change: (ev) => {
-        if (ev.target.checked) picked.add(r.index); else picked.delete(r.index);
+        if (ev.target.checked) picked.add(r.id); else picked.delete(r.id);
         button.disabled = picked.size !== 2;
       } } })),
-    h("td", {}, h("a", { href: `#/run/${r.index}` }, r.name)),
+    h("td", {}, h("a", { href: link("run", r.id) }, r.name)),
     h("td", {}, r.agent), h("td", {}, r.model),
     h("td", { class: "num" }, r.scored ? `${r.right} / ${r.scored}` : `– / ${r.questions}`),
     metrics.map((k) => h("td", { class: "num" }, fmt.m(r.metrics[k]))),
@@ -149,11 +157,11 @@ function failures(r) {
   return out;
 }
 
-async function runPage(index, params, started) {
-  const { run, rows } = await get(`/api/questions?run=${index}`);
+async function runPage(rid, params, started) {
+  const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
   where.textContent = `${run.name} · ${run.agent} · ${run.model}`;
   let nodes = null;
-  if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${index}`);
+  if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${enc(rid)}`);
   const text = (params.get("q") || "").toLowerCase();
   const status = params.get("status") || "", template = params.get("template") || "";
   const node = params.get("node") || "", failure = params.get("failure") || "";
@@ -166,7 +174,7 @@ async function runPage(index, params, started) {
     && (!failure || failures(r).includes(failure)));
   const scoreKeys = Object.keys(run.metrics);
   const columns = [
-    ["id", (r) => r.id, (r) => h("a", { href: `#/run/${index}/q/${encodeURIComponent(r.id)}` }, r.id)],
+    ["id", (r) => r.id, (r) => h("a", { href: link("run", rid, "q", r.id) }, r.id)],
     ["", (r) => r.right, (r) => verdict(r.right)],
     ["question", (r) => r.question, (r) => r.question],
     ["answer", (r) => r.answer, (r) => r.answer],
@@ -179,18 +187,18 @@ async function runPage(index, params, started) {
     ["flags", (r) => failures(r).join(","), (r) => failures(r).map((f) => h("span", { class: "tag" }, f))],
   ];
   const table = sortable(columns, shown, params, (label, asc) =>
-    go(["run", index], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
+    go(["run", rid], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
   const select = (key, label, options) => h("label", {}, `${label} `, h("select", {
-    name: key, on: { change: (ev) => go(["run", index], setParam(params, key, ev.target.value)) },
+    name: key, on: { change: (ev) => go(["run", rid], setParam(params, key, ev.target.value)) },
   }, h("option", { value: "" }, "any"), options.map((o) => h("option", {
     value: o, selected: o === params.get(key) }, o))));
   const templates = [...new Set(rows.flatMap((r) => r.templates))].sort();
   const nodeNames = nodes ? [...new Set(Object.values(nodes).flat())].sort() : [];
   const search = h("input", { type: "search", name: "q", placeholder: "search questions and answers",
-    value: params.get("q") || "", on: { change: (ev) => go(["run", index], setParam(params, "q", ev.target.value)) } });
+    value: params.get("q") || "", on: { change: (ev) => go(["run", rid], setParam(params, "q", ev.target.value)) } });
   const nodeFilter = nodes ? select("node", "node", nodeNames) : h("button", { on: { click: async () => {
-    await get(`/api/nodes?run=${index}`);  // every trace read once: asked for, not by default
-    go(["run", index], setParam(params, "nodes", "1"));
+    await get(`/api/nodes?run=${enc(rid)}`);  // every trace read once: asked for, not by default
+    go(["run", rid], setParam(params, "nodes", "1"));
   } } }, "filter by node…");
   done(started,
     h("h1", {}, `Run ${run.name}`),
@@ -204,7 +212,7 @@ async function runPage(index, params, started) {
       h("span", { class: "legend", id: "count" }, `${shown.length} of ${rows.length} questions`)),
     h("table", { id: "questions" }, table.head, table.rows.map((r) =>
       h("tr", { class: "pick", "data-id": r.id, on: { click: (ev) => {
-        if (ev.target.tagName !== "A") go(["run", index, "q", r.id]);
+        if (ev.target.tagName !== "A") go(["run", rid, "q", r.id]);
       } } }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))))));
 }
 
@@ -215,18 +223,32 @@ function svgNode(markup) {
   return document.importNode(doc.documentElement, true);
 }
 
-function graphBlock(q) {
-  // the drawing (each node's whole text on hover); a click shows what the node holds
+function nodePanel(n) {
+  // what one node holds: its whole text, then each of its details (flattened: a nested list
+  // given to replaceChildren is written as "[object HTMLElement],…")
+  return [h("b", {}, `${n.id} (${n.kind || "step"})`), h("p", { class: "node-text" }, n.label || ""),
+    Object.entries(n.detail || {}).flatMap(([k, v]) =>
+      [h("b", {}, k), h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))])].flat();
+}
+
+function graphBlock(q, rid, qid, params) {
+  // the drawing (each node's whole text on hover); a click shows what the node holds, and the
+  // address keeps it (?node=ID), so a link opens the same panel
   const panel = h("div", { class: "node-panel", id: "node-panel" },
     h("span", { class: "muted" }, "click a node for what it holds"));
   const svg = svgNode(q.svg);
   const byId = new Map(q.graph.nodes.map((n) => [n.id, n]));
+  const show = (id) => {
+    const n = byId.get(id);
+    if (!n) return;
+    panel.replaceChildren(...nodePanel(n));
+    panel.dataset.node = id;
+  };
   svg.querySelectorAll && svg.querySelectorAll("g.node").forEach((g) => g.addEventListener("click", () => {
-    const n = byId.get(g.dataset.id) || {};
-    panel.replaceChildren(h("b", {}, `${n.id} (${n.kind || "step"})`), h("p", {}, n.label || ""),
-      Object.entries(n.detail || {}).map(([k, v]) =>
-        [h("b", {}, k), h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))]));
+    show(g.dataset.id);
+    history.replaceState(null, "", link("run", rid, "q", qid) + `?${setParam(params, "node", g.dataset.id)}`);
   }));
+  if (params.get("node")) show(params.get("node"));
   return h("div", { class: "graph" }, svg, panel);
 }
 
@@ -268,7 +290,7 @@ function callBlock(c, i) {
       attempts: c.attempts, ...c.settings }, null, 2)));
 }
 
-function evidenceTable(index, qid, evidence) {
+function evidenceTable(rid, qid, evidence) {
   if (!evidence.length) return h("p", { class: "muted" }, "no evidence in this trace");
   return h("table", { class: "evidence", id: "evidence" },
     h("tr", {}, ["id", "score", "kept", "cited", "title", "text"].map((c) => h("th", {}, c))),
@@ -279,10 +301,10 @@ function evidenceTable(index, qid, evidence) {
         ? ` p.${e.page}` : "")),
       h("td", { class: "text" }, e.text.length > 400
         ? h("details", {}, h("summary", {}, e.text.slice(0, 400) + "…"), e.text) : e.text,
-        e.page_image ? pageFigure(index, qid, e) : null))));
+        e.page_image ? pageFigure(rid, qid, e) : null))));
 }
 
-function pageFigure(index, qid, e) {
+function pageFigure(rid, qid, e) {
   const [w, hgt] = e.page_size;
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
@@ -294,20 +316,20 @@ function pageFigure(index, qid, e) {
       .forEach(([k, v]) => r.setAttribute(k, String(v)));
     svg.append(r);
   }
-  const src = `/api/page?run=${index}&id=${encodeURIComponent(qid)}&cid=${encodeURIComponent(e.id)}`;
+  const src = `/api/page?run=${enc(rid)}&id=${enc(qid)}&cid=${enc(e.id)}`;
   return h("figure", { class: "page-figure" }, h("img", { src, alt: e.title }), svg,
     h("figcaption", {}, e.regions.length ? "highlighted: what the answer quotes" : "cited; no quoted text found"));
 }
 
-async function questionPage(index, qid, started) {
-  const q = await get(`/api/question?run=${index}&id=${encodeURIComponent(qid)}`);
+async function questionPage(rid, qid, params, started) {
+  const q = await get(`/api/question?run=${enc(rid)}&id=${enc(qid)}`);
   const r = q.row;
-  const { run } = await get(`/api/questions?run=${index}`);
+  const { run } = await get(`/api/questions?run=${enc(rid)}`);
   where.textContent = `${run.name} · ${qid}`;
   const usd = q.calls.some((c) => c.usd !== null)
     ? ` · ${fmt.usd(q.calls.reduce((s, c) => s + (c.usd || 0), 0))}` : "";
   done(started,
-    h("p", {}, h("a", { href: `#/run/${index}` }, `← ${run.name}`)),
+    h("p", {}, h("a", { href: link("run", rid) }, `← ${run.name}`)),
     h("h1", {}, r.question || r.id),
     h("p", { class: "summary", id: "summary" }, verdict(r.right),
       ` · ${r.calls} calls · ${fmt.n(r.tokens)} tokens${usd} · ${fmt.s(r.seconds)}`,
@@ -319,27 +341,27 @@ async function questionPage(index, qid, started) {
       r.error ? h("tr", {}, h("th", {}, "error"), h("td", { class: "wrong" }, r.error)) : null),
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
     (q.damaged || []).map((d) => h("p", { class: "note wrong" }, `damaged trace: ${d}`)),
-    q.svg ? [h("h2", {}, "Graph"), graphBlock(q)] : null,
+    q.svg ? [h("h2", {}, "Graph"), graphBlock(q, rid, qid, params)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
       ["search", "bar-retrieval"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
       "(click a call to open it)"),
     waterfall(q.spans, q.calls),
     h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map(callBlock)),
-    h("h2", {}, "Evidence"), evidenceTable(index, qid, q.evidence));
+    h("h2", {}, "Evidence"), evidenceTable(rid, qid, q.evidence));
 }
 
 async function comparePage(a, b, params, started) {
   const runs = await get("/api/runs");
   const metric = params.get("metric") || "f1";
-  const data = await get(`/api/compare?a=${a}&b=${b}&metric=${encodeURIComponent(metric)}`);
+  const data = await get(`/api/compare?a=${enc(a)}&b=${enc(b)}&metric=${enc(metric)}`);
   const onlyChanged = params.get("all") !== "1";
-  const [la, lb] = [runs[a].name, runs[b].name];
+  const [la, lb] = [a, b];
   where.textContent = `${la} vs ${lb}`;
   const rows = data.rows.filter((r) => !onlyChanged || r.changed);
   const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
   const columns = [
-    ["id", (r) => r.id, (r) => h("a", { href: `#/compare/${a}/${b}/q/${encodeURIComponent(r.id)}` }, r.id)],
+    ["id", (r) => r.id, (r) => h("a", { href: link("compare", a, b, "q", r.id) }, r.id)],
     ["question", (r) => r.question, (r) => r.question],
     ["gold", (r) => r.gold.join(" | "), (r) => r.gold.join(" | ")],
     [`${la} answer`, (r) => r.answers[0], (r) => r.answers[0]],
@@ -367,23 +389,22 @@ async function comparePage(a, b, params, started) {
 }
 
 async function compareQuestion(a, b, qid, started) {
-  const runs = await get("/api/runs");
-  const d = await get(`/api/compare_question?a=${a}&b=${b}&id=${encodeURIComponent(qid)}`);
-  const [la, lb] = [runs[a].name, runs[b].name];
+  const d = await get(`/api/compare_question?a=${enc(a)}&b=${enc(b)}&id=${enc(qid)}`);
+  const [la, lb] = [a, b];
   where.textContent = `${la} vs ${lb} · ${qid}`;
   const cell = (c) => c ? [h("b", {}, c.node), c.templates.length ? h("div", {}, c.templates.join(", ")) : null,
     c.retrieved ? h("div", { class: "muted" }, `${c.retrieved} ids retrieved`) : null,
     c.wrote.length ? h("div", { class: "muted" }, `wrote ${c.wrote.join(", ")}`) : null] : h("span", { class: "muted" }, "—");
   const answer = (x) => x ? [verdict(x.right), ` ${x.answer}`] : "(not answered)";
   done(started,
-    h("p", {}, h("a", { href: `#/compare/${a}/${b}` }, `← ${la} vs ${lb}`)),
+    h("p", {}, h("a", { href: link("compare", a, b) }, `← ${la} vs ${lb}`)),
     h("h1", {}, (d.answers[0] || d.answers[1] || {}).question || qid),
     h("p", { class: "summary", id: "divergence" }, d.first === null ? "the executions never diverge"
       : `first divergence at step ${d.first}: ${d.rows[d.first].differs}`),
     h("div", { class: "two" }, h("div", {}, h("h2", {}, la), answer(d.answers[0]), " ",
-      h("a", { href: `#/run/${a}/q/${encodeURIComponent(qid)}` }, "trace")),
+      h("a", { href: link("run", a, "q", qid) }, "trace")),
     h("div", {}, h("h2", {}, lb), answer(d.answers[1]), " ",
-      h("a", { href: `#/run/${b}/q/${encodeURIComponent(qid)}` }, "trace"))),
+      h("a", { href: link("run", b, "q", qid) }, "trace"))),
     h("table", { id: "steps" }, h("tr", {}, h("th", {}, "step"), h("th", {}, la), h("th", {}, lb), h("th", {}, "differs")),
       d.rows.map((r, i) => h("tr", { class: [i === d.first ? "first-divergence" : "", r.differs ? "differs" : ""].join(" ").trim() || null },
         h("td", { class: "num" }, i === d.first ? `▶ ${i}` : String(i)), h("td", {}, cell(r.a)), h("td", {}, cell(r.b)),
@@ -395,10 +416,10 @@ async function render() {
   app.dataset.state = "loading";
   const { parts, params } = parseHash();
   try {
-    if (parts[0] === "run" && parts[2] === "q") await questionPage(Number(parts[1]), parts[3], started);
-    else if (parts[0] === "run") await runPage(Number(parts[1]), params, started);
-    else if (parts[0] === "compare" && parts[3] === "q") await compareQuestion(Number(parts[1]), Number(parts[2]), parts[4], started);
-    else if (parts[0] === "compare") await comparePage(Number(parts[1]), Number(parts[2]), params, started);
+    if (parts[0] === "run" && parts[2] === "q") await questionPage(parts[1], parts[3], params, started);
+    else if (parts[0] === "run") await runPage(parts[1], params, started);
+    else if (parts[0] === "compare" && parts[3] === "q") await compareQuestion(parts[1], parts[2], parts[4], started);
+    else if (parts[0] === "compare") await comparePage(parts[1], parts[2], params, started);
     else await runList(started);
     const at = params.get("at") && document.getElementById(params.get("at"));
     if (at) {  // a link to a part of the page (?at=evidence, ?at=calls), once its images are laid out
