@@ -12,26 +12,31 @@ from hopgraph.cli.app import (
     build_context,
     console,
 )
+from hopgraph.cli.progress import Quiet, Steps
 from hopgraph.graphs import endpoint_needs, every_context
 
 
 @app.command()
-def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None) -> None:
+def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None,
+           quiet: Quiet = False) -> None:  # fmt: skip
     """Probe an endpoint (default: the embedded server) and print what it supports."""
     from hopgraph.graphs.mabdqa import images_per_call
     from hopgraph.models import chat_model, vlm_model
     from hopgraph.models.doctor import diagnose, diagnose_vlm, method_support
 
     ctx = build_context(base_url, model, sets=sets, schema=every_context())
-    with console.status("starting…") as status:
+    with Steps("doctor", quiet=quiet, unit="probes done") as steps:
+        probed = [0]
 
         def probing(name: str) -> None:
-            status.update(f"probing {name}…")
+            steps.step(probed[0], f"probing {name}")
+            probed[0] += 1
 
+        probing("the endpoint")  # the embedded server may take a minute to start
         rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model),
                         on_probe=probing)  # fmt: skip
         if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
-            status.update("probing the VLM…")
+            probing("the VLM")
             rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
     table = Table(title=f"hopgraph doctor: {ctx.model}")
     for col in ("capability", "supported", "detail"):

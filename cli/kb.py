@@ -19,6 +19,7 @@ from hopgraph.cli.app import (
     refuse,
     within,
 )
+from hopgraph.cli.progress import Quiet, Steps
 
 
 @app.command()
@@ -66,6 +67,7 @@ def index(
         ),
     ] = False,
     sets: Sets = None,
+    quiet: Quiet = False,
 ) -> None:
     """Index a corpus into the knowledge base. Re-running reads only the files that changed
     (their old items are replaced) and reports those that vanished (--prune removes them)."""
@@ -84,7 +86,7 @@ def index(
     try:
         report = _index_into(store, source, fmt, triplets, sets, cache, limit=limit,
                              images_dir=images or None, render_pages=not no_render, ocr=ocr,
-                             prune=prune, follow_links=follow_links)  # fmt: skip
+                             prune=prune, follow_links=follow_links, quiet=quiet)  # fmt: skip
     except (typer.Exit, Exception) as e:  # refused (exit 2) or failed: leave no new KB behind
         if new_folder and store.is_local and getattr(e, "exit_code", 2) == 2:
             forget_kb(store)
@@ -110,22 +112,17 @@ def _index_into(store, source: str, fmt: str, triplets: bool, sets, cache: str, 
     return report
 
 
-def _index_showing_progress(store, source: str, fmt: str, **options):  # noqa: ANN001, ANN003, ANN202
-    """``index_source`` with a live line: items so far, new and already there, speed."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
+def _index_showing_progress(store, source: str, fmt: str, quiet: bool = False, **options):  # noqa: ANN001, ANN003, ANN202
+    """``index_source`` showing its progress (``cli.progress``): items so far, new and
+    already there, speed; a plain line at most every 10 s where stderr is no terminal."""
     from hopgraph.memory.indexing import index_source
 
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
-    ) as bar:
-        task = bar.add_task(f"indexing {source}", total=None)
+    with Steps(f"indexing {source}", quiet=quiet, every=10.0, unit="items") as steps:
 
         def show(r):  # noqa: ANN001, ANN202
-            bar.update(task, description=(
-                f"indexing {source}: {r.items} items ({r.added} new, {r.existing} already "
-                f"there), {len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.3g} items/s"
-            ))  # fmt: skip
+            steps.step(r.items, f"{r.added} new, {r.existing} already there, "
+                       f"{len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.3g} "
+                       "items/s")  # fmt: skip
 
         return index_source(store, source, fmt, on_batch=show, **options)
 

@@ -23,6 +23,7 @@ from hopgraph.cli.app import (
     refuse,
     within,
 )
+from hopgraph.cli.progress import Quiet, Steps, question_steps
 from hopgraph.cli.run import BUDGET_SPENT, GraphSpec, _read_inputs, chosen_graph, run_budget
 from hopgraph.graphs import context_schema as schema_of
 
@@ -94,6 +95,7 @@ def optimize(
     prompts: PromptsDir = "",
     cache: CacheDir = "",
     sets: Sets = None,
+    quiet: Quiet = False,
 ) -> None:
     """Bootstrap demonstrations from the agent's right answers, propose instructions from its
     wrong ones, keep a candidate only on a paired win on validation questions; writes
@@ -123,10 +125,24 @@ def optimize(
         proposer = build_context(
             proposer_base_url or ctx.base_url, proposer_model or ctx.model, "", sets, cache
         )
-    _search(plan, ctx, proposer)
+    _search(plan, ctx, proposer, quiet)
 
 
-def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
+class _Shown:
+    """A Runner whose runs show each finished question (``cli.progress``)."""
+
+    def __init__(self, runner, name: str, quiet: bool) -> None:  # noqa: ANN001 - a Runner
+        self.runner, self.name, self.quiet = runner, name, quiet
+
+    def run(self, questions: Path, **options):  # noqa: ANN003, ANN201 - a RunSummary
+        from hopgraph.evals.run_folder import QuestionSet
+
+        qs = QuestionSet.read(questions)
+        with Steps(self.name, len(qs.questions), quiet=self.quiet) as steps:
+            return self.runner.run(qs, on_done=question_steps(steps), **options)
+
+
+def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
     """The search on the checked endpoint(s); its exits: 4 at the budget, 130 on Ctrl-C
     (with what it found so far written)."""
     from hopgraph.evals.optimize import BudgetSpent, Optimizer, OptimizeRefused
@@ -137,9 +153,10 @@ def _search(plan, ctx, proposer) -> None:  # noqa: ANN001
         checked_endpoint(proposer)
 
     def runner(agent: str, folder: Path, ctx_, budget):  # noqa: ANN001, ANN202
-        return Runner(
+        made = Runner(
             agent, folder, ctx_, endpoint=endpoint, budget=budget, speed_probe=not ctx_.base_url
         )
+        return _Shown(made, folder.name, quiet)
 
     try:
         opt = Optimizer(plan, ctx, runner, proposer, say=lambda line: err.print(line))

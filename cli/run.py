@@ -29,6 +29,7 @@ from hopgraph.cli.app import (
     spinner,
     within,
 )
+from hopgraph.cli.progress import Quiet, Steps, question_steps
 from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
@@ -91,6 +92,7 @@ def run(
     ] = 0.0,
     price: PriceOption = "",
     sets: Sets = None,
+    quiet: Quiet = False,
 ) -> None:
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
@@ -123,45 +125,19 @@ def run(
     except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
         refuse(f"checkpointer {checkpointer}: {e}")
     summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
-                                    concurrency=concurrency, redo=redo or ())  # fmt: skip
+                                    concurrency=concurrency, redo=redo or (),
+                                    quiet=quiet)  # fmt: skip
     _report_run(summary, out, budget)
 
 
-def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency, redo):  # noqa: ANN001, ANN202
-    """``Runner.run`` under a progress bar (done, failed, pace); Ctrl-C and SIGTERM stop the
-    run and its server at once (exit 130 / 143), a run of failures exits 1."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
+def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency, redo, quiet=False):  # noqa: ANN001, ANN202
+    """``Runner.run`` showing its progress (done, failed, pace: ``cli.progress``); Ctrl-C and
+    SIGTERM stop the run and its server at once (exit 130 / 143), a run of failures exits 1."""
     from hopgraph.evals.runner import RunAborted
 
-    total = len(read.first(limit))
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("failed {task.fields[failed]}"),
-        TextColumn("{task.fields[pace]}"),
-        TimeRemainingColumn(),
-        console=err,
-    ) as bar:
-        task = bar.add_task(f"{agent}", total=total, failed=0, pace="")
-        seconds: list[float] = []
-
-        def advance(pred, summary):
-            seconds.append(pred.get("seconds", 0.0))
-            bar.update(
-                task,
-                completed=summary.skipped_done + summary.finished + summary.failed,
-                failed=summary.failed,
-                pace=f"last {seconds[-1]:.1f}s, mean {sum(seconds) / len(seconds):.1f}s/question",
-            )
-
+    with Steps(agent, len(read.first(limit)), quiet=quiet) as steps:
+        steps.step(0, "starting")
+        advance = question_steps(steps)
         try:
             return runner.run(read, limit=limit, concurrency=concurrency, on_done=advance,
                               redo=redo)  # fmt: skip

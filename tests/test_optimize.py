@@ -147,6 +147,9 @@ def test_nothing_wins_so_the_hand_written_prompts_stay(tmp_path, town_kb):
     with ScriptedServer(SCRIPT) as model:
         done = hopgraph(*base(train, out, town_kb, model), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
+    # piped, each run folder's questions are shown as they finish
+    assert re.search(rf"^bootstrap: {N}/{N} done, failed 0", done.stderr, re.M), done.stderr
+    assert re.search(r"^01-rag.short_answer-demos: 1/\d+ done, .* left$", done.stderr, re.M)
     record = json.loads((out / "record.json").read_text())
     assert record["incumbent"] == "hand-written" and record["overlay_changes"] == []
     assert [p.name for p in (out / "overlay").iterdir()] == ["optimized.json"]  # runs as shipped
