@@ -340,7 +340,7 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     man = RunFolder(run_dir).manifest()
     if man is None:
         raise RunError(f"{run_dir} has predictions but no manifest.json naming its questions")
-    qfile = Path(man.get("questions", ""))
+    qfile = question_file(run_dir, str(man.get("questions", "")), man.get("questions_sha256"))
     if not qfile.is_file() or _sha256(qfile) != man.get("questions_sha256"):
         raise RunError(
             f"scoring {run_dir} needs its question file {qfile} (sha256 "
@@ -360,6 +360,20 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
         if q is not None and "gold" not in p:
             p |= {"question": q.question, "gold": q.answers}
     return preds
+
+
+def question_file(run_dir: Path, name: str, sha256: str | None) -> Path:
+    """The question file a manifest names: ``name`` as written (from where the command runs),
+    else a relative ``name`` under a folder above the run folder (the repository a record is
+    committed in, wherever ``view`` or ``eval`` was started), the first with its content."""
+    named = Path(name)
+    if named.is_absolute() or not name:
+        return named
+    for where in [Path.cwd(), *run_dir.resolve().parents]:
+        candidate = where / named
+        if candidate.is_file() and _sha256(candidate) == sha256:
+            return candidate
+    return named
 
 
 def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:

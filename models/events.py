@@ -159,12 +159,22 @@ def emit(event: Event, sink: EventSink | None = None) -> None:
             if (spend := _spend.get()) is not None:
                 spend["tokens"] += used
     try:
-        from langgraph.config import get_stream_writer
+        from langgraph.config import get_config, get_stream_writer
 
         writer = get_stream_writer()
+        meta = get_config().get("metadata") or {}
     except (RuntimeError, ImportError, KeyError):  # outside a graph run (or in a bare tool call)
         return
-    writer(wire)
+    writer(wire | where_in_graph(meta))
+
+
+def where_in_graph(meta: dict[str, Any]) -> dict[str, str]:
+    """The node and task an event was sent from (a run's config metadata), so a trace ties
+    each call to the node that made it, parallel branches (``Send``) told apart by task id:
+    the id LangGraph's ``tasks`` stream names the node's start and end with."""
+    node, ns = meta.get("langgraph_node"), str(meta.get("langgraph_checkpoint_ns") or "")
+    task = ns.rsplit("|", 1)[-1].rpartition(":")[2] if ns else ""
+    return {**({"node": str(node)} if node else {}), **({"task": task} if task else {})}
 
 
 @contextmanager

@@ -44,3 +44,28 @@ def test_a_fresh_copy_of_the_records_compares_after_the_one_preparation_script(t
     assert "    rag: '" in out.stdout and "    qdc: '" in out.stdout  # each flip, both answers
     made_by = json.loads((checkout / "runs" / "hotpot-q.jsonl.made.json").read_text())
     assert made_by["command"].startswith("hopgraph data convert hotpotqa")
+
+
+def test_a_record_s_question_file_is_found_from_anywhere_below_its_repository(
+    tmp_path, monkeypatch
+):
+    """The manifest names its question file relative to the checkout (``runs/q.jsonl``), and
+    it was read relative to wherever ``view`` or ``eval`` started: a viewer started inside
+    ``benchmarks/`` showed every record unscored. A folder above the record is tried too."""
+    from hopgraph.evals.datasets import Question, write_questions
+    from hopgraph.evals.run_folder import scored_predictions
+
+    repo = tmp_path / "checkout"
+    (repo / "runs").mkdir(parents=True)
+    write_questions([Question("q0", "What about town 0?", ["answer-0"], [])], repo / "runs/q.jsonl")
+    record = repo / "benchmarks" / "results" / "r"
+    record.mkdir(parents=True)
+    digest = hashlib.sha256((repo / "runs/q.jsonl").read_bytes()).hexdigest()
+    (record / "manifest.json").write_text(json.dumps({"agent": "rag", "questions": "runs/q.jsonl",
+                                                      "questions_sha256": digest}))  # fmt: skip
+    (record / "predictions.jsonl").write_text(json.dumps({"id": "q0", "answer": "answer-0"}) + "\n")
+    monkeypatch.chdir(repo / "benchmarks")
+    assert scored_predictions(Path("results/r"))["q0"]["gold"] == ["answer-0"]
+    (repo / "runs/q.jsonl").write_text("")  # other content is not taken for it
+    with pytest.raises(Exception, match="needs its question file"):
+        scored_predictions(Path("results/r"))

@@ -115,6 +115,7 @@ def test_the_api_lists_runs_and_opens_a_question_with_its_waterfall_and_calls(vi
     assert "node" in kinds and kinds.count("llm") == 2 and "retrieval" in kinds
     assert all(s["end"] >= s["start"] for s in q["spans"])
     assert [c["template"] for c in q["calls"]] == ["rag/answer", "rag/short_answer"]
+    assert [c["node"] for c in q["calls"]] == ["generate", "generate"]  # by the event's task
     assert "What about town 1?" in q["calls"][0]["messages"][-1]["text"]
     assert any(e["kept"] for e in q["evidence"])
     both = {"a": "first", "b": "second"}
@@ -196,6 +197,8 @@ def test_the_run_list_and_a_filtered_question_table(view):
 def test_a_question_shows_its_waterfall_calls_and_evidence_as_text(view, tmp_path):
     page = dom(f"{view}#/run/first/q/q2")
     assert page.count('data-kind="llm"') == 2 and 'id="call-1"' in page
+    # the gold answer marked where it stands: the answer and the reply that gave it
+    assert page.count('<mark class="gold">answer-2</mark>') >= 2
     assert "&lt;img src=x onerror=" in page  # the passage and the reply, shown as text
     shot = tmp_path / "question.png"
     chromium("--window-size=1280,1000", f"--screenshot={shot}", f"{view}#/run/first/q/q2")
@@ -326,3 +329,28 @@ def test_a_node_s_panel_shows_its_text_and_details_and_its_link_opens_it():
     assert "[object" not in panel and f'data-node="{node["id"]}"' in panel[:200]
     assert html.escape(node["label"][:30], quote=False) in panel
     assert panel.count("<pre>") == len(node["detail"])
+
+
+@needs_chromium
+def test_a_question_s_page_shows_its_fallbacks_gold_evidence_and_gold_answer_where_they_are():
+    """An MMAPG loss could not be explained from its page: the fallbacks its trace holds were
+    never shown (the flag said "fallback" on 40 of 40 with no reason), nor was gold evidence
+    among the passages. On the committed record's 5ae5dab… (answered Stamford Bridge) each
+    is on the page, every call names its node, and the waterfall has a time axis."""
+    qid = "5ae5dab455429929b08079d2"
+    proc, url = start_view(MMAPG_RECORD.parent, folders=[str(MMAPG_RECORD)])
+    try:
+        (run,) = httpx.get(f"{url}api/runs").json()
+        q = httpx.get(f"{url}api/question", params={"run": run["id"], "id": qid}).json()
+        page = dom(f"{url}#/run/{run['id']}/q/{qid}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    fallbacks = [m for m in q["marks"] if m["text"].startswith("fallback")]
+    assert len(fallbacks) == 2 and all(m["node"] == "planner" for m in fallbacks)
+    assert "repeated_retrieval mended by rule" in fallbacks[0]["text"]
+    assert f"Fallbacks and repairs ({len(q['marks'])})" in page
+    assert "the step repeated R2 again: repeated_retrieval mended by rule" in page
+    assert "gold evidence: 2 of 2 held" in page and page.count('class="gold-evidence"') == 2
+    assert all(c["node"] for c in q["calls"]) and page.count('class="node-name"') >= len(q["calls"])
+    assert 'class="wf-row wf-axis"' in page and page.count('data-kind="mark"') == len(q["marks"])

@@ -7,6 +7,7 @@ Everything here returns plain JSON-able dicts; ``evals.viewer.app`` serves them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -32,6 +33,7 @@ from hopgraph.evals.report import (
 from hopgraph.evals.run_folder import (
     RunError,
     RunFolder,
+    gold_evidence,
     read_predictions,
     read_trace_checked,
     scored_predictions,
@@ -191,13 +193,24 @@ class RunView:
         row = self.row(qid)
         records, damaged = read_trace_checked(trace_path(self.path, qid))
         view = graph_view(records)
+        steps = spans(records)
+        nodes = [s["node"] for s in steps if s["kind"] == "llm"]
+        evidence = evidence_rows(records, self.prediction(qid))
         return {
             "row": row,
             "graph": view,
             "svg": to_svg(view) if view.get("nodes") else "",
-            "spans": spans(records),
-            "calls": [call_row(c, self.price) for c in llm_calls(records)],
-            "evidence": evidence_rows(records, self.prediction(qid)),
+            "spans": steps,
+            "calls": [
+                call_row(c, self.price) | {"node": n}
+                for c, n in zip(llm_calls(records), nodes, strict=False)
+            ],  # fmt: skip
+            "marks": marks(steps),
+            "evidence": evidence,
+            "gold_evidence": [
+                {"id": g, "held": g in {e["id"] for e in evidence}}
+                for g in gold_evidence(self.prediction(qid))
+            ],  # fmt: skip
             "traced": bool(records),
             "damaged": damaged,
         }
@@ -217,12 +230,19 @@ class RunView:
         return out
 
 
+MARKS = ("fallback", "empty_reply", "repair")
+"""The events that say a role's output was not used as it came (``models.events``)."""
+
+
 def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The question's timing waterfall: each node (from its task start and end) and each LLM
-    call and retrieval inside it (ending at its record's time, lasting its latency), in seconds
-    from the question's start. A resumed question's later sitting follows the earlier one."""
+    call, retrieval and fallback inside the node that made it (its task id, which the event
+    carries; an older trace's event goes under the node opened last), a call ending at its
+    record's time and lasting its latency, in seconds from the question's start. A resumed
+    question's later sitting follows the earlier one."""
     out: list[dict[str, Any]] = []
-    open_: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, dict[str, Any]] = {}
+    open_: list[dict[str, Any]] = []
     base = last = 0.0
     calls = 0
     for rec in records:
@@ -234,28 +254,55 @@ def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         data, depth = rec.get("data") or {}, len(rec.get("ns") or [])
         if rec.get("mode") == "task" and isinstance(data, dict):
             if data.get("event") == "start":
-                open_[data.get("id", "")] = span = {
-                    "label": str(data.get("name", "")), "kind": "node", "start": t, "end": t,
-                    "depth": depth,
-                }  # fmt: skip
+                span = {"label": str(data.get("name", "")), "kind": "node", "start": t, "end": t,
+                        "depth": depth}  # fmt: skip
+                tasks[str(data.get("id", ""))] = span
+                open_.append(span)
                 out.append(span)
-            elif data.get("id") in open_:
-                open_.pop(data["id"])["end"] = t
-        elif rec.get("mode") == "custom" and data.get("event") in ("llm_call", "retrieval"):
-            took = float(data.get("latency_s") or 0.0)
-            span = {"start": max(0.0, t - took), "end": t, "depth": depth + 1}
-            if data["event"] == "llm_call":
-                cached = bool((data.get("extra") or {}).get("cached"))
-                span |= {"label": str(data.get("template", "")), "kind": "llm", "call": calls,
-                         "cached": cached}  # fmt: skip
-                calls += 1
-            else:
-                span |= {"label": f"search: {str(data.get('query', ''))[:80]}",
-                         "kind": "retrieval"}  # fmt: skip
-            out.append(span)
+            elif (span := tasks.get(str(data.get("id", "")))) is not None:
+                span["end"] = t
+                open_ = [s for s in open_ if s is not span]
+            continue
+        event = data.get("event") if rec.get("mode") == "custom" else None
+        if event not in ("llm_call", "retrieval", *MARKS):
+            continue
+        node = tasks.get(str(data.get("task", ""))) or (open_[-1] if open_ else None)
+        took = float(data.get("latency_s") or 0.0)
+        span = {"start": max(0.0, t - took), "end": t,
+                "depth": (node["depth"] if node else depth) + 1,
+                "node": node["label"] if node else ""}  # fmt: skip
+        if event == "llm_call":
+            cached = bool((data.get("extra") or {}).get("cached"))
+            span |= {"label": str(data.get("template", "")), "kind": "llm", "call": calls,
+                     "cached": cached}  # fmt: skip
+            calls += 1
+        elif event == "retrieval":
+            span |= {"label": f"search: {str(data.get('query', ''))[:80]}", "kind": "retrieval"}
+        else:
+            span |= {"label": f"{event.replace('_', ' ')}: {mark_reason(data)}", "kind": "mark",
+                     "start": t}  # fmt: skip
+        out.append(span)
     for span in out:
         span["start"], span["end"] = round(span["start"], 4), round(span["end"], 4)
     return out
+
+
+def mark_reason(data: dict[str, Any]) -> str:
+    """Why a fallback, empty reply or repair happened, and what stood in, in one line."""
+    used = data.get("used")
+    used = used if isinstance(used, str) else json.dumps(used)[:120] if used else ""
+    detail = data.get("detail") if isinstance(data.get("detail"), dict) else {}
+    reason = data.get("reason") or ", ".join(f"{k} {v}" for k, v in detail.items())
+    return f"{data.get('role', '?')}: {reason or '(no reason given)'}" + (
+        f" (used: {used})" if used else ""
+    )
+
+
+def marks(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every fallback, empty reply and repair among a question's ``spans``, with the node it
+    happened in and its reason: what the page lists beside the steps."""
+    return [{"node": s["node"], "t": s["start"], "text": s["label"]}
+            for s in steps if s["kind"] == "mark"]  # fmt: skip
 
 
 def call_row(e: dict[str, Any], price: Price | None) -> dict[str, Any]:
@@ -291,6 +338,7 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
     answer (``contexts_ids``) or cited, and for a cited PDF page the regions its answer quotes."""
     known = evidence_index(records)
     kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
+    gold = set(gold_evidence(pred))
     pages = cited_pages(records, pred)
     best: dict[str, float] = {}
     for rec in records:
@@ -298,7 +346,7 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
         if rec.get("mode") == "custom" and data.get("event") == "retrieval":
             for i, s in zip(data.get("ids") or [], data.get("scores") or [], strict=False):
                 best[i] = max(best.get(i, float("-inf")), float(s))
-    for i in kept | cited:
+    for i in kept | cited | (gold & set(known)):  # gold evidence it held but never retrieved
         best.setdefault(i, float("-inf"))
     out = []
     for i in sorted(best, key=lambda i: -best[i]):
@@ -312,6 +360,7 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
             "score": None if best[i] == float("-inf") else round(best[i], 4),
             "kept": i in kept,
             "cited": i in cited,
+            "gold": i in gold,
         }
         if i in pages:
             page, boxes = pages[i]

@@ -81,6 +81,27 @@ function verdict(right) {
   return h("span", { class: right ? "right" : "wrong" }, right ? "✓ right" : "✗ wrong");
 }
 
+function marked(text, golds) {
+  // ``text`` with every occurrence of a gold answer in a <mark> (built as elements: never HTML)
+  const wanted = (golds || []).map((g) => String(g).trim()).filter((g) => g.length > 1);
+  if (!wanted.length || !text) return text ?? "";
+  const lower = text.toLowerCase(), out = [];
+  let at = 0;
+  while (at < text.length) {
+    let best = -1, len = 0;
+    for (const g of wanted) {
+      const i = lower.indexOf(g.toLowerCase(), at);
+      if (i >= 0 && (best < 0 || i < best || (i === best && g.length > len))) { best = i; len = g.length; }
+    }
+    if (best < 0) break;
+    if (best > at) out.push(text.slice(at, best));
+    out.push(h("mark", { class: "gold" }, text.slice(best, best + len)));
+    at = best + len;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
+
 function sortable(columns, rows, params, onSort) {
   // columns: [label, key(row) -> value, render(row) -> node|text, numeric]
   const by = params.get("sort"), asc = params.get("asc") === "1";
@@ -151,7 +172,7 @@ function summaryLine(run) {
 function failures(r) {
   const out = [];
   if (r.error) out.push("error");
-  if (r.fallbacks) out.push("fallback");
+  if (r.fallbacks) out.push("fallback");  // the question's page lists each with its reason
   if (r.budget_stops) out.push("budget stop");
   if (r.cache_hits) out.push("cached");
   return out;
@@ -184,7 +205,9 @@ async function runPage(rid, params, started) {
     ["tokens", (r) => r.tokens, (r) => fmt.n(r.tokens), true],
     ...(run.usd !== null ? [["USD", (r) => r.usd, (r) => fmt.usd(r.usd), true]] : []),
     ["seconds", (r) => r.seconds, (r) => fmt.s(r.seconds), true],
-    ["flags", (r) => failures(r).join(","), (r) => failures(r).map((f) => h("span", { class: "tag" }, f))],
+    ["flags", (r) => failures(r).join(","), (r) => failures(r).map((f) => h("span", {
+      class: "tag", title: f === "fallback" ? `${r.fallbacks} role output(s) replaced by a fallback or a rule: open the question for each reason` : null,
+    }, f === "fallback" && r.fallbacks > 1 ? `fallback ×${r.fallbacks}` : f))],
   ];
   const table = sortable(columns, shown, params, (label, asc) =>
     go(["run", rid], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
@@ -255,17 +278,22 @@ function graphBlock(q, rid, qid, params) {
 function waterfall(spans, calls) {
   if (!spans.length) return h("p", { class: "muted" }, "no timed steps in this trace");
   const total = Math.max(...spans.map((s) => s.end), 1e-3);
-  return h("div", { class: "waterfall", id: "waterfall" }, spans.map((s) => {
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => h("span", { class: "wf-tick",
+    style: `left:${100 * f}%` }, `${(f * total).toFixed(total < 10 ? 1 : 0)} s`));
+  const axis = h("div", { class: "wf-row wf-axis" }, h("span", { class: "wf-label" }, "seconds"),
+    h("div", { class: "wf-track" }, ticks), h("span", { class: "wf-time" }, ""));
+  return h("div", { class: "waterfall", id: "waterfall" }, axis, spans.map((s) => {
     const left = (100 * s.start) / total, width = (100 * (s.end - s.start)) / total;
     const label = `${"  ".repeat(s.depth)}${s.label}`;
     const bar = h("div", { class: `wf-bar bar-${s.kind}${s.cached ? " is-cached" : ""}`,
       style: `left:${left}%;width:${width}%`,
-      title: `${s.label}: ${(s.end - s.start).toFixed(3)} s from ${s.start.toFixed(3)} s` });
+      title: s.kind === "mark" ? `${s.label} at ${s.start.toFixed(2)} s`
+        : `${s.label}: ${(s.end - s.start).toFixed(3)} s from ${s.start.toFixed(3)} s` });
     const row = h("div", { class: "wf-row", "data-kind": s.kind },
       h("span", { class: "wf-label", style: `padding-left:${4 + 12 * s.depth}px`, title: label },
         s.label, s.cached ? h("span", { class: "cached" }, " cached") : null),
       h("div", { class: "wf-track" }, bar),
-      h("span", { class: "wf-time" }, (s.end - s.start).toFixed(2)));
+      h("span", { class: "wf-time" }, s.kind === "mark" ? "" : (s.end - s.start).toFixed(2)));
     if (s.kind === "llm") row.addEventListener("click", () => {
       const target = document.getElementById(`call-${s.call}`);
       if (target) { target.open = true; target.classList.add("target"); target.scrollIntoView(); }
@@ -274,15 +302,16 @@ function waterfall(spans, calls) {
   }));
 }
 
-function callBlock(c, i) {
+function callBlock(c, i, golds) {
   const cost = `${fmt.n(c.prompt_tokens)} + ${fmt.n(c.completion_tokens)} tokens`
     + (c.usd !== null ? ` · ${fmt.usd(c.usd)}` : "") + ` · ${fmt.s(c.seconds)}`;
   return h("details", { class: "call", id: `call-${i}` },
-    h("summary", {}, `${i}. ${c.template || c.role} `, h("span", { class: "muted" }, cost),
+    h("summary", {}, `${i}. ${c.template || c.role} `, c.node ? h("span", { class: "node-name" }, `in ${c.node} `) : null,
+      h("span", { class: "muted" }, cost),
       c.cached ? h("span", { class: "cached" }, "cached: not sent") : null,
       c.error ? h("span", { class: "wrong" }, ` error: ${c.error}`) : null),
     c.messages.map((m) => [h("b", {}, m.role), h("pre", {}, m.text)]),
-    h("b", {}, "reply"), h("pre", { class: "reply" }, c.reply ?? "(no reply)"),
+    h("b", {}, "reply"), h("pre", { class: "reply" }, c.reply === null || c.reply === undefined ? "(no reply)" : marked(c.reply, golds)),
     c.parsed !== null && c.parsed !== undefined
       ? [h("b", {}, "parsed"), h("pre", {}, JSON.stringify(c.parsed, null, 2))] : null,
     c.parse_error ? h("p", { class: "wrong" }, `unreadable: ${c.parse_error}`) : null,
@@ -290,17 +319,19 @@ function callBlock(c, i) {
       attempts: c.attempts, ...c.settings }, null, 2)));
 }
 
-function evidenceTable(rid, qid, evidence) {
+function evidenceTable(rid, qid, evidence, golds) {
   if (!evidence.length) return h("p", { class: "muted" }, "no evidence in this trace");
   return h("table", { class: "evidence", id: "evidence" },
-    h("tr", {}, ["id", "score", "kept", "cited", "title", "text"].map((c) => h("th", {}, c))),
-    evidence.map((e) => h("tr", {},
+    h("tr", {}, ["id", "score", "gold", "kept", "cited", "title", "text"].map((c) => h("th", {}, c))),
+    evidence.map((e) => h("tr", { class: e.gold ? "gold-evidence" : null },
       h("td", {}, h("code", {}, e.id)), h("td", { class: "num" }, fmt.m(e.score)),
+      h("td", {}, e.gold ? h("b", { class: "right" }, "gold") : ""),
       h("td", {}, e.kept ? "kept" : ""), h("td", {}, e.cited ? h("b", {}, "cited") : ""),
       h("td", {}, e.title + (e.page !== null && e.page !== undefined && !e.title.endsWith(`p.${e.page}`)
         ? ` p.${e.page}` : "")),
       h("td", { class: "text" }, e.text.length > 400
-        ? h("details", {}, h("summary", {}, e.text.slice(0, 400) + "…"), e.text) : e.text,
+        ? h("details", {}, h("summary", {}, marked(e.text.slice(0, 400), golds), "…"), marked(e.text, golds))
+        : marked(e.text, golds),
         e.page_image ? pageFigure(rid, qid, e) : null))));
 }
 
@@ -321,6 +352,14 @@ function pageFigure(rid, qid, e) {
     h("figcaption", {}, e.regions.length ? "highlighted: what the answer quotes" : "cited; no quoted text found"));
 }
 
+function goldLine(gold) {
+  if (!gold.length) return null;
+  const held = gold.filter((g) => g.held).length;
+  return h("p", { class: held === gold.length ? "summary" : "summary wrong", id: "gold-evidence" },
+    `gold evidence: ${held} of ${gold.length} held`, held < gold.length
+      ? ` (never retrieved: ${gold.filter((g) => !g.held).map((g) => g.id).join(", ")})` : "");
+}
+
 async function questionPage(rid, qid, params, started) {
   const q = await get(`/api/question?run=${enc(rid)}&id=${enc(qid)}`);
   const r = q.row;
@@ -335,20 +374,24 @@ async function questionPage(rid, qid, params, started) {
       ` · ${r.calls} calls · ${fmt.n(r.tokens)} tokens${usd} · ${fmt.s(r.seconds)}`,
       r.cache_hits ? ` · ${r.cache_hits} cached` : ""),
     h("table", { id: "answer" },
-      h("tr", {}, h("th", {}, "answer"), h("td", {}, r.answer)),
+      h("tr", {}, h("th", {}, "answer"), h("td", {}, marked(r.answer, r.gold))),
       h("tr", {}, h("th", {}, "gold"), h("td", {}, r.gold.join(" | ") || "–")),
       h("tr", {}, h("th", {}, "scores"), h("td", {}, Object.entries(r.scores).map(([k, v]) => `${k} ${fmt.m(v)}`).join(" · "))),
       r.error ? h("tr", {}, h("th", {}, "error"), h("td", { class: "wrong" }, r.error)) : null),
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
     (q.damaged || []).map((d) => h("p", { class: "note wrong" }, `damaged trace: ${d}`)),
+    goldLine(q.gold_evidence || []),
+    q.marks && q.marks.length ? [h("h2", {}, `Fallbacks and repairs (${q.marks.length})`),
+      h("ul", { id: "marks" }, q.marks.map((m) => h("li", {}, h("span", { class: "muted" }, `${m.t.toFixed(1)} s `),
+        m.node ? h("span", { class: "node-name" }, `in ${m.node}: `) : null, m.text)))] : null,
     q.svg ? [h("h2", {}, "Graph"), graphBlock(q, rid, qid, params)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
-      ["search", "bar-retrieval"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
+      ["search", "bar-retrieval"], ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
       "(click a call to open it)"),
     waterfall(q.spans, q.calls),
-    h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map(callBlock)),
-    h("h2", {}, "Evidence"), evidenceTable(rid, qid, q.evidence));
+    h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map((c, i) => callBlock(c, i, r.gold))),
+    h("h2", {}, "Evidence"), evidenceTable(rid, qid, q.evidence, r.gold));
 }
 
 async function comparePage(a, b, params, started) {
