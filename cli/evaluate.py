@@ -36,6 +36,9 @@ def evaluate(
     model: ModelName = "",
     price: PriceOption = "",
     sets: Sets = None,
+    wrong: Annotated[
+        bool, typer.Option("--wrong", help="also list each question answered wrongly or failed")
+    ] = False,
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
     from hopgraph.evals.evaluate import evaluate_run, headline
@@ -90,6 +93,26 @@ def evaluate(
         console.print(per)
     console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
+    if wrong:
+        _print_wrong(run_dir, result)
+
+
+def _print_wrong(run_dir: str, result: dict) -> None:
+    """The questions scored wrong by the benchmark's own rule, and those that failed: id,
+    answer and gold, for ``hopgraph trace RUN QID`` or the viewer."""
+    from hopgraph.evals.report import answered_right
+    from hopgraph.evals.run_folder import scored_predictions
+
+    preds = scored_predictions(run_dir)
+    lines = [(qid, "wrong") for qid, sc in result["per_question"].items()
+             if "em" in sc or "mmlb_acc" in sc if not answered_right(sc)]  # fmt: skip
+    lines += [(qid, "failed") for qid, p in preds.items() if p.get("error")]
+    console.print(f"[bold]{len(lines)} wrong or failed[/bold]")
+    for qid, why in lines:
+        p = preds.get(qid, {})
+        said = f"error {p['error']}" if why == "failed" else f"answered {p.get('answer', '')!r}"
+        console.print(f"  {qid} ({why}): {said}; gold {' | '.join(p.get('gold') or [])!r}",
+                      markup=False)  # fmt: skip
 
 
 def cost_text(cost: dict) -> str:
@@ -136,7 +159,8 @@ def compare(
         list[str] | None,
         typer.Option(
             "--metric",
-            help="a metric to show, e.g. recall@3 (repeatable); default: the headline metrics",
+            help="a metric to show and test, e.g. recall@3 (repeatable); default: the "
+            "headline metrics shown, their answer and evidence metrics tested",
         ),
     ] = None,
     questions: Annotated[

@@ -70,9 +70,37 @@ def trace(
         refuse(f"unknown --format {fmt!r}: text, mermaid or html")
     for path in traces:
         records = report.read_trace(path)
-        if fmt != "mermaid":  # Mermaid's source stays pasteable: the diagram alone
+        if fmt != "mermaid" and qid is not None:
+            console.print(_question_head(folder, qid), markup=False)
+        elif fmt != "mermaid":  # Mermaid's source stays pasteable: the diagram alone
             console.print(f"[bold]{path.name.removesuffix('.jsonl')}[/bold]")
         if fmt == "mermaid":
             console.print(report.to_mermaid(report.graph_view(records)), markup=False)
         else:
             console.print(report.format_tree(records, calls=calls), markup=False)
+
+
+def _question_head(folder: Path, qid: str) -> str:
+    """A question's trace heads with what it asked, answered, the gold and the verdict (the
+    gold where the record's question file is here)."""
+    from hopgraph.evals.evaluate import score_prediction
+    from hopgraph.evals.report import answered_right
+    from hopgraph.evals.run_folder import RunError, read_predictions, scored_predictions
+
+    try:
+        pred, note = scored_predictions(folder).get(qid, {}), ""
+    except RunError as e:
+        pred, note = read_predictions(folder / "predictions.jsonl").get(qid, {}), str(e)
+    if not pred:
+        return f"{qid}: not answered yet (no prediction line)"
+    gold = pred.get("gold") or []
+    scores = score_prediction(pred) if gold else {}
+    verdict = "unscored" if not gold else "right" if answered_right(scores) else "wrong"
+    verdict = f"failed: {pred['error']}" if pred.get("error") else verdict
+    lines = [f"{qid}: {verdict}"]
+    lines += [f"  question: {pred['question']}"] if pred.get("question") else []
+    lines.append(f"  answer:   {pred.get('answer', '')!r}")
+    lines.append(f"  gold:     {' | '.join(gold)!r}" if gold else f"  gold:     ({note or 'none'})")
+    if "f1" in scores:
+        lines[-1] += f"  (EM {scores.get('em', 0):g}, F1 {scores['f1']:.3f})"
+    return "\n".join(lines)

@@ -265,6 +265,12 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     }
 
 
+JUDGED = ("em", "f1", "keyword_em", "mmlb_acc", "kept_recall", "recall@5", "set_recall@5",
+          "citation_recall", "citation_precision")  # fmt: skip
+"""The answer and evidence metrics ``compare`` tests pairwise by default: the headline's
+counts, costs and engine speeds are shown beside them, not judged, unless asked for."""
+
+
 LOWER_IS_BETTER = {
     "llm_calls", "prompt_tokens", "completion_tokens", "depth", "fallbacks", "empty_replies",
     "seconds", "invalid_citations", "hit_cap", "planner_repairs", "usd", "budget_stops",
@@ -296,8 +302,9 @@ def uncached(per_question: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 def compare_runs(
     runs: list[str | Path], *, common: bool = False, metrics: list[str] | None = None
 ) -> Comparison:
-    """Runs' metrics side by side with the change from the first run; ``common`` rescored on
-    the questions every run finished; ``metrics`` default: the headline ones."""
+    """Runs' metrics side by side with the change from the first run, and the paired tests
+    of each against the first; ``common`` rescored on the questions every run finished;
+    ``metrics`` default: the headline ones shown, the ``JUDGED`` among them tested."""
     results = [load_metrics(r) for r in runs]
     if common:
         shared = set.intersection(*(set(r["per_question"]) for r in results))
@@ -314,6 +321,8 @@ def compare_runs(
         deltas = [None if v is None or base is None or i == 0 else v - base
                   for i, v in enumerate(values)]  # fmt: skip
         rows.append((k, values, deltas))
+        if not metrics and k not in JUDGED:
+            continue
         for i, r in enumerate(results[1:], 1):
             base_q, other_q = results[0]["per_question"], r["per_question"]
             if k in CACHE_SENSITIVE:  # a reply the cache gave took no time: not a speed-up

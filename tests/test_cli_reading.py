@@ -1,0 +1,63 @@
+"""Reading a run from the command line: ``trace RUN QID`` heads with the question, answer,
+gold and verdict; ``eval --wrong`` lists the wrong questions; ``compare`` tests the answer
+metrics by default, not every headline count and engine speed (it printed a sign test for 19
+metrics, ``prefill_tokens_per_s`` among them, though its help said "the headline metrics")."""
+
+import re
+
+import pytest
+from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
+
+from hopgraph.evals.datasets import Question, write_questions
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, town_kb):
+    root = tmp_path_factory.mktemp("reading")
+    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
+                     for i in range(3)], root / "q.jsonl")  # fmt: skip
+    for name, wrong_on in (("a", -1), ("b", 1)):
+
+        def reply(body: dict, wrong_on=wrong_on) -> str:
+            town = int(re.findall(r"town (\d+)\?", body["messages"][-1]["content"])[-1])
+            return "wrong" if town == wrong_on else f"answer-{town}"
+
+        script = by_template({"rag/answer": "The sources say so [1].", "rag/short_answer": reply})
+        with ScriptedServer(script) as model:
+            done = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--kb",
+                            str(town_kb), "--out", name, "--base-url", model.base_url,
+                            "--model", "scripted", cwd=root)  # fmt: skip
+            assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_trace_of_one_question_heads_with_its_question_answer_gold_and_verdict(two_runs):
+    out = hopgraph("trace", "b", "q1", cwd=two_runs)
+    assert out.returncode == 0, out.stderr
+    head = out.stdout.splitlines()[:4]
+    assert head == ["q1: wrong", "  question: What about town 1?", "  answer:   'wrong'",
+                    "  gold:     'answer-1'  (EM 0, F1 0.000)"], out.stdout[:600]  # fmt: skip
+    right = hopgraph("trace", "a", "q1", cwd=two_runs)
+    assert right.stdout.startswith("q1: right\n")
+
+
+def test_eval_wrong_lists_the_wrong_questions(two_runs):
+    out = hopgraph("eval", "b", "--wrong", cwd=two_runs)
+    assert out.returncode == 0, out.stderr
+    assert "1 wrong or failed" in out.stdout
+    assert "q1 (wrong): answered 'wrong'; gold 'answer-1'" in out.stdout
+    assert "q0 (" not in out.stdout and "q2 (" not in out.stdout
+
+
+def test_compare_tests_the_answer_metrics_by_default_and_any_metric_asked_for(two_runs):
+    out = hopgraph("compare", "a", "b", cwd=two_runs)
+    assert out.returncode == 0, out.stderr
+    paired = out.stdout[out.stdout.index("paired, against") :]
+    tested = set(re.findall(r"^│? ?([a-z_@0-9]+)\s*│", paired, re.M)) | set(
+        re.findall(r"^([a-z_@0-9]+), b:", paired, re.M)
+    )
+    assert {"em", "f1"} <= tested and not tested & {"seconds", "llm_calls", "prompt_tokens"}
+    assert "prompt_tokens" in out.stdout[: out.stdout.index("paired, against")]  # still shown
+    asked = hopgraph("compare", "a", "b", "--metric", "llm_calls", cwd=two_runs)
+    assert re.search(r"llm_calls", asked.stdout[asked.stdout.index("paired, against") :])
