@@ -354,3 +354,50 @@ def test_a_question_s_page_shows_its_fallbacks_gold_evidence_and_gold_answer_whe
     assert "gold evidence: 2 of 2 held" in page and page.count('class="gold-evidence"') == 2
     assert all(c["node"] for c in q["calls"]) and page.count('class="node-name"') >= len(q["calls"])
     assert 'class="wf-row wf-axis"' in page and page.count('data-kind="mark"') == len(q["marks"])
+
+
+@pytest.fixture
+def browser():
+    from browser import Browser
+
+    b = Browser()
+    yield b
+    b.close()
+
+
+def _until(browser, expression: str, timeout: float = 20) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not browser.eval(expression):
+        assert time.monotonic() < deadline, f"never true: {expression}"
+        time.sleep(0.05)
+    browser.ready()
+
+
+@needs_chromium
+def test_search_filters_as_one_types_and_j_k_step_through_the_questions(view, browser):
+    """Search applied only on Enter and the page's redraw dropped the input's focus; a
+    question had no next or previous. Typed, the rows filter at once with the focus kept and
+    the address updated; j and k (and the arrows) step through the table's order; a search
+    "in traces" reads prompts, replies and evidence."""
+    browser.open(f"{view}#/run/first")
+    browser.eval("document.getElementById('search').focus()")
+    browser.type("town 1")
+    assert browser.eval("document.activeElement.id") == "search"
+    assert browser.eval("document.getElementById('count').textContent") == "1 of 3 questions"
+    shown = browser.eval("[...document.querySelectorAll('#questions tr[data-id]')]"
+                         ".filter((r) => !r.hidden).map((r) => r.dataset.id)")  # fmt: skip
+    assert shown == ["q1"] and "q=town+1" in browser.eval("location.hash")
+    browser.open(f"{view}#/run/first")  # the whole table: its order is the one stepped through
+    browser.open(f"{view}#/run/first/q/q0")
+    assert "1 of 3" in browser.eval("document.querySelector('.nav').textContent")
+    browser.press("j")
+    _until(browser, "location.hash.endsWith('/q/q1')")
+    browser.press("ArrowRight")
+    _until(browser, "location.hash.endsWith('/q/q2')")
+    browser.press("k")
+    _until(browser, "location.hash.endsWith('/q/q1')")
+    assert httpx.get(f"{view}api/search", params={"run": "first", "q": "ANSWER-1"}).json() == ["q1"]
+    browser.open(f"{view}#/run/first?q=answer-1&traces=1")
+    assert browser.eval("document.getElementById('count').textContent") == "1 of 3 questions"

@@ -8,6 +8,7 @@ Everything here returns plain JSON-able dicts; ``evals.viewer.app`` serves them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -220,6 +221,15 @@ class RunView:
         self.rows()
         return self._rows[3].get(qid, {}) if self._rows else {}
 
+    def search(self, text: str) -> list[str]:
+        """The questions whose trace holds ``text`` (any case) in any of its strings: prompts,
+        replies, passages, notes (every trace read: asked for, not by default)."""
+        wanted = text.lower()
+        if not wanted:
+            return [r["id"] for r in self.rows()]
+        return [r["id"] for r in self.rows()
+                if any(wanted in t.lower() for t in _strings(self.records(r["id"])))]  # fmt: skip
+
     def nodes(self) -> dict[str, list[str]]:
         """Each question's executed node names (its whole trace read: asked for only when a
         person filters by node)."""
@@ -232,6 +242,18 @@ class RunView:
 
 MARKS = ("fallback", "empty_reply", "repair")
 """The events that say a role's output was not used as it came (``models.events``)."""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a trace's records, keys aside."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -94,6 +94,9 @@ class Viewer:
         except KeyError:
             raise LookupError(f"no question {qid!r} in {run.path}") from None
 
+    def api_search(self, request: Request) -> Any:
+        return self.run(request)[1].search(request.query_params.get("q", ""))
+
     def api_nodes(self, request: Request) -> Any:
         return self.run(request)[1].nodes()
 
@@ -119,7 +122,7 @@ class Viewer:
             raise LookupError(f"neither run traced question {qid!r}") from None
 
 
-API = ("runs", "questions", "question", "nodes", "page", "compare", "compare_question")
+API = ("runs", "questions", "question", "search", "nodes", "page", "compare", "compare_question")
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:

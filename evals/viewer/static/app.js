@@ -186,9 +186,12 @@ async function runPage(rid, params, started) {
   const text = (params.get("q") || "").toLowerCase();
   const status = params.get("status") || "", template = params.get("template") || "";
   const node = params.get("node") || "", failure = params.get("failure") || "";
+  const inTraces = params.get("traces") === "1";
+  const found = inTraces && text ? new Set(await get(`/api/search?run=${enc(rid)}&q=${enc(text)}`)) : null;
+  const matches = (r, t) => !t || (found ? found.has(r.id)
+    : [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(t)));
   const shown = rows.filter((r) =>
-    (!text || [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(text)))
-    && (!status || (status === "right" ? r.right === true : status === "wrong"
+    (!status || (status === "right" ? r.right === true : status === "wrong"
       ? r.right === false : status === "error" ? Boolean(r.error) : true))
     && (!template || r.templates.includes(template))
     && (!node || (nodes[r.id] || []).includes(node))
@@ -217,8 +220,31 @@ async function runPage(rid, params, started) {
     value: o, selected: o === params.get(key) }, o))));
   const templates = [...new Set(rows.flatMap((r) => r.templates))].sort();
   const nodeNames = nodes ? [...new Set(Object.values(nodes).flat())].sort() : [];
-  const search = h("input", { type: "search", name: "q", placeholder: "search questions and answers",
-    value: params.get("q") || "", on: { change: (ev) => go(["run", rid], setParam(params, "q", ev.target.value)) } });
+  const count = h("span", { class: "legend", id: "count" }, "");
+  const tableRows = table.rows.map((r) =>
+    h("tr", { class: "pick", "data-id": r.id, on: { click: (ev) => {
+      if (ev.target.tagName !== "A") go(["run", rid, "q", r.id]);
+    } } }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))));
+  const filterText = (t) => {  // as one types: rows hidden in place, the input keeps its focus
+    let n = 0;
+    table.rows.forEach((r, i) => { const hide = !matches(r, t); tableRows[i].hidden = hide; n += !hide; });
+    count.textContent = `${n} of ${rows.length} questions`;
+    sessionStorage.setItem(`order:${rid}`, JSON.stringify(table.rows.filter((r, i) => !tableRows[i].hidden).map((r) => r.id)));
+  };
+  filterText(text);
+  const search = h("input", { type: "search", name: "q", id: "search",
+    placeholder: inTraces ? "search prompts, replies and evidence (Enter)" : "search questions and answers",
+    value: params.get("q") || "", on: {
+      input: (ev) => {
+        params = setParam(params, "q", ev.target.value);
+        history.replaceState(null, "", link("run", rid) + (params.toString() ? `?${params}` : ""));
+        if (!inTraces) filterText(ev.target.value.toLowerCase());
+      },
+      change: (ev) => { if (inTraces) go(["run", rid], setParam(params, "q", ev.target.value)); },
+    } });
+  const traceBox = h("label", {}, h("input", { type: "checkbox", name: "traces", checked: inTraces, on: {
+    change: (ev) => go(["run", rid], setParam(params, "traces", ev.target.checked ? "1" : "")) } }),
+    " in traces");
   const nodeFilter = nodes ? select("node", "node", nodeNames) : h("button", { on: { click: async () => {
     await get(`/api/nodes?run=${enc(rid)}`);  // every trace read once: asked for, not by default
     go(["run", rid], setParam(params, "nodes", "1"));
@@ -228,15 +254,13 @@ async function runPage(rid, params, started) {
     summaryLine(run),
     h("p", { class: "metrics" }, Object.entries(run.metrics).map(([k, v]) => h("span", {}, `${k} ${fmt.m(v)}`))),
     run.note ? h("p", { class: "note" }, `Scores need the question file: ${run.note}`) : null,
-    h("div", { class: "filters" }, search,
+    h("div", { class: "filters" }, search, traceBox,
       select("status", "answer", ["right", "wrong", "error"]),
       select("template", "template", templates), nodeFilter,
       select("failure", "flag", ["fallback", "budget stop", "error", "cached"]),
-      h("span", { class: "legend", id: "count" }, `${shown.length} of ${rows.length} questions`)),
-    h("table", { id: "questions" }, table.head, table.rows.map((r) =>
-      h("tr", { class: "pick", "data-id": r.id, on: { click: (ev) => {
-        if (ev.target.tagName !== "A") go(["run", rid, "q", r.id]);
-      } } }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))))));
+      count),
+    h("table", { id: "questions" }, table.head, tableRows));
+  if (params.get("q") && document.activeElement === document.body) search.focus();
 }
 
 function svgNode(markup) {
@@ -363,12 +387,22 @@ function goldLine(gold) {
 async function questionPage(rid, qid, params, started) {
   const q = await get(`/api/question?run=${enc(rid)}&id=${enc(qid)}`);
   const r = q.row;
-  const { run } = await get(`/api/questions?run=${enc(rid)}`);
+  const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
   where.textContent = `${run.name} · ${qid}`;
+  // next and previous in the order the run's table last showed (its sort and filters), else
+  // the run's own; j / k or the arrow keys step through them
+  const order = JSON.parse(sessionStorage.getItem(`order:${rid}`) || "null") || rows.map((x) => x.id);
+  const at = order.indexOf(qid);
+  const [prev, next] = at < 0 ? [null, null] : [order[at - 1], order[at + 1]];
+  keys = { prev: prev && link("run", rid, "q", prev), next: next && link("run", rid, "q", next) };
+  const step = (id, dir, label) => id ? h("a", { id: dir, href: link("run", rid, "q", id), title: id }, label)
+    : h("span", { class: "muted" }, label);
   const usd = q.calls.some((c) => c.usd !== null)
     ? ` · ${fmt.usd(q.calls.reduce((s, c) => s + (c.usd || 0), 0))}` : "";
   done(started,
-    h("p", {}, h("a", { href: link("run", rid) }, `← ${run.name}`)),
+    h("p", { class: "nav" }, h("a", { href: link("run", rid) }, `↑ ${run.name}`), " · ",
+      step(prev, "prev", "← previous (k)"), " · ", step(next, "next", "next (j) →"),
+      at >= 0 ? h("span", { class: "muted" }, ` · ${at + 1} of ${order.length}`) : null),
     h("h1", {}, r.question || r.id),
     h("p", { class: "summary", id: "summary" }, verdict(r.right),
       ` · ${r.calls} calls · ${fmt.n(r.tokens)} tokens${usd} · ${fmt.s(r.seconds)}`,
@@ -457,6 +491,7 @@ async function compareQuestion(a, b, qid, started) {
 async function render() {
   const started = performance.now();
   app.dataset.state = "loading";
+  keys = {};
   const { parts, params } = parseHash();
   try {
     if (parts[0] === "run" && parts[2] === "q") await questionPage(parts[1], parts[3], params, started);
@@ -475,5 +510,13 @@ async function render() {
   }
 }
 
+let keys = {};  // the page's next and previous addresses, for j / k and the arrow keys
+
+window.addEventListener("keydown", (ev) => {
+  if (ev.target.closest && ev.target.closest("input, select, textarea")) return;
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const to = { j: keys.next, ArrowRight: keys.next, k: keys.prev, ArrowLeft: keys.prev }[ev.key];
+  if (to) { ev.preventDefault(); location.hash = to; }
+});
 window.addEventListener("hashchange", render);
 render();
