@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -212,6 +213,35 @@ def test_two_runs_side_by_side_mark_the_first_divergence(view):
     assert 'data-id="q0"' not in changed  # only what changed, unless asked for all
     steps = dom(f"{view}#/compare/first/second/q/q1")
     assert "first divergence at step" in steps and "first-divergence" in steps
+    # one method twice: both replies of the first call that differs, and what came next
+    first = steps[steps.index('id="first-call"') :]
+    assert "First differing reply: call 1 (same prompt)" in first
+    assert '<mark class="gold">answer-1</mark>' in first and ">wrong<" in first
+    assert "then: (the end)" in first
+
+
+@needs_chromium
+def test_two_methods_on_one_question_show_what_each_held_not_a_step_alignment():
+    """Between two methods "first divergence at step 1: another node" was always true and
+    told nothing: the page shows the evidence each held (gold marked) and the call that
+    wrote each answer. The committed MMAPG and rag records on 5ae5dab…."""
+    rag = MMAPG_RECORD.parents[2] / "rag" / "test" / "hand-written"
+    root = MMAPG_RECORD.parents[2]
+    proc, url = start_view(root, folders=[str(MMAPG_RECORD), str(rag)])
+    try:
+        ids = [r["id"] for r in httpx.get(f"{url}api/runs").json()]
+        qid = "5ae5dab455429929b08079d2"
+        d = httpx.get(f"{url}api/compare_question",
+                      params={"a": ids[0], "b": ids[1], "id": qid}).json()  # fmt: skip
+        assert ids == ["hand-written", "test/hand-written"]  # told apart by a folder above
+        page = dom(f"{url}#/compare/{ids[0]}/{quote(ids[1], safe='')}/q/{qid}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert d["same_method"] is False and d["first_call"] is None
+    held = [sum(e["gold"] for e in h["evidence"]) for h in d["held"]]
+    assert held[0] == 2 and all(h["last_call"]["reply"] for h in d["held"])
+    assert 'id="held"' in page and f"{held[0]} gold of {len(d['held'][0]['evidence'])} held" in page
 
 
 @needs_chromium

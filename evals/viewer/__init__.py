@@ -20,6 +20,7 @@ from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.report import (
     SHOWN_SCORES,
     answered_right,
+    call_diff,
     cited_pages,
     evidence_index,
     graph_view,
@@ -75,8 +76,19 @@ def run_ids(roots: list[Path], strict: bool = False) -> dict[str, Path]:
             if path.resolve() in seen:
                 continue
             seen.add(path.resolve())
-            found[f"{root.resolve().name}/{rid}" if rid in found else rid] = path
+            found[_unique(rid, root.resolve(), found)] = path
     return found
+
+
+def _unique(rid: str, root: Path, taken: dict[str, Path]) -> str:
+    """``rid``, or where another root gave it already, it under as many of its root's own
+    folders as tell the two apart (``mmapg/test/hand-written`` beside ``rag/test/...``)."""
+    held = Path(rid)
+    parents = [*(root.parts[:-1] if held.parts == (root.name,) else root.parts)]
+    while rid in taken and parents:
+        held = Path(parents.pop()) / held
+        rid = held.as_posix()
+    return rid
 
 
 def _rounded(scores: dict[str, float]) -> dict[str, float]:
@@ -453,14 +465,53 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
             "wrote": sorted(k for k in step.update if k != "graph_view"),
         }
 
+    same = a.manifest().get("agent") == b.manifest().get("agent")
     return {
+        "same_method": same,
         "first": first,
         "rows": [
             {"a": cell(r.a, hashes[0]), "b": cell(r.b, hashes[1]), "differs": r.differs}
             for r in rows
         ],
         "answers": [_answer(a, qid), _answer(b, qid)],
+        "first_call": _first_differing_call(ra, rb) if same else None,
+        "held": [_held(run, records, qid) for run, records in ((a, ra), (b, rb))],
     }
+
+
+def _call_side(call: dict[str, Any] | None, node: str, then: dict[str, Any] | None):  # noqa: ANN202
+    if call is None:
+        return None
+    return {"template": str(call.get("template", "")), "node": node,
+            "prompt": message_text((call.get("messages") or [{}])[-1]),
+            "reply": call.get("reply"),
+            "then": str(then.get("template", "")) if then else "(the end)"}  # fmt: skip
+
+
+def _first_differing_call(ra: list[dict[str, Any]], rb: list[dict[str, Any]]):  # noqa: ANN202
+    """Where one method's two executions parted: the first call whose reply differs, both
+    replies (and prompts), the node that made each and the call that followed it."""
+    nodes = [[s["node"] for s in spans(r) if s["kind"] == "llm"] for r in (ra, rb)]
+    calls = call_diff(ra, rb)
+    for i, c in enumerate(calls):
+        if c.reply_changed:
+            nxt = calls[i + 1] if i + 1 < len(calls) else None
+
+            named = [names[i] if i < len(names) else "" for names in nodes]
+            sides = [_call_side(c.a, named[0], nxt.a if nxt else None),
+                     _call_side(c.b, named[1], nxt.b if nxt else None)]  # fmt: skip
+            return {"index": i, "prompt_changed": c.prompt_changed, "sides": sides}
+    return None
+
+
+def _held(run: RunView, records: list[dict[str, Any]], qid: str) -> dict[str, Any]:
+    """What one execution held when it answered: its evidence (gold marked) and its last
+    call, the step that wrote the answer."""
+    calls = llm_calls(records)
+    last = calls[-1] if calls else None
+    return {"evidence": [{k: e[k] for k in ("id", "title", "gold", "kept", "cited")}
+                         for e in evidence_rows(records, run.prediction(qid))],
+            "last_call": _call_side(last, "", None) if last else None}  # fmt: skip
 
 
 def _answer(run: RunView, qid: str) -> dict[str, Any] | None:

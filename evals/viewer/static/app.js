@@ -465,6 +465,33 @@ async function comparePage(a, b, params, started) {
       h("tr", { "data-id": r.id }, columns.map((c) => h("td", { class: c[3] ? "num" : null }, c[2](r)))))));
 }
 
+function callSide(c, gold) {
+  if (!c) return h("p", { class: "muted" }, "(no such call)");
+  return h("div", {}, h("b", {}, c.template), c.node ? h("span", { class: "node-name" }, ` in ${c.node}`) : null,
+    h("pre", { class: "reply" }, c.reply === null || c.reply === undefined ? "(no reply)" : marked(c.reply, gold)),
+    c.then ? h("p", { class: "muted" }, `then: ${c.then}`) : null,
+    h("details", {}, h("summary", {}, "its prompt"), h("pre", {}, c.prompt || "")));
+}
+
+function firstCall(fc, la, lb, gold) {
+  // one method twice: where its two executions parted, and what each reply led to
+  if (!fc) return h("p", { class: "summary", id: "first-call" }, "every call's reply is the same in both");
+  return [h("h2", { id: "first-call" }, `First differing reply: call ${fc.index}`
+    + (fc.prompt_changed ? " (its prompt differs too)" : " (same prompt)")),
+    h("div", { class: "two" }, h("div", {}, h("h3", {}, la), callSide(fc.sides[0], gold)),
+      h("div", {}, h("h3", {}, lb), callSide(fc.sides[1], gold)))];
+}
+
+function heldSideBySide(held, la, lb, gold) {
+  // two methods: the evidence each held (gold marked) and the step that wrote each answer
+  const list = (x) => h("ul", { class: "held" }, x.evidence.map((e) => h("li", { class: e.gold ? "gold-evidence" : null },
+    e.gold ? h("b", { class: "right" }, "gold ") : null, e.title || e.id, e.cited ? " (cited)" : e.kept ? " (kept)" : "")));
+  const side = (x, label) => h("div", {}, h("h3", {}, label),
+    h("p", {}, `${x.evidence.filter((e) => e.gold).length} gold of ${x.evidence.length} held`), list(x),
+    h("b", {}, "the last call"), callSide(x.last_call, gold));
+  return [h("h2", { id: "held" }, "What each held"), h("div", { class: "two" }, side(held[0], la), side(held[1], lb))];
+}
+
 async function compareQuestion(a, b, qid, started) {
   const d = await get(`/api/compare_question?a=${enc(a)}&b=${enc(b)}&id=${enc(qid)}`);
   const [la, lb] = [a, b];
@@ -472,7 +499,8 @@ async function compareQuestion(a, b, qid, started) {
   const cell = (c) => c ? [h("b", {}, c.node), c.templates.length ? h("div", {}, c.templates.join(", ")) : null,
     c.retrieved ? h("div", { class: "muted" }, `${c.retrieved} ids retrieved`) : null,
     c.wrote.length ? h("div", { class: "muted" }, `wrote ${c.wrote.join(", ")}`) : null] : h("span", { class: "muted" }, "—");
-  const answer = (x) => x ? [verdict(x.right), ` ${x.answer}`] : "(not answered)";
+  const answer = (x) => x ? [verdict(x.right), " ", marked(x.answer, x.gold)] : "(not answered)";
+  const gold = ((d.answers[0] || d.answers[1] || {}).gold) || [];
   done(started,
     h("p", {}, h("a", { href: link("compare", a, b) }, `← ${la} vs ${lb}`)),
     h("h1", {}, (d.answers[0] || d.answers[1] || {}).question || qid),
@@ -482,6 +510,8 @@ async function compareQuestion(a, b, qid, started) {
       h("a", { href: link("run", a, "q", qid) }, "trace")),
     h("div", {}, h("h2", {}, lb), answer(d.answers[1]), " ",
       h("a", { href: link("run", b, "q", qid) }, "trace"))),
+    d.same_method ? firstCall(d.first_call, la, lb, gold) : heldSideBySide(d.held, la, lb, gold),
+    h("h2", {}, "Steps aligned"),
     h("table", { id: "steps" }, h("tr", {}, h("th", {}, "step"), h("th", {}, la), h("th", {}, lb), h("th", {}, "differs")),
       d.rows.map((r, i) => h("tr", { class: [i === d.first ? "first-divergence" : "", r.differs ? "differs" : ""].join(" ").trim() || null },
         h("td", { class: "num" }, i === d.first ? `▶ ${i}` : String(i)), h("td", {}, cell(r.a)), h("td", {}, cell(r.b)),
