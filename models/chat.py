@@ -34,7 +34,7 @@ from hopgraph.models.errors import (
 from hopgraph.models.events import EmptyReply, EventSink, Fallback, LLMCall, LLMRequest, emit
 from hopgraph.models.images import image_part
 from hopgraph.models.response_cache import ResponseCache, request_key
-from hopgraph.models.transport import Transport
+from hopgraph.models.transport import Transport, served_times
 from hopgraph.prompts import prompts_for
 
 log = logging.getLogger(__name__)
@@ -469,6 +469,8 @@ class ChatModel:
         if resp.usage is not None:
             call.prompt_tokens = resp.usage.prompt_tokens or 0
             call.completion_tokens = resp.usage.completion_tokens or 0
+        if served := served_times(resp):  # the waterfall's wait before the server began it
+            call.extra["served"] = served
         if key:
             self.cache.put(key, self.model, resp)
         self._read(call, resp, parse)

@@ -230,7 +230,7 @@ class Transport:
         except httpx.TransportError as e:
             request = getattr(e, "request", None) or httpx.Request("POST", url)
             raise openai.APIConnectionError(message=str(e), request=request) from e
-        return reply.completion(self.model, prompt)
+        return reply.completion(self.model, prompt, began)
 
     def _check_progress(self, reply: _Reply, began: float, now: float, request) -> None:  # noqa: ANN001
         """No first token within ``FIRST_TOKEN_FACTOR`` x request_timeout, or no next token
@@ -274,21 +274,30 @@ class _Reply:
     tokens: int = 0
     cid: str = "stream"
     last_token: float | None = None
+    first_token: float | None = None
+    timings: dict[str, Any] = field(default_factory=dict)
+    """What the server says it spent (llama.cpp's ``timings``: prompt_ms, predicted_ms)."""
 
     def add(self, chunk: dict[str, Any], now: float) -> None:
         self.cid = chunk.get("id", self.cid)
+        self.timings = chunk.get("timings") or self.timings
         choice = (chunk.get("choices") or [{}])[0]
         piece = (choice.get("delta") or {}).get("content")
         if piece:
             self.text.append(piece)
             self.tokens += 1
             self.last_token = now
+            self.first_token = self.first_token or now
         self.logprobs += ((choice.get("logprobs") or {}).get("content")) or []
         self.finish = choice.get("finish_reason") or self.finish
 
-    def completion(self, model: str, prompt: int) -> ChatCompletion:
-        """The ``ChatCompletion`` a plain request would have returned."""
+    def completion(self, model: str, prompt: int, began: float) -> ChatCompletion:
+        """The ``ChatCompletion`` a plain request would have returned, with the wait for its
+        first token (``began``: when it was sent) and the server's own timings."""
+        waited = {"first_token_s": round(self.first_token - began, 4)} if self.first_token else {}
         return ChatCompletion.model_validate({
+            **({"timings": self.timings} if self.timings else {}),
+            **({"hopgraph_wait": waited} if waited else {}),
             "id": self.cid, "object": "chat.completion", "created": int(time.time()),
             "model": model,
             "choices": [{
@@ -299,3 +308,22 @@ class _Reply:
             "usage": {"prompt_tokens": prompt, "completion_tokens": self.tokens,
                       "total_tokens": prompt + self.tokens},
         })  # fmt: skip
+
+
+def served_times(resp: Any) -> dict[str, float]:
+    """How long a reply waited and what the server spent on it, where known: the wait for
+    its first token (a streamed reply), and where the server reports its timings (llama.cpp)
+    the time it read the prompt and wrote the reply, so ``queued_s``, the time before the
+    server began it (the first-token wait less the prompt's reading)."""
+    extra = getattr(resp, "model_extra", None) or {}
+    out: dict[str, float] = {}
+    wait = (extra.get("hopgraph_wait") or {}).get("first_token_s")
+    timings = extra.get("timings") or {}
+    if isinstance(wait, int | float):
+        out["first_token_s"] = float(wait)
+    for key, name in (("prompt_ms", "prompt_s"), ("predicted_ms", "decode_s")):
+        if isinstance(timings.get(key), int | float):
+            out[name] = round(float(timings[key]) / 1000, 4)
+    if "first_token_s" in out and "prompt_s" in out:
+        out["queued_s"] = round(max(0.0, out["first_token_s"] - out["prompt_s"]), 4)
+    return out

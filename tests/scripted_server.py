@@ -82,11 +82,14 @@ class ScriptedServer(LoopbackServer):
         stall: float = 0.0,
         per_token: float = 0.0,
         slots: int = 0,
+        timings: dict | None = None,
     ):
         """``per_token`` and ``slots`` make it a latency model of a batching server: each call
         costs ``delay + per_token x tokens`` (tokens estimated as characters / 4, and reported
-        as its usage), with at most ``slots`` calls served at once."""
+        as its usage), with at most ``slots`` calls served at once. ``timings``: what a
+        streamed reply's last chunk says the server spent, as llama.cpp's does."""
         self.reply, self.delay, self.model = reply, delay, model
+        self.timings = timings
         self.ping, self.stall = ping, stall
         self.per_token = per_token
         self._slots = threading.BoundedSemaphore(slots) if slots else None
@@ -205,6 +208,10 @@ class ScriptedServer(LoopbackServer):
                         self.wfile.flush()
                         if i == 0:
                             self._wait(server.stall)
+                    if server.timings:
+                        last = {"id": "s", "choices": [{"index": 0, "delta": {},
+                                "finish_reason": "stop"}], "timings": server.timings}  # fmt: skip
+                        self.wfile.write(f"data: {json.dumps(last)}\r\n\r\n".encode())
                     self.wfile.write(b"data: [DONE]\r\n\r\n")
                 except OSError:  # the client gave up
                     pass

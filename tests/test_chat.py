@@ -427,3 +427,27 @@ def test_doctor_tells_each_probe_and_knows_a_text_only_server_takes_no_image(end
     ep = endpoint(['{"city": "Paris", "country": "France"}'] * 40, owned_by="me")
     diagnose(ep.model_client(max_retries=0), on_probe=told.append)
     assert told[:4] == ["chat", "structured output", "logprobs / P(Yes)", "image input"]
+
+
+@pytest.mark.parametrize("reports", [True, False])
+def test_a_streamed_call_records_its_wait_for_the_first_token_and_the_server_s_times(reports):
+    """The waterfall could not tell the engine's queue from the method: six examinations
+    sent at once were answered one after another, and nothing said so. A streamed call keeps
+    its wait for the first token; where the server reports its times (llama.cpp's
+    ``timings``), the prompt's reading and the time queued before the server began it."""
+    from scripted_server import ScriptedServer
+
+    timings = {"prompt_ms": 200.0, "predicted_ms": 50.0} if reports else None
+    with ScriptedServer(lambda body: "the Danube", delay=0.6, timings=timings) as server:
+        events = []
+        model = _llamacpp(server, 10, stream=True)
+        model.on_event = events.append
+        assert model.complete([user("Which river?")], role="r") == "the Danube"
+    (call,) = [e for e in events if e["event"] == "llm_call"]
+    served = call["extra"]["served"]
+    assert 0.6 <= served["first_token_s"] <= call["latency_s"]
+    if reports:
+        assert (served["prompt_s"], served["decode_s"]) == (0.2, 0.05)
+        assert served["queued_s"] == round(served["first_token_s"] - 0.2, 4) >= 0.4
+    else:
+        assert set(served) == {"first_token_s"}

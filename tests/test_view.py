@@ -431,3 +431,24 @@ def test_search_filters_as_one_types_and_j_k_step_through_the_questions(view, br
     assert httpx.get(f"{view}api/search", params={"run": "first", "q": "ANSWER-1"}).json() == ["q1"]
     browser.open(f"{view}#/run/first?q=answer-1&traces=1")
     assert browser.eval("document.getElementById('count').textContent") == "1 of 3 questions"
+
+
+def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
+    """Six calls sent at once and served one after another: each one's queued time (what
+    the model layer records from the server's timings) is on its waterfall bar."""
+    from hopgraph.evals.viewer import spans
+
+    records = [{"mode": "start", "data": {"id": "q"}}]
+    for i in range(6):
+        records.append({"t": 0.0, "ns": [], "mode": "task",
+                        "data": {"id": f"t{i}", "name": "examine", "event": "start"}})  # fmt: skip
+    for i in range(6):
+        served = {"first_token_s": 1.0 * i + 0.3, "prompt_s": 0.3, "queued_s": 1.0 * i}
+        records.append({"t": 1.0 * (i + 1), "ns": [], "mode": "custom", "data": {
+            "event": "llm_call", "template": "mmapg/examine_text", "latency_s": 1.0 * (i + 1),
+            "task": f"t{i}", "extra": {"served": served}}})  # fmt: skip
+        records.append({"t": 1.0 * (i + 1), "ns": [], "mode": "task",
+                        "data": {"id": f"t{i}", "name": "examine", "event": "end"}})  # fmt: skip
+    calls = [s for s in spans(records) if s["kind"] == "llm"]
+    assert [c["queued_s"] for c in calls] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert all(c["start"] == 0.0 and c["node"] == "examine" and c["depth"] == 1 for c in calls)

@@ -307,8 +307,10 @@ def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "node": node["label"] if node else ""}  # fmt: skip
         if event == "llm_call":
             cached = bool((data.get("extra") or {}).get("cached"))
+            served = (data.get("extra") or {}).get("served") or {}
+            waits = {k: served[k] for k in ("queued_s", "first_token_s") if k in served}
             span |= {"label": str(data.get("template", "")), "kind": "llm", "call": calls,
-                     "cached": cached}  # fmt: skip
+                     "cached": cached, **waits}  # fmt: skip
             calls += 1
         elif event == "retrieval":
             span |= {"label": f"search: {str(data.get('query', ''))[:80]}", "kind": "retrieval"}

@@ -313,6 +313,15 @@ function waterfall(spans, calls) {
       style: `left:${left}%;width:${width}%`,
       title: s.kind === "mark" ? `${s.label} at ${s.start.toFixed(2)} s`
         : `${s.label}: ${(s.end - s.start).toFixed(3)} s from ${s.start.toFixed(3)} s` });
+    // the part of a call spent before the server began it (queued, where the server says
+    // what it spent), else before its first token came (queue and prompt reading together)
+    const wait = s.queued_s ?? s.first_token_s;
+    if (wait !== undefined && s.end > s.start) {
+      bar.append(h("div", { class: s.queued_s !== undefined ? "wf-wait is-queued" : "wf-wait",
+        style: `width:${Math.min(100, (100 * wait) / (s.end - s.start))}%`,
+        title: s.queued_s !== undefined ? `queued ${wait.toFixed(2)} s before the server began it`
+          : `${wait.toFixed(2)} s before its first token (queue and prompt reading)` }));
+    }
     const row = h("div", { class: "wf-row", "data-kind": s.kind },
       h("span", { class: "wf-label", style: `padding-left:${4 + 12 * s.depth}px`, title: label },
         s.label, s.cached ? h("span", { class: "cached" }, " cached") : null),
@@ -421,7 +430,7 @@ async function questionPage(rid, qid, params, started) {
     q.svg ? [h("h2", {}, "Graph"), graphBlock(q, rid, qid, params)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
-      ["search", "bar-retrieval"], ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
+      ["search", "bar-retrieval"], ["waiting for the server", "wf-wait-tag"], ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
       "(click a call to open it)"),
     waterfall(q.spans, q.calls),
     h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map((c, i) => callBlock(c, i, r.gold))),
