@@ -452,3 +452,33 @@ def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
     calls = [s for s in spans(records) if s["kind"] == "llm"]
     assert [c["queued_s"] for c in calls] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert all(c["start"] == 0.0 and c["node"] == "examine" and c["depth"] == 1 for c in calls)
+
+
+@needs_chromium
+def test_an_optimize_folder_is_shown_as_a_search():
+    """``view`` of an optimize folder listed its bootstrap and the hand-written arm only: the
+    candidates, their validation scores and which was kept were in record.json alone. The
+    committed searches: each listed, MMAPG's with its kept planner demonstrations, the
+    scores question by question, links to each candidate's run; rag's with its verdict."""
+    root = MMAPG_RECORD.parents[2]
+    proc, url = start_view(root.parent, folders=[str(root)])
+    try:
+        listed = [x["id"] for x in httpx.get(f"{url}api/optimizations").json()]
+        mmapg = httpx.get(f"{url}api/optimization", params={"id": "mmapg"}).json()
+        page = dom(f"{url}#/optimization/mmapg")
+        rag = dom(f"{url}#/optimization/rag")
+        home = dom(f"{url}#/")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert listed == ["mmapg", "qdrag", "rag"]
+    kept = [c for c in mmapg["candidates"] if c["won"]]
+    assert [c["id"] for c in kept] == ["01-mmapg.planner-demos"] == [mmapg["incumbent"]]
+    assert kept[0]["run"] == "mmapg/candidates/01-mmapg.planner-demos"
+    assert mmapg["arms"] == ["mmapg/test/hand-written", "mmapg/test/optimized"]
+    assert 'data-id="01-mmapg.planner-demos" class="kept"' in page and ">kept<" in page
+    n = len(kept[0]["scores"])
+    assert n == 20 and page[page.index('id="validation"') :].count("<code>") == n
+    assert "mmapg%2Fcandidates%2F01-mmapg.planner-demos" in page
+    assert "f1 hand-written 0.406 → optimized 0.406 on 40 questions" in rag
+    assert 'href="#/optimization/mmapg"' in home

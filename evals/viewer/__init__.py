@@ -80,6 +80,54 @@ def run_ids(roots: list[Path], strict: bool = False) -> dict[str, Path]:
     return found
 
 
+SEARCH_RECORD = "record.json"
+"""What marks an optimize folder (``hopgraph optimize --out``): its search's record."""
+
+
+def search_ids(runs: dict[str, Path]) -> dict[str, Path]:
+    """The optimize folders among ``runs``' ancestors (a record.json with candidates beside
+    the run folders it answered), by an id made as a run's is."""
+    found: dict[str, Path] = {}
+    for rid, path in runs.items():
+        for up in range(1, 4):
+            folder, sid = path.parents[up - 1], "/".join(rid.split("/")[:-up])
+            record = folder / SEARCH_RECORD
+            if record.is_file() and folder not in found.values():
+                found[sid or folder.resolve().name] = folder
+    return found
+
+
+def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
+    """One optimize search as the viewer shows it: each candidate with its validation scores
+    per question, where it stopped and why, whether it was kept and what it cost, the run
+    folder (by viewer id) each candidate answered in, and the test verdict's two arms."""
+    record = json.loads((folder / SEARCH_RECORD).read_text(encoding="utf-8"))
+
+    def run(sub: str) -> str | None:
+        return run_of.get((folder / sub).resolve())
+
+    candidates = [{
+        **{k: c.get(k) for k in ("id", "role", "kind", "mean", "incumbent_mean", "better",
+                                 "worse", "p", "won", "tokens", "seconds", "skipped",
+                                 "reasoning")},
+        "scores": _rounded(c.get("scores") or {}),
+        "instructions": c.get("instructions") or {},
+        "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
+        "run": run(f"candidates/{c.get('id')}"),
+    } for c in record.get("candidates") or []]  # fmt: skip
+    test = record.get("test") or {}
+    return {
+        "agent": record.get("agent", "?"), "metric": record.get("metric", ""),
+        "keep": record.get("keep", ""), "incumbent": record.get("incumbent", ""),
+        "stopped": record.get("stopped", ""), "spent": record.get("spent") or {},
+        "seconds": record.get("seconds"), "roles": record.get("roles") or [],
+        "candidates": candidates, "bootstrap": run("bootstrap"),
+        "test": {k: test.get(k) for k in ("n", "hand_written", "optimized", "better", "worse",
+                                          "sign_p", "ci", "needed_n", "gap")} if test else None,
+        "arms": [run("test/hand-written"), run("test/optimized")],
+    }  # fmt: skip
+
+
 def _unique(rid: str, root: Path, taken: dict[str, Path]) -> str:
     """``rid``, or where another root gave it already, it under as many of its root's own
     folders as tell the two apart (``mmapg/test/hand-written`` beside ``rag/test/...``)."""

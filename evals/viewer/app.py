@@ -21,7 +21,16 @@ from starlette.routing import Route
 
 from hopgraph.config import redacted
 from hopgraph.evals.cost import Price
-from hopgraph.evals.viewer import RunView, page_image, pair, pair_question, run_ids, unreadable
+from hopgraph.evals.viewer import (
+    RunView,
+    optimize_search,
+    page_image,
+    pair,
+    pair_question,
+    run_ids,
+    search_ids,
+    unreadable,
+)
 from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 
 STATIC = Path(__file__).parent / "static"
@@ -46,6 +55,7 @@ class Viewer:
     def __init__(self, roots: list[Path], price: Price | None = None) -> None:
         self.roots, self.price = list(roots), price
         self.views: dict[str, RunView] = {}
+        self.searches: dict[str, Path] = {}
         self._scanned = float("-inf")
         self._scan()
 
@@ -54,6 +64,7 @@ class Viewer:
             known = {v.path: v for v in self.views.values()}  # a run keeps its read rows
             self.views = {rid: known.get(path) or RunView(path, self.price)
                           for rid, path in run_ids(self.roots).items()}  # fmt: skip
+            self.searches = search_ids({rid: v.path for rid, v in self.views.items()})
             self._scanned = time.monotonic()
         return self.views
 
@@ -94,6 +105,18 @@ class Viewer:
         except KeyError:
             raise LookupError(f"no question {qid!r} in {run.path}") from None
 
+    def api_optimizations(self, request: Request) -> Any:
+        self._scan()
+        return [{"id": sid, "path": str(path)} for sid, path in self.searches.items()]
+
+    def api_optimization(self, request: Request) -> Any:
+        self._scan()
+        sid = request.query_params.get("id", "")
+        if sid not in self.searches:
+            raise LookupError(f"no optimize search {sid!r} here")
+        run_of = {v.path.resolve(): rid for rid, v in self.views.items()}
+        return optimize_search(self.searches[sid], run_of)
+
     def api_search(self, request: Request) -> Any:
         return self.run(request)[1].search(request.query_params.get("q", ""))
 
@@ -122,7 +145,18 @@ class Viewer:
             raise LookupError(f"neither run traced question {qid!r}") from None
 
 
-API = ("runs", "questions", "question", "search", "nodes", "page", "compare", "compare_question")
+API = (
+    "runs",
+    "questions",
+    "question",
+    "search",
+    "nodes",
+    "page",
+    "compare",
+    "compare_question",
+    "optimizations",
+    "optimization",
+)
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:

@@ -125,6 +125,7 @@ function sortable(columns, rows, params, onSort) {
 async function runList(started) {
   where.textContent = "";
   const runs = await get("/api/runs");
+  const searches = await get("/api/optimizations");
   const picked = new Set();
   const button = h("button", { id: "compare", disabled: true, on: { click: () => {
     const [a, b] = [...picked];
@@ -157,7 +158,47 @@ async function runList(started) {
         h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "USD"),
         h("th", { class: "num" }, "seconds"), h("th", {}, "date"), h("th", {}, "code")),
       rows),
-    h("p", {}, button));
+    h("p", {}, button),
+    searches.length ? [h("h2", {}, "Optimize searches"), h("ul", { id: "searches" }, searches.map((x) =>
+      h("li", {}, h("a", { href: link("optimization", x.id) }, x.id), h("span", { class: "muted" }, ` ${x.path}`))))] : null);
+}
+
+async function optimizationPage(sid, started) {
+  // one optimize search: its candidates, their validation scores question by question, which
+  // was kept and why, what it cost, and the verdict on the test questions with its two arms
+  const o = await get(`/api/optimization?id=${enc(sid)}`);
+  where.textContent = `optimize ${sid}`;
+  const runLink = (id, text) => id ? h("a", { href: link("run", id) }, text) : h("span", { class: "muted" }, text);
+  const qids = [...new Set(o.candidates.flatMap((c) => Object.keys(c.scores)))].sort();
+  const t = o.test;
+  done(started,
+    h("h1", {}, `Optimize ${sid}: ${o.agent}, ${o.roles.join(", ")}`),
+    h("p", { class: "summary", id: "summary" }, `kept: ${o.incumbent} · rule: ${o.keep || "(not recorded)"} · `
+      + `stopped: ${o.stopped} · ${fmt.n((o.spent || {}).tokens)} tokens · ${fmt.s(o.seconds)}`),
+    h("p", {}, runLink(o.bootstrap, "the bootstrap run"), " (the hand-written prompts on the training questions)"),
+    h("h2", {}, "Candidates"),
+    h("table", { id: "candidates" }, h("tr", {}, ["candidate", "kind", "role", `${o.metric} (validation)`,
+      "incumbent", "better / worse", "sign p", "kept", "tokens", "seconds", "stopped"].map((c) => h("th", {}, c))),
+      o.candidates.map((c) => h("tr", { "data-id": c.id, class: c.won ? "kept" : null },
+        h("td", {}, runLink(c.run, c.id)), h("td", {}, c.kind), h("td", {}, c.role),
+        h("td", { class: "num" }, fmt.m(c.mean)), h("td", { class: "num" }, fmt.m(c.incumbent_mean)),
+        h("td", { class: "num" }, c.skipped ? "–" : `${c.better} / ${c.worse}`), h("td", { class: "num" }, c.skipped ? "–" : fmt.m(c.p)),
+        h("td", {}, c.won ? h("b", { class: "right" }, "kept") : "no"), h("td", { class: "num" }, fmt.n(c.tokens)),
+        h("td", { class: "num" }, fmt.s(c.seconds)), h("td", {}, c.skipped || (c.won ? "beat the incumbent" : "did not beat it"))))),
+    o.candidates.filter((c) => c.reasoning || Object.keys(c.instructions).length).map((c) => h("details", { class: "call" },
+      h("summary", {}, `${c.id}: what the proposer wrote`), c.reasoning ? [h("b", {}, "reasoning"), h("pre", {}, c.reasoning)] : null,
+      Object.entries(c.instructions).map(([role, text]) => [h("b", {}, role), h("pre", {}, text)]))),
+    h("h2", {}, "Validation scores by question"),
+    h("table", { id: "validation" }, h("tr", {}, h("th", {}, "question"), o.candidates.map((c) => h("th", { class: "num" }, c.id))),
+      qids.map((q) => h("tr", {}, h("td", {}, h("code", {}, q)),
+        o.candidates.map((c) => h("td", { class: "num" }, fmt.m(c.scores[q])))))),
+    h("h2", {}, "Verdict on the test questions"),
+    t ? h("p", { class: "summary", id: "verdict" }, `${o.metric} hand-written ${fmt.m(t.hand_written)} → optimized ${fmt.m(t.optimized)} `
+      + `on ${t.n} questions: ${t.better} better, ${t.worse} worse, sign p ${fmt.m(t.sign_p)}`
+      + (t.ci ? `, 95 % CI [${t.ci.map((x) => x.toFixed(3)).join(", ")}]` : "") + (t.needed_n ? `, n for 80 % power ${t.needed_n}` : ""))
+      : h("p", { class: "muted", id: "verdict" }, "no verdict yet (optimize --test, or its run still under way)"),
+    o.arms[0] && o.arms[1] ? h("p", {}, h("a", { href: link("compare", o.arms[0], o.arms[1]) + "?metric=f1" }, "the two arms side by side"),
+      " · ", runLink(o.arms[0], "hand-written"), " · ", runLink(o.arms[1], "optimized")) : null);
 }
 
 function summaryLine(run) {
@@ -537,6 +578,7 @@ async function render() {
     else if (parts[0] === "run") await runPage(parts[1], params, started);
     else if (parts[0] === "compare" && parts[3] === "q") await compareQuestion(parts[1], parts[2], parts[4], started);
     else if (parts[0] === "compare") await comparePage(parts[1], parts[2], params, started);
+    else if (parts[0] === "optimization") await optimizationPage(parts[1], started);
     else await runList(started);
     const at = params.get("at") && document.getElementById(params.get("at"));
     if (at) {  // a link to a part of the page (?at=evidence, ?at=calls), once its images are laid out
