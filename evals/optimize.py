@@ -453,6 +453,10 @@ class Optimizer:
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
         }  # fmt: skip
+        ci = f", 95 % CI [{t.ci[0]:+.3f}, {t.ci[1]:+.3f}]" if t.ci else ""
+        self.say(f"verdict: {self.plan.metric} {t.mean_a:.3f} hand-written, {t.mean_b:.3f} "
+                 f"optimized ({best.id}) on {t.n} test questions: {t.better} better, "
+                 f"{t.worse} worse, sign p {t.sign_p:.3g}{ci}")  # fmt: skip
         self.save()
 
     def redecide(self) -> bool:

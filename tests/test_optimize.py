@@ -307,6 +307,13 @@ def free_verdict(tmp_path, train, test, kb, model):
     free = tmp_path / "free"
     done = hopgraph(*base(train, free, kb, model, "--test", str(test)), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    # the console's verdict carries its numbers, not only that one was made
+    assert re.search(
+        r"^verdict: \w+ \d\.\d{3} hand-written, \d\.\d{3} optimized \(.+\) on \d+ "
+        r"test questions: \d+ better, \d+ worse, sign p ",
+        done.stderr,
+        re.M,
+    ), done.stderr
     record = json.loads((free / "record.json").read_text())
     before = sum(record["bootstrap_sent"]) + sum(sum(c["sent"]) for c in record["candidates"])
     return free, record, before
