@@ -45,6 +45,24 @@ GraphSpec = Annotated[
 ]
 
 
+Checkpointer = Annotated[
+    str,
+    typer.Option(
+        help="postgres://… : share this run with every worker (any machine) that names the "
+        "same database and run folder name; each claims questions atomically"
+    ),
+]
+Lease = Annotated[
+    float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
+]
+BudgetTokens = Annotated[
+    int, typer.Option(help="stop starting questions once the record has spent N tokens")
+]
+BudgetUsd = Annotated[
+    float, typer.Option(help="stop starting questions once the record has spent $X (--price)")
+]
+
+
 @app.command()
 def run(
     questions: Annotated[str, typer.Option(help="canonical question JSONL")],
@@ -65,16 +83,8 @@ def run(
     model: ModelName = "",
     prompts: PromptsDir = "",
     otel_endpoint: OtelEndpoint = "",
-    checkpointer: Annotated[
-        str,
-        typer.Option(
-            help="postgres://… : share this run with every worker (any machine) that names the "
-            "same database and run folder name; each claims questions atomically"
-        ),
-    ] = "",
-    lease: Annotated[
-        float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
-    ] = 60.0,
+    checkpointer: Checkpointer = "",
+    lease: Lease = 60.0,
     cache: CacheDir = "",
     graph: GraphSpec = "",
     accept_code_change: Annotated[
@@ -84,12 +94,8 @@ def run(
             "RESULTS.md then says that its columns mix code fingerprints)"
         ),
     ] = False,
-    budget_tokens: Annotated[
-        int, typer.Option(help="stop starting questions once the record has spent N tokens")
-    ] = 0,
-    budget_usd: Annotated[
-        float, typer.Option(help="stop starting questions once the record has spent $X (--price)")
-    ] = 0.0,
+    budget_tokens: BudgetTokens = 0,
+    budget_usd: BudgetUsd = 0.0,
     price: PriceOption = "",
     sets: Sets = None,
     quiet: Quiet = False,

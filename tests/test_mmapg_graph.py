@@ -136,8 +136,11 @@ def run(tmp_path, kb_dir, planner_steps, **fields):
 
 
 def events(records, name):
+    """The ``name`` events of a trace, less where in the graph each was sent from."""
     return [
-        r["data"] for r in records if r.get("mode") == "custom" and r["data"].get("event") == name
+        {k: v for k, v in r["data"].items() if k not in ("node", "task")}
+        for r in records
+        if r.get("mode") == "custom" and r["data"].get("event") == name
     ]
 
 

@@ -89,11 +89,11 @@ def search_ids(runs: dict[str, Path]) -> dict[str, Path]:
     the run folders it answered), by an id made as a run's is."""
     found: dict[str, Path] = {}
     for rid, path in runs.items():
-        for up in range(1, 4):
-            folder, sid = path.parents[up - 1], "/".join(rid.split("/")[:-up])
-            record = folder / SEARCH_RECORD
-            if record.is_file() and folder not in found.values():
-                found[sid or folder.resolve().name] = folder
+        parents = path.resolve().parents
+        for up in range(1, min(4, len(parents))):
+            folder, sid = parents[up - 1], "/".join(rid.split("/")[:-up])
+            if (folder / SEARCH_RECORD).is_file() and folder not in found.values():
+                found[sid or folder.name] = folder
     return found
 
 
