@@ -240,7 +240,11 @@ def test_two_methods_on_one_question_show_what_each_held_not_a_step_alignment():
         proc.wait(timeout=30)
     assert d["same_method"] is False and d["first_call"] is None
     held = [sum(e["gold"] for e in h["evidence"]) for h in d["held"]]
-    assert held[0] == 2 and all(h["last_call"]["reply"] for h in d["held"])
+    assert held[0] == 2 and all(h["last_calls"][-1]["reply"] for h in d["held"])
+    rag_calls = [c["template"] for c in d["held"][1]["last_calls"]]
+    assert rag_calls == ["rag/answer", "rag/short_answer"]
+    assert "mmapg/reason" in [c["template"] for c in d["held"][0]["last_calls"]]
+    assert "first divergence" not in page  # between two methods it says nothing
     assert 'id="held"' in page and f"{held[0]} gold of {len(d['held'][0]['evidence'])} held" in page
 
 

@@ -555,13 +555,21 @@ def _first_differing_call(ra: list[dict[str, Any]], rb: list[dict[str, Any]]):  
 
 
 def _held(run: RunView, records: list[dict[str, Any]], qid: str) -> dict[str, Any]:
-    """What one execution held when it answered: its evidence (gold marked) and its last
-    call, the step that wrote the answer."""
-    calls = llm_calls(records)
-    last = calls[-1] if calls else None
+    """What one execution held when it answered: its evidence (gold marked) and what it did
+    with it: after its last search, the last call of each template (in their order), so the
+    reasoning that wrote the answer and the answer's extraction where a method has one."""
+    after: list[dict[str, Any]] = []
+    for rec in records:
+        data = rec.get("data") or {}
+        if rec.get("mode") == "custom" and data.get("event") == "retrieval":
+            after = []
+        elif rec.get("mode") == "custom" and data.get("event") == "llm_call":
+            after.append(data)
+    last = {str(c.get("template", "")): c for c in after}
+    calls = sorted(last.values(), key=lambda c: max(i for i, x in enumerate(after) if x is c))
     return {"evidence": [{k: e[k] for k in ("id", "title", "gold", "kept", "cited")}
                          for e in evidence_rows(records, run.prediction(qid))],
-            "last_call": _call_side(last, "", None) if last else None}  # fmt: skip
+            "last_calls": [_call_side(c, "", None) for c in calls]}  # fmt: skip
 
 
 def _answer(run: RunView, qid: str) -> dict[str, Any] | None:

@@ -538,7 +538,8 @@ function heldSideBySide(held, la, lb, gold) {
     e.gold ? h("b", { class: "right" }, "gold ") : null, e.title || e.id, e.cited ? " (cited)" : e.kept ? " (kept)" : "")));
   const side = (x, label) => h("div", {}, h("h3", {}, label),
     h("p", {}, `${x.evidence.filter((e) => e.gold).length} gold of ${x.evidence.length} held`), list(x),
-    h("b", {}, "the last call"), callSide(x.last_call, gold));
+    h("b", {}, "its last calls"), x.last_calls.length ? x.last_calls.map((c) => callSide(c, gold))
+      : h("p", { class: "muted" }, "(no call)"));
   return [h("h2", { id: "held" }, "What each held"), h("div", { class: "two" }, side(held[0], la), side(held[1], lb))];
 }
 
@@ -554,8 +555,8 @@ async function compareQuestion(a, b, qid, started) {
   done(started,
     h("p", {}, h("a", { href: link("compare", a, b) }, `← ${la} vs ${lb}`)),
     h("h1", {}, (d.answers[0] || d.answers[1] || {}).question || qid),
-    h("p", { class: "summary", id: "divergence" }, d.first === null ? "the executions never diverge"
-      : `first divergence at step ${d.first}: ${d.rows[d.first].differs}`),
+    d.same_method ? h("p", { class: "summary", id: "divergence" }, d.first === null ? "the executions never diverge"
+      : `first divergence at step ${d.first}: ${d.rows[d.first].differs}`) : null,
     h("div", { class: "two" }, h("div", {}, h("h2", {}, la), answer(d.answers[0]), " ",
       h("a", { href: link("run", a, "q", qid) }, "trace")),
     h("div", {}, h("h2", {}, lb), answer(d.answers[1]), " ",
