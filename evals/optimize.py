@@ -93,7 +93,7 @@ def choice_of(role: Role | None, reply: str) -> str:
 def demo_tokens(call: dict[str, Any]) -> int:
     """What a call costs as a demonstration, in tokens: its own prompt and reply, or, where
     its rendered demonstration is longer (inputs holding more than its prompt showed, as
-    MMAPG's planner nodes held their passages before cf36ec4), that text at the call's own
+    MMAPG's planner nodes held their passages in older traces), that text at the call's own
     characters per token (traces with their content; else the call's tokens)."""
     tokens = (call.get("prompt_tokens") or 0) + (call.get("completion_tokens") or 0)
     shown = sum(len(str(m.get("content") or "")) for m in call.get("messages") or [])

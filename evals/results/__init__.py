@@ -335,7 +335,7 @@ def _cross_build_text(c: Claim, builds: dict[str, dict[str, str]]) -> str:
 
 def needed_text(verdict: str, needed_n: int | None, pool: int) -> str:
     """Where a verdict is not significant: how many questions its effect would need, and
-    whether the data holds that many (a row needing more stops there, issue 44 item 5)."""
+    whether the data holds that many (a row needing more stops there)."""
     if verdict != "not significant":
         return ""
     if needed_n is None:

@@ -44,7 +44,7 @@ class RunTable:
     their seconds are the finding and no caveat (of speed or build) is added."""
     tuning: str = ""
     """A committed tuning split (a JSON file under ``benchmarks/results`` whose ``ids`` are
-    the questions prompts and settings may be tuned on, issue 44): every figure of the table,
+    the questions prompts and settings may be tuned on): every figure of the table,
     its claims and the n they would need read only the other questions, and the page says so."""
 
 

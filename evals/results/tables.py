@@ -10,7 +10,7 @@ from hopgraph.evals.results.spec import BenchTable, Claim, RunTable
 
 
 def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
-    """One agent's CPU-frugality before / after on the embedded model (issue 25, item 7)."""
+    """One agent's CPU-frugality before / after on the embedded model."""
     return RunTable(
         method,
         title,
@@ -63,7 +63,7 @@ QDRAG_DEVIATIONS = [
     "contexts kept from 10 retrieved.",
     "Citation recall and precision follow ALCE's rules (first three citations per sentence, "
     "an out-of-range citation scores its sentence 0, pysbd sentences), judged by the same "
-    "1.5B model, not AutoAIS's T5-11B NLI model. Records judged before these rules (1f84e1a) "
+    "1.5B model, not AutoAIS's T5-11B NLI model. Records judged before these rules "
     "split sentences at every full stop.",
     "F1 follows HotpotQA's official rule (yes / no / noanswer score only against the same "
     "word) in records scored after 1f84e1a.",
@@ -100,7 +100,7 @@ MMAPG_DEVIATIONS = [
 
 REMEASURE = "make native; benchmarks/mmapg_remeasure.sh 40 40"
 
-REMEASURED_DEVIATIONS = [  # MMAPG after issue 59's fixes
+REMEASURED_DEVIATIONS = [  # MMAPG after its audit's fixes
     MMAPG_DEVIATIONS[0],
     "A planner step that repeats one already taken goes back to the planner once, told which "
     "step it repeats and what that step found (the planner still decides, Stop included); a "
@@ -204,7 +204,7 @@ TABLES: list[RunTable | BenchTable] = [
         "Every method",
         "against plain rag on the same HotpotQA questions (what each one buys, and at what price)",
         "Each method claims gains over plain retrieval-augmented generation.",
-        {  # the one-fingerprint records on the reported questions (issue 44 items 1, 3, 4)
+        {  # the one-fingerprint records on the reported questions
             "rag": "hotpotqa/n100/rag",
             "QD-C": "hotpotqa/n100/qdc",
             "QD-R": "hotpotqa/n100/qdr",
@@ -343,7 +343,7 @@ TABLES: list[RunTable | BenchTable] = [
             Claim("QD-C", "QD-C, no budget", "kept_recall"),
         ],
         command="benchmarks/hotpot_100.sh",
-        # issue 44's rule at 40 reported questions: every row but QD-R vs sparse on kept recall
+        # the needed-n rule at 40 reported questions: every row but QD-R vs sparse on kept recall
         # (~87 needed, the data's 80 within the estimate's error) needs more than the data
         # holds, so QD-C stops there (20 tuning + 40); sparse and QD-R went on (stopped at 58);
         # rag to all 80 for the peer table's citation-precision row
@@ -426,7 +426,7 @@ TABLES: list[RunTable | BenchTable] = [
     ),
     RunTable(
         "MMAPG after the audit",
-        "MMAPG full against rag, re-made after issue 59's fixes on the reported HotpotQA "
+        "MMAPG full against rag, re-made after its audit's fixes on the reported HotpotQA "
         "questions: one build, one revision of each method, traces kept",
         "The planning graph beats plain retrieval.",
         {"rag": "hotpotqa/remeasure/rag", "full": "hotpotqa/remeasure/full"},
@@ -601,7 +601,7 @@ TABLES: list[RunTable | BenchTable] = [
         "GRAIL",
         "with a trained adapter: the KB's projection in the engine, not in each process",
         "Not a paper claim: steering with a trained alignment adapter must not load the KB into "
-        "every process that steers (issue 58 item 4).",
+        "every process that steers.",
         ["grail-projected.json"],
         "benchmarks/bench_grail_projected.py:render",
         command="python benchmarks/bench_grail_projected.py --out "

@@ -29,7 +29,7 @@ def layer_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """LN without learned affine: zero mean, unit variance over the last dimension. Written
     out rather than ``F.layer_norm``, whose CPU kernel forks its thread pool for any two rows:
     beside a busy llama.cpp that fork waits ~8 ms, where one query's steering needs ~0.1 ms
-    (issue 74); these reductions fork only for large inputs. One row (a query's vectors) takes
+    (measured); these reductions fork only for large inputs. One row (a query's vectors) takes
     torch's fused kernel, which forks from two rows on."""
     if x.numel() == x.shape[-1]:
         return F.layer_norm(x, x.shape[-1:], eps=eps)
