@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every question file the committed result records were run on, made from ../shared/data into
-# runs/ (what `hopgraph eval`, `compare --questions` and RESULTS.md read the gold answers from).
+# runs/ (what `hopgraph eval`, `compare --flips` and RESULTS.md read the gold answers from).
 # Each is made only where it is missing; each records how it was made (<file>.made.json).
 # Usage: benchmarks/prepare_questions.sh
 set -eu

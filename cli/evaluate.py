@@ -163,11 +163,14 @@ def compare(
             "headline metrics shown, their answer and evidence metrics tested",
         ),
     ] = None,
-    questions: Annotated[
+    flips: Annotated[
         bool,
-        typer.Option("--questions", help="list the questions whose 0/1 score flipped (two runs)"),
+        typer.Option("--flips", help="list the questions whose 0/1 score flipped (two runs)"),
     ] = False,
-    by: Annotated[str, typer.Option(help="the 0/1 metric --questions reads")] = "em",
+    questions: Annotated[  # the old name of --flips (--questions names a file elsewhere)
+        bool, typer.Option("--questions", hidden=True)
+    ] = False,
+    by: Annotated[str, typer.Option(help="the 0/1 metric --flips reads")] = "em",
     fmt: Annotated[
         str, typer.Option("--format", help="text | html (html: a page of the flips)")
     ] = "text",
@@ -184,8 +187,9 @@ def compare(
         run_folder(run)
     if fmt not in ("text", "html"):
         refuse(f"unknown --format {fmt!r}: text or html")
+    questions = flips or questions
     if (questions or fmt == "html") and len(runs) != 2:
-        refuse("--questions and --format html compare exactly two runs")
+        refuse("--flips and --format html compare exactly two runs")
     done = compare_runs(runs, common=common, metrics=metrics)
     if done.unknown:
         err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")

@@ -61,3 +61,14 @@ def test_compare_tests_the_answer_metrics_by_default_and_any_metric_asked_for(tw
     assert "prompt_tokens" in out.stdout[: out.stdout.index("paired, against")]  # still shown
     asked = hopgraph("compare", "a", "b", "--metric", "llm_calls", cwd=two_runs)
     assert re.search(r"llm_calls", asked.stdout[asked.stdout.index("paired, against") :])
+
+
+def test_compare_lists_flips_under_its_new_name_and_its_old_one(two_runs):
+    """``--questions`` names a question file in run, optimize and grail, and was a switch in
+    compare: the switch is ``--flips`` now, the old spelling kept (hidden) for scripts."""
+    new = hopgraph("compare", "a", "b", "--flips", cwd=two_runs)
+    old = hopgraph("compare", "a", "b", "--questions", cwd=two_runs)
+    assert new.returncode == 0 and old.returncode == 0, new.stderr + old.stderr
+    assert "em: right -> wrong (1)" in new.stdout and "  q1  gold 'answer-1'" in new.stdout
+    assert new.stdout == old.stdout
+    assert "--questions" not in hopgraph("compare", "--help", cwd=two_runs).stdout
