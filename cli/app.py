@@ -22,6 +22,27 @@ app = typer.Typer(
 )
 
 
+def _plain_types() -> None:
+    """Help names a value by what one types (``TEXT``, ``INTEGER``, ``PATH``), as click does,
+    and a switch by nothing: this Typer writes Python's type names (``<str>``, ``<bool>``,
+    ``<list[str]>``), which say how the code holds a value, not what to give."""
+    from typer.core import TyperArgument, TyperOption
+
+    words = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "bool": "", "Path": "PATH"}
+
+    def plain(shown: str) -> str:
+        inner = shown.removeprefix("<").removesuffix(">")
+        inner = inner.removeprefix("list[").removesuffix("]")  # a repeatable option: one value
+        return words.get(inner, inner.upper())
+
+    for cls in (TyperOption, TyperArgument):
+        typed = cls.display_type
+        cls.display_type = lambda self, ctx, typed=typed: plain(typed(self, ctx))
+
+
+_plain_types()
+
+
 console = Console(soft_wrap=True)
 
 

@@ -72,3 +72,19 @@ def test_compare_lists_flips_under_its_new_name_and_its_old_one(two_runs):
     assert "em: right -> wrong (1)" in new.stdout and "  q1  gold 'answer-1'" in new.stdout
     assert new.stdout == old.stdout
     assert "--questions" not in hopgraph("compare", "--help", cwd=two_runs).stdout
+
+
+def test_help_names_values_by_what_one_types_not_python_types():
+    """Help showed ``<str>``, ``<bool>``, ``<list[str]>``: how the code holds a value."""
+    from typer.testing import CliRunner
+
+    import hopgraph.cli  # noqa: F401 - registers the commands
+    from hopgraph.cli.app import app
+
+    runner = CliRunner()
+    for command in (["run"], ["eval"], ["compare"], ["optimize"], ["index"], ["kb", "ls"]):
+        out = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+        assert out.exit_code == 0, out.output
+        assert not re.search(r"<(str|bool|int|float|list\[\w+\])>", out.output), out.output
+    run_help = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--limit\s+INTEGER", run_help) and re.search(r"--questions\s+TEXT", run_help)
