@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
+from statistics import fmean
 from typing import Any, Literal
 
 from hopgraph.agents.optimizer import propose_instruction
@@ -877,14 +878,17 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
             f"Validation-to-test gap: {t['gap']['validation']:+.3f} on validation, "
             f"{t['gap']['test']:+.3f} on test.",
         ]
-    elif hand and opt:
-        a = hand["overall"].get(record["metric"], 0.0)
-        b = opt["overall"].get(record["metric"], 0.0)
+    elif hand and opt:  # an arm under way: both read on the questions both have answered
+        metric = record["metric"]
+        both = sorted(set(hand["per_question"]) & set(opt["per_question"]))
+        a = fmean(hand["per_question"][q].get(metric, 0.0) for q in both) if both else 0.0
+        b = fmean(opt["per_question"][q].get(metric, 0.0) for q in both) if both else 0.0
         best = next((c for c in record["candidates"] if c["id"] == record.get("incumbent")), None)
         val = (best["mean"] - best["incumbent_mean"]) if best else 0.0
         out += [
             "",
-            f"Validation-to-test gap: {record['metric']} {val:+.3f} on validation, "
-            f"{b - a:+.3f} on the {hand['questions']} test questions ({a:.3f} -> {b:.3f}).",
+            f"Validation-to-test gap so far: {metric} {val:+.3f} on validation, {b - a:+.3f} on "
+            f"the {len(both)} test questions both arms have answered, of "
+            f"{max(hand['questions'], opt['questions'])} ({a:.3f} -> {b:.3f}).",
         ]
     return [*out, ""]

@@ -824,3 +824,27 @@ def test_a_candidate_within_one_question_s_worth_is_a_tie_and_the_incumbent_stay
     assert record["incumbent"] == "hand-written" and not record["candidates"][0]["won"]
     assert "no candidate won" in record["stopped"] and record["test"]["same_prompts"]
     assert (out / "test" / "optimized").is_symlink()
+
+
+def test_a_verdict_under_way_is_read_on_the_questions_both_arms_answered():
+    """With the optimized arm 15 of 40 answered, RESULTS.md compared its mean on 15 with the
+    hand-written arm's on 40 ("-0.093 on the 40 test questions"): both are read on the
+    questions both have answered, and the line says how many."""
+    from hopgraph.evals.optimize import render
+
+    hand = {
+        "questions": 40,
+        "overall": {"f1": 0.353},
+        "per_question": {f"q{i}": {"f1": 1.0 if i >= 15 else 0.2} for i in range(40)},
+    }
+    opt = {"questions": 15, "overall": {"f1": 0.26},
+           "per_question": {f"q{i}": {"f1": 0.2} for i in range(15)}}  # fmt: skip
+    record = {"agent": "mmapg", "metric": "f1", "roles": ["mmapg/planner"], "incumbent": "c1",
+              "alpha": 0.1, "seed": 0, "splits": {}, "bootstrap_sent": [1],
+              "candidates": [{"id": "c1", "role": "mmapg/planner", "kind": "demos", "mean": 0.5,
+                              "incumbent_mean": 0.3, "won": True, "better": 4, "worse": 0,
+                              "p": 0.125, "scores": {}, "tokens": 1, "seconds": 1.0}],
+              "spent": {"tokens": 1}, "seconds": 1.0}  # fmt: skip
+    (line,) = [x for x in render([record, hand, opt]) if "gap" in x]
+    assert "+0.000 on the 15 test questions both arms have answered, of 40" in line, line
+    assert "(0.200 -> 0.200)" in line
