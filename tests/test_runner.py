@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -914,95 +915,76 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     assert trace_name("demo-06") == "demo-06"
 
 
-@pytest.mark.parametrize("its_writes", ["kept", "lost"])
-def test_a_question_killed_with_only_its_input_saved_is_answered_afresh_on_resume(
-    tmp_path, kb_dir, its_writes
-):
-    """A kill -9 in a question's first moments leaves a checkpoint of its input alone: the
-    resume took it for a finished graph and wrote ``answer: ""`` with 0 calls and no error,
-    and every later re-run counted the question done; where the input's own writes were lost
-    too, the graph had a next step and "resumed" into nothing. It runs from the start now, and
-    its answer is the uninterrupted run's."""
+def killed_at(run: Path, lost: Callable[[dict], bool], writes_of_kept: bool = True) -> str:
+    """Make a finished local run's q1 look as a kill -9 left it: the checkpoints whose
+    metadata ``lost`` picks gone with their writes (and the kept ones' writes too unless
+    ``writes_of_kept``), its prediction line gone. Returns q1's thread id."""
     import sqlite3
 
+    db = sqlite3.connect(run / "checkpoints.sqlite")
+    (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
+                 if t.endswith(":q1")}  # fmt: skip
+    rows = db.execute(
+        "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
+    ).fetchall()
+    gone = [c for c, m in rows if lost(json.loads(m))]
+    assert gone and len(gone) < len(rows)
+    db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in gone])
+    writes = gone + ([] if writes_of_kept else [c for c, _ in rows if c not in gone])
+    db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in writes])
+    db.commit()
+    db.close()
+    log = run / "predictions.jsonl"
+    log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
+                           if json.loads(x)["id"] != "q1"))  # fmt: skip
+    return thread
+
+
+KILLED_STATES = {
+    # a kill -9 in a question's first moments: its input checkpoint alone, with or without
+    # the input's own writes (without them the graph showed a next step and "resumed" into
+    # nothing)
+    "input only": (lambda m: m["source"] != "input", True),
+    "input only, its writes lost": (lambda m: m["source"] != "input", False),
+    # after a step's writes were saved, before the checkpoint that follows it: kept are the
+    # input's, admit_question's and the checkpoint of step 1 with retrieve's writes on it
+    "a step's writes, not its checkpoint": (lambda m: m["step"] > 1, True),
+}
+
+
+@pytest.mark.parametrize("state", list(KILLED_STATES))
+def test_a_question_killed_in_any_state_is_answered_as_an_uninterrupted_run(
+    tmp_path, kb_dir, state
+):
+    """The states a kill -9 leaves a question in: each resume took it for a finished graph
+    and wrote ``answer: ""`` with no error (after a step's writes, its calls counted: one of
+    optimize's candidates scored a question 0 so; LangGraph's snapshot shows no next step
+    there, as it applies the writes), and every later re-run counted it done. It runs from
+    the start, or on from its step, and its answer is the uninterrupted run's."""
+    lost, writes_of_kept = KILLED_STATES[state]
     qfile = questions(tmp_path, 3)
     with ScriptedServer() as server:
         ctx = ctx_for(server, kb_dir)
         Runner("rag", tmp_path / "whole", ctx).run(qfile)
         killed = tmp_path / "killed"
         Runner("rag", killed, ctx).run(qfile)
-        # the state a kill -9 leaves: q1's input checkpoint only, no prediction line
-        db = sqlite3.connect(killed / "checkpoints.sqlite")
-        (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
-                     if t.endswith(":q1")}  # fmt: skip
-        rows = db.execute(
-            "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
-        ).fetchall()
-        later = [c for c, m in rows if json.loads(m)["source"] != "input"]
-        assert later and len(later) < len(rows)
-        db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in later])
-        gone = later + [c for c, _ in rows if c not in later] * (its_writes == "lost")
-        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in gone])
-        db.commit()
-        db.close()
-        log = killed / "predictions.jsonl"
-        log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
-                               if json.loads(x)["id"] != "q1"))  # fmt: skip
-        again = Runner("rag", killed, ctx).run(qfile)
-    assert again.finished == 1 and again.failed == 0
-    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
-    resumed = read_predictions(log)
-    assert resumed["q1"]["answer"] and resumed["q1"]["llm_calls"] == whole["q1"]["llm_calls"]
-    assert {q: p["answer"] for q, p in resumed.items()} == {
-        q: p["answer"] for q, p in whole.items()
-    }
-    assert [json.loads(x)["id"] for x in log.read_text().splitlines()].count("q1") == 1
-
-
-def test_a_question_killed_between_a_step_s_writes_and_its_checkpoint_goes_on_from_there(
-    tmp_path, kb_dir
-):
-    """A kill -9 after a step's writes were saved but before the checkpoint that follows it:
-    LangGraph's snapshot then shows no next step (it applies the writes) though the steps
-    after it never ran, and the resume took it for a finished graph: an empty answer, its
-    calls counted, no error (one of optimize's candidates scored a question 0 so). It goes
-    on from that step now, and its answer is the uninterrupted run's."""
-    import sqlite3
-
-    qfile = questions(tmp_path, 3)
-    with ScriptedServer() as server:
-        ctx = ctx_for(server, kb_dir)
-        Runner("rag", tmp_path / "whole", ctx).run(qfile)
-        killed = tmp_path / "killed"
-        Runner("rag", killed, ctx).run(qfile)
-        db = sqlite3.connect(killed / "checkpoints.sqlite")
-        (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
-                     if t.endswith(":q1")}  # fmt: skip
-        rows = db.execute(
-            "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
-        ).fetchall()
-        # kept: the input, admit_question's and retrieve's checkpoint-to-be, i.e. the
-        # checkpoint of step 1 with retrieve's writes on it; lost: everything after
-        later = [c for c, m in rows if json.loads(m)["step"] > 1]
-        assert later
-        db.executemany("DELETE FROM checkpoints WHERE checkpoint_id = ?", [(c,) for c in later])
-        db.executemany("DELETE FROM writes WHERE checkpoint_id = ?", [(c,) for c in later])
-        db.commit()
-        db.close()
-        log = killed / "predictions.jsonl"
-        log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
-                               if json.loads(x)["id"] != "q1"))  # fmt: skip
+        thread = killed_at(killed, lost, writes_of_kept)
         runner = Runner("rag", killed, ctx)
-        state = runner.graph.get_state({"configurable": {"thread_id": thread}})
-        assert not state.next and state.tasks  # the snapshot that looked finished
+        if state.startswith("a step"):  # the snapshot that looked finished
+            snapshot = runner.graph.get_state({"configurable": {"thread_id": thread}})
+            assert not snapshot.next and snapshot.tasks
         again = runner.run(qfile)
     assert again.finished == 1 and again.failed == 0
-    whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
-    resumed = read_predictions(log)
+    log = killed / "predictions.jsonl"
+    whole, resumed = (
+        read_predictions(tmp_path / "whole" / "predictions.jsonl"),
+        read_predictions(log),
+    )
     assert resumed["q1"]["answer"] == whole["q1"]["answer"] != ""
     assert {q: p["answer"] for q, p in resumed.items()} == {
         q: p["answer"] for q, p in whole.items()
     }
+    assert [json.loads(x)["id"] for x in log.read_text().splitlines()].count("q1") == 1
 
 
 def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_run(
