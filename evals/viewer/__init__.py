@@ -55,9 +55,10 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 def run_ids(roots: list[Path], strict: bool = False) -> dict[str, Path]:
     """Each run folder under ``roots`` by its id, which lasts as long as the folder does: its
-    path below the root that holds it (a root that is a run folder: the root's name), prefixed
-    by the root's own name where two roots would give one id. ``strict``: a root that is no
-    folder or holds no run is refused naming it (else skipped: it may appear later)."""
+    path below the root that holds it (a root that is a run folder: the root's name), under as
+    many of the root's own folders as tell it apart where two roots would give one id.
+    ``strict``: a root that is no folder or holds no run is refused naming it (else skipped:
+    it may appear later)."""
     found: dict[str, Path] = {}
     seen: set[Path] = set()
     for root in roots:
@@ -256,7 +257,9 @@ class RunView:
         view = graph_view(records)
         steps = spans(records)
         nodes = [s["node"] for s in steps if s["kind"] == "llm"]
-        evidence = evidence_rows(records, self.prediction(qid))
+        pred = self.prediction(qid)
+        evidence = evidence_rows(records, pred)
+        held = {e["id"] for e in evidence}
         return {
             "row": row,
             "graph": view,
@@ -269,8 +272,7 @@ class RunView:
             "marks": marks(steps),
             "evidence": evidence,
             "gold_evidence": [
-                {"id": g, "held": g in {e["id"] for e in evidence}}
-                for g in gold_evidence(self.prediction(qid))
+                {"id": g, "held": g in held} for g in gold_evidence(pred)
             ],  # fmt: skip
             "traced": bool(records),
             "damaged": damaged,
@@ -565,8 +567,11 @@ def _held(run: RunView, records: list[dict[str, Any]], qid: str) -> dict[str, An
             after = []
         elif rec.get("mode") == "custom" and data.get("event") == "llm_call":
             after.append(data)
-    last = {str(c.get("template", "")): c for c in after}
-    calls = sorted(last.values(), key=lambda c: max(i for i, x in enumerate(after) if x is c))
+    last: dict[str, dict[str, Any]] = {}
+    for c in after:  # a template seen again moves to the end: the order of last calls
+        last.pop(str(c.get("template", "")), None)
+        last[str(c.get("template", ""))] = c
+    calls = list(last.values())
     return {"evidence": [{k: e[k] for k in ("id", "title", "gold", "kept", "cited")}
                          for e in evidence_rows(records, run.prediction(qid))],
             "last_calls": [_call_side(c, "", None) for c in calls]}  # fmt: skip
