@@ -19,19 +19,20 @@ class Proposal(BaseModel):
 
 
 PROPOSER = Role(
-    "proposer", "optimize/propose", inputs=("template", "source", "failures"), schema=Proposal,
+    "proposer", "optimize/propose", inputs=("template", "source", "failures", "tip"),
+    schema=Proposal,
     fallback=Proposal(),
 )  # fmt: skip
 """Fallback: an empty proposal (recorded; the optimizer skips it)."""
 
 
 def propose_instruction(
-    template: str, source: str, failures: list[dict[str, Any]], ctx: Context
+    template: str, source: str, failures: list[dict[str, Any]], ctx: Context, tip: str = ""
 ) -> Proposal:
     """An instruction for ``template`` (its text ``source``) from ``failures``: each a dict of
-    question, gold, answer, and the role's prompt and reply on it. An unreadable reply gives an
-    empty proposal (recorded as a fallback; the optimizer skips it)."""
+    question, gold, answer, and the role's prompt and reply on it; ``tip``: a short stated
+    direction for this proposal (MIPROv2's grounded proposer), none by default. An unreadable
+    reply gives an empty proposal (recorded as a fallback; the optimizer skips it)."""
     return PROPOSER.structured(
-        ctx, max_tokens=400, template=template, source=source,
-        failures=failures,
+        ctx, max_tokens=400, template=template, source=source, failures=failures, tip=tip,
     )  # fmt: skip

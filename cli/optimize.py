@@ -38,7 +38,20 @@ ValShare = Annotated[
     ),
 ]
 Minibatch = Annotated[
-    int, typer.Option(help="validation questions per candidate (0: all)", callback=within(0))
+    int,
+    typer.Option(
+        help="validation questions every candidate answers first; only the better half not "
+        "below the incumbent there answers them all (0: every candidate answers all)",
+        callback=within(0),
+    ),
+]
+Candidates = Annotated[
+    int,
+    typer.Option(
+        help="candidates per role and round: demonstration draws and proposed instructions, "
+        "half each, and the joint of the best of each on top",
+        callback=within(1, 64),
+    ),
 ]
 Alpha = Annotated[
     float,
@@ -75,7 +88,8 @@ def optimize(
     rounds: Rounds = 2,
     demos: Demos = 3,
     val_share: ValShare = 0.5,
-    minibatch: Minibatch = 0,
+    candidates: Candidates = 6,
+    minibatch: Minibatch = 8,
     alpha: Alpha = 0.1,
     metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
     seed: Annotated[int, typer.Option(callback=within())] = 0,
@@ -98,7 +112,8 @@ def optimize(
     quiet: Quiet = False,
 ) -> None:
     """Bootstrap demonstrations from the agent's right answers, propose instructions from its
-    wrong ones, keep a candidate only on a paired win on validation questions; writes
+    wrong ones, race the candidates on a minibatch of validation questions and keep one whose
+    validation mean beats the incumbent's by more than one question's worth; writes
     OUT/overlay (use it as `--prompts`) and OUT/record.json. Ctrl-C stops with what it found;
     a spent budget exits 4 and a larger one goes on."""
     from hopgraph.evals.optimize import Plan, roles_of
@@ -114,7 +129,7 @@ def optimize(
     if test and not Path(test).is_file():
         refuse(f"no test questions file at {test}")
     knobs = dict(metric=metric, rounds=rounds, demos=demos, val_share=val_share,
-                 minibatch=minibatch, alpha=alpha, seed=seed)  # fmt: skip
+                 minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
     roles = list(roles or roles_of(agent, ctx))
     test_file = Path(test) if test else None
     plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file, **knobs)
@@ -138,7 +153,8 @@ class _Shown:
         from hopgraph.evals.run_folder import QuestionSet
 
         qs = QuestionSet.read(questions)
-        with Steps(self.name, len(qs.questions), quiet=self.quiet) as steps:
+        total = len(qs.first(options.get("limit")))
+        with Steps(self.name, total, quiet=self.quiet) as steps:
             return self.runner.run(qs, on_done=question_steps(steps), **options)
 
 
@@ -158,8 +174,10 @@ def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
         )
         return _Shown(made, folder.name, quiet)
 
+    table = _Table(quiet)
     try:
-        opt = Optimizer(plan, ctx, runner, proposer, say=lambda line: err.print(line))
+        opt = Optimizer(plan, ctx, runner, proposer, say=lambda line: err.print(line),
+                        on_save=table.show)  # fmt: skip
     except OptimizeRefused as e:
         refuse(str(e))
     try:
@@ -174,11 +192,47 @@ def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
     _report(record, str(plan.out))
 
 
+class _Table:
+    """The candidates as the search goes: on a terminal the whole table redrawn after each
+    change; elsewhere (a pipe, a log) a line per candidate whose row changed."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.rows = quiet, {}
+
+    def show(self, record: dict) -> None:
+        from hopgraph.evals.optimize import candidate_rows
+
+        if self.quiet:
+            return
+        rows = candidate_rows(record)
+        changed = [r for r in rows if self.rows.get(r[0]) != r]
+        self.rows = {r[0]: r for r in rows}
+        if not changed:
+            return
+        if err.is_terminal:
+            err.print(_rich_table(rows))
+        else:
+            for r in changed:
+                err.print("candidate " + " | ".join(r), markup=False, highlight=False)
+
+
+def _rich_table(rows: list[tuple[str, ...]]):  # noqa: ANN202 - a rich Table
+    from rich.table import Table
+
+    from hopgraph.evals.optimize import ROW_HEADS
+
+    table = Table(*ROW_HEADS, title="candidates")
+    for r in rows:
+        table.add_row(*r)
+    return table
+
+
 def _report(record: dict, out: str) -> None:
     metric = record["metric"]
     for c in record["candidates"]:
-        if c.get("skipped"):
-            console.print(f"{c['id']}: skipped ({c['skipped']})")
+        if c.get("skipped") or c.get("stopped"):
+            why = c.get("skipped") or f"stopped after the minibatch: {c['stopped']}"
+            console.print(f"{c['id']}: {why}")
             continue
         mark = "[green]won[/green]" if c["won"] else "lost"
         console.print(

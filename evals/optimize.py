@@ -1,18 +1,22 @@
-"""``hopgraph optimize``: a better prompt for a graph's roles, found from its own traces and kept
-only where it wins a paired test (DSPy's MIPROv2 bootstrap / propose / select, on hopgraph's run
+"""``hopgraph optimize``: better prompts for a graph's roles, found from its own traces (DSPy's
+MIPROv2 bootstrap / propose / select, GEPA's minibatch-first acceptance, on hopgraph's run
 folders and statistics).
 
 - **bootstrap**: the method answers the training questions as a normal run folder; each role's
   calls on questions it answered right (exact match) are demonstration candidates (the call's
   template variables and reply, ``extra.inputs``); a set is drawn to cover the choices those
-  replies made (``draw_demos``);
-- **propose**: the proposer (``agents.optimizer``) reads a role's calls on questions answered
-  wrong and writes an instruction placed before the role's template;
-- **select**: each candidate (the incumbent overlay with one role's demonstrations or
-  instruction changed) answers the validation questions (carved from the training ones, never
-  the demonstrations' source); it replaces the incumbent when its mean beats the incumbent's by
-  more than one question's worth (``keeps``), as DSPy's and GEPA's searches select by score; its
-  sign test and interval are recorded beside it, never the gate. The hand-written incumbent's
+  replies made (``draw_demos``), and where it does not fit the context window its passages are
+  cut to those its reply used (``cut_demo``);
+- **propose**: per role and round, ``candidates`` candidates: demonstration sets from several
+  draws, and instructions the proposer (``agents.optimizer``) writes from different samples of
+  the role's wrong answers, each after the first sampled and given a short tip (``TIPS``); then
+  the joint candidate of the best of each kind. Round 1 proposes from the bootstrap's failures,
+  a later round from the kept candidate's own (``_failure_source``), so rounds chain;
+- **select**: successive halving over two rungs (``halve``): every candidate answers a
+  minibatch of the validation questions, and only the better half that is not below the
+  incumbent there answers the whole validation; a candidate replaces the incumbent when its
+  validation mean beats the incumbent's by more than one question's worth (``keeps``); its sign
+  test and interval are recorded beside it, never the gate. The hand-written incumbent's
   validation answers are the bootstrap's own. The search ends after ``rounds``, at the budget,
   or in a round no candidate wins; the paired test on held-out questions (``--test``) is the
   last word.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import math
 import random
 import re
 import shutil
@@ -57,6 +62,28 @@ from hopgraph.models.events import tally_calls
 from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
 
 KEEP_RULE = "validation mean above the incumbent's by more than 1/n"
+RACE_RULE = (
+    "successive halving: every candidate on the minibatch first, the better half not below the "
+    "incumbent there on the whole validation"
+)
+
+TIPS = (
+    "",
+    "Keep the instruction to one or two sentences about what the step must do.",
+    "Say which part of what the step is sent it must read first, and what to reply when that "
+    "part does not settle the question.",
+    "Name the mistake these cases share and say how to avoid it.",
+    "Say what a right reply looks like in general terms: its form and its length.",
+    "Say when the step should stop, or look for more evidence, rather than guess.",
+)
+"""Short stated tips, one per instruction proposal after the first (MIPROv2's grounded proposer
+hands its proposer tips of this kind), so the proposals differ in what they attend to."""
+
+SAMPLING = 0.7
+"""The proposer's temperature for the proposals after the first (the first is greedy)."""
+
+POOL_FAILURES = 12
+"""Pool questions a later round's incumbent answers to find its own failures (at most)."""
 
 
 class OptimizeRefused(ValueError):
@@ -157,6 +184,19 @@ class Candidate:
     """Its proposal's time and its validation questions' own seconds."""
     skipped: str = ""
     """Why it was never scored (the proposer wrote no instruction)."""
+    stage: str = ""
+    """How far it was scored: "" (not yet), ``minibatch``, ``validation``."""
+    minibatch: dict[str, Any] = field(default_factory=dict)
+    """Its minibatch rung: ``n``, ``mean``, ``incumbent_mean`` and ``scores`` per question."""
+    stopped: str = ""
+    """Why it never answered the whole validation (it lost on the minibatch)."""
+    proposed_sent: list[int] = field(default_factory=lambda: [0, 0])
+    proposed_seconds: float = 0.0
+    """Its proposal's own tokens and time (``sent`` and ``seconds`` add its runs')."""
+    tip: str = ""
+    """The tip its proposer was given (``TIPS``)."""
+    cut: dict[str, list[str]] = field(default_factory=dict)
+    """role -> its demonstrations whose passages were cut to fit (``cut_demo``)."""
 
 
 @dataclass
@@ -170,6 +210,10 @@ class Plan:
     demos: int = 3
     val_share: float = 0.5
     minibatch: int = 0
+    """Validation questions every candidate answers first (0: each answers all)."""
+    candidates: int = 2
+    """Candidates per role and round: demonstration sets and instructions, half each (the
+    joint candidate of the best of each comes on top)."""
     alpha: float = 0.1
     seed: int = 0
     budget: Budget | None = None
@@ -186,6 +230,8 @@ class Plan:
         ]
         if self.test is not None:
             problems += shared_questions(self.train, self.test)
+        if self.candidates < 1:
+            problems.append(f"--candidates must be at least 1, not {self.candidates}")
         if not 0 < self.val_share < 1:
             problems.append(f"--val-share is a fraction between 0 and 1, not {self.val_share}")
         return problems
@@ -227,6 +273,83 @@ def keeps(mean: float, incumbent_mean: float, n: int) -> bool:
     return n > 0 and round(mean - incumbent_mean, 4) > round(1 / n, 4)
 
 
+def schedule(r: int, role: str, n: int) -> list[tuple[str, str, int]]:
+    """Round ``r``'s candidates for ``role``: ``(id, kind, k)``, the k-th demonstration draw or
+    instruction proposal, ``n`` in all, demonstrations first where ``n`` is odd. The first of
+    each kind keeps the id a one-candidate search gave it, so its records resume."""
+    prefix = f"{r:02d}-{role.replace('/', '.')}"
+    kinds = [("demos", k) for k in range((n + 1) // 2)]
+    kinds += [("instruction", k) for k in range(n // 2)]
+    return [(f"{prefix}-{kind}{k + 1 if k else ''}", kind, k) for kind, k in kinds]
+
+
+def lead(c: Candidate) -> float:
+    """How far a candidate is ahead of the incumbent on its last rung."""
+    if c.stage == "minibatch":
+        return round(c.minibatch["mean"] - c.minibatch["incumbent_mean"], 4)
+    return round(c.mean - c.incumbent_mean, 4)
+
+
+def halve(cands: list[Candidate]) -> list[Candidate]:
+    """Successive halving's second rung: of candidates scored on the minibatch, the better half
+    by their lead there (ties in schedule order) that is not below the incumbent go on to the
+    whole validation; each other is marked ``stopped`` with why. The same minibatch scores give
+    the same cut, so a resumed search promotes the same ones. Racing with confidence bounds
+    would promote every candidate here: on a minibatch of a few questions no bound separates
+    two candidates (the reason significance cannot be the keep rule), so the rung cuts by rank."""
+    room = math.ceil(len(cands) / 2)
+    ahead = {id(c): c.minibatch["mean"] - c.minibatch["incumbent_mean"] for c in cands}
+    promoted = []
+    for i, c in enumerate(sorted(cands, key=lambda c: -ahead[id(c)])):
+        mb = c.minibatch
+        if ahead[id(c)] < 0:
+            c.stopped = (f"below the incumbent on the minibatch ({mb['mean']:.3f} against "
+                         f"{mb['incumbent_mean']:.3f} on {mb['n']})")  # fmt: skip
+        elif i >= room:
+            c.stopped = f"not among the best {room} of {len(cands)} on the minibatch"
+        else:
+            promoted.append(c)
+    return promoted
+
+
+def cut_demo(demo: dict[str, Any]) -> dict[str, Any] | None:
+    """A demonstration whose passage lists (inputs holding items with a ``text``, as QD-C's
+    ``contexts``) are cut to the passages its reply used: those it cites as ``[i]`` (the
+    templates number passages from 1) or whose title it names. Its ``tokens`` shrink with its
+    rendered text; ``cut`` says what went (kept of all, per input). None where nothing is cut."""
+    reply = demo["output"] if isinstance(demo["output"], str) else json.dumps(demo["output"])
+    said = f" {question_text(reply)} "
+    inputs, note = dict(demo["inputs"]), {}
+    for name, value in demo["inputs"].items():
+        if not isinstance(value, list) or not all(
+            isinstance(x, dict) and "text" in x for x in value
+        ):
+            continue
+        titles = [question_text(str(x.get("title") or "")) for x in value]
+        kept = [
+            x
+            for i, (x, title) in enumerate(zip(value, titles, strict=True), 1)
+            if f"[{i}]" in reply or (title and f" {title} " in said)
+        ]
+        if len(kept) < len(value):
+            inputs[name], note[name] = kept, [len(kept), len(value)]
+    if not note:
+        return None
+    before, after = _rendered(demo), _rendered({**demo, "inputs": inputs})
+    tokens = round(demo["tokens"] * after / before) if before else demo["tokens"]
+    return {**demo, "inputs": inputs, "tokens": tokens, "cut": note}
+
+
+def _rendered(demo: dict[str, Any]) -> int:
+    try:
+        text = prompts_for().render(
+            DEMOS, demos=[{"inputs": demo["inputs"], "output": demo["output"]}], prompt=""
+        )
+    except PromptError:
+        return 0
+    return len(text)
+
+
 def split(ids: list[str], val_share: float, seed: int) -> tuple[list[str], list[str]]:
     """Training ids -> (demonstration pool, validation), by a seeded hash (stable under
     reordering)."""
@@ -262,9 +385,12 @@ class Optimizer:
         runner,  # noqa: ANN001
         proposer_ctx: Context | None = None,
         say: Callable[[str], None] = lambda line: None,
+        on_save: Callable[[dict[str, Any]], None] = lambda record: None,
     ):
-        """``say``: each step's line as it starts and ends (the CLI prints them)."""
+        """``say``: each step's line as it starts and ends (the CLI prints them);
+        ``on_save``: the record each time it is written (the CLI's table of candidates)."""
         self.plan, self.ctx, self.runner, self.say = plan, ctx, runner, say
+        self.on_save = on_save
         self.proposer_ctx = proposer_ctx or ctx
         self.out = plan.out
         self.record_path = self.out / "record.json"
@@ -272,8 +398,11 @@ class Optimizer:
         self.pool = Pool(set())
         self._traced: dict[str, list[dict[str, Any]]] = {}
         """The bootstrap's calls per question, read once (pool and proposals read them)."""
-        self._ids: dict[Path, set[str]] = {}
-        """A question file's ids, read once (every candidate answers the validation file)."""
+        self._order: dict[Path, list[str]] = {}
+        """A question file's ids in order, read once (every candidate answers the validation
+        file)."""
+        self._sources: dict[int, tuple[dict[str, dict], Callable[[str], list]]] = {}
+        """Per round, the answers its proposals read failures from, and their calls."""
 
     @cached_property
     def roles(self) -> dict[str, Role]:
@@ -288,6 +417,11 @@ class Optimizer:
                 raise OptimizeRefused(
                     f"{self.out} holds a search for {rec.get('agent')}, not {self.plan.agent}"
                 )
+            for c in rec["candidates"]:  # a record from before the minibatch rung
+                c.setdefault("stage", "validation" if c.get("scores") else "")
+                if not c.get("scores"):
+                    c.setdefault("proposed_sent", c.get("sent", [0, 0]))
+                    c.setdefault("proposed_seconds", c.get("seconds", 0.0))
             return rec
         return {
             "agent": self.plan.agent,
@@ -311,6 +445,7 @@ class Optimizer:
         tmp = self.record_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.record, indent=1, ensure_ascii=False) + "\n")
         tmp.replace(self.record_path)
+        self.on_save(self.record)
 
     def _seconds(self) -> float:
         """The search's time, from what it keeps: its runs' questions' own seconds (the
@@ -320,7 +455,10 @@ class Optimizer:
         answered = sum(
             p.get("seconds", 0.0) for run in runs for p in RunFolder(run).done().values()
         )
-        return answered + sum(c.get("seconds", 0.0) for c in self.record["candidates"])
+        return answered + sum(
+            c.get("proposed_seconds", 0.0) if _is_under_way(c) else c.get("seconds", 0.0)
+            for c in self.record["candidates"]
+        )
 
     def _under_way(self) -> list[Path]:
         """The run folders of candidates neither scored nor skipped: a validation run under
@@ -339,7 +477,10 @@ class Optimizer:
         holds so far (the bootstrap, a candidate not yet scored, each verdict arm), so the
         next run's budget is what is really left."""
         parts = [_sent(RunFolder(self.out / "bootstrap").done())]
-        parts += [c.get("sent", [c.get("tokens", 0), 0]) for c in self.record["candidates"]]
+        parts += [
+            c.get("proposed_sent", [0, 0]) if _is_under_way(c) else c.get("sent", [c["tokens"], 0])
+            for c in self.record["candidates"]
+        ]
         runs = [*self._under_way(), *self._arms()]
         parts += [_sent(RunFolder(run).done()) for run in runs]
         prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
@@ -393,6 +534,8 @@ class Optimizer:
             "validation_ids": ids_hash(val_ids),
         }
         self.record["keep"] = KEEP_RULE
+        if self.plan.minibatch:
+            self.record["race"] = f"{RACE_RULE} (minibatch {self.plan.minibatch})"
         val_file = self._subset(train, val_ids, "validation")
         self.say(
             f"bootstrap: {len(train.questions)} training questions -> {self.out / 'bootstrap'}"
@@ -472,7 +615,7 @@ class Optimizer:
         for r in rounds:
             kept = []
             for c in self.record["candidates"]:
-                if c["id"][:2] == r and c.get("scores") and not c.get("skipped"):
+                if c["id"][:2] == r and _scored(c) and not c.get("skipped"):
                     c["won"] = keeps(c["mean"], c["incumbent_mean"], len(c["scores"]))
                     kept += [c] * c["won"]
             if not kept:
@@ -494,32 +637,73 @@ class Optimizer:
         return True
 
     def _round(self, r: int, incumbent: dict, boot: dict, val_file: Path):  # noqa: ANN202
-        """One round: a demonstration set and a proposed instruction per role, each scored
-        against the incumbent; the best paired winner (or None) becomes the incumbent."""
+        """One round: per role, the scheduled candidates and their joint, raced against the
+        incumbent (``_race``); the best one kept by ``keeps`` (or None) becomes the incumbent."""
         base = self._current()
         winners = []
         for role in self.plan.roles:
-            for kind in ("demos", "instruction"):
-                cid = f"{r:02d}-{role.replace('/', '.')}-{kind}"
-                cand = self._known(cid) or self._make(cid, role, kind, base, boot, r)
-                if cand is None or cand.skipped:
-                    continue
-                if not cand.scores:
-                    self._score(cand, incumbent, val_file)
-                if cand.skipped:
-                    continue
-                decided = keeps(cand.mean, cand.incumbent_mean, len(cand.scores))
-                if decided != cand.won:  # a record scored under another rule, decided anew
-                    cand.won = decided
-                    self._replace(cand)
-                if cand.won:
-                    winners.append(cand)
+            made = [
+                self._known(cid) or self._make(cid, role, kind, k, base, boot, r)
+                for cid, kind, k in schedule(r, role, self.plan.candidates)
+            ]
+            winners += [c for c in self._race(r, role, base, made, incumbent, val_file) if c.won]
         if not winners:
             return None
-        best = max(winners, key=lambda c: c.mean - c.incumbent_mean)
+        best = max(winners, key=lead)
         self.record["incumbent"] = best.id
         self.save()
         return scored_predictions(self.out / "candidates" / best.id)
+
+    def _race(self, r, role, base, made, incumbent, val_file) -> list[Candidate]:  # noqa: ANN001
+        """Round ``r``'s candidates for ``role`` scored: on the minibatch, then the joint
+        candidate, then ``halve``'s survivors on the whole validation (with no minibatch, every
+        candidate on the whole validation). Returns those scored on it, each decided."""
+        cands = [c for c in made if c is not None and not c.skipped]
+        mb = self.plan.minibatch if self.plan.minibatch < len(self._ids(val_file)) else 0
+        for c in cands:
+            if not c.stage and not c.stopped:
+                self._score(c, incumbent, val_file, mb or None)
+        cands = [c for c in cands if not c.skipped]
+        joint = self._joint(r, role, base, cands)
+        if joint is not None:
+            if not joint.stage and not joint.skipped:
+                self._score(joint, incumbent, val_file, mb or None)
+            cands += [joint] * (not joint.skipped)
+        promoted = halve(cands) if mb else cands
+        for c in cands:
+            if c.stopped:
+                self._replace(c)
+        for c in promoted:
+            if c.stage != "validation":
+                self._score(c, incumbent, val_file)
+        scored = [c for c in cands if c.stage == "validation"]
+        for c in scored:
+            decided = keeps(c.mean, c.incumbent_mean, len(c.scores))
+            if decided != c.won:  # a record scored under another rule, decided anew
+                c.won = decided
+                self._replace(c)
+        return scored
+
+    def _joint(self, r, role, base, cands) -> Candidate | None:  # noqa: ANN001
+        """The best demonstration set with the best instruction, where both are ahead of the
+        incumbent or level with it, not both level (a joint of two ties is a tie)."""
+        cid = f"{r:02d}-{role.replace('/', '.')}-joint"
+        if (known := self._known(cid)) is not None:
+            return known
+        best = {}
+        for kind in ("demos", "instruction"):
+            mine = [c for c in cands if c.kind == kind and lead(c) >= 0]
+            best[kind] = max(mine, key=lead) if mine else None
+        demos, instr = best["demos"], best["instruction"]
+        if demos is None or instr is None or lead(demos) + lead(instr) <= 0:
+            return None
+        joint = Candidate(cid, role, "joint", dict(base.instructions), dict(base.demos))
+        joint.instructions[role], joint.demos[role] = instr.instructions[role], demos.demos[role]
+        joint.cut = {**base.cut, role: demos.cut.get(role, [])}
+        joint.reasoning = f"{demos.id} with {instr.id}"
+        self.record["candidates"].append(asdict(joint))
+        self.save()
+        return joint
 
     def _current(self) -> Candidate:
         cid = self.record["incumbent"]
@@ -531,58 +715,108 @@ class Optimizer:
     def _known(self, cid: str) -> Candidate | None:
         return next((Candidate(**c) for c in self.record["candidates"] if c["id"] == cid), None)
 
-    def _make(self, cid, role, kind, base, boot, r) -> Candidate | None:  # noqa: ANN001
+    def _make(self, cid, role, kind, k, base, boot, r) -> Candidate | None:  # noqa: ANN001
+        """The k-th demonstration draw or instruction proposal of round ``r`` for ``role``,
+        recorded (skipped, saying why, where it repeats an earlier one of the round)."""
         cand = Candidate(cid, role, kind, dict(base.instructions), dict(base.demos))
+        cand.cut = dict(base.cut)
         if kind == "demos":
             calls = self.pool.calls.get(role, [])
             if not calls:
                 return None
-            rng = random.Random(f"{self.plan.seed}:{r}:{role}")
-            drawn = draw_demos(calls, self.plan.demos, rng)
-            cand.demos[role] = sorted(c["id"] for c in self._fitting(role, drawn))
+            rng = random.Random(f"{self.plan.seed}:{r}:{role}" + (f":{k}" if k else ""))
+            fitting, cut = self._fitting(role, draw_demos(calls, self.plan.demos, rng))
+            cand.demos[role] = sorted(c["id"] for c in fitting)
+            cand.cut[role] = sorted(cut)
             if not cand.demos[role]:
                 cand.skipped = "no demonstration fits the context window beside the role's prompt"
-        else:
-            failures = self._failures(role, boot)
-            if not failures:
-                return None
-            source = self.roles[role].source()
-            began = time.time()
-            with tally_calls() as tally:
-                self.say(f"{cid}: the proposer reads {len(failures)} wrong answers")
-                proposal = propose_instruction(role, source, failures, self.proposer_ctx)
-            cand.seconds = round(time.time() - began, 1)
-            cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
-            cand.tokens = sum(cand.sent)
-            text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
-            cand.reasoning = proposal.reasoning
-            named = [g for f in failures for g in f["gold"].split("; ") if _names(text, g)]
-            if not text:
-                cand.skipped = "the proposer wrote no instruction"
-            elif named:  # an instruction that carries a case's answer teaches nothing general
-                cand.skipped = f"the instruction names a gold answer it was shown ({named[0]!r})"
-                cand.instructions[role] = text
-            else:
-                cand.instructions[role] = text
+        elif not self._propose(cand, role, k, base, boot, r):
+            return None
+        twin = next((c for c in self.record["candidates"] if c["id"][:2] == cid[:2]
+                     and c["role"] == role and c["kind"] == kind and not c.get("skipped")
+                     and c["demos"] == cand.demos and c["instructions"] == cand.instructions),
+                    None)  # fmt: skip
+        if twin is not None and not cand.skipped:
+            cand.skipped = f"the same prompts as {twin['id']}"
         self.record["candidates"].append(asdict(cand))
         self.save()
         return cand
 
-    def _fitting(self, role: str, drawn: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``drawn`` less its largest demonstrations until they fit the embedded model's
-        context window beside the role's longest prompt and a reply (QD-C's decomposition
-        carries 10 passages: two such demonstrations overflowed 4096 tokens), each costing
-        ``demo_tokens``; a served endpoint's window is unknown here, so all are kept."""
-        if self.ctx.base_url or not self.ctx.n_ctx:
-            return drawn
-        room = self.ctx.n_ctx - self.ctx.max_tokens - self.pool.longest.get(role, 0)
-        kept = sorted(drawn, key=lambda c: c["tokens"])
-        while kept and sum(c["tokens"] for c in kept) > room:
-            kept.pop()
-        return kept
+    def _propose(self, cand: Candidate, role: str, k: int, base, boot, r: int) -> bool:  # noqa: ANN001
+        """The proposer's instruction for ``cand`` from a sample of the round's failures (the
+        first proposal greedy on the first failures, each later one sampled, on another
+        sample, with a tip). False where there is no failure to read."""
+        preds, calls_of = self._failure_source(r, base, boot)
+        rng = random.Random(f"{self.plan.seed}:{r}:{role}:{k}") if k else None
+        failures = self._failures(role, preds, calls_of, rng=rng)
+        if not failures:
+            return False
+        ctx = self.proposer_ctx.replace(temperature=SAMPLING) if k else self.proposer_ctx
+        cand.tip = TIPS[k % len(TIPS)]
+        began = time.time()
+        with tally_calls() as tally:
+            self.say(f"{cand.id}: the proposer reads {len(failures)} wrong answers")
+            proposal = propose_instruction(role, self.roles[role].source(), failures, ctx, cand.tip)
+        cand.seconds = cand.proposed_seconds = round(time.time() - began, 1)
+        cand.sent = [tally["sent_prompt"], tally["sent_completion"]]
+        cand.proposed_sent, cand.tokens = list(cand.sent), sum(cand.sent)
+        text = " ".join(proposal.instruction.replace("{", "(").replace("}", ")").split())
+        cand.reasoning = proposal.reasoning
+        named = [g for f in failures for g in f["gold"].split("; ") if _names(text, g)]
+        if not text:
+            cand.skipped = "the proposer wrote no instruction"
+        elif named:  # an instruction that carries a case's answer teaches nothing general
+            cand.skipped = f"the instruction names a gold answer it was shown ({named[0]!r})"
+        if text:
+            cand.instructions[role] = text
+        return True
 
-    def _score(self, cand: Candidate, incumbent: dict, val_file: Path) -> None:
-        self.say(f"{cand.id}: on validation")
+    def _failure_source(self, r: int, base: Candidate, boot: dict[str, dict]):  # noqa: ANN202
+        """Where round ``r``'s proposals read failures: the bootstrap while the hand-written
+        prompts are the incumbent; after a round kept a candidate, that candidate's own answers
+        on the pool questions the bootstrap got wrong (up to ``POOL_FAILURES``, answered once
+        into ``rounds/<r>-pool``), so a round proposes from what is still wrong."""
+        if base.id == "hand-written":
+            return boot, self._boot_calls
+        if r not in self._sources:
+            wrong = [q for q in sorted(self.pool.ids) if _wrong(boot.get(q))][:POOL_FAILURES]
+            if not wrong:
+                return {}, self._boot_calls
+            train = QuestionSet.read(self.plan.train)
+            path = self._subset(train, wrong, f"round-{r:02d}-pool")
+            folder = self.out / "rounds" / f"{r:02d}-pool"
+            preds = self._answer(f"rounds/{r:02d}-pool", path, self._overlay_of(base))
+            self._sources[r] = (preds, lambda qid: _calls(folder, qid))
+        return self._sources[r]
+
+    def _fitting(self, role: str, drawn: list[dict[str, Any]]) -> tuple[list[dict], set[str]]:
+        """``drawn`` made to fit the embedded model's context window beside the role's longest
+        prompt and a reply (QD-C's decomposition carries 10 passages: two such demonstrations
+        overflowed 4096 tokens), each costing ``demo_tokens``: the largest first cut to the
+        passages their replies used (``cut_demo``), then, while still too long, the largest
+        left out. Returns the demonstrations and the ids of those cut; a served endpoint's
+        window is unknown here, so all are kept whole."""
+        if self.ctx.base_url or not self.ctx.n_ctx:
+            return drawn, set()
+        room = self.ctx.n_ctx - self.ctx.max_tokens - self.pool.longest.get(role, 0)
+        kept, cut = sorted(drawn, key=lambda c: c["tokens"]), set()
+        for i in reversed(range(len(kept))):
+            if sum(c["tokens"] for c in kept) <= room:
+                break
+            if (short := cut_demo(kept[i])) is not None:
+                kept[i] = short
+                cut.add(short["id"])
+        kept.sort(key=lambda c: c["tokens"])
+        while kept and sum(c["tokens"] for c in kept) > room:
+            cut.discard(kept.pop()["id"])
+        return kept, cut
+
+    def _score(
+        self, cand: Candidate, incumbent: dict, val_file: Path, limit: int | None = None
+    ) -> None:
+        """``cand`` against the incumbent on the first ``limit`` validation questions (its
+        minibatch rung) or on all of them, its run resumed in one folder either way."""
+        self.say(f"{cand.id}: on " + (f"the minibatch ({limit})" if limit else "validation"))
         overlay = self._overlay_of(cand)
         try:  # refused once here, not by every question of its run
             Prompts(overlay).check_overrides()
@@ -590,20 +824,25 @@ class Optimizer:
             cand.skipped = f"its overlay is refused: {e}"
             self._replace(cand)
             return
-        preds = self._answer(f"candidates/{cand.id}", val_file, overlay)
-        ids = sorted(set(preds) & set(incumbent))
-        if self.plan.minibatch:
-            ids = ids[: self.plan.minibatch]
+        preds = self._answer(f"candidates/{cand.id}", val_file, overlay, limit)
+        ids = sorted(set(self._ids(val_file, limit)) & set(preds) & set(incumbent))
         a = [score_prediction(incumbent[i]).get(self.plan.metric, 0.0) for i in ids]
         b = [score_prediction(preds[i]).get(self.plan.metric, 0.0) for i in ids]
         test = paired(a, b)
-        cand.scores = dict(zip(ids, b, strict=True))
-        cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
-        cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
-        cand.won = keeps(cand.mean, cand.incumbent_mean, len(ids))
-        cand.sent = [a + b for a, b in zip(cand.sent, _sent(preds), strict=True)]
+        if limit:
+            cand.stage, cand.minibatch = "minibatch", {
+                "n": len(ids), "mean": round(test.mean_b, 4),
+                "incumbent_mean": round(test.mean_a, 4), "scores": dict(zip(ids, b, strict=True)),
+            }  # fmt: skip
+        else:
+            cand.stage, cand.scores = "validation", dict(zip(ids, b, strict=True))
+            cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
+            cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
+            cand.won = keeps(cand.mean, cand.incumbent_mean, len(ids))
+        cand.sent = [a + b for a, b in zip(cand.proposed_sent, _sent(preds), strict=True)]
         cand.tokens = sum(cand.sent)
-        cand.seconds = round(cand.seconds + sum(p.get("seconds", 0.0) for p in preds.values()), 1)
+        answered = sum(p.get("seconds", 0.0) for p in preds.values())
+        cand.seconds = round(cand.proposed_seconds + answered, 1)
         self._replace(cand)
 
     def _replace(self, cand: Candidate) -> None:
@@ -613,19 +852,26 @@ class Optimizer:
         self.save()
 
     # -- run folders ----------------------------------------------------------------------
-    def _answer(self, name: str, questions: Path, overlay: Path | None) -> dict[str, dict]:
-        """The method's answers to ``questions`` in run folder ``out/name`` (resumed where it
-        stopped), prompts from ``overlay``; a spent budget raises ``BudgetSpent``."""
+    def _ids(self, questions: Path, limit: int | None = None) -> list[str]:
+        """The first ``limit`` (else all) question ids of a file, in its order."""
+        if questions not in self._order:
+            self._order[questions] = [q.id for q in QuestionSet.read(questions).questions]
+        return self._order[questions][:limit] if limit else self._order[questions]
+
+    def _answer(
+        self, name: str, questions: Path, overlay: Path | None, limit: int | None = None
+    ) -> dict[str, dict]:
+        """The method's answers to ``questions`` (the first ``limit``) in run folder
+        ``out/name`` (resumed where it stopped), prompts from ``overlay``; a spent budget
+        raises ``BudgetSpent``."""
         folder = self.out / name
         done = _preds_in(folder)
-        if questions not in self._ids:
-            self._ids[questions] = {q.id for q in QuestionSet.read(questions).questions}
-        if self._ids[questions] <= set(done):
+        if set(self._ids(questions, limit)) <= set(done):
             return done  # finished: read back, no model started
         self._check_budget()
         ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
         summary = self.runner(self.plan.agent, folder, ctx, self._folder_budget(folder)).run(
-            questions
+            questions, **({"limit": limit} if limit else {})
         )
         if summary.budget_stopped:
             self.save()
@@ -688,16 +934,27 @@ class Optimizer:
             self._traced[qid] = _calls(self.out / "bootstrap", qid)
         return self._traced[qid]
 
-    def _failures(self, role: str, boot: dict[str, dict], n: int = 3) -> list:
-        """Up to ``n`` pool questions answered wrong, with the role's real prompt and reply:
-        its last call of the question, for a role called in a loop (MMAPG's planner) the one
-        whose prompt holds the whole loop so far and whose reply ended it."""
+    def _failures(
+        self,
+        role: str,
+        preds: dict[str, dict],
+        calls_of: Callable[[str], list] | None = None,
+        n: int = 3,
+        rng: random.Random | None = None,
+    ) -> list:
+        """Up to ``n`` pool questions answered wrong in ``preds`` (the first in id order, or a
+        sample drawn by ``rng``), with the role's real prompt and reply: its last call of the
+        question, for a role called in a loop (MMAPG's planner) the one whose prompt holds the
+        whole loop so far and whose reply ended it. ``calls_of``: a question's calls (the
+        bootstrap's by default)."""
+        calls_of = calls_of or self._boot_calls
+        wrong = [q for q in sorted(self.pool.ids) if _wrong(preds.get(q))]
+        if rng is not None:
+            wrong = rng.sample(wrong, len(wrong))
         out = []
-        for qid in sorted(self.pool.ids):
-            pred = boot.get(qid)
-            if pred is None or score_prediction(pred).get("em", 0.0) >= 1.0:
-                continue
-            calls = self._boot_calls(qid)
+        for qid in wrong:
+            pred = preds[qid]
+            calls = calls_of(qid)
             call = next((c for c in reversed(calls) if c["template"] == role), None)
             if call is None:
                 continue
@@ -729,7 +986,11 @@ class Optimizer:
             self.plan.agent,
             cand.instructions,
             {
-                role: [c for c in self.pool.calls.get(role, []) if c["id"] in set(ids)]
+                role: [
+                    (cut_demo(c) or c) if c["id"] in cand.cut.get(role, ()) else c
+                    for c in self.pool.calls.get(role, [])
+                    if c["id"] in set(ids)
+                ]
                 for role, ids in cand.demos.items()
             },
         )
@@ -781,10 +1042,20 @@ def _calls(run_dir: Path, qid: str) -> list[dict[str, Any]]:
     ]
 
 
+def _wrong(pred: dict[str, Any] | None) -> bool:
+    """An answered question whose answer is not an exact match."""
+    return pred is not None and score_prediction(pred).get("em", 0.0) < 1.0
+
+
+def _scored(candidate: dict[str, Any]) -> bool:
+    """Scored on the whole validation (a record from before the minibatch rung has no stage)."""
+    return bool(candidate.get("scores")) and candidate.get("stage", "validation") == "validation"
+
+
 def _is_under_way(candidate: dict[str, Any]) -> bool:
-    """A candidate neither scored nor skipped: its validation run is under way, and the
-    record does not hold its cost yet."""
-    return not candidate.get("scores") and not candidate.get("skipped")
+    """A candidate neither scored on the whole validation, nor skipped, nor stopped at its
+    minibatch: a run under way, whose cost the candidate's own entry does not hold yet."""
+    return not (_scored(candidate) or candidate.get("skipped") or candidate.get("stopped"))
 
 
 def _sent(preds: dict[str, dict]) -> list[int]:
@@ -816,6 +1087,31 @@ def _budget_text(b: Budget | None) -> str:
     return ", ".join([f"{b.tokens:,} tokens"] * bool(b.tokens) + [f"${b.usd:g}"] * bool(b.usd))
 
 
+ROW_HEADS = ("candidate", "kind", "minibatch", "validation", "kept", "tokens", "seconds")
+
+
+def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row per candidate (``ROW_HEADS``): its scores against the incumbent on each rung it
+    reached, or why it has none; the CLI's live table and RESULTS.md's."""
+    rows = []
+    for c in record["candidates"]:
+        mb = c.get("minibatch") or {}
+        mini = f"{mb['mean']:.3f} vs {mb['incumbent_mean']:.3f} ({mb['n']})" if mb else "–"
+        if c.get("skipped"):
+            val = f"skipped: {c['skipped']}"
+        elif c.get("stopped"):
+            val = f"stopped after the minibatch: {c['stopped']}"
+        elif _is_under_way(c):
+            val = "under way"
+        else:
+            val = (f"{c['mean']:.3f} vs {c['incumbent_mean']:.3f} ({len(c['scores'])}): "
+                   f"{c['better']} better / {c['worse']} worse, sign p {c['p']:.3g}")  # fmt: skip
+        kept = ("yes" if c.get("won") else "no") if _scored(c) else ""
+        rows.append((c["id"], c["kind"], mini, val, kept, f"{c.get('tokens', 0):,}",
+                     f"{c.get('seconds', 0.0):.0f}"))  # fmt: skip
+    return rows
+
+
 def render(reports: list[dict[str, Any] | None]) -> list[str]:
     """RESULTS.md's lines for one search: ``[record.json, hand-written test metrics.json,
     optimized test metrics.json]`` (the last two from ``hopgraph eval``; None where missing)."""
@@ -837,24 +1133,12 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         + ", ".join(f"{r} {n}" for r, n in record.get("demo_candidates", {}).items())
         + ".",
         "",
-        "| candidate | validation mean | incumbent | better / worse | sign p | kept | tokens "
-        "sent | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(h if h != "tokens" else "tokens sent" for h in ROW_HEADS) + " |",
+        "|" + "---|" * len(ROW_HEADS),
     ]
-    for c in record["candidates"]:
-        if c.get("skipped"):
-            out.append(f"| {c['id']} | skipped: {c['skipped']} | | | | | | |")
-            continue
-        if _is_under_way(c):  # (or was stopped in it)
-            out.append(
-                f"| {c['id']} | not scored yet: its validation run is under way | | | | | | |"
-            )
-            continue
-        out.append(
-            f"| {c['id']} | {c['mean']:.3f} | {c['incumbent_mean']:.3f} | {c['better']} / "
-            f"{c['worse']} | {c['p']:.3g} | {'yes' if c['won'] else 'no'} | "
-            f"{c['tokens']:,} | {c['seconds']:.0f} |"
-        )
+    if record.get("race"):
+        out[0] += f" Candidates raced by {record['race']}."
+    out += ["| " + " | ".join(row) + " |" for row in candidate_rows(record)]
     hours = record.get("seconds", 0.0) / 3600
     out += [
         "",

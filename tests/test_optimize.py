@@ -76,6 +76,10 @@ def base(train, out, kb, model, *extra):
         "rag/short_answer",
         "--rounds",
         "1",
+        "--candidates",
+        "2",
+        "--minibatch",
+        "0",
         *extra,
     ]
 
@@ -602,7 +606,7 @@ def test_a_demonstration_set_is_cut_to_what_fits_the_context_window(tmp_path):
         opt = Optimizer(plan, ctx, None)
         opt.pool = opt._pool(boot, set(sizes))
         hand = Candidate("hand-written", "", "", {}, {})
-        return opt._make("01-demos", "rag/short_answer", "demos", hand, boot, 1)
+        return opt._make("01-demos", "rag/short_answer", "demos", 0, hand, boot, 1)
 
     # 4096 - 512 - 1800 = 1784 tokens of room: one demonstration, the smallest of the drawn
     (kept,) = demos(Context(n_ctx=4096, max_tokens=512)).demos["rag/short_answer"]
@@ -848,3 +852,161 @@ def test_a_verdict_under_way_is_read_on_the_questions_both_arms_answered():
     (line,) = [x for x in render([record, hand, opt]) if "gap" in x]
     assert "+0.000 on the 15 test questions both arms have answered, of 40" in line, line
     assert "(0.200 -> 0.200)" in line
+
+
+GOOD_ENOUGH = "Reply with the answer alone."
+
+
+def wide_script(body: dict) -> str:
+    """The first proposal is the losing instruction; every later one (sampled, with a tip) an
+    instruction that changes no answer, so it ties the incumbent."""
+    if body.get("_template") == "optimize/propose":
+        later = (body.get("temperature") or 0) > 0
+        return json.dumps({"reasoning": "it guessed",
+                           "instruction": GOOD_ENOUGH if later else INSTRUCTION})  # fmt: skip
+    return SCRIPT(body)
+
+
+def wide(train, out, kb, model, *extra):
+    return [*base(train, out, kb, model), "--candidates", "4", "--minibatch", "4", "--demos",
+            "2", *extra]  # fmt: skip
+
+
+def test_a_wide_search_races_candidates_and_only_the_better_half_answer_all_of_validation(
+    tmp_path, town_kb
+):
+    """Four candidates per role (two demonstration draws, two proposals) and their joint each
+    answer a minibatch of 4 validation questions first; the losing instruction (below the
+    incumbent there) and the tie (outside the better half) never answer the rest, each saying
+    why; the demonstrations win on the whole validation. The second proposal was sampled,
+    with a tip, on another sample of failures."""
+    from hopgraph.evals.optimize import TIPS
+
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    with ScriptedServer(wide_script) as model:
+        done = hopgraph(*wide(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        proposals = [b for b, _ in model.log if "You improve the instructions" in
+                     b["messages"][-1]["content"]]  # fmt: skip
+    record = json.loads((out / "record.json").read_text())
+    by_id = {c["id"]: c for c in record["candidates"]}
+    role = "01-rag.short_answer"
+    lost, tie = by_id[f"{role}-instruction"], by_id[f"{role}-instruction2"]
+    assert lost["stopped"].startswith("below the incumbent on the minibatch"), lost
+    assert tie["stopped"].startswith("not among the best"), tie
+    for c in (lost, tie):
+        assert c["stage"] == "minibatch" and c["minibatch"]["n"] == 4 and not c["scores"]
+        assert len(read_predictions(out / "candidates" / c["id"] / "predictions.jsonl")) == 4
+    joint = by_id[f"{role}-joint"]
+    assert joint["instructions"] == {"rag/short_answer": GOOD_ENOUGH}
+    assert joint["demos"] == by_id[f"{role}-demos"]["demos"]
+    validated = [c for c in record["candidates"] if c["stage"] == "validation"]
+    assert {c["kind"] for c in validated} <= {"demos", "joint"} and len(validated) == 3
+    assert all(len(c["scores"]) == 12 and c["won"] for c in validated)
+    assert record["incumbent"] == f"{role}-demos" and "successive halving" in record["race"]
+    # the second proposal: sampled, with a tip; the first: greedy, without one
+    assert len(proposals) == 2
+    first, second = (p["messages"][-1]["content"] for p in proposals)
+    assert not proposals[0].get("temperature") and proposals[1]["temperature"] == 0.7
+    assert TIPS[1] in second and TIPS[1] not in first
+    assert tie["tip"] == TIPS[1] and lost["tip"] == ""
+    # the console shows the table of candidates, a line per change when piped
+    assert f"candidate {role}-instruction | instruction | 0.000 vs" in done.stderr
+
+
+def test_kill_9_during_a_minibatch_resumes_without_asking_a_finished_question_again(
+    tmp_path, town_kb
+):
+    """Killed while the first candidate answers its minibatch: the resume answers the rest of
+    it and goes on, never sending a finished question's prompt again nor writing its line
+    twice, and the candidate ends scored on its minibatch and on the whole validation."""
+    train, out = questions(tmp_path, range(N)), tmp_path / "opt"
+    asked: list[str] = []
+    two_answered = threading.Event()
+
+    def script(body: dict) -> str:
+        text = body["messages"][-1]["content"]
+        if "Here are worked examples" in text and body.get("_template") == "rag/short_answer":
+            asked.append(text)
+            if len(asked) >= 3:  # two of the minibatch answered, the third asked
+                two_answered.set()
+        return wide_script(body)
+
+    folder = out / "candidates" / "01-rag.short_answer-demos"
+    with ScriptedServer(script) as model:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *wide(train, out, town_kb, model)],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert two_answered.wait(120)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        finished = set(read_predictions(folder / "predictions.jsonl"))
+        first_sitting = list(asked)
+        done = hopgraph(*wide(train, out, town_kb, model), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert 2 <= len(finished) < 4
+    town = {q: f"Question: What about town {q[1:]}?" for q in finished}
+    finished_prompts = [t for t in first_sitting if any(town[q] in t for q in finished)]
+    assert len(finished_prompts) == len(finished)
+    again = [t for t in asked[len(first_sitting) :] if t in finished_prompts]
+    assert not again, f"asked again after the resume: {again}"
+    lines = [json.loads(x)["id"] for x in (folder / "predictions.jsonl").open() if x.strip()]
+    assert len(lines) == len(set(lines)) == 12
+    record = json.loads((out / "record.json").read_text())
+    demos = next(c for c in record["candidates"] if c["id"] == folder.name)
+    assert demos["minibatch"]["n"] == 4 and demos["stage"] == "validation"
+
+
+def test_halving_promotes_the_better_half_not_below_the_incumbent():
+    from hopgraph.evals.optimize import Candidate, halve
+
+    def cand(cid, mean):
+        c = Candidate(cid, "r", "demos", {}, {}, stage="minibatch")
+        c.minibatch = {"n": 8, "mean": mean, "incumbent_mean": 0.5, "scores": {}}
+        return c
+
+    cands = [cand("a", 0.5), cand("b", 0.75), cand("c", 0.375), cand("d", 0.625), cand("e", 0.5)]
+    assert [c.id for c in halve(cands)] == ["b", "d", "a"]  # ties in schedule order
+    stopped = {c.id: c.stopped for c in cands}
+    assert stopped["c"].startswith("below the incumbent on the minibatch (0.375 against 0.500")
+    assert stopped["e"] == "not among the best 3 of 5 on the minibatch"
+    assert [c.id for c in halve([cand("x", 0.25)])] == []
+
+
+def test_a_demonstration_too_long_to_fit_is_cut_to_the_passages_its_reply_used(tmp_path):
+    """QD-C's decomposition carries 10 passages: a demonstration of it did not fit the 4096
+    window beside the prompt. It is cut to the passages its reply cites or names, renders so
+    in the overlay, and the candidate's record says which demonstration was cut."""
+    from pathlib import Path
+
+    from hopgraph.config import Context
+    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+    from hopgraph.prompts import DEMOS, prompts_for
+
+    role = "qdrag/decompose_qdc"
+    out = tmp_path / "opt"
+    (out / "bootstrap" / "traces").mkdir(parents=True)
+    filler = " ".join(["words about the place and its long history"] * 12)
+    contexts = [{"id": f"p{i}", "title": f"Town {i}", "text": f"Town {i}: {filler}"}
+                for i in range(1, 11)]  # fmt: skip
+    reply = json.dumps({"replacements": [{"phrase": "the town", "name": "Town 5",
+                                          "question": "Where is Town 5?"}],
+                        "subquestions": ["Where is Town 5 [2]?"]})  # fmt: skip
+    boot = {"q1": {"id": "q1", "answer": "right", "gold": ["right"]}}
+    (out / "bootstrap" / "predictions.jsonl").write_text(json.dumps(boot["q1"]) + "\n")
+    line = trace_call(role, reply, {"question": "Where is the town?", "contexts": contexts},
+                      prompt_tokens=2600, completion_tokens=60)  # fmt: skip
+    (out / "bootstrap" / "traces" / "q1.jsonl").write_text(line)
+    opt = Optimizer(Plan("qdrag", Path("unused.jsonl"), out, [role], demos=1),
+                    Context(n_ctx=4096, max_tokens=512), None)  # fmt: skip
+    opt.pool = opt._pool(boot, {"q1"})
+    hand = Candidate("hand-written", "", "", {}, {})
+    cand = opt._make("01-demos", role, "demos", 0, hand, boot, 1)
+    assert not cand.skipped and cand.demos[role] == ["q1"] and cand.cut[role] == ["q1"]
+    record = json.loads((out / "record.json").read_text())
+    assert record["candidates"][0]["cut"] == {role: ["q1"]}
+    (row,) = [json.loads(x) for x in (opt._overlay_of(cand) / f"{role}.jsonl").open()]
+    assert [c["title"] for c in row["inputs"]["contexts"]] == ["Town 2", "Town 5"]
+    shown = prompts_for().render(DEMOS, demos=[row], prompt="")
+    assert "[1] Town 2: Town 2" in shown and "Town 7" not in shown and reply in shown

@@ -99,9 +99,10 @@ def search_ids(runs: dict[str, Path]) -> dict[str, Path]:
 
 
 def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
-    """One optimize search as the viewer shows it: each candidate with its validation scores
-    per question, where it stopped and why, whether it was kept and what it cost, the run
-    folder (by viewer id) each candidate answered in, and the test verdict's two arms."""
+    """One optimize search as the viewer shows it: each candidate with its scores per question
+    on the minibatch and on the whole validation, where it stopped and why, whether it was
+    kept and what it cost, the run folder (by viewer id) each candidate answered in, and the
+    test verdict's two arms."""
     record = json.loads((folder / SEARCH_RECORD).read_text(encoding="utf-8"))
 
     def run(sub: str) -> str | None:
@@ -110,8 +111,12 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     candidates = [{
         **{k: c.get(k) for k in ("id", "role", "kind", "mean", "incumbent_mean", "better",
                                  "worse", "p", "won", "tokens", "seconds", "skipped",
-                                 "reasoning")},
+                                 "reasoning", "stopped", "tip")},
+        "stage": c.get("stage") or ("validation" if c.get("scores") else ""),
         "scores": _rounded(c.get("scores") or {}),
+        "minibatch": {**(c.get("minibatch") or {}),
+                      "scores": _rounded((c.get("minibatch") or {}).get("scores") or {})},
+        "cut": c.get("cut") or {},
         "instructions": c.get("instructions") or {},
         "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
         "run": run(f"candidates/{c.get('id')}"),
@@ -119,7 +124,8 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     test = record.get("test") or {}
     return {
         "agent": record.get("agent", "?"), "metric": record.get("metric", ""),
-        "keep": record.get("keep", ""), "incumbent": record.get("incumbent", ""),
+        "keep": record.get("keep", ""), "race": record.get("race", ""),
+        "incumbent": record.get("incumbent", ""),
         "stopped": record.get("stopped", ""), "spent": record.get("spent") or {},
         "seconds": record.get("seconds"), "roles": record.get("roles") or [],
         "candidates": candidates, "bootstrap": run("bootstrap"),

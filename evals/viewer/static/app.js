@@ -169,29 +169,35 @@ async function optimizationPage(sid, started) {
   const o = await get(`/api/optimization?id=${enc(sid)}`);
   where.textContent = `optimize ${sid}`;
   const runLink = (id, text) => id ? h("a", { href: link("run", id) }, text) : h("span", { class: "muted" }, text);
-  const qids = [...new Set(o.candidates.flatMap((c) => Object.keys(c.scores)))].sort();
+  const scoresOf = (c) => Object.keys(c.scores).length ? c.scores : c.minibatch.scores;
+  const qids = [...new Set(o.candidates.flatMap((c) => Object.keys(scoresOf(c))))].sort();
+  const mini = (c) => c.minibatch.n ? `${fmt.m(c.minibatch.mean)} vs ${fmt.m(c.minibatch.incumbent_mean)} (${c.minibatch.n})` : "–";
+  const why = (c) => c.skipped || (c.stopped ? `stopped after the minibatch: ${c.stopped}` : c.stage !== "validation" ? "under way"
+    : c.won ? "beat the incumbent by more than one question's worth" : "did not beat it by more than one question's worth");
   const t = o.test;
   done(started,
     h("h1", {}, `Optimize ${sid}: ${o.agent}, ${o.roles.join(", ")}`),
     h("p", { class: "summary", id: "summary" }, `kept: ${o.incumbent} · rule: ${o.keep || "(not recorded)"} · `
+      + (o.race ? `raced by ${o.race} · ` : "")
       + `stopped: ${o.stopped} · ${fmt.n((o.spent || {}).tokens)} tokens · ${fmt.s(o.seconds)}`),
     h("p", {}, runLink(o.bootstrap, "the bootstrap run"), " (the hand-written prompts on the training questions)"),
     h("h2", {}, "Candidates"),
-    h("table", { id: "candidates" }, h("tr", {}, ["candidate", "kind", "role", `${o.metric} (validation)`,
-      "incumbent", "better / worse", "sign p", "kept", "tokens", "seconds", "stopped"].map((c) => h("th", {}, c))),
-      o.candidates.map((c) => h("tr", { "data-id": c.id, class: c.won ? "kept" : null },
-        h("td", {}, runLink(c.run, c.id)), h("td", {}, c.kind), h("td", {}, c.role),
-        h("td", { class: "num" }, fmt.m(c.mean)), h("td", { class: "num" }, fmt.m(c.incumbent_mean)),
-        h("td", { class: "num" }, c.skipped ? "–" : `${c.better} / ${c.worse}`), h("td", { class: "num" }, c.skipped ? "–" : fmt.m(c.p)),
+    h("table", { id: "candidates" }, h("tr", {}, ["candidate", "kind", "role", "minibatch", `${o.metric} (validation)`,
+      "incumbent", "better / worse", "sign p", "kept", "tokens", "seconds", "why"].map((c) => h("th", {}, c))),
+      o.candidates.map((c) => { const full = c.stage === "validation"; return h("tr", { "data-id": c.id, class: c.won ? "kept" : null },
+        h("td", {}, runLink(c.run, c.id)), h("td", {}, c.kind), h("td", {}, c.role), h("td", { class: "num" }, mini(c)),
+        h("td", { class: "num" }, full ? fmt.m(c.mean) : "–"), h("td", { class: "num" }, full ? fmt.m(c.incumbent_mean) : "–"),
+        h("td", { class: "num" }, full ? `${c.better} / ${c.worse}` : "–"), h("td", { class: "num" }, full ? fmt.m(c.p) : "–"),
         h("td", {}, c.won ? h("b", { class: "right" }, "kept") : "no"), h("td", { class: "num" }, fmt.n(c.tokens)),
-        h("td", { class: "num" }, fmt.s(c.seconds)), h("td", {}, c.skipped || (c.won ? "beat the incumbent" : "did not beat it"))))),
+        h("td", { class: "num" }, fmt.s(c.seconds)), h("td", {}, why(c))); })),
     o.candidates.filter((c) => c.reasoning || Object.keys(c.instructions).length).map((c) => h("details", { class: "call" },
-      h("summary", {}, `${c.id}: what the proposer wrote`), c.reasoning ? [h("b", {}, "reasoning"), h("pre", {}, c.reasoning)] : null,
+      h("summary", {}, `${c.id}: what the proposer wrote`), c.tip ? [h("b", {}, "tip it was given"), h("pre", {}, c.tip)] : null,
+      c.reasoning ? [h("b", {}, "reasoning"), h("pre", {}, c.reasoning)] : null,
       Object.entries(c.instructions).map(([role, text]) => [h("b", {}, role), h("pre", {}, text)]))),
-    h("h2", {}, "Validation scores by question"),
+    h("h2", {}, "Validation scores by question (a candidate stopped after its minibatch: its minibatch)"),
     h("table", { id: "validation" }, h("tr", {}, h("th", {}, "question"), o.candidates.map((c) => h("th", { class: "num" }, c.id))),
       qids.map((q) => h("tr", {}, h("td", {}, h("code", {}, q)),
-        o.candidates.map((c) => h("td", { class: "num" }, fmt.m(c.scores[q])))))),
+        o.candidates.map((c) => h("td", { class: "num" }, fmt.m(scoresOf(c)[q])))))),
     h("h2", {}, "Verdict on the test questions"),
     t ? h("p", { class: "summary", id: "verdict" }, `${o.metric} hand-written ${fmt.m(t.hand_written)} → optimized ${fmt.m(t.optimized)} `
       + `on ${t.n} questions: ${t.better} better, ${t.worse} worse, sign p ${fmt.m(t.sign_p)}`
