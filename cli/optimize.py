@@ -231,7 +231,11 @@ def _report(record: dict, out: str) -> None:
     metric = record["metric"]
     for c in record["candidates"]:
         if c.get("skipped") or c.get("stopped"):
-            why = c.get("skipped") or f"stopped after the minibatch: {c['stopped']}"
+            why = (
+                f"skipped ({c['skipped']})"
+                if c.get("skipped")
+                else (f"stopped after the minibatch ({c['stopped']})")
+            )
             console.print(f"{c['id']}: {why}")
             continue
         mark = "[green]won[/green]" if c["won"] else "lost"
