@@ -678,7 +678,7 @@ def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
     }  # fmt: skip
     record = {"roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1, "candidates": [candidate]}
     (row,) = [line for line in render([record]) if line.startswith("| 01-")]
-    assert "not scored yet" in row and "0.000" not in row and "| no |" not in row
+    assert "under way" in row and "0.000" not in row and "| no |" not in row
 
 
 def planner_reply(kind: str) -> str:
@@ -715,7 +715,7 @@ def test_a_looped_role_s_demonstrations_can_show_the_step_that_ended_its_loop(tm
     assert [c["choice"] for c in calls if c["qid"] == "q2"] == ["retrieval", "retrieval", "stop"]
     hand = Candidate("hand-written", "", "", {}, {})
     for r in range(1, 6):  # whichever the seed draws: the one Stop (q4's was answered wrong)
-        cand = opt._make(f"{r:02d}-demos", "mmapg/planner", "demos", hand, boot, r)
+        cand = opt._make(f"{r:02d}-demos", "mmapg/planner", "demos", 0, hand, boot, r)
         assert "q2#3" in cand.demos["mmapg/planner"] and len(cand.demos["mmapg/planner"]) == 2
     rows = (opt._overlay_of(cand) / "mmapg" / "planner.jsonl").read_text().splitlines()
     assert '"type": "stop"' in "".join(json.loads(row)["output"] for row in rows)
@@ -755,7 +755,7 @@ def test_a_demonstration_longer_than_its_call_s_prompt_is_measured_by_what_it_re
     opt = Optimizer(Plan("rag", Path("u.jsonl"), out, ["rag/short_answer"]), Context(), None)
     opt.pool = opt._pool(boot, {"q1"})
     cand = opt._make(
-        "01-demos", "rag/short_answer", "demos", Candidate("h", "", "", {}, {}), boot, 1
+        "01-demos", "rag/short_answer", "demos", 0, Candidate("h", "", "", {}, {}), boot, 1
     )
     assert cand.skipped.startswith("no demonstration fits")
 
