@@ -27,6 +27,7 @@ record (``record.json``) is rewritten after each candidate."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -127,12 +128,9 @@ def demo_tokens(call: dict[str, Any]) -> int:
     shown = sum(len(str(m.get("content") or "")) for m in call.get("messages") or [])
     if not shown or not call.get("prompt_tokens"):
         return tokens
-    demo = {"inputs": call["extra"]["inputs"], "output": call["reply"]}
-    try:
-        text = prompts_for().render(DEMOS, demos=[demo], prompt="")
-    except PromptError:  # refused with its reason when its candidate's overlay is checked
-        return tokens
-    return max(tokens, round(len(text) * call["prompt_tokens"] / shown))
+    # 0 where refused: refused with its reason when its candidate's overlay is checked
+    chars = _rendered({"inputs": call["extra"]["inputs"], "output": call["reply"]})
+    return max(tokens, round(chars * call["prompt_tokens"] / shown)) if chars else tokens
 
 
 def draw_demos(calls: list[dict[str, Any]], k: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -341,6 +339,7 @@ def cut_demo(demo: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _rendered(demo: dict[str, Any]) -> int:
+    """Characters of ``demo`` rendered as a demonstration (0 where the template refuses it)."""
     try:
         text = prompts_for().render(
             DEMOS, demos=[{"inputs": demo["inputs"], "output": demo["output"]}], prompt=""
@@ -670,9 +669,7 @@ class Optimizer:
                 self._score(joint, incumbent, val_file, mb or None)
             cands += [joint] * (not joint.skipped)
         promoted = halve(cands) if mb else cands
-        for c in cands:
-            if c.stopped:
-                self._replace(c)
+        self._replace(*[c for c in cands if c.stopped])
         for c in promoted:
             if c.stage != "validation":
                 self._score(c, incumbent, val_file)
@@ -786,7 +783,7 @@ class Optimizer:
             path = self._subset(train, wrong, f"round-{r:02d}-pool")
             folder = self.out / "rounds" / f"{r:02d}-pool"
             preds = self._answer(f"rounds/{r:02d}-pool", path, self._overlay_of(base))
-            self._sources[r] = (preds, lambda qid: _calls(folder, qid))
+            self._sources[r] = (preds, functools.cache(lambda qid: _calls(folder, qid)))
         return self._sources[r]
 
     def _fitting(self, role: str, drawn: list[dict[str, Any]]) -> tuple[list[dict], set[str]]:
@@ -845,10 +842,12 @@ class Optimizer:
         cand.seconds = round(cand.proposed_seconds + answered, 1)
         self._replace(cand)
 
-    def _replace(self, cand: Candidate) -> None:
-        self.record["candidates"] = [
-            asdict(cand) if c["id"] == cand.id else c for c in self.record["candidates"]
-        ]
+    def _replace(self, *cands: Candidate) -> None:
+        """The record's entries of ``cands`` rewritten, then saved once."""
+        if not cands:
+            return
+        new = {c.id: asdict(c) for c in cands}
+        self.record["candidates"] = [new.get(c["id"], c) for c in self.record["candidates"]]
         self.save()
 
     # -- run folders ----------------------------------------------------------------------
