@@ -86,20 +86,26 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 		cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
 	else echo "npm not found: the MCP conformance test will be skipped"; fi
 
+# Tests in TEST_JOBS processes (pytest-xdist), each test file in one of them (a module's
+# server or built tree is made once); most of a test's time is a server it starts or a model
+# it runs, so two processes on two cores take about half the time of one.
+TEST_JOBS ?= 2
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
+
 test: $(STAMP) $(CONFORMANCE)
-	$(BIN)/python -m pytest -q --durations=30
+	$(BIN)/python -m pytest -q --durations=30 $(XDIST)
 
 # The loop of work: every test that needs no server, browser, npm, build or model and took
 # under 2 s in the last full run (the markers tests/conftest.py sets from what each test uses
 # and from tests/durations.json).
 FAST := not integration and not slow and not server and not browser and not npm and not build and not heavy
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(BIN)/python -m pytest -q -m "$(FAST)" $(XDIST)
 
 # Every test, each one's seconds written to tests/durations.json (commit it: the fast tier
 # leaves out what was heavy there).
 durations: $(STAMP) $(CONFORMANCE)
-	HOPGRAPH_DURATIONS=tests/durations.json $(BIN)/python -m pytest -q --durations=30
+	HOPGRAPH_DURATIONS=tests/durations.json $(BIN)/python -m pytest -q --durations=30 $(XDIST)
 
 lint: $(STAMP) typecheck
 	$(BIN)/ruff check .

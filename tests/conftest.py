@@ -104,7 +104,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """``HOPGRAPH_DURATIONS=FILE``: each test's seconds written there (``make durations``)."""
     import json
 
-    if out := os.environ.get("HOPGRAPH_DURATIONS"):
+    worker = hasattr(session.config, "workerinput")  # pytest-xdist: the controller writes it
+    if (out := os.environ.get("HOPGRAPH_DURATIONS")) and not worker:
         ranked = dict(
             sorted(((k, round(v, 2)) for k, v in _SECONDS.items()), key=lambda kv: -kv[1])
         )

@@ -4,6 +4,7 @@ Chroma server (``chroma run`` from this environment) on a free loopback port."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,13 @@ def hopgraph(*args: str, cwd: Path | str, timeout: float = 300) -> subprocess.Co
         [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
         timeout=timeout, env=env,
     )  # fmt: skip
+
+
+def sigint_as_in_a_terminal() -> None:
+    """``preexec_fn``: a child's SIGINT as under a terminal's foreground job, also where pytest
+    was started with SIGINT ignored (``make test &``), which a child inherits and Python keeps
+    (the child would then sleep or answer on through a test's Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 CHROMA = Path(sys.executable).parent / "chroma"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from servers import sigint_as_in_a_terminal
 
 from hopgraph.config import Context
 from hopgraph.models import EmbeddedServer, ModelNotServedError, chat_model, user
@@ -111,6 +112,7 @@ def _run_script(code: str, tmp_path: Path) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=sigint_as_in_a_terminal,
     )
 
 
@@ -254,7 +256,8 @@ def test_a_signal_stops_a_run_and_its_server_at_once(tmp_path, sig, code):
     cmd = [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions", "q.jsonl",
            "--kb", "kb", "--out", "run", "--model", SMALL, "--set", "n_ctx=2048"]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)  # fmt: skip
     preds = tmp_path / "run" / "predictions.jsonl"
     deadline = time.monotonic() + 300
     while not (preds.exists() and preds.read_text().count("\n") >= 1):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer, deterministic_reply
+from servers import sigint_as_in_a_terminal
 
 from hopgraph.config import Context
 from hopgraph.evals.datasets import Question, write_questions
@@ -629,7 +630,11 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
             tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
         )
     )
-    proc = subprocess.Popen([sys.executable, str(script), "0.5"], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "0.5"],
+        stderr=subprocess.DEVNULL,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     preds = run / "predictions.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (preds.exists() and preds.read_text().strip()):
