@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 D=../shared/data
 . benchmarks/hotpot_data.sh
-[ -f runs/mmqa-dev-q.jsonl ] || $H data convert multimodalqa $D/multimodalqa/MMQA_dev.jsonl.gz --out runs/mmqa-dev-q.jsonl
+[ -f runs/mmqa-dev-q.jsonl ] || $H data convert multimodalqa $D/multimodalqa/MMQA_dev.jsonl.gz --jsonl runs/mmqa-dev-q.jsonl
 [ -d runs/mmqa-kb/chroma ] || $H index $D/multimodalqa --kb runs/mmqa-kb
 for set in hotpot:hotpotqa:runs/hotpot-q.jsonl mmqa:multimodalqa:runs/mmqa-dev-q.jsonl; do
   IFS=: read -r short name questions <<< "$set"
@@ -16,5 +16,5 @@ for set in hotpot:hotpotqa:runs/hotpot-q.jsonl mmqa:multimodalqa:runs/mmqa-dev-q
     --router-questions runs/mmqa-dev-q.jsonl
   $H grail eval --questions "$questions" --kb runs/$short-kb --weights runs/grail-$short \
     --modes query,additive,gap-fixed,gap,hybrid --split test \
-    --out benchmarks/results/$name/grail.json
+    --results benchmarks/results/$name/grail.json
 done

@@ -1,6 +1,6 @@
 # Sourced by the HotpotQA benchmarks (after `cd` to the checkout, with $H set): the question file
 # and the knowledge base they share under runs/, made once.
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --out runs/hotpot-q.jsonl
+[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa ../shared/data/hotpotqa/hotpotqa_train.json --jsonl runs/hotpot-q.jsonl
 [ -d runs/hotpot-kb/chroma ] || $H index ../shared/data/hotpotqa/hotpotqa_train_corpus.json --kb runs/hotpot-kb
 # index_triplets: runs/hotpot-kb-tri, the knowledge base of the MMAPG tables, with its triplets
 # (Eq. 1-2) read from the committed extraction cache.

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
 per_doc=${1:-1}; m=${2:-10}; judge=${3:-p_yes}
 data=../shared/data/mmlongbench
-[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $data/samples.json --out runs/mmlb-q.jsonl
+[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $data/samples.json --jsonl runs/mmlb-q.jsonl
 # --ocr off: these records were made on a KB without OCR (it came later, 6f42b4e; its effect is
 # its own table), so one record never mixes pages read two ways
 [ -d runs/mmlb-kb/chroma ] || $H index $data/pdfs --kb runs/mmlb-kb --no-render --ocr off

@@ -10,7 +10,7 @@ H=.venv/bin/hopgraph
 data=../shared/data/mmlongbench
 out=benchmarks/results/mmlongbench/ocr
 mkdir -p "$out"
-[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $data/samples.json --out runs/mmlb-q.jsonl
+[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $data/samples.json --jsonl runs/mmlb-q.jsonl
 [ -f runs/mmlb-q-spread1.jsonl ] || .venv/bin/python benchmarks/mmlb_spread.py 1 runs/mmlb-q.jsonl \
   runs/mmlb-q-spread1.jsonl
 for mode in off auto; do

@@ -9,7 +9,7 @@ H=.venv/bin/hopgraph
 mkdir -p runs
 hotpot=../shared/data/hotpotqa/hotpotqa_train.json
 mmlb=../shared/data/mmlongbench/samples.json
-[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa $hotpot --out runs/hotpot-q.jsonl
+[ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa $hotpot --jsonl runs/hotpot-q.jsonl
 if [ ! -f runs/hotpot-q-reported.jsonl ]; then  # the 80 after the tuning split's first 20
   tail -n +21 runs/hotpot-q.jsonl > runs/hotpot-q-reported.jsonl
   .venv/bin/python -c "from hopgraph.evals.datasets import record_made as r; \
@@ -30,7 +30,7 @@ from hopgraph.evals.optimize import split
 lines = [ln for ln in open('runs/hotpot-q-train.jsonl') if ln.strip()]
 _, val = split([json.loads(ln)['id'] for ln in lines], 0.34, 0)
 open('$val', 'w').write(''.join(ln for ln in lines if json.loads(ln)['id'] in set(val)))"
-[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $mmlb --out runs/mmlb-q.jsonl
+[ -f runs/mmlb-q.jsonl ] || $H data convert mmlongbench $mmlb --jsonl runs/mmlb-q.jsonl
 for per_doc in 1 2; do
   out=runs/mmlb-q-spread$per_doc.jsonl
   [ -f $out ] || .venv/bin/python benchmarks/mmlb_spread.py $per_doc runs/mmlb-q.jsonl $out

@@ -27,4 +27,4 @@ $H eval runs/swap-before > /dev/null
 $H eval runs/swap-after > /dev/null
 $H compare runs/swap-before runs/swap-after --metric em --metric f1 --metric llm_calls \
   --metric cache_hits --metric seconds --questions
-$H compare runs/swap-before runs/swap-after --format html --out runs/swap-compare.html > /dev/null
+$H compare runs/swap-before runs/swap-after --format html --html runs/swap-compare.html > /dev/null

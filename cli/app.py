@@ -91,6 +91,21 @@ CacheDir = Annotated[
 ]
 
 
+OldOut = Annotated[str, typer.Option("--out", hidden=True)]
+"""``--out`` names a folder in every command (a run, a search, a trained model); a command
+that writes one file names it by what it holds (``--html``, ``--jsonl``, ``--results``) and
+still takes ``--out`` for it, unlisted, so that scripts written before go on working."""
+
+
+def file_flag(flag: str, value: str, old: str, *, required: bool = False) -> str:
+    """The file a command writes, from its ``flag`` or the old ``--out`` spelling of it."""
+    if value and old and value != old:
+        refuse(f"{flag} and --out name the same file: give one ({value!r}, {old!r})")
+    if required and not (value or old):
+        refuse(f"missing option {flag}: the file to write")
+    return value or old
+
+
 def within(least: float = -math.inf, most: float = math.inf):  # noqa: ANN201
     """A numeric flag's check (its option's ``callback``), the rule ``--set`` fields follow
     (``config.bounded``): a value not finite or outside ``least..most`` is refused before the

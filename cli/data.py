@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from hopgraph.cli.app import (
+    OldOut,
     app,
     console,
+    file_flag,
 )
 from hopgraph.config import command_line
 
@@ -29,9 +31,11 @@ def data_convert(
         ),
     ],
     source: str,
-    out: Annotated[str, typer.Option("--out", help="canonical JSONL to write")],
+    jsonl: Annotated[str, typer.Option("--jsonl", help="the canonical JSONL to write")] = "",
+    old_out: OldOut = "",
 ) -> None:
     """Convert a benchmark's questions into hopgraph's canonical JSONL."""
+    out = file_flag("--jsonl", jsonl, old_out, required=True)
 
     from hopgraph.evals.datasets import convert, record_made
 

@@ -12,12 +12,14 @@ from rich.table import Table
 from hopgraph.cli.app import (
     BaseUrl,
     ModelName,
+    OldOut,
     PriceOption,
     Sets,
     app,
     build_context,
     console,
     err,
+    file_flag,
     parsed_price,
     refuse,
     run_folder,
@@ -174,7 +176,8 @@ def compare(
     fmt: Annotated[
         str, typer.Option("--format", help="text | html (html: a page of the flips)")
     ] = "text",
-    out: Annotated[str, typer.Option(help="where --format html writes its page")] = "",
+    html: Annotated[str, typer.Option("--html", help="the page --format html writes")] = "",
+    out: OldOut = "",
 ) -> None:
     """Runs side by side, and each run against the first on the questions both scored: better /
     worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
@@ -207,7 +210,8 @@ def compare(
         return
     flips = flipped(runs[0], runs[1], by)
     if fmt == "html":
-        console.print(f"flips page: {_flips_page(runs, labels, by, flips, out)}")
+        page = _flips_page(runs, labels, by, flips, file_flag("--html", html, out))
+        console.print(f"flips page: {page}")
         return
     for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
         console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")

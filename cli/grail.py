@@ -10,11 +10,13 @@ import typer
 
 from hopgraph.cli.app import (
     KbDir,
+    OldOut,
     Sets,
     app,
     build_context,
     console,
     err,
+    file_flag,
 )
 from hopgraph.config import command_line
 
@@ -91,10 +93,12 @@ def grail_eval(
     modes: Annotated[str, typer.Option(help="comma-separated")] = "query,additive,gap-fixed",
     schedules: Annotated[str, typer.Option(help="comma-separated pool schedules")] = "5+5,3+2+3+2",
     split: Annotated[str, typer.Option(help="test | train | all")] = "test",
-    out: Annotated[str, typer.Option(help="write the results as JSON")] = "",
+    results: Annotated[str, typer.Option("--results", help="the JSON file the results go to")] = "",
+    out: OldOut = "",
     sets: Sets = None,
 ) -> None:
     """Evidence set completion (R@K, Δesc) and pool construction (Set-Rec, Jump, NRM)."""
+    out = file_flag("--results", results, out)
     import json as _json
 
     from hopgraph.evals.grail import format_table, run_eval

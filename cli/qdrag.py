@@ -10,11 +10,13 @@ from hopgraph.cli.app import (
     BaseUrl,
     KbDir,
     ModelName,
+    OldOut,
     Sets,
     app,
     build_context,
     console,
     err,
+    file_flag,
     within,
 )
 
@@ -26,7 +28,11 @@ app.add_typer(qdrag_app, name="qdrag")
 def qdrag_preferences(
     questions: Annotated[str, typer.Option(help="training questions with gold evidence ids")],
     kb: KbDir,
-    out: Annotated[str, typer.Option(help="DPO pairs JSONL (prompt / chosen / rejected)")],
+    jsonl: Annotated[
+        str,
+        typer.Option("--jsonl", help="the DPO pairs JSONL to write (prompt, chosen, rejected)"),
+    ] = "",
+    out: OldOut = "",
     samples: Annotated[
         int, typer.Option(help="plans sampled per question", callback=within(1, 64))
     ] = 4,
@@ -38,6 +44,7 @@ def qdrag_preferences(
     sets: Sets = None,
 ) -> None:
     """QDARF: sample QD-R plans, reward = gold-context recall, write DPO pairs for TRL."""
+    out = file_flag("--jsonl", jsonl, out, required=True)
     from hopgraph.agents.qdrag import preference_pairs, write_pairs
     from hopgraph.evals.datasets import read_questions
     from hopgraph.graphs.qdrag import QDRAGContext

@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from hopgraph.cli.app import (
+    OldOut,
     app,
     console,
+    file_flag,
     refuse,
     run_folder,
     run_labels,
@@ -23,7 +25,10 @@ def trace(
         typer.Argument(help="RUN [QID], or RUN_A RUN_B QID: one question's two executions"),
     ],
     fmt: Annotated[str, typer.Option("--format", help="text | mermaid | html")] = "text",
-    out: Annotated[str, typer.Option(help="where the html of a two-run diff goes")] = "",
+    html: Annotated[
+        str, typer.Option("--html", help="the page a two-run diff with --format html writes")
+    ] = "",
+    out: OldOut = "",
     calls: Annotated[
         bool, typer.Option("--calls", help="each LLM call's prompt and reply under its node")
     ] = False,
@@ -43,7 +48,7 @@ def trace(
         hashes = tuple((RunFolder(r).manifest() or {}).get("prompts", {}) for r in runs)
         labels = tuple(run_labels([str(r) for r in runs]))
         if fmt == "html":
-            page = Path(out or f"trace-{qid}.html")
+            page = Path(file_flag("--html", html, out) or f"trace-{qid}.html")
             report.render_trace_diff_html(records, labels, qid, page, hashes)
             console.print(f"trace diff: {page}")
             return

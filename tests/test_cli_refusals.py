@@ -134,7 +134,7 @@ def test_a_source_that_yields_nothing_is_an_error_and_json_arrays_are_read(tmp_p
     import json
 
     (tmp_path / "musique.json").write_text(json.dumps([MUSIQUE, MUSIQUE | {"id": "2hop__3"}]))
-    out = hopgraph("data", "convert", "musique", "musique.json", "--out", "q.jsonl", cwd=tmp_path)
+    out = hopgraph("data", "convert", "musique", "musique.json", "--jsonl", "q.jsonl", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert len((tmp_path / "q.jsonl").read_text().splitlines()) == 2
     out = hopgraph("index", "musique.json", "--kb", "kb", "--format", "musique", cwd=tmp_path)
@@ -245,3 +245,49 @@ def test_a_refused_command_leaves_no_folder(tmp_path):
     out = hopgraph("index", "a.xyz", "--kb", "k", cwd=tmp_path)
     assert out.returncode == 2 and "cannot tell the format of a.xyz" in out.stderr
     assert not (tmp_path / "k").exists()
+
+
+def test_out_is_a_folder_in_every_command_and_a_file_is_named_by_its_kind(tmp_path):
+    """``--out`` named a run folder in ``run``, a search folder in ``optimize`` and a page or a
+    JSONL file elsewhere. Now a listed ``--out`` is always a folder, a written file is named by
+    ``--html`` / ``--jsonl`` / ``--results``, and the old ``--out`` of those is taken, unlisted."""
+    import click
+    import typer
+
+    from hopgraph.cli import app
+
+    def commands(cmd: click.Command, path: str = ""):  # noqa: ANN202
+        yield path, cmd
+        for name, sub in getattr(cmd, "commands", {}).items():
+            yield from commands(sub, f"{path} {name}".strip())
+
+    listed, files = {}, {}
+    for path, cmd in commands(typer.main.get_command(app)):
+        for p in cmd.params:
+            if "--out" in getattr(p, "opts", ()) and not getattr(p, "hidden", False):
+                listed[path] = p.help or ""
+            if {"--html", "--jsonl", "--results"} & set(getattr(p, "opts", ())):
+                files[path] = p.opts[0]
+    assert listed and all("folder" in text for text in listed.values()), listed
+    assert files == {
+        "trace": "--html",
+        "compare": "--html",
+        "data convert": "--jsonl",
+        "grail eval": "--results",
+        "qdrag preferences": "--jsonl",
+    }
+    for path in files:  # each still takes the old spelling, unlisted
+        cmd = typer.main.get_command(app)
+        for part in path.split():
+            cmd = cmd.commands[part]
+        assert any("--out" in p.opts and p.hidden for p in cmd.params), path
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "x", "question": "What is this?"}\n')
+    convert = ("data", "convert", "image-vqa", "q.jsonl")
+    both = hopgraph(*convert, "--jsonl", "a.jsonl", "--out", "b.jsonl", cwd=tmp_path)
+    assert both.returncode == 2 and "--jsonl and --out name the same file" in both.stderr
+    none = hopgraph(*convert, cwd=tmp_path)
+    assert none.returncode == 2 and "missing option --jsonl" in none.stderr
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / "b.jsonl").exists()
+    old = hopgraph(*convert, "--out", "b.jsonl", cwd=tmp_path)
+    assert old.returncode == 0 and (tmp_path / "b.jsonl").is_file(), old.stderr

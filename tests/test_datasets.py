@@ -192,7 +192,7 @@ def test_data_convert_warns_about_images_that_are_not_there(tmp_path):
     src.write_text(json.dumps({"id": "x", "question": "What is this?", "image": "nope.jpg"}) + "\n")
     out = subprocess.run(
         [sys.executable, "-m", "hopgraph.cli", "data", "convert", "image-vqa", str(src),
-         "--out", str(tmp_path / "out.jsonl")],
+         "--jsonl", str(tmp_path / "out.jsonl")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "1 question(s) name an image that is not there" in out.stdout

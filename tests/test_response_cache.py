@@ -132,7 +132,7 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert "first divergence at step 2: edited template rag/short_answer" in out.stdout
     assert out.stdout.splitlines()[3].startswith("▶ 2 generate [rag/answer")
     page = tmp_path / "diff.html"
-    out = subprocess.run([*cli, *runs, "q1", "--format", "html", "--out", str(page)],
+    out = subprocess.run([*cli, *runs, "q1", "--format", "html", "--html", str(page)],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "first diverge at step 2" in page.read_text() and page.read_text().count("<svg") == 2

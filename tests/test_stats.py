@@ -127,7 +127,7 @@ def test_compare_prints_verdicts_and_the_flipped_questions(tmp_path):
     lost, gained = out.stdout.split("em: right -> wrong (2)")[1].split("em: wrong -> right (1)")
     assert "q2" in lost and "q3" in lost and "'none'" in lost and "q1" in gained
     page = tmp_path / "flips.html"
-    out = subprocess.run([*cli, "--format", "html", "--out", str(page)], capture_output=True,
+    out = subprocess.run([*cli, "--format", "html", "--html", str(page)], capture_output=True,
                          text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     html = page.read_text()
