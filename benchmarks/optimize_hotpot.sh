@@ -21,7 +21,10 @@
 # mmapg-verdict: the first planner search decided anew by mean (benchmarks/optimize_redecide.py)
 # keeps its demonstrations; this answers the reported 40 with that overlay on the search's own
 # pinned code (c06589d, run as it ran: this checkout's optimizer does not import there) into
-# test/optimized, then this checkout's optimizer reads both arms back into record.json's verdict)
+# test/optimized, then this checkout's optimizer reads both arms back into record.json's verdict;
+# rag-wide: the wider search on rag's short answer (6 candidates a round, raced on a minibatch
+# of 8 validation questions, this checkout's code), in its own folder; the searches above keep
+# the breadth they were recorded with (one candidate of each kind), so they resume as they were)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
@@ -62,6 +65,11 @@ case $agent in
   mmapg)  # the knowledge base of the reported MMAPG tables: triplets (Eq. 1-2) from a committed cache
     roles="--roles mmapg/planner"; kb=runs/hotpot-kb-tri; index_triplets ;;
 esac
+breadth=""  # a pinned revision's own CLI: its Plan's one-candidate breadth
+case $method in
+  rag) breadth="--candidates 2 --minibatch 0" ;;  # as recorded
+  rag-wide) roles="--roles rag/short_answer"; breadth="--candidates 6 --minibatch 8" ;;
+esac
 cache=runs/optimize-$agent-cache
 if [ "$method" = mmapg-verdict ]; then
   S=$R/mmapg
@@ -76,7 +84,7 @@ fi
 set +e
 # shellcheck disable=SC2086
 $H optimize --agent "$agent" --questions $T --kb $kb --out $R/$method $roles \
-  --test $Q --val-share 0.34 --demos 2 --rounds 1 --cache $cache $fast
+  --test $Q --val-share 0.34 --demos 2 --rounds 1 --cache $cache $fast $breadth
 rc=$?
 set -e
 [ $rc = 0 ] || exit $rc
