@@ -71,6 +71,19 @@ def one(n_ctx: int, sizes: list[int], threads: int) -> dict:
                 "reads": reads}  # fmt: skip
 
 
+def manifest() -> dict:
+    """What the figures were measured with: the command, the revision, the machine and the
+    llama.cpp build the embedded server imported."""
+    import sys
+
+    import llama_cpp
+
+    from hopgraph.evals.run_folder import git_revision, machine
+
+    return {"command": " ".join(["python", *sys.argv]), "git_revision": git_revision(),
+            "machine": machine(), "llama_cpp": llama_cpp.__file__}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="benchmarks/results/window.json")
@@ -104,7 +117,8 @@ def main() -> None:
     summary["small_read_ratio_8192_over_4096"] = round(
         summary["reads_small_8192_tokens_per_s"] / summary["reads_small_4096_tokens_per_s"], 3
     )
-    out = {"cores": threads, "reps": args.reps, "runs": runs, "summary": summary}
+    out = {"cores": threads, "reps": args.reps, "runs": runs, "summary": summary,
+           "manifest": manifest()}  # fmt: skip
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 
