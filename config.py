@@ -513,8 +513,8 @@ class MethodSpec:
     """A method as the rest of hopgraph knows it, declared once beside its code (``SPEC`` in
     ``graphs/M.py``; a part's beside its settings): its knobs, what it needs of an endpoint
     (``hopgraph doctor``), its description (the CLI, MCP's ``ask``), the view that draws its final
-    state (``evals/views.py``) and, for a part a graph includes, what turns its code on (the code
-    fingerprint). Everything that lists methods derives from these (``graphs.specs``)."""
+    state (``presentation/views.py``) and, for a part a graph includes, what turns its code on
+    (the code fingerprint). Everything that lists methods derives from these (``graphs.specs``)."""
 
     name: str
     description: str
@@ -527,7 +527,7 @@ class MethodSpec:
     image_needs: tuple[str, ...] = ("image input",)
     """Those only questions or pages with images need."""
     view: str = ""
-    """The name of the view in ``evals/views.py`` that draws its final state ("": none)."""
+    """The name of the view in ``presentation/views.py`` that draws its final state ("": none)."""
     code: str = ""
     """A part's package or module: its code counts in a fingerprint only when ``switch`` is on."""
     switch: str = ""

@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_agents import instance, setup  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
-from hopgraph.evals.run_folder import read_predictions  # noqa: E402
-from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.graphs import every_context  # noqa: E402
+from hopgraph.harness.run_folder import read_predictions  # noqa: E402
+from hopgraph.harness.runner import Runner  # noqa: E402
 
 Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
 

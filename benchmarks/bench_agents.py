@@ -33,14 +33,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scripted_server import ScriptedServer  # noqa: E402
 
 from hopgraph.config import parse_sets  # noqa: E402
-from hopgraph.evals.datasets import Question, read_questions, write_questions  # noqa: E402
-from hopgraph.evals.demo import PASSAGES, write_demo  # noqa: E402
-from hopgraph.evals.evaluate import by_template  # noqa: E402
-from hopgraph.evals.run_folder import read_predictions  # noqa: E402
-from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.graphs import every_context  # noqa: E402
+from hopgraph.harness.run_folder import read_predictions  # noqa: E402
+from hopgraph.harness.runner import Runner  # noqa: E402
+from hopgraph.measure.evaluate import by_template  # noqa: E402
 from hopgraph.memory.ids import page_key  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
+from hopgraph.questions.datasets import Question, read_questions, write_questions  # noqa: E402
+from hopgraph.questions.demo import PASSAGES, write_demo  # noqa: E402
 
 Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
 
@@ -176,7 +176,7 @@ def main() -> None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

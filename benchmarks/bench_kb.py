@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.evals.datasets import convert_hotpotqa
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import convert_hotpotqa
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -186,7 +186,7 @@ def main() -> None:
         args.out.write_text(text)
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render_reindex(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.evals import metrics as m
-from hopgraph.evals.datasets import convert_mmlongbench
-from hopgraph.evals.results import fmt
-from hopgraph.evals.stats import sign_counts as sign_test
+from hopgraph.measure import metrics as m
+from hopgraph.measure.stats import sign_counts as sign_test
 from hopgraph.memory.kb import KnowledgeBase
+from hopgraph.presentation.results import fmt
+from hopgraph.questions.datasets import convert_mmlongbench
 from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph, late_interaction
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
 
@@ -91,7 +91,7 @@ def main() -> None:
         args.out.write_text(text + "\n")
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render_ocr(reports: list[dict[str, Any] | None]) -> list[str]:

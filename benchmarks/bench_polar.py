@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hopgraph.evals.results import fmt
 from hopgraph.memory.polarmem import Observation, PolarMemory, normalize_concept
+from hopgraph.presentation.results import fmt
 
 THEMES = {
     "kitchen": "cup plate knife fork spoon kettle toaster sink stove bowl bottle table chair "
@@ -396,7 +396,7 @@ def main() -> None:
         args.out.write_text(text + "\n")
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render_negations(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scripted_server import ScriptedServer  # noqa: E402
 
 from hopgraph.config import Context  # noqa: E402
-from hopgraph.evals.datasets import Question, write_questions  # noqa: E402
-from hopgraph.evals.report import read_trace, steps  # noqa: E402
-from hopgraph.evals.run_folder import read_predictions, trace_path  # noqa: E402
-from hopgraph.evals.runner import Runner  # noqa: E402
+from hopgraph.harness.run_folder import read_predictions, trace_path  # noqa: E402
+from hopgraph.harness.runner import Runner  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
+from hopgraph.presentation.report import read_trace, steps  # noqa: E402
+from hopgraph.questions.datasets import Question, write_questions  # noqa: E402
 
 
 def overhead(run: Path) -> dict:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from hopgraph.evals.run_folder import git_revision, machine
+from hopgraph.harness.run_folder import git_revision, machine
 
 QUERY = "Which magazine was started first, Arthur's Magazine or First for Women?"
 TORCH = (

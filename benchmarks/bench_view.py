@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from hopgraph.evals.run_folder import git_revision, machine, trace_path
+from hopgraph.harness.run_folder import git_revision, machine, trace_path
 
 CALLS = 35
 CHROMIUM = shutil.which("chromium")

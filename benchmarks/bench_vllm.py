@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_agents import setup  # noqa: E402
 
-from hopgraph.evals.run_folder import git_revision, machine, read_predictions  # noqa: E402
-from hopgraph.evals.runner import Runner  # noqa: E402
 from hopgraph.graphs import every_context  # noqa: E402
+from hopgraph.harness.run_folder import git_revision, machine, read_predictions  # noqa: E402
+from hopgraph.harness.runner import Runner  # noqa: E402
 from hopgraph.models.embedded import EmbeddedServer  # noqa: E402
 from hopgraph.models.vllm_server import VllmServer  # noqa: E402
 
@@ -103,7 +103,7 @@ def sitting_report(out: Path | None, engines: list[str]) -> dict[str, Any]:
     return report
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -78,7 +78,7 @@ def manifest() -> dict:
 
     import llama_cpp
 
-    from hopgraph.evals.run_folder import git_revision, machine
+    from hopgraph.harness.run_folder import git_revision, machine
 
     return {"command": " ".join(["python", *sys.argv]), "git_revision": git_revision(),
             "machine": machine(), "llama_cpp": llama_cpp.__file__}  # fmt: skip

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.evals.datasets import read_questions
-from hopgraph.evals.metrics import recall_at_k
-from hopgraph.evals.report import read_trace
-from hopgraph.evals.results import fmt
-from hopgraph.evals.run_folder import RunFolder, has_trace, read_predictions, trace_path
-from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.graphs.mabdqa import MABDQAContext as Context
+from hopgraph.harness.run_folder import RunFolder, has_trace, read_predictions, trace_path
+from hopgraph.measure.metrics import recall_at_k
+from hopgraph.measure.stats import sign_counts as sign_test
+from hopgraph.presentation.report import read_trace
+from hopgraph.presentation.results import fmt
 from hopgraph.prompts import prompts_for, sha256_file
+from hopgraph.questions.datasets import read_questions
 from hopgraph.tools.mabdqa.bandit import bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
@@ -200,7 +200,7 @@ def main() -> None:
         print(b, json.dumps(cells))
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mabdqa_judges import pairs_won  # this folder: the script's own
 
-from hopgraph.evals.run_folder import (
+from hopgraph.harness.run_folder import (
     gold_evidence,
     has_trace,
     read_predictions,

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.evals.results import fmt, needed_text
-from hopgraph.evals.results.tables import MMLB_EVIDENCE_QUESTIONS
-from hopgraph.evals.stats import paired
+from hopgraph.measure.stats import paired
+from hopgraph.presentation.results import fmt, needed_text
+from hopgraph.presentation.results.tables import MMLB_EVIDENCE_QUESTIONS
 
 JUDGES = ("p_yes", "scale")
 
@@ -107,8 +107,8 @@ def write_report(out: Path, others: int) -> dict:
 def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.agents.mabdqa import judge_page
     from hopgraph.cli.app import build_context
-    from hopgraph.evals.datasets import read_questions
     from hopgraph.models.embedded import install_sigterm_handler
+    from hopgraph.questions.datasets import read_questions
     from hopgraph.tools.mabdqa.page_hypergraph import late_interaction
     from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
     from hopgraph.tools.retrieval import knowledge_base

@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hopgraph.evals.report import read_trace
-from hopgraph.evals.run_folder import RunFolder, read_predictions, trace_path
+from hopgraph.harness.run_folder import RunFolder, read_predictions, trace_path
+from hopgraph.presentation.report import read_trace
 from hopgraph.tools.mmapg import ENDINGS, REPEATS, ending
 
 

@@ -10,7 +10,7 @@ import json
 import sys
 from collections import defaultdict
 
-from hopgraph.evals.datasets import record_made
+from hopgraph.questions.datasets import record_made
 
 
 def main() -> None:

@@ -8,13 +8,13 @@
 # Re-running resumes every step, on the llama.cpp build and the code the search began with (a
 # record resumes only on the code that made it): the portable wheel (AVX2, so a machine with
 # AVX-512 answers as one without), and for a search begun before main moved on, its revision
-# from a worktree under runs/ with this checkout's optimizer (evals/optimize.py drives the
-# method's runs; the code fingerprint a record is held to is the method's own) and its
-# demonstrations partial (prompts/common/demos.j2 renders only the candidates' demonstrations;
-# c06589d's failed on MMAPG's planner nodes).
+# from a worktree under runs/ with the last optimizer written for its layout (evals/optimize.py
+# at 2b3fc2a, before evals/ was split; it drives the method's runs; the code fingerprint a
+# record is held to is the method's own) and its demonstrations partial (prompts/common/demos.j2
+# renders only the candidates' demonstrations; c06589d's failed on MMAPG's planner nodes).
 # Usage: benchmarks/optimize_hotpot.sh rag   (the method whose search and verdict to run;
 # mmapg-choices: MMAPG's second planner search, its demonstrations drawn to cover the planner's
-# choices (evals/optimize.draw_demos), with the same splits and settings. It answers its own
+# choices (optimizer/search.draw_demos), with the same splits and settings. It answers its own
 # bootstrap (60 MMAPG questions, ~4.5 h here): the first search's traces keep the planner's
 # nodes with their bookkeeping (hits, passages), so a late step drawn from them renders to
 # 13,199 tokens; traces since cf36ec4 keep what the prompt shows;
@@ -43,7 +43,7 @@ code=$portable
 if [ -n "$rev" ]; then
   w=runs/code-$rev/hopgraph
   [ -d $w ] || git worktree add --detach $w $rev > /dev/null
-  [ "$method" = mmapg-verdict ] || cp evals/optimize.py $w/evals/optimize.py
+  [ "$method" = mmapg-verdict ] || git show 2b3fc2a:evals/optimize.py > $w/evals/optimize.py
   cp prompts/common/demos.j2 $w/prompts/common/demos.j2
   code=$PWD/runs/code-$rev:$code
 fi

@@ -1,4 +1,4 @@
-"""The committed searches decided anew under the optimizer's keep rule (``evals.optimize.keeps``:
+"""The committed searches decided anew under the optimizer's keep rule (``optimizer.search.keeps``:
 the validation mean above the incumbent's by more than one question's worth) from the scores
 their records hold: no model is started, no question asked. Where the kept candidate changes,
 the record's verdict is dropped and its linked optimized arm unlinked, so
@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 from hopgraph.config import Context
-from hopgraph.evals.optimize import Optimizer, Plan, _preds_in
-from hopgraph.evals.run_folder import QuestionSet
+from hopgraph.harness.run_folder import QuestionSet
+from hopgraph.optimizer.search import Optimizer, Plan, _preds_in
 
 ARMS = ("hand-written", "optimized")
 

@@ -20,7 +20,7 @@ git worktree remove --force "$old/hopgraph"
 .venv/bin/python - $R/before <<'PY'
 import json, sys
 from pathlib import Path
-from hopgraph.evals.run_folder import EventCounts
+from hopgraph.harness.run_folder import EventCounts
 run = Path(sys.argv[1])
 lines = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
 for p in lines:

@@ -12,13 +12,13 @@ mmlb=../shared/data/mmlongbench/samples.json
 [ -f runs/hotpot-q.jsonl ] || $H data convert hotpotqa $hotpot --jsonl runs/hotpot-q.jsonl
 if [ ! -f runs/hotpot-q-reported.jsonl ]; then  # the 80 after the tuning split's first 20
   tail -n +21 runs/hotpot-q.jsonl > runs/hotpot-q-reported.jsonl
-  .venv/bin/python -c "from hopgraph.evals.datasets import record_made as r; \
+  .venv/bin/python -c "from hopgraph.questions.datasets import record_made as r; \
 r('runs/hotpot-q-reported.jsonl', 'tail -n +21 runs/hotpot-q.jsonl > runs/hotpot-q-reported.jsonl')"
 fi
 made() {  # file $1 made by command $2 where missing, with how it was made
   [ -f "$1" ] && return
   bash -c "$2"
-  .venv/bin/python -c "from hopgraph.evals.datasets import record_made as r; r('$1', '$2')"
+  .venv/bin/python -c "from hopgraph.questions.datasets import record_made as r; r('$1', '$2')"
 }
 # issue 71's search reads lines 1-20 and 61-100; its verdict is on lines 21-60
 made runs/hotpot-q-train.jsonl "{ sed -n 1,20p runs/hotpot-q.jsonl; sed -n 61,100p runs/hotpot-q.jsonl; } > runs/hotpot-q-train.jsonl"
@@ -26,7 +26,7 @@ made runs/hotpot-q-test.jsonl "sed -n 21,60p runs/hotpot-q.jsonl > runs/hotpot-q
 val=benchmarks/results/hotpotqa/optimize/rag/splits/validation.jsonl  # rag's search's split
 [ -f $val ] || .venv/bin/python -c "
 import json, sys
-from hopgraph.evals.optimize import split
+from hopgraph.optimizer.search import split
 lines = [ln for ln in open('runs/hotpot-q-train.jsonl') if ln.strip()]
 _, val = split([json.loads(ln)['id'] for ln in lines], 0.34, 0)
 open('$val', 'w').write(''.join(ln for ln in lines if json.loads(ln)['id'] in set(val)))"

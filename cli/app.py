@@ -162,7 +162,7 @@ def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) ->
 
 def parsed_price(text: str):  # noqa: ANN201 - a Price or None
     """``--price``: the model's price, refused (exit 2) where it does not parse."""
-    from hopgraph.evals.cost import Price
+    from hopgraph.harness.cost import Price
 
     try:
         return Price.parse(text) if text else None
@@ -191,7 +191,7 @@ def run_endpoint(ctx: Context) -> str:
 def checked_endpoint(ctx: Context) -> str:
     """The endpoint, once the faults that would fail every question are ruled out (prompt
     overlay, endpoint reachable and serving the model); else a refusal naming the fault."""
-    from hopgraph.evals.runner import preflight
+    from hopgraph.harness.runner import preflight
     from hopgraph.models import HopgraphModelError
     from hopgraph.prompts import PromptError
 
@@ -205,7 +205,7 @@ def checked_endpoint(ctx: Context) -> str:
 
 def otel_export(endpoint: str):
     """The OpenTelemetry export for a run, or None when no endpoint is configured."""
-    from hopgraph.evals.otel import OtelExport, otel_endpoint
+    from hopgraph.harness.otel import OtelExport, otel_endpoint
 
     url = otel_endpoint(endpoint)
     return OtelExport(url) if url else None

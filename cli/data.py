@@ -37,12 +37,12 @@ def data_convert(
     """Convert a benchmark's questions into hopgraph's canonical JSONL."""
     out = file_flag("--jsonl", jsonl, old_out, required=True)
 
-    from hopgraph.evals.datasets import convert, record_made
+    from hopgraph.questions.datasets import convert, record_made
 
     n = convert(name, source, out)
     record_made(out, command_line())  # a record names how to re-make it
     console.print(f"{n} questions -> {out}")
-    from hopgraph.evals.datasets import read_questions
+    from hopgraph.questions.datasets import read_questions
 
     missing = [
         q.id
@@ -64,7 +64,7 @@ def data_download(
     mirror: Annotated[str, typer.Option(help="base URL of a copy of the same files")] = "",
 ) -> None:
     """Download a public dataset from its official URL (only ever on this command)."""
-    from hopgraph.evals.datasets import download
+    from hopgraph.questions.datasets import download
 
     for path in download(name, dest, mirror=mirror):
         console.print(f"{path} ({path.stat().st_size} bytes)")
@@ -73,7 +73,7 @@ def data_download(
 @data_app.command("demo")
 def data_demo(dest: Annotated[str, typer.Argument()] = "demo") -> None:
     """Write the demo corpus and its questions (hopgraph's own invented data)."""
-    from hopgraph.evals.demo import write_demo
+    from hopgraph.questions.demo import write_demo
 
     corpus, questions = write_demo(dest)
     console.print(f"corpus: {corpus}\nquestions: {questions}")

@@ -43,8 +43,8 @@ def evaluate(
     ] = False,
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
-    from hopgraph.evals.evaluate import evaluate_run, headline
-    from hopgraph.evals.run_folder import RunFolder
+    from hopgraph.harness.run_folder import RunFolder
+    from hopgraph.measure.evaluate import evaluate_run, headline
 
     run_folder(run_dir)
     priced = parsed_price(price)
@@ -102,8 +102,8 @@ def evaluate(
 def _print_wrong(run_dir: str, result: dict) -> None:
     """The questions scored wrong by the benchmark's own rule, and those that failed: id,
     answer and gold, for ``hopgraph trace RUN QID`` or the viewer."""
-    from hopgraph.evals.report import answered_right
-    from hopgraph.evals.run_folder import scored_predictions
+    from hopgraph.harness.run_folder import scored_predictions
+    from hopgraph.presentation.report import answered_right
 
     preds = scored_predictions(run_dir)
     lines = [(qid, "wrong") for qid, sc in result["per_question"].items()
@@ -129,8 +129,8 @@ def cost_text(cost: dict) -> str:
 def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
     """Warn when the run's KB no longer holds gold evidence ids its questions name."""
 
-    from hopgraph.evals.evaluate import missing_gold
-    from hopgraph.evals.run_folder import RunFolder
+    from hopgraph.harness.run_folder import RunFolder
+    from hopgraph.measure.evaluate import missing_gold
     from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 
     if kb_store is None:
@@ -182,7 +182,7 @@ def compare(
     """Runs side by side, and each run against the first on the questions both scored: better /
     worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
     difference, and the questions 80 % power would need."""
-    from hopgraph.evals.evaluate import compare_runs, flipped
+    from hopgraph.measure.evaluate import compare_runs, flipped
 
     if len(runs) < 2:
         refuse("compare needs at least two run folders")
@@ -232,7 +232,7 @@ def _cell(value: float | None, delta: float | None) -> str:
 
 def _warn_models(runs: list[str], labels: list[str]) -> None:
     """Runs answered by different models (or GGUF files) differ by more than their method."""
-    from hopgraph.evals.run_folder import RunFolder
+    from hopgraph.harness.run_folder import RunFolder
 
     models = []
     for run in runs:
@@ -288,13 +288,13 @@ def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
 def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001
     """The HTML page of the questions that flipped between two runs (and each run's own page,
     which it links to)."""
-    from hopgraph.evals import report
-    from hopgraph.evals.evaluate import load_metrics
+    from hopgraph.measure.evaluate import load_metrics
+    from hopgraph.presentation import report
 
     for run in runs:  # the pages the flips link to
         report.render_html(Path(run), load_metrics(run))
-    from hopgraph.evals import plots
-    from hopgraph.evals.evaluate import LOWER_IS_BETTER
+    from hopgraph.measure.evaluate import LOWER_IS_BETTER
+    from hopgraph.presentation import plots
 
     scores = [load_metrics(r)["per_question"] for r in runs]
     figures = plots.comparison(scores, labels, by, by in LOWER_IS_BETTER)
@@ -311,7 +311,7 @@ def results(
 ) -> None:
     """Write docs/RESULTS.md from the committed result records in benchmarks/results/ (of the
     checkout this runs in)."""
-    from hopgraph.evals.results import page_path, render, write
+    from hopgraph.presentation.results import page_path, render, write
 
     try:
         page = page_path()

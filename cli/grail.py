@@ -29,7 +29,7 @@ app.add_typer(grail_app, name="grail")
 
 
 def _grail_inputs(questions: str, kb: str, sets):
-    from hopgraph.evals.datasets import read_questions
+    from hopgraph.questions.datasets import read_questions
 
     qs, problems = read_questions(questions)
     for p in problems:
@@ -61,7 +61,7 @@ def grail_train(
     """Train the alignment adapter, the gap module and (optionally) the router on CPU."""
     import json as _json
 
-    from hopgraph.evals.datasets import read_questions
+    from hopgraph.questions.datasets import read_questions
     from hopgraph.tools.grail.training import run_train
 
     qs, store = _grail_inputs(questions, kb, sets)
@@ -101,7 +101,7 @@ def grail_eval(
     out = file_flag("--results", results, out)
     import json as _json
 
-    from hopgraph.evals.grail import format_table, run_eval
+    from hopgraph.measure.grail import format_table, run_eval
 
     qs, store = _grail_inputs(questions, kb, sets)
     res = run_eval(
@@ -117,7 +117,7 @@ def grail_eval(
     for schedule, per in res["pools"].items():
         console.print(format_table(f"Pool construction {schedule}", per), markup=False)
     if out:
-        from hopgraph.evals.run_folder import git_revision, machine
+        from hopgraph.harness.run_folder import git_revision, machine
 
         res["manifest"] = {
             "command": command_line(),

@@ -19,13 +19,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client, redacted
-from hopgraph.evals.cost import Price, cost_of
-from hopgraph.evals.run_folder import EventCounts
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
 from hopgraph.graphs.auth import LOOPBACK, as_host, identity, refusal
 from hopgraph.graphs.auth import key_check as auth_check
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
+from hopgraph.harness.cost import Price, cost_of
+from hopgraph.harness.run_folder import EventCounts
 from hopgraph.memory.kb import KnowledgeBaseError
 from hopgraph.models.errors import HopgraphModelError, first_line
 from hopgraph.models.events import question_spend
@@ -149,7 +149,7 @@ class Operator:
         self._lock = threading.Lock()
 
     def endpoint(self) -> str:
-        from hopgraph.evals.runner import preflight
+        from hopgraph.harness.runner import preflight
 
         with self._lock:
             if not self._endpoint:

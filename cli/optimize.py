@@ -1,4 +1,5 @@
-"""``optimize``: a better prompt for an agent's roles, from its own traces (``evals.optimize``)."""
+"""``optimize``: a better prompt for an agent's roles, from its own traces
+(``optimizer.search``)."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def optimize(
     validation mean beats the incumbent's by more than one question's worth; writes
     OUT/overlay (use it as `--prompts`) and OUT/record.json. Ctrl-C stops with what it found;
     a spent budget exits 4 and a larger one goes on."""
-    from hopgraph.evals.optimize import Plan, roles_of
+    from hopgraph.optimizer.search import Plan, roles_of
     from hopgraph.prompts import refuse_foreign_overlay
 
     agent = chosen_graph(agent, graph)
@@ -150,7 +151,7 @@ class _Shown:
         self.runner, self.name, self.quiet = runner, name, quiet
 
     def run(self, questions: Path, **options):  # noqa: ANN003, ANN201 - a RunSummary
-        from hopgraph.evals.run_folder import QuestionSet
+        from hopgraph.harness.run_folder import QuestionSet
 
         qs = QuestionSet.read(questions)
         total = len(qs.first(options.get("limit")))
@@ -161,8 +162,8 @@ class _Shown:
 def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
     """The search on the checked endpoint(s); its exits: 4 at the budget, 130 on Ctrl-C
     (with what it found so far written)."""
-    from hopgraph.evals.optimize import BudgetSpent, Optimizer, OptimizeRefused
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.runner import Runner
+    from hopgraph.optimizer.search import BudgetSpent, Optimizer, OptimizeRefused
 
     endpoint = checked_endpoint(ctx)
     if proposer is not None:
@@ -200,7 +201,7 @@ class _Table:
         self.quiet, self.rows = quiet, {}
 
     def show(self, record: dict) -> None:
-        from hopgraph.evals.optimize import candidate_rows
+        from hopgraph.optimizer.search import candidate_rows
 
         if self.quiet:
             return
@@ -219,7 +220,7 @@ class _Table:
 def _rich_table(rows: list[tuple[str, ...]]):  # noqa: ANN202 - a rich Table
     from rich.table import Table
 
-    from hopgraph.evals.optimize import ROW_HEADS
+    from hopgraph.optimizer.search import ROW_HEADS
 
     table = Table(*ROW_HEADS, title="candidates")
     for r in rows:

@@ -103,7 +103,7 @@ def run(
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.runner import Runner
     from hopgraph.models.embedded import unused_cpu_features
 
     # what fails every question is refused once, before a folder or a model server exists
@@ -139,7 +139,7 @@ def run(
 def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency, redo, quiet=False):  # noqa: ANN001, ANN202
     """``Runner.run`` showing its progress (done, failed, pace: ``cli.progress``); Ctrl-C and
     SIGTERM stop the run and its server at once (exit 130 / 143), a run of failures exits 1."""
-    from hopgraph.evals.runner import RunAborted
+    from hopgraph.harness.runner import RunAborted
 
     with Steps(agent, len(read.first(limit)), quiet=quiet) as steps:
         steps.step(0, "starting")
@@ -182,7 +182,7 @@ def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
 def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202 - a QuestionSet
     """The question file, read once, and the KB a run reads, each refused (exit 2) where every
     question would fail: a missing file, a KB that is a file, absent or empty, no valid line."""
-    from hopgraph.evals.run_folder import QuestionSet
+    from hopgraph.harness.run_folder import QuestionSet
 
     if not Path(questions).is_file():
         refuse(f"no questions file at {questions}")
@@ -220,7 +220,7 @@ BUDGET_SPENT = 4
 
 def run_budget(tokens: int, usd: float, price: str):  # noqa: ANN201 - a Budget or None
     """The run's budget from its flags, refused (exit 2) where they do not make one."""
-    from hopgraph.evals.cost import Budget
+    from hopgraph.harness.cost import Budget
 
     try:
         budget = Budget(tokens=tokens, usd=usd, price=parsed_price(price))
@@ -266,10 +266,10 @@ def ask(
     import hashlib
     import tempfile
 
-    from hopgraph.evals.datasets import Question
-    from hopgraph.evals.report import live_line
-    from hopgraph.evals.run_folder import packed, trace_path
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.run_folder import packed, trace_path
+    from hopgraph.harness.runner import Runner
+    from hopgraph.presentation.report import live_line
+    from hopgraph.questions.datasets import Question
 
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists

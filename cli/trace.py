@@ -35,8 +35,8 @@ def trace(
 ) -> None:
     """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
     put one question's executions in two runs side by side with their first divergence."""
-    from hopgraph.evals import report
-    from hopgraph.evals.run_folder import RunFolder, has_trace, trace_ids, trace_path
+    from hopgraph.harness.run_folder import RunFolder, has_trace, trace_ids, trace_path
+    from hopgraph.presentation import report
 
     if len(args) == 3:
         runs, qid = [run_folder(a) for a in args[:2]], args[2]
@@ -61,7 +61,7 @@ def trace(
     folder = run_folder(args[0])
     qid = args[1] if len(args) == 2 else None
     if fmt == "html":
-        from hopgraph.evals.evaluate import load_metrics
+        from hopgraph.measure.evaluate import load_metrics
 
         path = report.render_html(folder, load_metrics(folder))
         console.print(f"report: {path}")
@@ -88,9 +88,9 @@ def trace(
 def _question_head(folder: Path, qid: str) -> str:
     """A question's trace heads with what it asked, answered, the gold and the verdict (the
     gold where the record's question file is here)."""
-    from hopgraph.evals.evaluate import score_prediction
-    from hopgraph.evals.report import answered_right
-    from hopgraph.evals.run_folder import RunError, read_predictions, scored_predictions
+    from hopgraph.harness.run_folder import RunError, read_predictions, scored_predictions
+    from hopgraph.measure.evaluate import score_prediction
+    from hopgraph.presentation.report import answered_right
 
     try:
         pred, note = scored_predictions(folder).get(qid, {}), ""

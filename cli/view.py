@@ -1,4 +1,4 @@
-"""``view``: a local, read-only web app over run folders (``evals/viewer``)."""
+"""``view``: a local, read-only web app over run folders (``presentation/viewer``)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def view(
 
     import uvicorn
 
-    from hopgraph.evals.run_folder import RunError
-    from hopgraph.evals.viewer import find_runs
-    from hopgraph.evals.viewer.app import Viewer, build_app
     from hopgraph.graphs.auth import LOOPBACK, api_keys
+    from hopgraph.harness.run_folder import RunError
+    from hopgraph.presentation.viewer import find_runs
+    from hopgraph.presentation.viewer.app import Viewer, build_app
 
     given = runs or [p for p in ("runs", "demo/runs") if Path(p).is_dir()]
     if not given:

@@ -1,5 +1,5 @@
 """Item ids from what identifies an item's content: the keys the indexer and the question
-converters (``hopgraph.evals.datasets``) share, so gold evidence ids are ids in the index."""
+converters (``hopgraph.questions.datasets``) share, so gold evidence ids are ids in the index."""
 
 from __future__ import annotations
 

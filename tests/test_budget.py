@@ -8,9 +8,9 @@ import json
 from scripted_server import ScriptedServer
 from servers import hopgraph
 
-from hopgraph.evals.cost import Budget, Price
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.run_folder import read_predictions
+from hopgraph.harness.cost import Budget, Price
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.questions.datasets import Question, write_questions
 
 
 def question_file(tmp_path, n=8):

@@ -9,7 +9,7 @@ from scripted_server import ScriptedServer
 from servers import hopgraph
 
 from hopgraph.cli.progress import Steps, clock
-from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.questions.datasets import Question, write_questions
 
 LINE = re.compile(r"^rag: (\d)/3 done, failed 0, last [\d.]+s, mean [\d.]+s/question, "
                   r"0:00:\d\d elapsed(, about 0:\d\d:\d\d left)?$")  # fmt: skip

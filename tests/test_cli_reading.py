@@ -9,7 +9,7 @@ import pytest
 from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
-from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.questions.datasets import Question, write_questions
 
 
 @pytest.fixture(scope="module")

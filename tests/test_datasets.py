@@ -6,7 +6,8 @@ import threading
 import pytest
 from conftest import SHARED_DATA
 
-from hopgraph.evals.datasets import (
+from hopgraph.memory.ids import page_id
+from hopgraph.questions.datasets import (
     DATASETS,
     Question,
     convert,
@@ -15,7 +16,6 @@ from hopgraph.evals.datasets import (
     read_questions,
     write_questions,
 )
-from hopgraph.memory.ids import page_id
 
 
 def test_question_file_problems_are_reported_and_the_rest_kept(tmp_path):
@@ -154,7 +154,7 @@ def test_failed_download_leaves_no_partial_file(local_server, tmp_path):
 def test_image_vqa_files_convert_with_their_images_resolved(tmp_path):
     from PIL import Image
 
-    from hopgraph.evals.datasets import convert, read_questions
+    from hopgraph.questions.datasets import convert, read_questions
 
     (tmp_path / "images").mkdir()
     Image.new("RGB", (8, 8)).save(tmp_path / "images" / "oven_0001.jpg")

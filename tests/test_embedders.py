@@ -26,8 +26,8 @@ def test_the_torch_free_query_embedder_gives_the_packaged_models_vectors():
     """``hopgraph search`` embeds its query with the numpy MiniLM: the same vectors as
     sentence-transformers gives, for every demo passage, a question, and a text past the
     model's 256-token window (cut where sentence-transformers cuts it)."""
-    from hopgraph.evals.demo import PASSAGES
     from hopgraph.models.query_embedder import query_embedder
+    from hopgraph.questions.demo import PASSAGES
 
     texts = [*PASSAGES.values(), "Who founded Marrowick?", " ".join(["lighthouse"] * 600), ""]
     light, full = query_embedder().encode(texts), text_embedder().encode(texts)

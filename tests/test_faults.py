@@ -9,9 +9,9 @@ from fault_proxy import FaultProxy
 from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
+from hopgraph.questions.datasets import Question, write_questions
 
 N = 6
 CALLS_PER_QUESTION = 2  # rag: the cited answer, then the short answer
@@ -41,7 +41,7 @@ def run(tmp_path, kb_dir, faults, name="run"):
 def attempts(tmp_path, name="run"):
     """Every llm_call event's attempts, over all traces of a run."""
     out = []
-    from hopgraph.evals.run_folder import read_trace, trace_ids
+    from hopgraph.harness.run_folder import read_trace, trace_ids
 
     for trace in trace_ids(tmp_path / name):
         for record in read_trace(trace):

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from hopgraph.evals.datasets import Question
-from hopgraph.evals.grail import completion, pools, split_of
+from hopgraph.measure.grail import completion, pools, split_of
+from hopgraph.questions.datasets import Question
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, PoolStep
 from hopgraph.tools.grail.training import leave_one_out

@@ -8,11 +8,11 @@ import pytest
 from PIL import Image
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
 from hopgraph.graphs import GRAPHS, every_context, load_graph
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import Question, write_questions
 
 Context = every_context()  # every built-in method's knobs
 
@@ -100,7 +100,7 @@ def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir,
         Runner(agent, tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
     assert pred["error"] is None, pred["error"]
-    from hopgraph.evals.run_folder import read_trace, trace_path
+    from hopgraph.harness.run_folder import read_trace, trace_path
 
     trace = read_trace(trace_path(tmp_path / "run", "img-1"))
     calls = [r["data"] for r in trace if r.get("mode") == "custom"

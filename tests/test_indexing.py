@@ -8,12 +8,12 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from hopgraph.evals.datasets import convert_hotpotqa, read_questions
-from hopgraph.evals.demo import write_demo
 from hopgraph.memory.ids import page_id
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import KnowledgeBase, item_id
 from hopgraph.memory.sources import detect_format
+from hopgraph.questions.datasets import convert_hotpotqa, read_questions
+from hopgraph.questions.demo import write_demo
 
 
 def make_pdf(path, pages):

@@ -245,8 +245,8 @@ def test_a_signal_stops_a_run_and_its_server_at_once(tmp_path, sig, code):
     SIGINT killed the server and the run went on; SIGTERM waited for the question)."""
     import json
 
-    from hopgraph.evals.datasets import Question, write_questions
     from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.questions.datasets import Question, write_questions
 
     KnowledgeBase(tmp_path / "kb").add(
         [Item("text", f"k{i}", f"Town {i} lies on river {i}.", title=f"Town {i}") for i in range(6)]

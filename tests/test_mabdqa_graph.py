@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.evaluate import score_prediction
-from hopgraph.evals.report import read_trace
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
 from hopgraph.graphs import every_context
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
+from hopgraph.measure.evaluate import score_prediction
 from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.presentation.report import read_trace
+from hopgraph.questions.datasets import Question, write_questions
 
 Context = every_context()  # every built-in method's knobs
 

@@ -8,13 +8,13 @@ import os
 import pytest
 from scripted_server import ScriptedServer, by_template
 
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.report import graph_view, read_trace, render_html
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
 from hopgraph.graphs import every_context
 from hopgraph.graphs.mmapg import check_step
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.presentation.report import graph_view, read_trace, render_html
+from hopgraph.questions.datasets import Question, write_questions
 
 Context = every_context()  # every built-in method's knobs
 

@@ -14,9 +14,9 @@ import threading
 from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.optimize import split
-from hopgraph.evals.run_folder import read_predictions
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.optimizer.search import split
+from hopgraph.questions.datasets import Question, write_questions
 
 N = 24
 INSTRUCTION = "Always reply with the word wrong."
@@ -327,7 +327,7 @@ def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
     """The budget left to the optimized arm is what the hand-written arm left, not what was
     left before it (before: the arms' tokens counted only once both ended, so the search spent
     up to a whole arm past its budget and said it finished)."""
-    from hopgraph.evals.optimize import _sent
+    from hopgraph.optimizer.search import _sent
 
     train = questions(tmp_path, range(N))
     test = questions(tmp_path, range(N, N + 8), "test.jsonl")
@@ -434,7 +434,7 @@ def test_an_instruction_naming_a_gold_answer_it_was_shown_is_skipped(tmp_path, t
 def test_the_roles_of_an_agent_or_a_graph_of_ones_own_are_its_code_s_roles():
     from pathlib import Path
 
-    from hopgraph.evals.optimize import roles_of
+    from hopgraph.optimizer.search import roles_of
 
     example = Path(__file__).resolve().parents[1] / "examples" / "self_ask" / "graph.py"
     assert roles_of("rag") == ["rag/answer", "rag/short_answer"]
@@ -444,7 +444,7 @@ def test_the_roles_of_an_agent_or_a_graph_of_ones_own_are_its_code_s_roles():
 
 def test_the_roles_a_module_keeps_in_a_table_are_among_its_roles():
     """MMAPG keeps its two image roles in a dict by kind; ``--roles`` could not name them."""
-    from hopgraph.evals.optimize import roles_of
+    from hopgraph.optimizer.search import roles_of
 
     assert {"mmapg/image_target", "mmapg/image_describe"} <= set(roles_of("mmapg"))
 
@@ -454,7 +454,7 @@ def test_a_demonstration_is_made_only_of_an_answered_call(tmp_path):
     reply) is no demonstration; the question's answered call of that role is."""
     from pathlib import Path
 
-    from hopgraph.evals.optimize import Optimizer, Plan
+    from hopgraph.optimizer.search import Optimizer, Plan
 
     out = tmp_path / "opt"
     boot = out / "bootstrap"
@@ -481,7 +481,7 @@ def test_the_proposer_reads_a_looping_role_s_last_call(tmp_path):
     ended the loop, whose prompt holds every step before it, not the first step alone."""
     from pathlib import Path
 
-    from hopgraph.evals.optimize import Optimizer, Plan, Pool
+    from hopgraph.optimizer.search import Optimizer, Plan, Pool
 
     out = tmp_path / "opt"
     boot = out / "bootstrap"
@@ -585,7 +585,7 @@ def test_a_demonstration_set_is_cut_to_what_fits_the_context_window(tmp_path):
     from pathlib import Path
 
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+    from hopgraph.optimizer.search import Candidate, Optimizer, Plan
 
     out = tmp_path / "opt"
     (out / "bootstrap" / "traces").mkdir(parents=True)
@@ -625,7 +625,7 @@ def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
     question file has moved still counts (before: each save joined every line to its
     question file and raised without it)."""
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Optimizer, Plan
+    from hopgraph.optimizer.search import Optimizer, Plan
 
     train, out = questions(tmp_path, range(4)), tmp_path / "opt"
     boot = out / "bootstrap"
@@ -648,7 +648,7 @@ def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
     folder's questions count in the record's hours as in its tokens (before: in its tokens
     only, so RESULTS.md's hours left out MMAPG's first candidate's answered questions)."""
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Optimizer, Plan
+    from hopgraph.optimizer.search import Optimizer, Plan
 
     train, out = questions(tmp_path, range(4)), tmp_path / "opt"
     line = {"prompt_tokens": 1000, "completion_tokens": 100, "seconds": 2.5}
@@ -669,7 +669,7 @@ def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
 def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
     """Stopped inside a candidate's validation run, the record holds it unscored; RESULTS.md
     showed it as a 0.000-to-0.000 tie that lost (MMAPG's first candidate did)."""
-    from hopgraph.evals.optimize import render
+    from hopgraph.optimizer.search import render
 
     candidate = {
         "id": "01-mmapg.planner-demos", "role": "mmapg/planner", "kind": "demos", "scores": {},
@@ -693,7 +693,7 @@ def test_a_looped_role_s_demonstrations_can_show_the_step_that_ended_its_loop(tm
     from pathlib import Path
 
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+    from hopgraph.optimizer.search import Candidate, Optimizer, Plan
 
     out = tmp_path / "opt"
     (out / "bootstrap" / "traces").mkdir(parents=True)
@@ -724,7 +724,7 @@ def test_a_looped_role_s_demonstrations_can_show_the_step_that_ended_its_loop(tm
 def test_a_role_whose_replies_make_one_choice_or_none_draws_at_random():
     import random
 
-    from hopgraph.evals.optimize import draw_demos
+    from hopgraph.optimizer.search import draw_demos
 
     calls = [{"id": f"q{i}", "qid": f"q{i}", "choice": ""} for i in range(6)]
     assert draw_demos(calls, 3, random.Random(7)) == random.Random(7).sample(calls, 3)
@@ -739,7 +739,7 @@ def test_a_demonstration_longer_than_its_call_s_prompt_is_measured_by_what_it_re
     from pathlib import Path
 
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Candidate, Optimizer, Plan, demo_tokens
+    from hopgraph.optimizer.search import Candidate, Optimizer, Plan, demo_tokens
 
     out = tmp_path / "opt"
     (out / "bootstrap" / "traces").mkdir(parents=True)
@@ -765,8 +765,8 @@ def searched(tmp_path, scores_of: dict[str, list[float]], incumbent: list[float]
     validation scores against the incumbent's, decided under the old rule (sign p < 0.1), its
     verdict linked to the hand-written arm; and its Optimizer."""
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Optimizer, Plan
-    from hopgraph.evals.stats import paired
+    from hopgraph.measure.stats import paired
+    from hopgraph.optimizer.search import Optimizer, Plan
 
     out = tmp_path / "opt"
     cands = []
@@ -834,7 +834,7 @@ def test_a_verdict_under_way_is_read_on_the_questions_both_arms_answered():
     """With the optimized arm 15 of 40 answered, RESULTS.md compared its mean on 15 with the
     hand-written arm's on 40 ("-0.093 on the 40 test questions"): both are read on the
     questions both have answered, and the line says how many."""
-    from hopgraph.evals.optimize import render
+    from hopgraph.optimizer.search import render
 
     hand = {
         "questions": 40,
@@ -880,7 +880,7 @@ def test_a_wide_search_races_candidates_and_only_the_better_half_answer_all_of_v
     incumbent there) and the tie (outside the better half) never answer the rest, each saying
     why; the demonstrations win on the whole validation. The second proposal was sampled,
     with a tip, on another sample of failures."""
-    from hopgraph.evals.optimize import TIPS
+    from hopgraph.optimizer.search import TIPS
 
     train, out = questions(tmp_path, range(N)), tmp_path / "opt"
     with ScriptedServer(wide_script) as model:
@@ -959,7 +959,7 @@ def test_kill_9_during_a_minibatch_resumes_without_asking_a_finished_question_ag
 
 
 def test_halving_promotes_the_better_half_not_below_the_incumbent():
-    from hopgraph.evals.optimize import Candidate, halve
+    from hopgraph.optimizer.search import Candidate, halve
 
     def cand(cid, mean):
         c = Candidate(cid, "r", "demos", {}, {}, stage="minibatch")
@@ -981,7 +981,7 @@ def test_a_demonstration_too_long_to_fit_is_cut_to_the_passages_its_reply_used(t
     from pathlib import Path
 
     from hopgraph.config import Context
-    from hopgraph.evals.optimize import Candidate, Optimizer, Plan
+    from hopgraph.optimizer.search import Candidate, Optimizer, Plan
     from hopgraph.prompts import DEMOS, prompts_for
 
     role = "qdrag/decompose_qdc"

@@ -11,11 +11,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.otel import OtelExport
-from hopgraph.evals.report import read_trace
-from hopgraph.evals.run_folder import read_predictions, trace_path
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.otel import OtelExport
+from hopgraph.harness.run_folder import read_predictions, trace_path
+from hopgraph.harness.runner import Runner
+from hopgraph.presentation.report import read_trace
+from hopgraph.questions.datasets import Question, write_questions
 
 
 @pytest.fixture

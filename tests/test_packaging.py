@@ -10,7 +10,8 @@ def test_one_import_name_and_no_top_level_collisions(tmp_path):
     code = (
         "import importlib.util, hopgraph, hopgraph.graphs, hopgraph.models;"
         "print(hopgraph.__version__);"
-        "names = ('agents','tools','memory','graphs','models','evals','prompts','config','cli');"
+        "names = ('agents','tools','memory','graphs','models','harness','measure','questions',"
+        "'optimizer','presentation','prompts','config','cli','pysyntax');"
         "print([m for m in names if importlib.util.find_spec(m) is not None])"
     )
     out = subprocess.run(
@@ -62,7 +63,7 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
     """The wheel a user installs, not the editable tree: built from a copy of the sources, put
     into a fresh virtual environment (its dependencies are this one's, on its path), every
     module of it imports, and ``hopgraph --help`` and ``hopgraph results --check`` run against a
-    copy of the records. A subpackage left out of the wheel (``hopgraph.evals.results`` was,
+    copy of the records. A subpackage left out of the wheel (``hopgraph.presentation.results`` was,
     when pyproject listed them by hand) fails here."""
     import shutil
     import sysconfig
@@ -89,7 +90,7 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
         "names = [m.name for m in pkgutil.walk_packages(hopgraph.__path__, 'hopgraph.')];"
         "[importlib.import_module(n) for n in names if not n.endswith('__main__')];"
         "print(len(names));"
-        "from hopgraph.evals.viewer import app as v;"  # hopgraph view's page and assets ship
+        "from hopgraph.presentation.viewer import app as v;"  # hopgraph view's page and assets ship
         "assert all((v.STATIC / n).is_file() for n in ['index.html', *v.ASSETS]), 'no assets'"
     )
     out = subprocess.run([python, "-c", code], cwd=tmp_path, capture_output=True, text=True)

@@ -19,10 +19,10 @@ def words(text: str) -> list[str]:
 def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch):
     import pymupdf
 
-    from hopgraph.evals import report
     from hopgraph.memory.kb import KnowledgeBase
     from hopgraph.memory.regions import cited_region, quoted_span
     from hopgraph.memory.sources import read_pdf
+    from hopgraph.presentation import report
 
     pdf = min(PDFS.glob("*.pdf"), key=lambda p: p.stat().st_size)
     items = [i for i in read_pdf(pdf, pages_dir=tmp_path / "pages") if hasattr(i, "meta")]
@@ -67,7 +67,7 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch)
     assert f"data-id='{stored['id']}'" in page and page.count("<rect class='quoted'") == len(boxes)
     assert "the highlighted lines are what the answer quotes" in page
     # hopgraph view shows the same: the cited page's regions, its image served by the API
-    from hopgraph.evals.viewer import RunView, page_image
+    from hopgraph.presentation.viewer import RunView, page_image
 
     view = RunView(run)
     (shown,) = [e for e in view.question("q1")["evidence"] if e["cited"]]

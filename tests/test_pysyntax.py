@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hopgraph.evals import pysyntax
+from hopgraph import pysyntax
 
-SOURCE = (Path(pysyntax.__file__).parent / "runner.py").read_text(encoding="utf-8")
+SOURCE = (Path(pysyntax.__file__).parent / "harness" / "runner.py").read_text(encoding="utf-8")
 
 
 def _inside_compile() -> bool:

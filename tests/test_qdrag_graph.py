@@ -5,12 +5,12 @@ import pytest
 from scripted_server import ScriptedServer, by_template
 
 from hopgraph.agents.qdrag import QDCOutput
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.report import graph_view, read_trace
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
 from hopgraph.graphs import every_context
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.presentation.report import graph_view, read_trace
+from hopgraph.questions.datasets import Question, write_questions
 from hopgraph.tools.replies import qdc_subquestions
 
 Context = every_context()  # every built-in method's knobs

@@ -52,8 +52,8 @@ def test_a_record_s_question_file_is_found_from_anywhere_below_its_repository(
     """The manifest names its question file relative to the checkout (``runs/q.jsonl``), and
     it was read relative to wherever ``view`` or ``eval`` started: a viewer started inside
     ``benchmarks/`` showed every record unscored. A folder above the record is tried too."""
-    from hopgraph.evals.datasets import Question, write_questions
-    from hopgraph.evals.run_folder import scored_predictions
+    from hopgraph.harness.run_folder import scored_predictions
+    from hopgraph.questions.datasets import Question, write_questions
 
     repo = tmp_path / "checkout"
     (repo / "runs").mkdir(parents=True)

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from hopgraph.evals import report
+from hopgraph.presentation import report
 from hopgraph.tools.replies import parse_citations, strip_citations
 
 RECORDS = [

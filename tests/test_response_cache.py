@@ -11,12 +11,12 @@ from scripted import ScriptedEndpoint, completion
 from scripted_server import ScriptedServer
 
 from hopgraph.config import Context
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.chat import user
 from hopgraph.models.response_cache import FILE, ResponseCache
+from hopgraph.questions.datasets import Question, write_questions
 
 
 def model(endpoint, folder):
@@ -109,7 +109,7 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert first == 10 and second == 5  # two calls a question; only the edited one again
     assert all(p["cache_hits"] == 1 and p["llm_calls"] == 2 for p in after.values())
     assert all("cache_hits" not in p for p in before.values())
-    from hopgraph.evals.evaluate import evaluate_run
+    from hopgraph.measure.evaluate import evaluate_run
 
     assert evaluate_run(tmp_path / "after")["overall"]["cache_hits"] == 1
     manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())

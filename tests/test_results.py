@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from hopgraph.evals import results
-from hopgraph.evals.stats import sign_counts
+from hopgraph.measure.stats import sign_counts
+from hopgraph.presentation import results
 
 
 def test_the_committed_results_page_is_what_the_records_give():
@@ -370,7 +370,7 @@ def test_a_search_under_way_says_how_far_it_has_come_not_that_it_was_never_measu
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     table = results.BenchTable(
-        "M", "search", "finding", ["s/record.json"], "hopgraph.evals.optimize:render",
+        "M", "search", "finding", ["s/record.json"], "hopgraph.optimizer.search:render",
         progress="s/bootstrap",
     )  # fmt: skip
     assert "Not measured yet." in results.bench_table(table)

@@ -15,6 +15,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel
 
 import hopgraph.agents
+import hopgraph.optimizer
 from hopgraph.agents import mmapg, qdrag
 from hopgraph.agents.role import Role, reply_shape, roles_in
 from hopgraph.config import Context
@@ -24,10 +25,12 @@ CTX = Context(base_url="http://scripted.test/v1", model="scripted")
 
 
 def roles() -> list[Role]:
+    """Every role the package declares: the methods' (agents/) and the optimizer's proposer."""
     found = {}
-    for info in pkgutil.iter_modules(hopgraph.agents.__path__):
-        module = importlib.import_module(f"hopgraph.agents.{info.name}")
-        found |= {r.template: r for r in roles_in(module)}
+    for package in (hopgraph.agents, hopgraph.optimizer):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            found |= {r.template: r for r in roles_in(module)}
     return list(found.values())
 
 

@@ -14,12 +14,12 @@ from scripted_server import ScriptedServer, deterministic_reply
 from servers import sigint_as_in_a_terminal
 
 from hopgraph.config import Context
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.evaluate import evaluate_run
-from hopgraph.evals.run_folder import RunError, read_predictions, read_trace, trace_path
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.run_folder import RunError, read_predictions, read_trace, trace_path
+from hopgraph.harness.runner import Runner
+from hopgraph.measure.evaluate import evaluate_run
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import Question, write_questions
 
 TESTS = Path(__file__).parent
 
@@ -80,7 +80,7 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     assert sum(t["prompt_tokens"] for t in by.values()) == 20
     assert all(t["calls"] == 1 and t["seconds"] >= 0 for t in by.values())
     assert evaluate_run(tmp_path / "run")["by_template"]["rag/answer"]["calls"] == 1.0
-    from hopgraph.evals.run_folder import packed, read_trace, trace_path
+    from hopgraph.harness.run_folder import packed, read_trace, trace_path
 
     path = trace_path(tmp_path / "run", "q0")
     assert packed(path).exists() and not path.exists()  # packed once the question ended
@@ -129,7 +129,7 @@ def test_a_sitting_on_another_llama_cpp_build_is_warned_about(
 ):
     """rag's record grew on the portable AVX2 wheel, then on the AVX-512 build, and nothing
     said so while a build can change a greedy answer: the sitting that switches is warned."""
-    from hopgraph.evals import runner as runner_module
+    from hopgraph.harness import runner as runner_module
 
     def reply(body):
         return "1 2 3 4 " * 40 if body["_template"] == "probe" else deterministic_reply(body)
@@ -139,7 +139,7 @@ def test_a_sitting_on_another_llama_cpp_build_is_warned_about(
     monkeypatch.setattr(runner_module, "llama_build_features", lambda: next(builds))
     with (
         ScriptedServer(reply, per_token=0.002) as server,
-        caplog.at_level("WARNING", "hopgraph.evals.runner"),
+        caplog.at_level("WARNING", "hopgraph.harness.runner"),
     ):
         for limit in (1, 2):
             Runner("rag", run, ctx_for(server, kb_dir), speed_probe=True).run(qfile, limit=limit)
@@ -236,7 +236,7 @@ def test_redo_answers_named_questions_afresh_and_refuses_unknown_ids(tmp_path, k
     after = read_predictions(run_dir / "predictions.jsonl")
     assert sorted(after) == ["q0", "q1", "q2"] and after["q0"] == before["q0"]
     assert (run_dir / "predictions.jsonl").read_text().count('"q1"') == 1
-    from hopgraph.evals.run_folder import read_trace, trace_path
+    from hopgraph.harness.run_folder import read_trace, trace_path
 
     starts = [r for r in read_trace(trace_path(run_dir, "q1")) if r.get("mode") == "start"]
     assert len(starts) == 1 and starts[0]["data"]["resume"] is False
@@ -392,7 +392,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from scripted_server import ScriptedServer, deterministic_reply
 from hopgraph.config import Context
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.runner import Runner
 with ScriptedServer(delay=float(sys.argv[1])) as server:
     ctx = Context(base_url=server.base_url, model="scripted", kb_dir={kb!r})
     Runner("rag", {run!r}, ctx).run({questions!r}, concurrency=2)
@@ -427,7 +427,7 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_d
 RESUME_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.runner import Runner
 from hopgraph.graphs import every_context
 ctx = every_context()(base_url=sys.argv[1], model="scripted", kb_dir={kb!r})
 Runner("qdrag", {run!r}, ctx).run({questions!r})
@@ -495,7 +495,7 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
 
 
 def test_the_checkpoint_thread_names_the_llama_cpp_build():
-    from hopgraph.evals.run_folder import settings_key
+    from hopgraph.harness.run_folder import settings_key
 
     m = {"context": {"top_k": 5}, "gguf_sha256": "ab", "prompts": {}, "kb": {}}
     assert settings_key(m, ["AVX2"]) != settings_key(m, ["AVX2", "AVX512"])
@@ -504,7 +504,7 @@ def test_the_checkpoint_thread_names_the_llama_cpp_build():
 
 def test_eval_with_citation_judge_and_compare(tmp_path, kb_dir):
     from hopgraph.agents.judge import supports
-    from hopgraph.evals.evaluate import evaluate_run, headline
+    from hopgraph.measure.evaluate import evaluate_run, headline
 
     qfile = questions(tmp_path, 3)
     with ScriptedServer() as server:
@@ -655,7 +655,7 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
 def test_compare_rescores_a_run_that_went_on_after_eval(tmp_path):
     import os
 
-    from hopgraph.evals.evaluate import evaluate_run, load_metrics
+    from hopgraph.measure.evaluate import evaluate_run, load_metrics
 
     preds = tmp_path / "predictions.jsonl"
     line = '{{"id": "q{}", "answer": "Lund", "gold": ["Lund"], "error": null}}\n'
@@ -681,8 +681,8 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
     keeps a record's packed traces and ignores its checkpoints and open traces; eval joins
     gold back from the question file; a clone holding only manifest + predictions resumes
     the rest."""
-    from hopgraph.evals.evaluate import evaluate_run
-    from hopgraph.evals.run_folder import scored_predictions
+    from hopgraph.harness.run_folder import scored_predictions
+    from hopgraph.measure.evaluate import evaluate_run
 
     record = TESTS.parent / "benchmarks" / "results" / "test-dataset" / f"rag-{os.getpid()}"
     qfile = questions(tmp_path)
@@ -728,7 +728,7 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
 def test_a_run_stops_after_consecutive_failures_and_resumes(tmp_path, kb_dir):
     """An endpoint that starts answering 500 mid-run stops the run after five failures in a
     row, instead of walking every question; the same command later finishes the rest."""
-    from hopgraph.evals.runner import RunAborted
+    from hopgraph.harness.runner import RunAborted
 
     qfile = questions(tmp_path, 30)
     broken = {"on": False}
@@ -776,7 +776,7 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
               "● select  kept=", "▶ generate", "    llm generator [rag/answer]", "● generate",
               "A: answer-", "  [1] Town 3: Fact number 3 about town 3.")]  # fmt: skip
     assert order == sorted(order)
-    from hopgraph.evals.run_folder import read_trace, trace_ids
+    from hopgraph.harness.run_folder import read_trace, trace_ids
 
     traces = [read_trace(t) for t in trace_ids(tmp_path / "ask")]
     assert traces and all(r.get("mode") != "tasks" for t in traces for r in t)  # not kept
@@ -789,8 +789,8 @@ def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
     Each sitting and answer records the fingerprint of the method's own code; a record made
     by other code is refused (naming the modules that changed) unless the user accepts the
     change, and RESULTS.md then says that the table mixes code."""
-    from hopgraph.evals import results
-    from hopgraph.evals.code_fingerprint import method_files
+    from hopgraph.harness.code_fingerprint import method_files
+    from hopgraph.presentation import results
 
     qfile, run = questions(tmp_path, 3), tmp_path / "results" / "rag-run"
     with ScriptedServer() as server:
@@ -801,7 +801,10 @@ def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
         assert (
             "hopgraph.agents.generator" in code["files"] and "hopgraph.graphs.rag" in code["files"]
         )
-        assert not any(m.startswith(("hopgraph.cli", "hopgraph.evals")) for m in code["files"])
+        assert not any(
+            m.startswith(("hopgraph.cli", "hopgraph.harness", "hopgraph.measure"))
+            for m in code["files"]
+        )
         assert set(method_files("hopgraph.graphs.rag")) == set(code["files"])
         (first,) = read_predictions(run / "predictions.jsonl").values()
         assert first["code"] == code["fingerprint"] == man["sittings"][0]["code"]
@@ -831,7 +834,7 @@ def test_the_runner_takes_questions_already_read_and_one_type_owns_the_folder(tm
     import ast
 
     import hopgraph
-    from hopgraph.evals.run_folder import QuestionSet, RunFolder
+    from hopgraph.harness.run_folder import QuestionSet, RunFolder
 
     qfile = questions(tmp_path, n=2)
     read = QuestionSet.read(qfile)
@@ -859,7 +862,7 @@ def test_the_runner_takes_questions_already_read_and_one_type_owns_the_folder(tm
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Constant) and node.value == "manifest.json"
     ]
-    assert named and all(n.startswith("evals/run_folder.py:") for n in named), named
+    assert named and all(n.startswith("harness/run_folder.py:") for n in named), named
 
 
 def test_compare_reads_under_80_columns_warns_of_two_models_and_no_cache_speedup(tmp_path, kb_dir):
@@ -898,7 +901,7 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     long ids alike in their first 120 characters) each get a trace of their own, read back by
     id (before: they shared ``col_1.jsonl``, and ``trace`` showed one's retrieval as the
     other's); an id the old name held whole keeps it, so old records read as they did."""
-    from hopgraph.evals.run_folder import trace_name
+    from hopgraph.harness.run_folder import trace_name
 
     long = "x" * 121
     ids = ["col/1", "col_1", "col?1", "COL_1", long + "a", long + "b"]

@@ -149,10 +149,10 @@ def test_a_secret_in_any_url_form_reaches_no_file_span_or_view_answer(tmp_path, 
     from starlette.testclient import TestClient
 
     from hopgraph.config import Context
-    from hopgraph.evals.datasets import Question, write_questions
-    from hopgraph.evals.otel import OtelExport
-    from hopgraph.evals.runner import Runner
-    from hopgraph.evals.viewer.app import Viewer, build_app
+    from hopgraph.harness.otel import OtelExport
+    from hopgraph.harness.runner import Runner
+    from hopgraph.presentation.viewer.app import Viewer, build_app
+    from hopgraph.questions.datasets import Question, write_questions
 
     qfile = tmp_path / "q.jsonl"
     write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
@@ -189,9 +189,9 @@ def test_the_view_api_masks_a_secret_an_older_run_wrote_in_clear(tmp_path, town_
     from starlette.testclient import TestClient
 
     from hopgraph.config import Context
-    from hopgraph.evals.datasets import Question, write_questions
-    from hopgraph.evals.runner import Runner
-    from hopgraph.evals.viewer.app import Viewer, build_app
+    from hopgraph.harness.runner import Runner
+    from hopgraph.presentation.viewer.app import Viewer, build_app
+    from hopgraph.questions.datasets import Question, write_questions
 
     qfile = tmp_path / "q.jsonl"
     write_questions([Question("q0", "What about town 0?", ["answer-0"], [])], qfile)

@@ -10,8 +10,8 @@ import time
 
 from scripted_server import ScriptedServer
 
-from hopgraph.evals.datasets import Question, write_questions
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import Question, write_questions
 
 
 def test_two_workers_share_a_run_and_one_killed_loses_nothing(tmp_path, postgres):
@@ -67,8 +67,8 @@ def test_a_shared_question_killed_with_only_its_input_saved_is_answered_afresh(t
     from scripted_server import ScriptedServer
 
     from hopgraph.config import Context
-    from hopgraph.evals.run_folder import read_predictions
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.run_folder import read_predictions
+    from hopgraph.harness.runner import Runner
 
     KnowledgeBase(tmp_path / "kb").add(
         [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(3)]

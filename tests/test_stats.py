@@ -11,10 +11,8 @@ from scipy.stats import binom, binomtest
 from scripted_server import ScriptedServer, by_template
 
 from hopgraph.config import Context
-from hopgraph.evals import results
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.runner import Runner
-from hopgraph.evals.stats import (
+from hopgraph.harness.runner import Runner
+from hopgraph.measure.stats import (
     critical_counts,
     needed_questions,
     paired,
@@ -22,6 +20,8 @@ from hopgraph.evals.stats import (
     sign_test_power,
 )
 from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.presentation import results
+from hopgraph.questions.datasets import Question, write_questions
 
 
 def test_counts_and_sign_test_against_scipy():
@@ -176,8 +176,8 @@ def test_a_column_identical_to_the_base_plots_a_zero_bar():
     """The n100 table reads rag's record for dense: its interval, rag's mean plus a zero
     difference, lands a rounding away from its own mean, which matplotlib refused as a
     negative error bar, so `hopgraph results` failed."""
-    from hopgraph.evals import plots
-    from hopgraph.evals.stats import paired
+    from hopgraph.measure.stats import paired
+    from hopgraph.presentation import plots
 
     f1 = [1.0, 0.0, 0.5, 0.4, 1.0, 0.0, 0.6667, 1.0, 0.25, 0.0, 1.0, 0.8] * 5  # 60 questions
     r = paired(f1, f1)

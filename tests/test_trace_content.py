@@ -33,8 +33,8 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.evals.run_folder import read_trace, trace_ids
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.run_folder import read_trace, trace_ids
+    from hopgraph.harness.runner import Runner
 
     kb, qfile, qdoc = demo
     agent, fields = AGENTS[name]
@@ -170,10 +170,10 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.evals import report
-    from hopgraph.evals.evaluate import evaluate_run
-    from hopgraph.evals.run_folder import read_predictions, read_trace, trace_path
-    from hopgraph.evals.runner import Runner
+    from hopgraph.harness.run_folder import read_predictions, read_trace, trace_path
+    from hopgraph.harness.runner import Runner
+    from hopgraph.measure.evaluate import evaluate_run
+    from hopgraph.presentation import report
 
     kb, qfile, qdoc = demo
     agent, fields = AGENTS[name]
@@ -215,7 +215,7 @@ def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
     from scripted_server import ScriptedServer
     from servers import hopgraph
 
-    from hopgraph.evals.run_folder import packed, read_trace, trace_path
+    from hopgraph.harness.run_folder import packed, read_trace, trace_path
 
     (tmp_path / "q.jsonl").write_text(
         '{"id": "q0", "question": "What is fact 0?"}\n{"id": "q1", "question": "What is fact 1?"}\n'

@@ -19,7 +19,7 @@ import pytest
 from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
-from hopgraph.evals.datasets import Question, write_questions
+from hopgraph.questions.datasets import Question, write_questions
 
 PAYLOAD = (
     "<img src=x onerror=\"document.body.dataset.pwned='{}'\">"
@@ -269,7 +269,7 @@ def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_
     could be read and says what is damaged; every API error is JSON."""
     import gzip
 
-    from hopgraph.evals.run_folder import packed, trace_path
+    from hopgraph.harness.run_folder import packed, trace_path
 
     root = tmp_path / "copy"
     shutil.copytree(runs, root)
@@ -440,7 +440,7 @@ def test_search_filters_as_one_types_and_j_k_step_through_the_questions(view, br
 def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
     """Six calls sent at once and served one after another: each one's queued time (what
     the model layer records from the server's timings) is on its waterfall bar."""
-    from hopgraph.evals.viewer import spans
+    from hopgraph.presentation.viewer import spans
 
     records = [{"mode": "start", "data": {"id": "q"}}]
     for i in range(6):

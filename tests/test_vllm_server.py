@@ -11,11 +11,11 @@ import pytest
 from pydantic import BaseModel
 
 from hopgraph.config import Context
-from hopgraph.evals.datasets import Question, write_questions
-from hopgraph.evals.run_folder import read_predictions
-from hopgraph.evals.runner import Runner
+from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.chat import ChatModel, user
+from hopgraph.questions.datasets import Question, write_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"

@@ -10,7 +10,7 @@ import string
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from hopgraph.evals import pysyntax
+from hopgraph import pysyntax
 
 # -- answers (SQuAD) -------------------------------------------------------------------------------
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -276,15 +276,3 @@ def citation_scores(
             if judge(passage, statement) or not judge("\n".join(others), statement):
                 correct += 1
     return recall_hits / len(sentences), (correct / total if total else 0.0)
-
-
-# -- cost --------------------------------------------------------------------------------------
-def critical_path_depth(intervals: Sequence[tuple[float, float]]) -> int:
-    """The number of sequential LLM rounds: the longest chain of calls in which each starts
-    after the previous one ended (calls that overlap run in one round)."""
-    calls = sorted(intervals, key=lambda iv: iv[1])
-    depth: list[int] = []
-    for i, (start, _) in enumerate(calls):
-        before = [depth[j] for j in range(i) if calls[j][1] <= start]
-        depth.append(1 + max(before, default=0))
-    return max(depth, default=0)

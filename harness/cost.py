@@ -1,9 +1,11 @@
 """What a run costs: the tokens every question's LLM calls used, and money where the user gives
 the model's price (``Price``, USD per million tokens, as providers list it); and the budgets
-that stop a run before it overspends (``Budget``)."""
+that stop a run before it overspends (``Budget``); how many sequential rounds of calls a
+question took (``critical_path_depth``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,3 +95,14 @@ class Budget:
             (self.tokens and spent["tokens"] >= self.tokens)
             or (self.usd and spent.get("usd", 0.0) >= self.usd)
         )
+
+
+def critical_path_depth(intervals: Sequence[tuple[float, float]]) -> int:
+    """The number of sequential LLM rounds: the longest chain of calls in which each starts
+    after the previous one ended (calls that overlap run in one round)."""
+    calls = sorted(intervals, key=lambda iv: iv[1])
+    depth: list[int] = []
+    for i, (start, _) in enumerate(calls):
+        before = [depth[j] for j in range(i) if calls[j][1] <= start]
+        depth.append(1 + max(before, default=0))
+    return max(depth, default=0)

@@ -8,7 +8,7 @@ folders and statistics).
   replies made (``draw_demos``), and where it does not fit the context window its passages are
   cut to those its reply used (``cut_demo``);
 - **propose**: per role and round, ``candidates`` candidates: demonstration sets from several
-  draws, and instructions the proposer (``agents.optimizer``) writes from different samples of
+  draws, and instructions the proposer (``optimizer.proposer``) writes from different samples of
   the role's wrong answers, each after the first sampled and given a short tip (``TIPS``); then
   the joint candidate of the best of each kind. Round 1 proposes from the bootstrap's failures,
   a later round from the kept candidate's own (``_failure_source``), so rounds chain;
@@ -44,12 +44,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, Literal
 
-from hopgraph.agents.optimizer import propose_instruction
 from hopgraph.agents.role import Role, roles_in
 from hopgraph.config import Context, counted
-from hopgraph.evals.cost import Budget
-from hopgraph.evals.evaluate import score_prediction
-from hopgraph.evals.run_folder import (
+from hopgraph.harness.cost import Budget
+from hopgraph.harness.run_folder import (
     QuestionSet,
     RunFolder,
     method_code,
@@ -57,9 +55,11 @@ from hopgraph.evals.run_folder import (
     scored_predictions,
     trace_path,
 )
-from hopgraph.evals.stats import paired
+from hopgraph.measure.evaluate import score_prediction
+from hopgraph.measure.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
+from hopgraph.optimizer.proposer import propose_instruction
 from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
 
 KEEP_RULE = "validation mean above the incumbent's by more than 1/n"
@@ -375,7 +375,7 @@ class Pool:
 
 class Optimizer:
     """One search into ``plan.out``; ``run(ctx)`` answers through ``runner(agent, dir, ctx,
-    budget)`` (an ``evals.runner.Runner`` factory: the CLI's, with its endpoint)."""
+    budget)`` (an ``harness.runner.Runner`` factory: the CLI's, with its endpoint)."""
 
     def __init__(
         self,
@@ -1070,7 +1070,7 @@ def _sent(preds: dict[str, dict]) -> list[int]:
 
 def _names(text: str, gold: str) -> bool:
     """Whether ``text`` contains the answer ``gold`` (as the benchmark normalises both)."""
-    from hopgraph.evals.metrics import normalize_answer
+    from hopgraph.measure.metrics import normalize_answer
 
     g = normalize_answer(gold)
     return bool(g) and f" {g} " in f" {normalize_answer(text)} "

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from hopgraph.evals import pysyntax
+from hopgraph import pysyntax
 from hopgraph.memory.files import Skipped, load_json, read_jsonl, read_jsonl_lines
 from hopgraph.memory.ids import mmqa_key, mmqa_row_key, page_id, passage_id
 from hopgraph.memory.kb import item_id

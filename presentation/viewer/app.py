@@ -1,7 +1,7 @@
 """``hopgraph view``'s web app (Starlette): the page and its two assets from the package (no
-CDN), and a read-only JSON API over ``evals.viewer``. A strict Content-Security-Policy (scripts
-and styles only from this server) backs the page's rule of writing every trace text as text, so
-a passage or reply holding ``<script>`` or ``onerror=`` never runs.
+CDN), and a read-only JSON API over ``presentation.viewer``. A strict Content-Security-Policy
+(scripts and styles only from this server) backs the page's rule of writing every trace text
+as text, so a passage or reply holding ``<script>`` or ``onerror=`` never runs.
 
 Off loopback each request needs one of ``HOPGRAPH_API_KEYS``: in ``x-api-key``, a bearer token,
 or the cookie ``/?key=KEY`` sets once (a browser cannot send a header on navigation)."""
@@ -20,8 +20,9 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from hopgraph.config import redacted
-from hopgraph.evals.cost import Price
-from hopgraph.evals.viewer import (
+from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
+from hopgraph.harness.cost import Price
+from hopgraph.presentation.viewer import (
     RunView,
     optimize_search,
     page_image,
@@ -31,7 +32,6 @@ from hopgraph.evals.viewer import (
     search_ids,
     unreadable,
 )
-from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}

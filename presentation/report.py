@@ -1,7 +1,7 @@
 """Reading traces back: a step tree, Mermaid, and a self-contained HTML report with drawings.
 
 A method's drawing of its own reasoning (MMAPG's planning graph, QDRAG's decomposition tree) is
-drawn from the question's final state by the view ``evals.views`` registers for its graph;
+drawn from the question's final state by the view ``presentation.views`` registers for its graph;
 otherwise the drawing is the executed steps.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.config import counted
-from hopgraph.evals.cost import Price
-from hopgraph.evals.run_folder import read_trace
-from hopgraph.evals.views import view_of
+from hopgraph.harness.cost import Price
+from hopgraph.harness.run_folder import read_trace
 from hopgraph.models.events import LLMRequest
+from hopgraph.presentation.views import view_of
 
 LLM_REQUEST = LLMRequest.event
 
@@ -67,7 +67,7 @@ def steps(records: list[dict[str, Any]]) -> list[Step]:
 
 
 def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The method's own drawing of the question's final state (``evals.views``), else the
+    """The method's own drawing of the question's final state (``presentation.views``), else the
     chain of executed steps. (Traces written before views moved out of the graphs carry the
     drawing in a node's update, which is used as it is.)"""
     view = None
@@ -686,7 +686,7 @@ def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> 
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.evals.run_folder import RunFolder, scored_predictions, trace_path
+    from hopgraph.harness.run_folder import RunFolder, scored_predictions, trace_path
 
     run_dir = Path(run_dir)
     preds = scored_predictions(run_dir)

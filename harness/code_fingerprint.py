@@ -2,8 +2,9 @@
 method layers (graphs, agents, tools, memory, prompts) and of the model layer it imports,
 followed statically through their ``import`` lines. The model layer counts because its settings
 change answers (``models/chat.py``'s sampling per backend, the embedders, the structured-output
-dialects); the CLI and evals are left out: a change there does not change what a method
-answers. Templates are hashed apart, in the manifest's ``prompts``.
+dialects); the CLI, the harness, measurement, the optimizer and the presentation are left
+out: a change there does not change what a method answers. Templates are hashed apart, in
+the manifest's ``prompts``.
 
 A part a graph includes only when a setting turns it on (GRAIL's steering, PolarMem's recall)
 is followed only when the run's Context turns it on, so a run that never steers is not
@@ -18,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from hopgraph.evals import pysyntax
+from hopgraph import pysyntax
 
 METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts", "models")
 ROOT = "hopgraph"

@@ -5,8 +5,8 @@ it (a ``path.py:function`` or ``module:function`` spec)."""
 
 from __future__ import annotations
 
-from hopgraph.evals.grail import grail_files
-from hopgraph.evals.results.spec import BenchTable, Claim, RunTable
+from hopgraph.measure.grail import grail_files
+from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
 
 
 def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
@@ -185,7 +185,7 @@ def _optimized(
                 f"{test}/hand-written/metrics.json",
                 f"{test}/optimized/metrics.json",
             ],  # fmt: skip
-            "hopgraph.evals.optimize:render",
+            "hopgraph.optimizer.search:render",
             command=command,
             progress=f"hotpotqa/optimize/{method}/bootstrap",
         ),
@@ -674,7 +674,7 @@ TABLES: list[RunTable | BenchTable] = [
         "Additive steering has negative Δesc and GRAIL positive; GRAIL beats additive on "
         "compositional questions.",
         grail_files(),
-        "hopgraph.evals.grail:render_tables",
+        "hopgraph.measure.grail:render_tables",
         command="benchmarks/grail_runs.sh",
         deviations=GRAIL_DEVIATIONS,
     ),

@@ -3,7 +3,7 @@ table (from ``predictions.jsonl`` and the question file only), one question's tr
 drawing, a timing waterfall, every call, its evidence) and two runs side by side. A question's
 trace is read only when that question is opened, so a run of any size lists at once.
 
-Everything here returns plain JSON-able dicts; ``evals.viewer.app`` serves them."""
+Everything here returns plain JSON-able dicts; ``presentation.viewer.app`` serves them."""
 
 from __future__ import annotations
 
@@ -15,9 +15,18 @@ from statistics import fmean
 from typing import Any
 
 from hopgraph.config import redacted
-from hopgraph.evals.cost import Price
-from hopgraph.evals.evaluate import score_prediction
-from hopgraph.evals.report import (
+from hopgraph.harness.cost import Price
+from hopgraph.harness.run_folder import (
+    RunError,
+    RunFolder,
+    gold_evidence,
+    read_predictions,
+    read_trace_checked,
+    scored_predictions,
+    trace_path,
+)
+from hopgraph.measure.evaluate import score_prediction
+from hopgraph.presentation.report import (
     SHOWN_SCORES,
     answered_right,
     call_diff,
@@ -31,15 +40,6 @@ from hopgraph.evals.report import (
     step_templates,
     to_svg,
     trace_diff,
-)
-from hopgraph.evals.run_folder import (
-    RunError,
-    RunFolder,
-    gold_evidence,
-    read_predictions,
-    read_trace_checked,
-    scored_predictions,
-    trace_path,
 )
 
 """The metrics a run list and a question table show (those a run has)."""

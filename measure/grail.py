@@ -12,9 +12,9 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from hopgraph.evals.datasets import Question
-from hopgraph.evals.stats import fmt
-from hopgraph.evals.stats import sign_counts as sign_test
+from hopgraph.measure.stats import fmt
+from hopgraph.measure.stats import sign_counts as sign_test
+from hopgraph.questions.datasets import Question
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
 from hopgraph.tools.grail.training import (
     Instance,
@@ -167,7 +167,7 @@ def run_eval(
     return results
 
 
-# -- its table in docs/RESULTS.md (evals/results/tables.py names it) ----------------------
+# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
 
 
 GRAIL_SETS = (

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from hopgraph.config import Context
-from hopgraph.evals.cost import Budget
-from hopgraph.evals.datasets import Question
-from hopgraph.evals.run_folder import (
+from hopgraph.graphs import context_schema, load_graph, recursion_limit
+from hopgraph.graphs.shared import output_of
+from hopgraph.harness.cost import Budget
+from hopgraph.harness.run_folder import (
     EventCounts,
     Prediction,
     QuestionSet,
@@ -38,16 +39,15 @@ from hopgraph.evals.run_folder import (
     settings_key,
     trace_path,
 )
-from hopgraph.graphs import context_schema, load_graph, recursion_limit
-from hopgraph.graphs.shared import output_of
 from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
 from hopgraph.models.errors import HopgraphModelError
 from hopgraph.models.events import question_spend
 from hopgraph.prompts import prompts_for, refuse_foreign_overlay
+from hopgraph.questions.datasets import Question
 
 if TYPE_CHECKING:
-    from hopgraph.evals.otel import OtelExport
+    from hopgraph.harness.otel import OtelExport
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +136,9 @@ class Runner:
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
         happens, and each node's start (``tasks`` mode, not kept in the trace). ``exporter``
-        (an ``evals.otel.OtelExport``) gets each finished question's trace records.
+        (an ``harness.otel.OtelExport``) gets each finished question's trace records.
         ``checkpointer`` a ``postgres://`` URL: the run is shared with every worker that names
-        the same database, agent and run folder name (``evals.shared_run``). ``speed_probe``:
+        the same database, agent and run folder name (``harness.shared_run``). ``speed_probe``:
         time the endpoint once per sitting (``measure_speed``) and record its rates with the
         sitting and every question it answers; the CLI sets it for the embedded server, whose
         speed is the host's (two hosts of one kind read prompts 1.65x apart). ``budget``: no
@@ -176,7 +176,7 @@ class Runner:
         self.predictions = self.folder.predictions
         self.shared = None
         if checkpointer.startswith(("postgres://", "postgresql://")):
-            from hopgraph.evals.shared_run import SharedRun
+            from hopgraph.harness.shared_run import SharedRun
 
             self.shared = SharedRun(checkpointer, f"{agent}:{self.run_name}", lease=lease)
             self.saver = self.shared.checkpointer()

@@ -1,1 +1,0 @@
-"""Measurement: dataset loaders, metrics, the batch runner and reports."""

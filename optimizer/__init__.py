@@ -1,0 +1,1 @@
+"""`hopgraph optimize`: the prompt search (`search.py`) and its proposer role (`proposer.py`)."""

@@ -1,0 +1,1 @@
+"""Question sets: the `Question` a run reads, the benchmark converters, the demo set."""
