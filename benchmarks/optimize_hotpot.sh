@@ -23,8 +23,11 @@
 # pinned code (c06589d, run as it ran: this checkout's optimizer does not import there) into
 # test/optimized, then this checkout's optimizer reads both arms back into record.json's verdict;
 # rag-wide: the wider search on rag's short answer (6 candidates a round, raced on a minibatch
-# of 8 validation questions, this checkout's code), in its own folder; the searches above keep
-# the breadth they were recorded with (one candidate of each kind), so they resume as they were)
+# of 8 validation questions, this checkout's code), in its own folder; rag-answer: the same
+# search on rag's long answer (rag/answer), starting from rag-wide's bootstrap, splits and
+# hand-written test arm where rag's code is still theirs (the runs resume, nothing re-asked);
+# the searches above keep the breadth they were recorded with (one candidate of each kind), so
+# they resume as they were)
 set -eu
 cd "$(dirname "$0")/.."
 H=.venv/bin/hopgraph
@@ -69,6 +72,10 @@ breadth=""  # a pinned revision's own CLI: its Plan's one-candidate breadth
 case $method in
   rag) breadth="--candidates 2 --minibatch 0" ;;  # as recorded
   rag-wide) roles="--roles rag/short_answer"; breadth="--candidates 6 --minibatch 8" ;;
+  rag-answer) roles="--roles rag/answer"; breadth="--candidates 6 --minibatch 8"
+    for part in bootstrap splits test/hand-written; do
+      [ -e $R/$method/$part ] || { mkdir -p "$(dirname $R/$method/$part)"; cp -r $R/rag-wide/$part $R/$method/$part; }
+    done ;;
 esac
 cache=runs/optimize-$agent-cache
 if [ "$method" = mmapg-verdict ]; then
