@@ -26,6 +26,9 @@
 # of 8 validation questions, this checkout's code), in its own folder; rag-answer: the same
 # search on rag's long answer (rag/answer), starting from rag-wide's bootstrap, splits and
 # hand-written test arm where rag's code is still theirs (the runs resume, nothing re-asked);
+# qdrag-wide: QD-C's decomposition searched as widely as the cost allows (4 candidates a round,
+# raced on a minibatch of 6; about 3 min a question here), on this checkout's code from a fresh
+# bootstrap (the first QD-C search's runs are ccbb51d's and do not resume here);
 # the searches above keep the breadth they were recorded with (one candidate of each kind), so
 # they resume as they were)
 set -eu
@@ -72,6 +75,7 @@ breadth=""  # a pinned revision's own CLI: its Plan's one-candidate breadth
 case $method in
   rag) breadth="--candidates 2 --minibatch 0" ;;  # as recorded
   rag-wide) roles="--roles rag/short_answer"; breadth="--candidates 6 --minibatch 8" ;;
+  qdrag-wide) breadth="--candidates 4 --minibatch 6" ;;
   rag-answer) roles="--roles rag/answer"; breadth="--candidates 6 --minibatch 8"
     for part in bootstrap splits test/hand-written; do
       [ -e $R/$method/$part ] || { mkdir -p "$(dirname $R/$method/$part)"; cp -r $R/rag-wide/$part $R/$method/$part; }
