@@ -23,11 +23,11 @@
 # pinned code (c06589d, run as it ran: this checkout's optimizer does not import there) into
 # test/optimized, then this checkout's optimizer reads both arms back into record.json's verdict;
 # rag-wide: the wider search on rag's short answer (6 candidates a round, raced on a minibatch
-# of 8 validation questions, this checkout's code), in its own folder; rag-answer: the same
-# search on rag's long answer (rag/answer), starting from rag-wide's bootstrap, splits and
-# hand-written test arm where rag's code is still theirs (the runs resume, nothing re-asked);
+# of 8 validation questions, 72be1bb's code, the same rag as 2b3fc2a's), in its own folder;
+# rag-answer: the same search on rag's long answer (rag/answer), starting from rag-wide's
+# bootstrap, splits and hand-written test arm (the runs resume, nothing re-asked);
 # qdrag-wide: QD-C's decomposition searched as widely as the cost allows (4 candidates a round,
-# raced on a minibatch of 6; about 3 min a question here), on this checkout's code from a fresh
+# raced on a minibatch of 6; about 3 min a question here), on 2b3fc2a's code from a fresh
 # bootstrap (the first QD-C search's runs are ccbb51d's and do not resume here);
 # the searches above keep the breadth they were recorded with (one candidate of each kind), so
 # they resume as they were)
@@ -43,6 +43,7 @@ case $method in
   mmapg) rev=c06589d ;;
   mmapg-choices) rev=0e58672 ;;
   mmapg-verdict) rev=c06589d ;;
+  rag-wide|rag-answer|qdrag-wide) rev=2b3fc2a ;;  # their method code (2b3fc2a: before evals/ split)
   *) rev="" ;;
 esac
 code=$portable

@@ -686,4 +686,9 @@ TABLES: list[RunTable | BenchTable] = [
         "short-answer role",
         searched="searched wider (6 candidates a round raced on a minibatch of 8)",
     ),
+    *_optimized(
+        "rag-answer",
+        "long-answer role",
+        searched="searched wider (6 candidates a round raced on a minibatch of 8)",
+    ),
 ]
