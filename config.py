@@ -62,7 +62,8 @@ def _default_cache_dir() -> str:
 @dataclass(kw_only=True)
 class Context:
     """Endpoint, models, paths, retrieval depth and the limits on a request: what every graph
-    shares. A method's knobs join it in its graph's schema (``context_class``)."""
+    shares. A method's knobs join it in its graph's Context (``settings/``: ``class
+    MMAPGContext(Context, MMAPGSettings, ...)``)."""
 
     # -- model endpoint ------------------------------------------------------------------
     base_url: str = field(default="", metadata=SERVING)
@@ -241,6 +242,10 @@ class Context:
                 out[name] = float(value)
         return out
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _register_knobs(cls)
+
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
         for f in fields(self):
@@ -357,11 +362,8 @@ def client_of(cls: type[Context]) -> type[Context]:
     return made
 
 
-ClientContext = client_of(Context)
-"""The client's class of a graph that has no knobs of its own (rag, direct)."""
-
 KNOWN_FIELDS: set[str] = {f.name for f in fields(Context)}
-"""Every field of every class ``context_class`` made so far: a name outside a class but in
+"""Every field of every Context class defined so far: a name outside a class but in
 here is another method's knob (``--set`` names it for the wrong agent), not a typo."""
 _OWNERS: dict[str, str] = {}
 
@@ -388,21 +390,27 @@ def knobs_of(ctx: Context, settings: type[S]) -> S:
 
 
 def context_class(name: str, *parts: type, module: str = "") -> type[Context]:
-    """The Context of a graph whose knobs are ``parts`` (settings dataclasses, each its
-    fields with ``knob`` metadata): Context's shared fields and theirs, one flat namespace,
-    so ``--set mmapg_max_iterations=3`` and ``HOPGRAPH_MMAPG_MAX_ITERATIONS`` keep their names."""
-    made = dataclass(kw_only=True)(
-        type(
-            name,
-            (Context, *parts),
-            {"__module__": module or parts[0].__module__, "__qualname__": name},
-        )  # fmt: skip
-    )
-    for part in parts:
-        for f in fields(part):
-            KNOWN_FIELDS.add(f.name)
-            _OWNERS.setdefault(f.name, part.__name__.removesuffix("Settings"))
-    return made
+    """A Context class made at run time for a graph whose knobs are ``parts`` (a plugin's, or
+    one holding every method's knobs); the built-in methods' are written out in ``settings/``.
+    Context's shared fields and theirs, one flat namespace, so ``--set mmapg_max_iterations=3``
+    and ``HOPGRAPH_MMAPG_MAX_ITERATIONS`` keep their names."""
+    made = type(name, (Context, *parts), {"__module__": module or parts[0].__module__,
+                                          "__qualname__": name})  # fmt: skip
+    return dataclass(kw_only=True)(made)
+
+
+def _register_knobs(cls: type) -> None:
+    """Each knob of ``cls``'s settings bases made known with its owner, so an unknown name
+    that is another method's knob is named as such (``_whose``)."""
+    for part in cls.__bases__:
+        if dataclasses.is_dataclass(part) and not issubclass(part, Context):
+            for f in fields(part):
+                KNOWN_FIELDS.add(f.name)
+                _OWNERS.setdefault(f.name, part.__name__.removesuffix("Settings"))
+
+
+ClientContext = client_of(Context)
+"""The client's class of a graph that has no knobs of its own (rag, direct)."""
 
 
 def within_limits(ctx: Context, limits: dict[str, float]) -> None:
@@ -533,7 +541,7 @@ class MethodSpec:
     switch: str = ""
     """A part's Context field that turns it on."""
 
-    def context(self, name: str) -> type[Context]:
-        """Its graph's Context class: the shared fields, its knobs and its parts' knobs."""
-        knobs = (*self.settings, *(s for p in self.parts for s in p.settings))
-        return context_class(name, *knobs) if knobs else Context
+    @property
+    def knobs(self) -> tuple[type, ...]:
+        """The settings classes its graph's Context holds: its own, then its parts'."""
+        return (*self.settings, *(s for p in self.parts for s in p.settings))

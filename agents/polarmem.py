@@ -12,9 +12,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from hopgraph.agents.role import Role, Shown
 from hopgraph.config import Context, knobs_of
-from hopgraph.memory.polarmem import PolarMemSettings
 from hopgraph.models import CapabilityError, vlm_model
 from hopgraph.runtime import fan_out
+from hopgraph.settings.polarmem import PolarMemSettings
 
 log = logging.getLogger(__name__)
 MIN_TEMPLATES = 3

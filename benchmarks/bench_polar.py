@@ -132,8 +132,8 @@ def negation_texts(n: int, seed: int = 5) -> list[tuple[str, str, list[str], lis
 
 def run_negations(args) -> dict:
     """The knowledge pathway on planted negations, with the code this checkout has."""
-    from hopgraph.graphs.polarmem import PolarMemContext as Context
     from hopgraph.graphs.polarmem import ingest_text, polar_memory
+    from hopgraph.settings.polarmem import PolarMemContext as Context
 
     texts = negation_texts(args.texts)
     folder = Path(tempfile.mkdtemp(prefix="polar-neg-"))
@@ -270,8 +270,8 @@ def run_scenes(args) -> dict:
 
 def parse_accuracy(folder: Path, queries, k: int) -> dict:
     """The product's recall with the embedded LLM's parse (App. B prompt 3)."""
-    from hopgraph.graphs.polarmem import PolarMemContext as Context
     from hopgraph.graphs.polarmem import recall
+    from hopgraph.settings.polarmem import PolarMemContext as Context
 
     ctx = Context(polar_dir=str(folder), polar_top_k=k)
     exact = both = flipped = 0

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.harness.run_folder import RunFolder, has_trace, read_predictions, trace_path
 from hopgraph.measure.metrics import recall_at_k
 from hopgraph.measure.stats import sign_counts as sign_test
@@ -36,6 +35,7 @@ from hopgraph.presentation.report import read_trace
 from hopgraph.presentation.results import fmt
 from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.questions.datasets import read_questions
+from hopgraph.settings.mabdqa import MABDQAContext as Context
 from hopgraph.tools.mabdqa.bandit import bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors

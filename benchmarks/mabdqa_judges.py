@@ -114,7 +114,7 @@ def judge_all(args: argparse.Namespace) -> None:
     from hopgraph.tools.retrieval import knowledge_base
 
     install_sigterm_handler()
-    from hopgraph.graphs.mabdqa import MABDQAContext
+    from hopgraph.settings.mabdqa import MABDQAContext
 
     ctx = build_context(args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"],
                         schema=MABDQAContext)  # fmt: skip

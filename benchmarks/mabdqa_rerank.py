@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.graphs.mabdqa import MABDQAContext as Context
 from hopgraph.harness.run_folder import RunFolder
 from hopgraph.measure.metrics import recall_at_k
 from hopgraph.measure.stats import sign_counts as sign_test
 from hopgraph.presentation.results import fmt
 from hopgraph.questions.datasets import read_questions
+from hopgraph.settings.mabdqa import MABDQAContext as Context
 from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
 from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors

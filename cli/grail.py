@@ -34,7 +34,7 @@ def _grail_inputs(questions: str, kb: str, sets):
     qs, problems = read_questions(questions)
     for p in problems:
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
-    from hopgraph.tools.grail.settings import GrailContext
+    from hopgraph.settings.grail import GrailContext
 
     ctx = build_context(sets=[*(sets or []), f"kb_dir={kb}"], schema=GrailContext)
     from hopgraph.memory.kb import KnowledgeBase

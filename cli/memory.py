@@ -33,7 +33,7 @@ MemoryDir = Annotated[str, typer.Option("--memory", help="memory folder (polar_d
 
 
 def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -> Context:
-    from hopgraph.graphs.polarmem import PolarMemContext
+    from hopgraph.settings.polarmem import PolarMemContext
 
     ctx = build_context(base_url, model, prompts, sets, schema=PolarMemContext)
     return ctx.replace(polar_dir=memory) if memory else ctx

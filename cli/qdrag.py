@@ -46,8 +46,8 @@ def qdrag_preferences(
     """QDARF: sample QD-R plans, reward = gold-context recall, write DPO pairs for TRL."""
     out = file_flag("--jsonl", jsonl, out, required=True)
     from hopgraph.agents.qdrag import preference_pairs, write_pairs
-    from hopgraph.graphs.qdrag import QDRAGContext
     from hopgraph.questions.datasets import read_questions
+    from hopgraph.settings.qdrag import QDRAGContext
 
     ctx = build_context(base_url, model, sets=[*(sets or []), f"kb_dir={kb}"], schema=QDRAGContext)
     qs = read_questions(questions)[0][:limit]

@@ -21,7 +21,6 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from hopgraph.agents import mabdqa as roles
-from hopgraph.agents.mabdqa import MABDQASettings
 from hopgraph.config import Context, MethodSpec, knobs_of
 from hopgraph.graphs.shared import (
     InputState,
@@ -33,6 +32,7 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.models import parallel_calls
 from hopgraph.models.events import Retrieval, Step, emit
+from hopgraph.settings.mabdqa import MABDQAContext, MABDQASettings
 from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
 from hopgraph.tools.mabdqa.page_hypergraph import Hypergraph, build_hypergraph, late_interaction
 from hopgraph.tools.mabdqa.page_vectors import DocumentPages, document_pages, query_vectors
@@ -44,8 +44,6 @@ SPEC = MethodSpec(
     settings=(MABDQASettings,),
     needs=("chat", "structured output", "logprobs / P(Yes)"),
 )
-MABDQAContext = SPEC.context("MABDQAContext")
-"""MAB-DQA's Context: the shared fields and its knobs."""
 
 
 def images_per_call(ctx: Context) -> int:

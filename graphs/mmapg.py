@@ -37,13 +37,13 @@ from hopgraph.graphs.shared import (
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.errors import StructuredOutputError
 from hopgraph.models.events import Fallback, Repair, Step, emit, tally_calls
-from hopgraph.tools.grail import settings as grail
+from hopgraph.settings import grail
+from hopgraph.settings.mmapg import MMAPGContext, MMAPGSettings
 from hopgraph.tools.mmapg import (
     ENDINGS,
     IMAGE_SIDE,
     REPEATS,
     TEXT_SIDE,
-    MMAPGSettings,
     check_step,
     ending,
     fallback_step,
@@ -60,8 +60,6 @@ SPEC = MethodSpec(
     needs=("chat", "structured output"),
     view="planning_graph",
 )
-MMAPGContext = SPEC.context("MMAPGContext")
-"""MMAPG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 NOTHING_FOUND = "Nothing relevant was found for: {instruction}"
 EMPTY = {"", "none", "n/a", "na", "null", "nothing", "no image part"}

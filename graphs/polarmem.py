@@ -13,13 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hopgraph.agents import polarmem as roles
-from hopgraph.config import Context, MethodSpec, context_class
+from hopgraph.config import Context, MethodSpec
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.polarmem import (
     AddReport,
     Observation,
     PolarMemory,
-    PolarMemSettings,
     Recalled,
     normalize_concept,
 )
@@ -27,6 +26,7 @@ from hopgraph.memory.sources import chunk_paragraphs
 from hopgraph.models import StructuredOutputError
 from hopgraph.models.events import Step, emit
 from hopgraph.runtime import ProcessCache, process_cache
+from hopgraph.settings.polarmem import PolarMemSettings
 from hopgraph.tools.polarmem import Partition, partition
 
 SPEC = MethodSpec(
@@ -41,8 +41,6 @@ SPEC = MethodSpec(
 """PolarMem as a part: its verifier rests on P(Yes) and its visual pathway always reads images;
 its code counts in a graph's fingerprint only when ``polar_memory`` is on."""
 
-PolarMemContext = context_class("PolarMemContext", PolarMemSettings)
-"""The Context of PolarMem's own commands (``hopgraph memory``, the MCP memory tools)."""
 
 log = logging.getLogger(__name__)
 _memories: ProcessCache[tuple, PolarMemory] = process_cache("memories", PolarMemory.close)

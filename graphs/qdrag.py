@@ -8,8 +8,7 @@ question only), ``qdrag_entropy_budget`` (Table 6 "S"), ``qdrag_budget`` (N).
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from langgraph.graph import END
 from langgraph.runtime import Runtime
@@ -18,7 +17,7 @@ from typing_extensions import TypedDict
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.agents.qdrag import answer_from, decompose_qdc, plan_qdr, score_all
-from hopgraph.config import MethodSpec, knob
+from hopgraph.config import MethodSpec
 from hopgraph.graphs import polarmem
 from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
@@ -31,7 +30,8 @@ from hopgraph.graphs.shared import (
 )
 from hopgraph.memory.evidence import Evidence
 from hopgraph.models.events import Fallback, emit
-from hopgraph.tools.grail import settings as grail
+from hopgraph.settings import grail
+from hopgraph.settings.qdrag import QDRAGContext, QDRAGSettings
 from hopgraph.tools.grail.tool import steerable_search
 from hopgraph.tools.qdrag import (
     PlanError,
@@ -46,22 +46,6 @@ from hopgraph.tools.qdrag import (
 )
 from hopgraph.tools.retrieval import search
 
-
-@dataclass(kw_only=True)
-class QDRAGSettings:
-    """QDRAG's knobs (qdrag.txt)."""
-
-    qdrag_budget: int = knob(5, least=1, most=20)
-    """N in n(Q_i) = N * E(Q_i) / sum E (the paper uses 5)."""
-    qdrag_mode: Literal["qdc", "qdr", "dense", "sparse"] = "qdc"
-    """qdc | qdr (the method) or dense | sparse (Table 1's baselines: no rerank; rerank the raw
-    question without decomposition)."""
-    qdrag_entropy_budget: bool = True
-    """Off: every (sub)question keeps the same share (Table 6 without "S")."""
-    qdrag_retrieve_k: int = knob(10, least=1, most=50)
-    """Contexts retrieved per (sub)question before reranking."""
-
-
 SPEC = MethodSpec(
     "qdrag",
     "decomposes the question, reranks the passages by P(Yes)",
@@ -70,8 +54,6 @@ SPEC = MethodSpec(
     needs=("chat", "structured output", "logprobs / P(Yes)"),
     view="subquestions",
 )
-QDRAGContext = SPEC.context("QDRAGContext")
-"""QDRAG's Context: the shared fields, its knobs, and GRAIL's and PolarMem's parts."""
 
 
 def merge_contexts(old: list[Evidence], new: list[Evidence]) -> list[Evidence]:

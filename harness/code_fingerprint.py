@@ -1,14 +1,14 @@
 """Which code a method's answers come from: the graph module and every hopgraph module of the
-method layers (graphs, agents, tools, memory, prompts) and of the model layer it imports,
-followed statically through their ``import`` lines. The model layer counts because its settings
-change answers (``models/chat.py``'s sampling per backend, the embedders, the structured-output
-dialects); the CLI, the harness, measurement, the optimizer and the presentation are left
-out: a change there does not change what a method answers. Templates are hashed apart, in
-the manifest's ``prompts``.
+method layers (graphs, agents, tools, memory, prompts), of its knobs' defaults (settings) and
+of the model layer it imports, followed statically through their ``import`` lines. The model
+layer counts because its settings change answers (``models/chat.py``'s sampling per backend,
+the embedders, the structured-output dialects); the CLI, the harness, measurement, the
+optimizer and the presentation are left out: a change there does not change what a method
+answers. Templates are hashed apart, in the manifest's ``prompts``.
 
 A part a graph includes only when a setting turns it on (GRAIL's steering, PolarMem's recall)
-is followed only when the run's Context turns it on, so a run that never steers is not
-re-fingerprinted by an edit of GRAIL."""
+is followed only when the run's Context turns it on, its settings' module too, so a run that
+never steers is not re-fingerprinted by an edit of GRAIL."""
 
 from __future__ import annotations
 
@@ -21,16 +21,20 @@ from pathlib import Path
 
 from hopgraph import pysyntax
 
-METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts", "models")
+METHOD_LAYERS = ("graphs", "agents", "tools", "memory", "prompts", "models", "settings")
 ROOT = "hopgraph"
 
 
 def parts() -> dict[str, str]:
-    """A part's package or module -> the Context field that makes a graph run it, from the
-    parts' specs (``MethodSpec.code`` and ``switch``)."""
+    """A part's package or module, and its settings' module, -> the Context field that makes a
+    graph run it, from the parts' specs (``MethodSpec.code``, ``settings`` and ``switch``)."""
     from hopgraph.graphs import specs
 
-    return {s.code: s.switch for s in specs().values() if s.code}
+    out = {}
+    for s in specs().values():
+        if s.code:
+            out |= {s.code: s.switch} | {k.__module__: s.switch for k in s.settings}
+    return out
 
 
 def parts_off(ctx: object | None) -> tuple[str, ...]:

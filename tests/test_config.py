@@ -19,7 +19,7 @@ def test_env_fills_fields_left_at_default(monkeypatch):
     monkeypatch.setenv("HOPGRAPH_BASE_URL", "http://gpu:8000/v1")
     monkeypatch.setenv("HOPGRAPH_TOP_K", "9")
     monkeypatch.setenv("HOPGRAPH_MABDQA_ALPHA", "0.5")
-    from hopgraph.graphs.mabdqa import MABDQAContext
+    from hopgraph.settings.mabdqa import MABDQAContext
 
     ctx = MABDQAContext()
     assert ctx.base_url == "http://gpu:8000/v1"
@@ -93,6 +93,23 @@ def test_each_graph_has_its_own_knobs_and_context_keeps_only_the_shared_ones():
     assert {f.name for f in fields(schema)} == shared | mine["mabdqa"]
 
 
+def test_every_built_in_graph_runs_with_the_context_its_settings_module_writes_out():
+    """A method's Context is a class in ``settings/`` (checked by mypy where a knob is read),
+    holding exactly its spec's settings and its parts', in the spec's order."""
+    import importlib
+
+    from hopgraph.graphs import BUILT_IN, context_schema, specs
+
+    for name, spec in specs().items():
+        if name not in BUILT_IN or not spec.knobs:
+            continue
+        ctx = context_schema(name)
+        assert ctx.__module__ == f"hopgraph.settings.{name}", (name, ctx.__module__)
+        assert ctx.__bases__ == (Context, *spec.knobs), name
+        module = importlib.import_module(f"hopgraph.settings.{name}")
+        assert getattr(module, ctx.__name__) is ctx
+
+
 def test_a_knob_of_another_method_is_refused_naming_whose_it_is():
     from hopgraph.graphs import context_schema
 
@@ -103,7 +120,7 @@ def test_a_knob_of_another_method_is_refused_naming_whose_it_is():
 
 def test_a_knobs_bounds_live_on_its_field():
     from hopgraph.config import client_of
-    from hopgraph.graphs.mmapg import MMAPGContext
+    from hopgraph.settings.mmapg import MMAPGContext
 
     client = client_of(MMAPGContext)
     assert client(mmapg_max_iterations=20).mmapg_max_iterations == 20

@@ -392,8 +392,8 @@ def test_a_context_without_grails_settings_steers_with_their_defaults(tmp_path):
     search runs with GRAIL's default settings, not an AttributeError."""
     from hopgraph.config import Context
     from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.settings.grail import GrailSettings
     from hopgraph.tools.grail import tool as grail_tool
-    from hopgraph.tools.grail.settings import GrailSettings
 
     kb = KnowledgeBase(tmp_path / "kb")
     kb.add([Item("text", f"t{i}", f"Passage number {i} about topic {i % 3}.") for i in range(6)])

@@ -252,7 +252,7 @@ def test_over_http_a_callers_ask_reads_its_own_memory_never_the_operators(http_s
 
 def test_a_served_graph_refuses_a_clients_polar_memory_unless_the_operator_opens_it(monkeypatch):
     from hopgraph.config import client_of
-    from hopgraph.graphs.qdrag import QDRAGContext
+    from hopgraph.settings.qdrag import QDRAGContext
 
     with pytest.raises(ValueError, match="polar_memory.*operator.*polar_serve"):
         client_of(QDRAGContext)(polar_memory=True)

@@ -11,7 +11,7 @@ def test_one_import_name_and_no_top_level_collisions(tmp_path):
         "import importlib.util, hopgraph, hopgraph.graphs, hopgraph.models;"
         "print(hopgraph.__version__);"
         "names = ('agents','tools','memory','graphs','models','harness','measure','questions',"
-        "'optimizer','presentation','prompts','config','cli','pysyntax');"
+        "'optimizer','presentation','prompts','config','cli','pysyntax','settings');"
         "print([m for m in names if importlib.util.find_spec(m) is not None])"
     )
     out = subprocess.run(

@@ -11,8 +11,8 @@ import pytest
 from conftest import fresh_database
 from servers import CHROMA
 
-from hopgraph.graphs.polarmem import PolarMemContext as Context
 from hopgraph.memory.polarmem import Observation, PolarMemory, PolarMemoryError
+from hopgraph.settings.polarmem import PolarMemContext as Context
 
 pytestmark = pytest.mark.skipif(not CHROMA.exists(), reason="the chroma CLI is not installed")
 

@@ -19,7 +19,7 @@ from hopgraph.memory.evidence import Evidence, rescored
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models.events import Retrieval, emit
 from hopgraph.runtime import ProcessCache, process_cache
-from hopgraph.tools.grail.settings import GrailContext, GrailSettings
+from hopgraph.settings.grail import GrailContext, GrailSettings
 from hopgraph.tools.retrieval import knowledge_base, search
 
 if TYPE_CHECKING:

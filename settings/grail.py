@@ -1,12 +1,12 @@
 """GRAIL's knobs (grail.txt): a part any graph whose retriever can steer includes in its Context
-(MMAPG's and QDRAG's do)."""
+(MMAPG's and QDRAG's do), and the Context of GRAIL's own commands."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
 
-from hopgraph.config import OPERATOR, MethodSpec, context_class
+from hopgraph.config import OPERATOR, Context, MethodSpec
 
 
 @dataclass(kw_only=True)
@@ -31,5 +31,7 @@ SPEC = MethodSpec(
 """GRAIL as a part: its knobs join a steering graph's Context; its code counts in that graph's
 fingerprint only when ``grail_mode`` is set."""
 
-GrailContext = context_class("GrailContext", GrailSettings)
-"""The Context of GRAIL's own commands (``hopgraph grail``, steered ``search``)."""
+
+@dataclass(kw_only=True)
+class GrailContext(Context, GrailSettings):
+    """The Context of GRAIL's own commands (``hopgraph grail``, steered ``search``)."""
