@@ -111,12 +111,15 @@ lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy over the layers below graphs/ (config in pyproject.toml); the repository root is the
-# package, so it is seen through a folder holding `hopgraph -> ..`
+# mypy over the graphs and every layer below them (config in pyproject.toml; the same list as
+# tests/test_types.py); the repository root is the package, so it is seen through a folder
+# holding `hopgraph -> ..`
+TYPED = -p hopgraph.graphs -p hopgraph.agents -p hopgraph.tools -p hopgraph.memory \
+	-p hopgraph.models -p hopgraph.prompts -p hopgraph.settings -m hopgraph.config \
+	-m hopgraph.runtime -m hopgraph.pysyntax
 typecheck: $(STAMP)
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
-	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml \
-		-p hopgraph.agents -p hopgraph.tools -p hopgraph.memory -p hopgraph.models
+	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml $(TYPED)
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -20,7 +20,7 @@ import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Self, TypeVar, cast, get_args, get_origin, get_type_hints
 
 ENV_PREFIX = "HOPGRAPH_"
 OPERATOR = {"owner": "operator"}
@@ -192,20 +192,20 @@ class Context:
         return cls.__dict__.get("_operator_class") or cls
 
     @classmethod
-    def adopt(cls, ctx: Context) -> Context:
+    def adopt(cls, ctx: Context) -> Self:
         """``ctx`` as this class: each field it has kept, the others at their defaults (a
         graph run with a Context that lacks its method's knobs gets the papers' values);
-        still the operator's where ``ctx`` was."""
+        still the operator's where ``ctx`` was. A client's class adopts as its operator's."""
         target = cls.operator_class()
         if isinstance(ctx, target):
-            return ctx
+            return cast(Self, ctx)
         made = ctx.__dict__.setdefault("_adopted", {})  # nodes ask once per call: made once
         if target not in made:
             kept = {f.name: getattr(ctx, f.name) for f in fields(target) if hasattr(ctx, f.name)}
             made[target] = target(**kept)
             if ctx.is_operator:
                 object.__setattr__(made[target], "_operator", True)
-        return made[target]
+        return cast(Self, made[target])
 
     @classmethod
     def refuse(cls, given: dict[str, Any]) -> None:
@@ -358,7 +358,7 @@ def client_of(cls: type[Context]) -> type[Context]:
         "__init__": __init__, "__module__": cls.__module__, "_client": True,
         "_operator_class": cls, "__doc__": client_of.__doc__,
     })  # fmt: skip
-    cls._client_class = made
+    setattr(cls, "_client_class", made)  # noqa: B010 - the class's own cache, not a field
     return made
 
 
@@ -452,7 +452,7 @@ def for_client(operator: Context, given: dict[str, Any]) -> Context:
 def _default_of(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
-    return f.default_factory()  # type: ignore[misc]
+    return f.default_factory()  # type: ignore[misc,operator]
 
 
 INT_RANGE = 2**63

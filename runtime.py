@@ -59,7 +59,7 @@ _CACHES: list[ProcessCache] = []
 
 def process_cache(name: str, close: Callable[[V], object] | None = None) -> ProcessCache[K, V]:
     """A new registered cache (at import of the module that owns its kind of object)."""
-    cache = ProcessCache(name, close)
+    cache: ProcessCache[K, V] = ProcessCache(name, close)
     _CACHES.append(cache)
     return cache
 

@@ -8,6 +8,7 @@ instruction from the nodes it is given (Alg. 1 line 24). The knowledge base's tr
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,7 +39,7 @@ SHOWN = ("id", "type", "parents", "instruction", "content")
 """What the planner's and the reasoner's prompts read of a node."""
 
 
-def shown(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def shown(nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The nodes as the prompts show them. A node's bookkeeping (its hits' passages, sources,
     call tallies) stays in the graph, so a call's recorded inputs, and a demonstration drawn
     from them, hold what the model read and cost no more than the call's own prompt."""
@@ -67,7 +68,7 @@ def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  #
 def plan_step(
     question: str,
     plan: str,
-    nodes: list[dict[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
     ctx: Context,
     *,
     single_path: bool,
@@ -237,7 +238,7 @@ REASONER = Role(
 
 def reason(
     instruction: str,
-    nodes: list[dict[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
     ctx: Context,
     images: list[str] = (),  # type: ignore[assignment]
 ) -> Reasoned:

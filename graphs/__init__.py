@@ -169,7 +169,7 @@ def every_context():  # noqa: ANN201 - a Context class
     return _EVERY
 
 
-_EVERY = None
+_EVERY: Any = None
 
 
 def recursion_limit(agent: str, ctx) -> int:  # noqa: ANN001 - a Context

@@ -98,8 +98,7 @@ async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
     return {"identity": identity(headers)}
 
 
-@auth.on.threads
-async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
+def owned(ctx: Auth.types.AuthContext, value: dict) -> dict:
     """A thread belongs to the key that made it; reads, runs, updates and searches see only
     the caller's own."""
     if isinstance(value, dict):  # in place: the server keeps the dict it passed in
@@ -107,6 +106,12 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
             value["metadata"] = {}
         value["metadata"]["owner"] = ctx.user.identity
     return {"owner": ctx.user.identity}
+
+
+@auth.on.threads
+async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
+    """Every thread action: the caller's own threads only (``owned``)."""
+    return owned(ctx, value)
 
 
 SYSTEM_ASSISTANTS = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -141,7 +146,7 @@ async def checked_runs(ctx: Auth.types.AuthContext, value: dict) -> dict:
     why = context_refusal(value.get("assistant_id"), (value.get("kwargs") or {}).get("context"))
     if why is not None:
         raise Auth.exceptions.HTTPException(status_code=422, detail=why)
-    return await own_threads(ctx, value)
+    return owned(ctx, value)
 
 
 @auth.on.store

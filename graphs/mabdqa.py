@@ -68,7 +68,7 @@ class Attempt(TypedDict, total=False):
     """One answer HRRA produced (App. C.4-C.8)."""
 
     question: str
-    pages: list[int]
+    pages: list[int | None]
     answer: str
     refined_from: str
     """The answer it refined (App. C.8), with the ``summary`` of what the answer needs."""
@@ -130,9 +130,10 @@ def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: 
     began = time.perf_counter()
     pages = _document(state, ctx)
     h = _hypergraph(state, pages, ctx)
-    prior = state.get("walk") or {}
+    prior = state.get("walk")
     arms = Arms(np.array(prior["a"]), np.array(prior["b"])) if prior else None
-    judged = {int(p): s for p, s in prior.get("judged", {}).items()}
+    judged = {int(p): s for p, s in (prior["judged"] if prior else {}).items()}
+    start = prior["current"] if prior else None
 
     def judge(p: int) -> float:
         return roles.judge_page(question, pages.pages[p], ctx)
@@ -143,7 +144,7 @@ def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: 
     walk = bandit_retrieve(
         h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
         lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
-        start=prior.get("current"), on_step=on_step, batch=max(1, ctx.mabdqa_batch),
+        start=start, on_step=on_step, batch=max(1, ctx.mabdqa_batch),
         workers=parallel_calls(ctx), stop=lambda: over_budget(ctx, "bandit"),
     )  # fmt: skip
     ids = [pages.pages[p]["id"] for p in walk.ranking]
@@ -155,7 +156,7 @@ def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: 
             rescored(pages.pages[p], s) for p, s in zip(walk.ranking, walk.scores, strict=True)
         ]
         emit(Retrieval.of("mabdqa_bandit", state["question"], ranked, began))
-    last = walk.steps[-1]["page"] if walk.steps else prior.get("current")
+    last = walk.steps[-1]["page"] if walk.steps else start
     return {
         "ranking": ids,
         "walk": {
@@ -199,7 +200,7 @@ def answer(state: State, runtime: Runtime[MABDQAContext]) -> State:
     question = state.get("asked") or state["question"]
     top = knowledge_base(ctx).get(state["ranking"][: ctx.mabdqa_top_pages])
     text = roles.answer(question, top, ctx, state.get("images", []))
-    attempt = {"question": question, "pages": [h["page"] for h in top], "answer": text}
+    attempt = Attempt(question=question, pages=[h["page"] for h in top], answer=text)
     cited = [h["id"] for h in top]
     return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top,
             "citations": cited}  # fmt: skip
@@ -241,17 +242,17 @@ def refine(state: State, runtime: Runtime[MABDQAContext]) -> State:
     last = state["attempts"][-1]
     summary = roles.summarize(last["question"], state.get("subqueries", []), ctx)
     text = roles.refine_answer(last["question"], last["answer"], summary, state["kept"], ctx)
-    refined = {**last, "answer": text, "refined_from": last["answer"], "summary": summary}
+    refined: Attempt = {**last, "answer": text, "refined_from": last["answer"], "summary": summary}
     return {"answer": text, "response": text, "attempts": [refined]}
 
 
 def finish(state: State, runtime: Runtime[MABDQAContext]) -> State:
-    walk = state.get("walk") or {}
+    walk = state.get("walk")
     emit(
         Step(
             "run_summary",
             {
-                "pages_judged": len(walk.get("judged", {})),
+                "pages_judged": len(walk["judged"]) if walk else 0,
                 "reentries": sum(
                     1 for a in state.get("attempts", [])[1:] if "refined_from" not in a
                 ),

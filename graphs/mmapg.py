@@ -124,7 +124,7 @@ def search(state: RetrievalState, runtime: Runtime[MMAPGContext]) -> RetrievalSt
             text_phrases += phrases
         else:  # Eq. 9: descriptive phrases search KB_img
             image_phrases = phrases
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Evidence] = {}
     if text_phrases:
         found |= {c["id"]: c for c in find_candidates(text_phrases, TEXT_SIDE, ctx, held=held)}
     if image_phrases:
@@ -241,7 +241,7 @@ def begin(state: State, runtime: Runtime[MMAPGContext]) -> State:
         plan = overall_plan(
             state["question"], context(runtime, MMAPGContext), state.get("images", [])
         )
-    q0 = {
+    q0: PlanNode = {
         "id": "Q0",
         "type": "question",
         "instruction": "",

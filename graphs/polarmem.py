@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hopgraph.agents import polarmem as roles
-from hopgraph.config import Context, MethodSpec
+from hopgraph.config import Context, MethodSpec, knobs_of
 from hopgraph.memory.evidence import Evidence, evidence
 from hopgraph.memory.polarmem import (
     AddReport,
@@ -48,7 +48,10 @@ _memories: ProcessCache[tuple, PolarMemory] = process_cache("memories", PolarMem
 
 def polar_memory(ctx: Context) -> PolarMemory:
     """The process-wide memory at ``ctx.polar_dir``."""
-    key = (str(Path(ctx.polar_dir).expanduser().resolve()), ctx.text_embedder)
+    key = (
+        str(Path(knobs_of(ctx, PolarMemSettings).polar_dir).expanduser().resolve()),
+        ctx.text_embedder,
+    )
     return _memories.get(key, lambda: PolarMemory.from_context(ctx))
 
 
@@ -189,7 +192,7 @@ def ingest_image(path: str | Path, ctx: Context, *, caption: str = "") -> ImageI
     roles.need_vlm(ctx)
     proposed = roles.propose_concepts(file, ctx, caption)
     scores = roles.verify_concepts(file, proposed, ctx) if proposed else {}
-    split = partition(scores, ctx.polar_kappa)
+    split = partition(scores, knobs_of(ctx, PolarMemSettings).polar_kappa)
     emit(
         Step(
             "concept_partition",
@@ -214,7 +217,8 @@ def ingest_image(path: str | Path, ctx: Context, *, caption: str = "") -> ImageI
         not_has={c: split.scores[c] for c in split.not_has},
         uncertain={c: split.scores[c] for c in split.uncertain},
         provenance=(
-            f"verified by {ctx.vlm_model} over {ctx.polar_templates} wordings; "
+            f"verified by {ctx.vlm_model} over "
+            f"{knobs_of(ctx, PolarMemSettings).polar_templates} wordings; "
             f"tau={split.tau:.3f} delta={split.delta:.3f}"
         ),
     )
@@ -248,8 +252,8 @@ def recall(
     similarity. A parsed concept that is not in the query is dropped (a small model echoes
     words the request never used); a query left with no concept falls back to similarity; a
     concept both wanted and excluded constrains nothing. Each is logged and noted."""
-    mode = mode or ctx.polar_recall
-    k = k or ctx.polar_top_k
+    mode = mode or knobs_of(ctx, PolarMemSettings).polar_recall
+    k = k or knobs_of(ctx, PolarMemSettings).polar_top_k
     note = ""
     pos, neg = list(positive or []), list(negative or [])
     if mode == "logic" and positive is None and negative is None:

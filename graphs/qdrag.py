@@ -22,6 +22,7 @@ from hopgraph.graphs import polarmem
 from hopgraph.graphs.polarmem import memory_candidates
 from hopgraph.graphs.shared import (
     InputState,
+    OutputState,
     add_chain,
     cited_output,
     context,
@@ -235,7 +236,7 @@ def select(state: State, runtime: Runtime[QDRAGContext]) -> State:
     return {"kept": kept, "allocation": allocation}
 
 
-def generate(state: State, runtime: Runtime[QDRAGContext]) -> State:
+def generate(state: State, runtime: Runtime[QDRAGContext]) -> OutputState:
     """The cited answer from the kept contexts (and, with ``polar_memory``, the memories
     recalled for the question, as Fact Check lines that can be cited too)."""
     ctx = context(runtime, QDRAGContext)

@@ -10,6 +10,7 @@ from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context, MethodSpec
 from hopgraph.graphs.shared import (
     InputState,
+    OutputState,
     add_chain,
     cited_output,
     context,
@@ -33,7 +34,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> State:
     return {"contexts": search(state["question"], context(runtime))}
 
 
-def generate(state: State, runtime: Runtime[Context]) -> State:
+def generate(state: State, runtime: Runtime[Context]) -> OutputState:
     contexts = state.get("contexts", [])
     ctx = context(runtime)
     out = generate_cited_answer(state["question"], contexts, ctx, images=state.get("images", []))

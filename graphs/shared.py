@@ -8,6 +8,7 @@ import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, overload
 
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
@@ -67,7 +68,14 @@ def over_budget(ctx: Context, at: str) -> bool:
     return True
 
 
-def context(runtime: Runtime[Context], schema: type[Context] = Context) -> Context:
+C = TypeVar("C", bound=Context)
+
+
+@overload
+def context(runtime: Runtime[Any]) -> Context: ...
+@overload
+def context(runtime: Runtime[Any], schema: type[C]) -> C: ...
+def context(runtime: Runtime[Any], schema: type[Context] = Context) -> Context:
     """The Context a node runs with (checked when it was made), as its graph's ``schema``:
     the defaults where a graph was invoked without one, its method's knobs at their defaults
     where it was invoked with a Context that lacks them."""
@@ -137,12 +145,12 @@ def admit_question(state: InputState, runtime: Runtime[Context]) -> dict:
 
 def contract_builder(
     state: type, first: Callable, *nodes: Callable, context: type[Context] = Context
-) -> StateGraph:
+) -> StateGraph[Any, Any, Any, Any]:
     """A StateGraph that speaks the contract (InputState in, OutputState out, ``context``: the
     graph's Context class, ``context_class`` of its settings), with ``first`` and ``nodes``
     added under their function names. Its entry is the question's admission
     (``admit_question``), then ``first``: a graph adds no edge from ``START``."""
-    builder = StateGraph(  # a served client's context dict becomes the client's class
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(  # a client's context: its class
         state, context_schema=client_of(context), input_schema=InputState,
         output_schema=OutputState,
     )  # fmt: skip

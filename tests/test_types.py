@@ -1,5 +1,6 @@
-"""Below the graphs a knob is read through the type that declares it. mypy over agents/,
-tools/, memory/ and models/ (pyproject's [tool.mypy]) finds a knob read on a value whose type
+"""A knob is read through the type that declares it: its graph's Context (``settings/``) in
+graphs/, ``knobs_of(ctx, Settings)`` below. mypy over the graphs and every layer below them
+(pyproject's [tool.mypy], the Makefile's ``TYPED``) finds a knob read on a value whose type
 lacks it (``ctx.mabdqa_page_chars`` on the shared Context) as attr-defined.
 
 Both checks read one tree of links to the checkout: mypy runs once cold over it, then again
@@ -12,13 +13,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("agents", "tools", "memory", "models")
+LAYERS = ("graphs", "agents", "tools", "memory", "models", "prompts", "settings")
+MODULES = ("config", "runtime", "pysyntax")
 GOOD = "most = knobs_of(ctx, MABDQASettings).mabdqa_page_chars"
 BAD = "most = ctx.mabdqa_page_chars"
 
 
 def mypy(tmp: Path) -> subprocess.CompletedProcess:
     packages = [a for layer in LAYERS for a in ("-p", f"hopgraph.{layer}")]
+    packages += [a for module in MODULES for a in ("-m", f"hopgraph.{module}")]
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
          "--cache-dir", str(tmp / "cache"), *packages],
@@ -27,32 +30,47 @@ def mypy(tmp: Path) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+SWAPS = {
+    "a knob on Context": ("agents", "mabdqa.py", GOOD, BAD),
+    "a knob its graph's Context lacks": (
+        "graphs", "mmapg.py", "return 2 * ctx.mmapg_max_iterations + 6",
+        "return 2 * ctx.mmapg_max_iteration + 6",
+    ),
+}  # fmt: skip
+"""Each check's one edit: the folder and file, the line as it is and as the edit writes it."""
+
+
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
-    """mypy over the checkout as it is, then over it with agents/mabdqa.py reading a knob on
-    ``Context`` (the package ``hopgraph`` is a folder of links to the checkout's parts, its
-    agents/ a folder of links to each file, so that one file can be swapped)."""
+    """mypy over the checkout as it is, then over it with each ``SWAPS`` edit alone (the
+    package ``hopgraph`` is a folder of links to the checkout's parts, the edited folders
+    folders of links to each file, so that one file can be swapped)."""
     pytest.importorskip("mypy")
     tmp = tmp_path_factory.mktemp("types")
     tree = tmp / "hopgraph"
     tree.mkdir()
+    edited = {folder for folder, *_ in SWAPS.values()}
     for part in ROOT.iterdir():
-        if part.name not in ("agents", ".git", ".venv", ".typecheck", ".mypy_cache"):
+        if part.name not in (*edited, ".git", ".venv", ".typecheck", ".mypy_cache"):
             (tree / part.name).symlink_to(part)
-    (tree / "agents").mkdir()
-    for f in (ROOT / "agents").glob("*.py"):
-        (tree / "agents" / f.name).symlink_to(f)
+    for folder in edited:
+        (tree / folder).mkdir()
+        for f in (ROOT / folder).glob("*.py"):
+            (tree / folder / f.name).symlink_to(f)
     done = {"as it is": mypy(tmp)}
-    bad = tree / "agents" / "mabdqa.py"
-    text = bad.read_text()
-    assert GOOD in text
-    bad.unlink()
-    bad.write_text(text.replace(GOOD, BAD))
-    done["a knob on Context"] = mypy(tmp)
+    for name, (folder, file, good, bad) in SWAPS.items():
+        path = tree / folder / file
+        text = path.read_text()
+        assert good in text
+        path.unlink()
+        path.write_text(text.replace(good, bad))
+        done[name] = mypy(tmp)
+        path.unlink()
+        path.symlink_to(ROOT / folder / file)
     return done
 
 
-def test_the_layers_below_graphs_type_check(checks):
+def test_the_graphs_and_the_layers_below_type_check(checks):
     done = checks["as it is"]
     assert done.returncode == 0, done.stdout[-4000:]
 
@@ -62,3 +80,11 @@ def test_a_knob_read_on_the_shared_context_is_found(checks):
     done = checks["a knob on Context"]
     assert done.returncode == 1, done.stdout[-4000:]
     assert '"Context" has no attribute "mabdqa_page_chars"' in done.stdout
+
+
+def test_a_knob_its_graphs_context_lacks_is_found(checks):
+    """A graph reads its knobs on its Context class (``settings/mmapg.py``), so a misspelt
+    one is an error, not an unchecked attribute of a class made at run time."""
+    done = checks["a knob its graph's Context lacks"]
+    assert done.returncode == 1, done.stdout[-4000:]
+    assert '"MMAPGContext" has no attribute "mmapg_max_iteration"' in done.stdout

@@ -5,6 +5,7 @@ optionally steered by GRAIL away from evidence the planning graph already holds.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hopgraph.config import Context, knobs_of
@@ -94,7 +95,7 @@ def read_through(hits: list[Evidence], ctx: Context) -> list[Evidence]:
     return list(out.values())
 
 
-def fallback_step(nodes: list[dict[str, Any]], question: str) -> dict[str, Any]:
+def fallback_step(nodes: Sequence[Mapping[str, Any]], question: str) -> dict[str, Any]:
     """What a malformed planner reply becomes: search for the question itself if nothing was
     retrieved yet, else stop (and answer from the graph)."""
     if any(n["type"] == "retrieval" for n in nodes):
@@ -103,7 +104,7 @@ def fallback_step(nodes: list[dict[str, Any]], question: str) -> dict[str, Any]:
 
 
 def check_step(
-    raw: dict[str, Any], nodes: list[dict[str, Any]], question: str, single_path: bool
+    raw: dict[str, Any], nodes: Sequence[Mapping[str, Any]], question: str, single_path: bool
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Parents the planner names must exist: ids are matched loosely ("[r1]" is R1); unknown
     ones are dropped, and a step left without a parent hangs off the latest node. Single-path
@@ -193,7 +194,9 @@ def ending(
     return "planner_stop", []
 
 
-def _asked(nodes: list[dict[str, Any]], kind: str, instruction: str) -> list[dict[str, Any]]:
+def _asked(
+    nodes: Sequence[Mapping[str, Any]], kind: str, instruction: str
+) -> list[Mapping[str, Any]]:
     """Earlier nodes of ``kind`` with the same instruction (case and punctuation aside)."""
     same = _norm(instruction)
     return [n for n in nodes if n["type"] == kind and _norm(n["instruction"]) == same]
