@@ -21,14 +21,15 @@ def _inside_compile() -> bool:
 
 
 def test_two_threads_parsing_at_once_both_get_their_tree():
-    inside, other_done, errors = threading.Event(), threading.Event(), []
+    inside, other_done, over = threading.Event(), threading.Event(), threading.Event()
+    errors = []
 
     class Trigger:
         """Cyclic garbage whose finalizer, once inside the first parse, lets the second one
         start and waits (bounded) for it; elsewhere it re-arms itself for the next collection."""
 
         def __del__(self):
-            if inside.is_set():
+            if inside.is_set() or over.is_set():  # after the test: never re-armed
                 return
             if _inside_compile():
                 inside.set()
@@ -57,8 +58,9 @@ def test_two_threads_parsing_at_once_both_get_their_tree():
             errors.append(e)
         other_done.set()
 
-    threshold = gc.get_threshold()
+    threshold, enabled = gc.get_threshold(), gc.isenabled()
     gc.set_threshold(10)
+    gc.enable()  # a test run's earlier code may have left the collector off in this process
     try:
         threads = [threading.Thread(target=first), threading.Thread(target=second)]
         for t in threads:
@@ -66,7 +68,10 @@ def test_two_threads_parsing_at_once_both_get_their_tree():
         for t in threads:
             t.join()
     finally:
+        over.set()
         gc.set_threshold(*threshold)
+        if not enabled:
+            gc.disable()
     assert inside.is_set(), "the finalizer never ran inside the first parse"
     assert not errors, errors
 
