@@ -111,12 +111,13 @@ lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy over the graphs and every layer below them (config in pyproject.toml; the same list as
-# tests/test_types.py); the repository root is the package, so it is seen through a folder
-# holding `hopgraph -> ..`
-TYPED = -p hopgraph.graphs -p hopgraph.agents -p hopgraph.tools -p hopgraph.memory \
-	-p hopgraph.models -p hopgraph.prompts -p hopgraph.settings -m hopgraph.config \
-	-m hopgraph.runtime -m hopgraph.pysyntax
+# mypy over every layer of the package (config in pyproject.toml; tests/test_types.py holds
+# this list to the checkout's packages); the repository root is the package, so it is seen
+# through a folder holding `hopgraph -> ..`
+TYPED = -m hopgraph -p hopgraph.agents -p hopgraph.cli -p hopgraph.graphs -p hopgraph.harness \
+	-p hopgraph.measure -p hopgraph.memory -p hopgraph.models -p hopgraph.optimizer \
+	-p hopgraph.presentation -p hopgraph.prompts -p hopgraph.questions -p hopgraph.settings \
+	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.runtime
 typecheck: $(STAMP)
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
 	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml $(TYPED)

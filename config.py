@@ -170,7 +170,7 @@ class Context:
         did not get this way is treated as a client's."""
         return getattr(self, "_operator", False)
 
-    def as_operator(self) -> Context:
+    def as_operator(self) -> Self:
         """This Context, marked as the operator's (not a field: no client can set it)."""
         out = self.replace()
         object.__setattr__(out, "_operator", True)
@@ -267,8 +267,9 @@ class Context:
                 bounded(f"Context field {f.name!r}", value, least=least,
                         most=f.metadata.get("maximum", math.inf))  # fmt: skip
 
-    def replace(self, **changes: Any) -> Context:
-        """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``)."""
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``); a
+        client's class is copied as its operator's base class, which has the same fields."""
         hints = get_type_hints(type(self))
         unknown = sorted(set(changes) - set(hints))
         if unknown:
@@ -280,7 +281,7 @@ class Context:
         out = target(**({f.name: getattr(self, f.name) for f in fields(self)} | typed))
         if self.is_operator:
             object.__setattr__(out, "_operator", True)
-        return out
+        return cast(Self, out)
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a record keeps them: the API key masked, every URL and DSN redacted."""

@@ -191,11 +191,11 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
     The facts come first, then the verdict: a small model judging first says "no" to
     everything. Fallback: a reply still malformed after its repair (e.g. cut off at
     max_tokens) is no finding, so one candidate cannot fail the whole question."""
-    fields = {"title": candidate.get("title", ""), "text": candidate.get("text", "")}
+    title, text = candidate.get("title", ""), candidate.get("text", "")
     if candidate.get("modality") != "image":
         out = EXAMINE_TEXT.structured(
             ctx, max_tokens=120,
-            instruction=instruction, **fields,
+            instruction=instruction, title=title, text=text,
         )  # fmt: skip
     else:
         seen = bool(vlm_model(ctx) is not None and candidate.get("path"))
@@ -206,7 +206,7 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
         out = EXAMINE_IMAGE.structured(
             ctx, max_tokens=120,
             pictures=[candidate["path"]] if seen else [], question=question,
-            described=not seen, **fields,
+            described=not seen, title=title, text=text,
         )  # fmt: skip
     return out
 

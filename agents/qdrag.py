@@ -95,16 +95,17 @@ def plan_qdr(
     """A zero-shot plan as raw dicts (``tools.qdrag_budget.parse_plan`` validates it); a
     question's pictures go with it to the VLM, whose plan names what they show. Fallback: no
     plan, so the raw question alone reranks (recorded)."""
-    variables = {"question": question, "picture": bool(images)}
+    picture = bool(images)
     if temperature is not None:  # sampling several plans for QDARF
         from hopgraph.models.chat import parse_reply
 
         text = PLAN_QDR.complete(
-            ctx, pictures=images, temperature=temperature, max_tokens=300, **variables
-        )
+            ctx, pictures=images, temperature=temperature, max_tokens=300,
+            question=question, picture=picture,
+        )  # fmt: skip
         plan = parse_reply(QDRPlan, text)
     else:
-        plan = PLAN_QDR.structured(ctx, pictures=images, **variables)
+        plan = PLAN_QDR.structured(ctx, pictures=images, question=question, picture=picture)
     return [s.model_dump() for s in plan.subquestions]
 
 

@@ -7,12 +7,14 @@ import logging
 import math
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypeVar, overload
 
 import typer
 from rich.console import Console
 
 from hopgraph.config import Context, bounded, parse_sets, redacted
+
+C = TypeVar("C", bound=Context)
 
 app = typer.Typer(
     help="hopgraph: multimodal multi-hop question answering on LangGraph.",
@@ -37,7 +39,7 @@ def _plain_types() -> None:
 
     for cls in (TyperOption, TyperArgument):
         typed = cls.display_type
-        cls.display_type = lambda self, ctx, typed=typed: plain(typed(self, ctx))
+        setattr(cls, "display_type", lambda self, ctx, typed=typed: plain(typed(self, ctx)))  # noqa: B010
 
 
 _plain_types()
@@ -122,6 +124,20 @@ def within(least: float = -math.inf, most: float = math.inf):  # noqa: ANN201
     return check
 
 
+@overload
+def build_context(
+    base_url: str = "", model: str = "", prompts: str = "", sets=None, cache: str = ""
+) -> Context: ...
+@overload
+def build_context(
+    base_url: str = "",
+    model: str = "",
+    prompts: str = "",
+    sets=None,
+    cache: str = "",
+    *,
+    schema: type[C],
+) -> C: ...
 def build_context(
     base_url: str = "",
     model: str = "",

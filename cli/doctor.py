@@ -35,9 +35,10 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None,
         probing("the endpoint")  # the embedded server may take a minute to start
         rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model),
                         on_probe=probing)  # fmt: skip
-        if ctx.vlm_model:  # images go to the VLM: probe it with as many as one call sends
+        vlm = vlm_model(ctx)
+        if vlm is not None:  # images go to the VLM: probe it with as many as one call sends
             probing("the VLM")
-            rows += diagnose_vlm(vlm_model(ctx), images_per_call(ctx))
+            rows += diagnose_vlm(vlm, images_per_call(ctx))
     table = Table(title=f"hopgraph doctor: {ctx.model}")
     for col in ("capability", "supported", "detail"):
         table.add_column(col)
@@ -47,6 +48,6 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None,
     methods = Table(title="what each method needs of it")
     for col in ("method", "runs here", "missing"):
         methods.add_column(col)
-    for row in method_support(rows, endpoint_needs()):
-        methods.add_row(*row)
+    for support in method_support(rows, endpoint_needs()):
+        methods.add_row(*support)
     console.print(methods)

@@ -3,8 +3,9 @@ writes docs/RESULTS.md from the committed records."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -43,7 +44,6 @@ def evaluate(
     ] = False,
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
-    from hopgraph.harness.run_folder import RunFolder
     from hopgraph.measure.evaluate import evaluate_run, headline
 
     run_folder(run_dir)
@@ -56,7 +56,7 @@ def evaluate(
         from hopgraph.prompts import prompts_for, sha256_file
         from hopgraph.tools.retrieval import knowledge_base
 
-        saved = RunFolder(run_dir).manifest()["context"]
+        saved = _saved_context(run_dir)
         ctx = build_context(
             base_url or saved.get("base_url", ""),
             model or saved.get("model", ""),
@@ -129,13 +129,12 @@ def cost_text(cost: dict) -> str:
 def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
     """Warn when the run's KB no longer holds gold evidence ids its questions name."""
 
-    from hopgraph.harness.run_folder import RunFolder
     from hopgraph.measure.evaluate import missing_gold
     from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 
     if kb_store is None:
         try:
-            saved = RunFolder(run_dir).manifest()["context"]
+            saved = _saved_context(run_dir)
             ctx = build_context(sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"])
             kb_store = KnowledgeBase.from_context(ctx, must_exist=True)
         except (OSError, ValueError, KeyError, KnowledgeBaseError):
@@ -208,20 +207,28 @@ def compare(
     _print_verdicts(done.paired, labels)
     if not (questions or fmt == "html"):
         return
-    flips = flipped(runs[0], runs[1], by)
+    changed = flipped(runs[0], runs[1], by)
     if fmt == "html":
-        page = _flips_page(runs, labels, by, flips, file_flag("--html", html, out))
+        page = _flips_page(runs, labels, by, changed, file_flag("--html", html, out))
         console.print(f"flips page: {page}")
         return
     for key, title in (("lost", "right -> wrong"), ("gained", "wrong -> right")):
-        console.print(f"[bold]{by}: {title} ({len(flips[key])})[/bold]")
-        for f in flips[key]:
+        console.print(f"[bold]{by}: {title} ({len(changed[key])})[/bold]")
+        for f in changed[key]:
             console.print(
                 f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
                 f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s)\n"
                 f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
                 markup=False,
             )
+
+
+def _saved_context(run_dir: str | Path) -> dict[str, Any]:
+    """The Context a run folder's manifest recorded ({} for a folder without one)."""
+    from hopgraph.harness.run_folder import RunFolder
+
+    m = RunFolder(run_dir).manifest()
+    return m["context"] if m else {}
 
 
 def _cell(value: float | None, delta: float | None) -> str:
@@ -236,7 +243,7 @@ def _warn_models(runs: list[str], labels: list[str]) -> None:
 
     models = []
     for run in runs:
-        m = RunFolder(run).manifest() or {}
+        m: Mapping[str, Any] = RunFolder(run).manifest() or {}
         models.append(f"{m.get('model', '?')}" + (f" ({m['gguf_sha256'][:12]})"
                                                    if m.get("gguf_sha256") else ""))  # fmt: skip
     if len(set(models)) > 1:

@@ -6,6 +6,7 @@ its HTTP transport. Loaded only by the command, so the CLI starts without the SD
 import logging
 import threading
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_type_hints
 
@@ -18,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from hopgraph.cli.app import run_endpoint
-from hopgraph.config import Context, for_client, redacted
+from hopgraph.config import Context, for_client, knobs_of, redacted
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
 from hopgraph.graphs.auth import LOOPBACK, as_host, identity, refusal
 from hopgraph.graphs.auth import key_check as auth_check
@@ -30,6 +31,7 @@ from hopgraph.memory.kb import KnowledgeBaseError
 from hopgraph.models.errors import HopgraphModelError, first_line
 from hopgraph.models.events import question_spend
 from hopgraph.prompts import PromptError
+from hopgraph.settings.polarmem import PolarMemSettings
 from hopgraph.tools.grail.tool import grail_search
 from hopgraph.tools.retrieval import knowledge_base, search
 
@@ -87,7 +89,7 @@ def guarded(fn):  # noqa: ANN001, ANN201 - a tool body
     return run
 
 
-def cited(evidence: list[dict[str, Any]], text: bool = False) -> list[dict[str, Any]]:
+def cited(evidence: Sequence[Mapping[str, Any]], text: bool = False) -> list[dict[str, Any]]:
     """Evidence as a caller reads it: where it is from, not the KB's internals."""
     keys = ("id", "modality", "title", "source", "page", "score", *(("text",) if text else ()))
     return [{k: e[k] for k in keys if e.get(k) not in (None, "")} for e in evidence]
@@ -105,7 +107,7 @@ class ClientLog:
     KEPT = 10_000  # connections whose level is remembered, the oldest forgotten first
 
     def __init__(self) -> None:
-        self.levels: dict[str, str] = {}
+        self.levels: dict[str, types.LoggingLevel] = {}
 
     @staticmethod
     def connection(ctx: Any) -> str:
@@ -120,7 +122,9 @@ class ClientLog:
             del self.levels[next(iter(self.levels))]
         return types.EmptyResult()
 
-    def tell(self, call: Call, message: str, *, level: str = "info", step: int = 0) -> None:
+    def tell(
+        self, call: Call, message: str, *, level: types.LoggingLevel = "info", step: int = 0
+    ) -> None:
         """From a tool's worker thread: ``message`` as a log line, and as progress ``step``."""
         session = call.request_context.session
         wanted = self.levels.get(self.connection(call.request_context), "info")
@@ -166,7 +170,8 @@ class Operator:
         ctx = self.ctx.replace(base_url=self.endpoint(), polar_serve=True)
         if self.per_key_memory:
             who = identity(dict(call.headers or {}))  # the key's hash, as threads are owned
-            ctx = ctx.replace(polar_dir=str(Path(self.ctx.polar_dir) / who))
+            home = knobs_of(self.ctx, PolarMemSettings).polar_dir
+            ctx = ctx.replace(polar_dir=str(Path(home) / who))
         return for_client(ctx, given or {})
 
     def answer(
@@ -228,7 +233,9 @@ def settings_model() -> type[pydantic.BaseModel]:
 
     every = every_context()
     hints = get_type_hints(every)
-    fields = {n: (t | None, None) for n, t in hints.items() if n not in every.operator_fields()}
+    fields: dict[str, Any] = {
+        n: (t | None, None) for n, t in hints.items() if n not in every.operator_fields()
+    }
     return pydantic.create_model(
         "Settings", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
@@ -257,7 +264,7 @@ def build_server(operator: Context, *, price: Price | None = None,
 
 
 def add_ask(server: MCPServer, op: Operator) -> None:
-    Method = Literal[tuple(GRAPHS)]  # type: ignore[valid-type]  # noqa: N806
+    Method = Literal[tuple(GRAPHS)]  # type: ignore[valid-type]  # noqa: N806  # the built-ins
     Settings = settings_model()  # noqa: N806
 
     described = ", ".join(
@@ -269,14 +276,16 @@ def add_ask(server: MCPServer, op: Operator) -> None:
     def ask(
         question: Annotated[str, pydantic.Field(description="the question")],
         call: Call,
-        method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",
+        method: Annotated[Method, pydantic.Field(description="which method answers")] = "rag",  # type: ignore[valid-type]
         doc: Annotated[str, pydantic.Field(description="mabdqa: the PDF's file name")] = "",
         settings: Annotated[
-            Settings | None,
+            Settings | None,  # type: ignore[valid-type]  # made at start: every method's knobs
             pydantic.Field(description="the method's knobs, within the operator's limits"),
         ] = None,
     ) -> dict[str, Any]:
-        given = settings.model_dump(exclude_none=True) if settings is not None else {}
+        given: dict[str, Any] = (
+            settings.model_dump(exclude_none=True) if settings is not None else {}
+        )
         return guarded(op.answer)(call, question, method, doc, given)
 
 

@@ -19,7 +19,7 @@ from hopgraph.cli.app import (
     err,
     within,
 )
-from hopgraph.config import Context
+from hopgraph.settings.polarmem import PolarMemContext
 
 memory_app = typer.Typer(
     rich_markup_mode="markdown",
@@ -32,8 +32,7 @@ app.add_typer(memory_app, name="memory")
 MemoryDir = Annotated[str, typer.Option("--memory", help="memory folder (polar_dir)")]
 
 
-def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -> Context:
-    from hopgraph.settings.polarmem import PolarMemContext
+def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -> PolarMemContext:
 
     ctx = build_context(base_url, model, prompts, sets, schema=PolarMemContext)
     return ctx.replace(polar_dir=memory) if memory else ctx

@@ -124,16 +124,16 @@ def optimize(
     refuse_foreign_overlay(prompts, agent)
     cache = cache or str(Path(out) / "cache")
     sets = [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
-    ctx = build_context(base_url, model, prompts, sets, cache, schema_of(agent))
+    ctx = build_context(base_url, model, prompts, sets, cache, schema=schema_of(agent))
     budget = run_budget(budget_tokens, budget_usd, price)
     _read_inputs(questions, kb, sets, type(ctx))
     if test and not Path(test).is_file():
         refuse(f"no test questions file at {test}")
-    knobs = dict(metric=metric, rounds=rounds, demos=demos, val_share=val_share,
-                 minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
     roles = list(roles or roles_of(agent, ctx))
     test_file = Path(test) if test else None
-    plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file, **knobs)
+    plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file,
+                metric=metric, rounds=rounds, demos=demos, val_share=val_share,
+                minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
     if problems := plan.check(ctx):
         refuse("; ".join(problems))
     proposer = None
@@ -198,7 +198,8 @@ class _Table:
     change; elsewhere (a pipe, a log) a line per candidate whose row changed."""
 
     def __init__(self, quiet: bool) -> None:
-        self.quiet, self.rows = quiet, {}
+        self.quiet = quiet
+        self.rows: dict[str, tuple[str, ...]] = {}
 
     def show(self, record: dict) -> None:
         from hopgraph.optimizer.search import candidate_rows

@@ -6,11 +6,14 @@ left, as inspect-ai and pytest print a line per sample; nothing at all with ``--
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from hopgraph.cli.app import err
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 Quiet = Annotated[
     bool,
@@ -35,7 +38,7 @@ class Steps:
         self.unit = unit
         self.began = time.monotonic()
         self._printed = float("-inf")
-        self.bar = None
+        self.bar: Progress | None = None
 
     def __enter__(self) -> Steps:
         if err.is_terminal and not self.quiet:
@@ -51,11 +54,12 @@ class Steps:
 
             counted = [BarColumn(), MofNCompleteColumn()] if self.total is not None else []
             left = [TimeRemainingColumn()] if self.total is not None else []
-            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), *counted,
-                                TextColumn("{task.fields[note]}"), TimeElapsedColumn(), *left,
-                                console=err)  # fmt: skip
-            self.bar.start()
-            self.task = self.bar.add_task(self.what, total=self.total, note="")
+            bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), *counted,
+                           TextColumn("{task.fields[note]}"), TimeElapsedColumn(), *left,
+                           console=err)  # fmt: skip
+            bar.start()
+            self.task = bar.add_task(self.what, total=self.total, note="")
+            self.bar = bar
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -34,6 +34,9 @@ from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
 from hopgraph.memory.chroma import local_folder
+
+if TYPE_CHECKING:
+    from hopgraph.harness.run_folder import Prediction
 
 GraphSpec = Annotated[
     str,
@@ -111,7 +114,7 @@ def run(
     refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
-        schema_of(agent),
+        schema=schema_of(agent),
     )  # fmt: skip
     budget = run_budget(budget_tokens, budget_usd, price)
     if budget and checkpointer:
@@ -274,7 +277,7 @@ def ask(
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
     ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache,
-                        schema_of(agent))  # fmt: skip
+                        schema=schema_of(agent))  # fmt: skip
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")
@@ -324,7 +327,7 @@ def ask(
                   packed(trace_path(run_dir, qid)))  # fmt: skip
 
 
-def _print_answer(pred: dict, who: str, seconds: float, trace: Path) -> None:
+def _print_answer(pred: Prediction, who: str, seconds: float, trace: Path) -> None:
     """An asked question's answer, its response where it says more, each citation by its
     [n] in the response, and what it cost."""
     console.print(f"[bold]A:[/bold] {pred['answer']}")

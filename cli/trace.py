@@ -39,27 +39,33 @@ def trace(
     from hopgraph.presentation import report
 
     if len(args) == 3:
-        runs, qid = [run_folder(a) for a in args[:2]], args[2]
-        paths = [trace_path(r, qid) for r in runs]
-        for path in paths:
+        (run_a, run_b), qid = [run_folder(a) for a in args[:2]], args[2]
+        path_a, path_b = trace_path(run_a, qid), trace_path(run_b, qid)
+        for path in (path_a, path_b):
             if not has_trace(path):
                 refuse(f"no trace for question {qid!r} at {path}")
-        records = tuple(report.read_trace(p) for p in paths)
-        hashes = tuple((RunFolder(r).manifest() or {}).get("prompts", {}) for r in runs)
-        labels = tuple(run_labels([str(r) for r in runs]))
+        pair = report.read_trace(path_a), report.read_trace(path_b)
+
+        def prompts(run: Path) -> dict[str, str]:
+            m = RunFolder(run).manifest()
+            return m["prompts"] if m and "prompts" in m else {}
+
+        hashes = prompts(run_a), prompts(run_b)
+        label_a, label_b = run_labels([str(run_a), str(run_b)])
+        labels = label_a, label_b
         if fmt == "html":
             page = Path(file_flag("--html", html, out) or f"trace-{qid}.html")
-            report.render_trace_diff_html(records, labels, qid, page, hashes)
+            report.render_trace_diff_html(pair, labels, qid, page, hashes)
             console.print(f"trace diff: {page}")
             return
-        rows, first = report.trace_diff(*records, hashes)
+        rows, first = report.trace_diff(*pair, hashes)
         console.print(report.format_trace_diff(rows, first, labels, hashes), markup=False)
-        console.print(report.format_call_diff(report.call_diff(*records), hashes), markup=False)
+        console.print(report.format_call_diff(report.call_diff(*pair), hashes), markup=False)
         return
     if len(args) > 2:
         refuse("trace takes RUN [QID], or RUN_A RUN_B QID")
     folder = run_folder(args[0])
-    qid = args[1] if len(args) == 2 else None
+    only = args[1] if len(args) == 2 else None
     if fmt == "html":
         from hopgraph.measure.evaluate import load_metrics
 
@@ -67,16 +73,16 @@ def trace(
         console.print(f"report: {path}")
         return
     traces = trace_ids(folder)
-    if qid is not None:
-        traces = [trace_path(folder, qid)]
+    if only is not None:
+        traces = [trace_path(folder, only)]
         if not has_trace(traces[0]):
-            refuse(f"no trace for question {qid!r} in {folder}")
+            refuse(f"no trace for question {only!r} in {folder}")
     if fmt not in ("text", "mermaid"):
         refuse(f"unknown --format {fmt!r}: text, mermaid or html")
     for path in traces:
         records = report.read_trace(path)
-        if fmt != "mermaid" and qid is not None:
-            console.print(_question_head(folder, qid), markup=False)
+        if fmt != "mermaid" and only is not None:
+            console.print(_question_head(folder, only), markup=False)
         elif fmt != "mermaid":  # Mermaid's source stays pasteable: the diagram alone
             console.print(f"[bold]{path.name.removesuffix('.jsonl')}[/bold]")
         if fmt == "mermaid":

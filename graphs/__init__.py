@@ -76,6 +76,8 @@ def load_file(path: Path):  # noqa: ANN202 - a module
     if folder not in sys.path:  # as Python runs a script: its own folder's modules import
         sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -11,6 +11,8 @@ import hmac
 import json
 import os
 import uuid
+from collections.abc import Mapping
+from typing import Any
 
 from langgraph_sdk import Auth
 
@@ -98,7 +100,7 @@ async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
     return {"identity": identity(headers)}
 
 
-def owned(ctx: Auth.types.AuthContext, value: dict) -> dict:
+def owned(ctx: Auth.types.AuthContext, value: Mapping[str, Any]) -> dict:
     """A thread belongs to the key that made it; reads, runs, updates and searches see only
     the caller's own."""
     if isinstance(value, dict):  # in place: the server keeps the dict it passed in
@@ -140,7 +142,7 @@ def context_refusal(assistant_id: object, context: object) -> str | None:
 
 
 @auth.on.threads.create_run
-async def checked_runs(ctx: Auth.types.AuthContext, value: dict) -> dict:
+async def checked_runs(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> dict:
     """A run in the caller's own thread (as ``own_threads``), its context refused before any
     work where it names what its graph does not take."""
     why = context_refusal(value.get("assistant_id"), (value.get("kwargs") or {}).get("context"))

@@ -82,7 +82,7 @@ class RetrievalState(TypedDict, total=False):
 
 
 class ExamineInput(TypedDict):
-    candidate: dict[str, Any]
+    candidate: Evidence
     instruction: str
     question: str
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
@@ -87,7 +87,7 @@ REFUSED_IMAGE = "an image of this question cannot be read here"
 the image roots, missing, unreadable), so a refusal says nothing about the server's disk."""
 
 
-def admit(state: dict, ctx) -> None:  # noqa: ANN001 - a Context
+def admit(state: Mapping[str, Any], ctx) -> None:  # noqa: ANN001 - a Context
     """Before any model call. A question a client sent (a Context not built by the operator)
     must keep within the operator's limits (length, number and pixel size of images), may
     name image files only inside ``image_roots`` (data and http(s) URLs need none), and a
@@ -160,7 +160,7 @@ def contract_builder(
     return builder
 
 
-def add_chain(builder: StateGraph, *steps: str) -> None:
+def add_chain(builder: StateGraph[Any, Any, Any, Any], *steps: str) -> None:
     """Edges from each step to the next (``START`` and ``END`` included where given)."""
     for a, b in itertools.pairwise(steps):
         builder.add_edge(a, b)

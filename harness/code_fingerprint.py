@@ -30,7 +30,7 @@ def parts() -> dict[str, str]:
     graph run it, from the parts' specs (``MethodSpec.code``, ``settings`` and ``switch``)."""
     from hopgraph.graphs import specs
 
-    out = {}
+    out: dict[str, str] = {}
     for s in specs().values():
         if s.code:
             out |= {s.code: s.switch} | {k.__module__: s.switch for k in s.settings}
@@ -51,8 +51,9 @@ def _in_layers(module: str) -> bool:
 
 def _file_of(module: str) -> Path | None:
     loaded = sys.modules.get(module)
-    if getattr(loaded, "__file__", None):  # a graph file loaded by path (graphs.load_graph)
-        return Path(loaded.__file__)
+    file = getattr(loaded, "__file__", None)
+    if file:  # a graph file loaded by path (graphs.load_graph)
+        return Path(file)
     try:
         spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):

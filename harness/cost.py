@@ -5,7 +5,7 @@ question took (``critical_path_depth``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +45,9 @@ class Price:
         return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
 
 
-def cost_of(pred: dict[str, Any], price: Price | None = None) -> dict[str, Any]:
+def cost_of(pred: Mapping[str, Any], price: Price | None = None) -> dict[str, Any]:
     """A question's cost: its calls and tokens, and USD where a price is given."""
-    out = {
+    out: dict[str, Any] = {
         "llm_calls": int(pred.get("llm_calls", 0)),
         "prompt_tokens": int(pred.get("prompt_tokens", 0)),
         "completion_tokens": int(pred.get("completion_tokens", 0)),

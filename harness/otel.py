@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Span, Tracer, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import Status, StatusCode, set_span_in_context
+from opentelemetry.trace import Span, Status, StatusCode, Tracer, set_span_in_context
 
 
 def otel_endpoint(flag: str = "") -> str:
@@ -54,7 +55,7 @@ class OtelExport:
         self.provider.add_span_processor(BatchSpanProcessor(exporter))
         self.tracer = self.provider.get_tracer("hopgraph")
 
-    def export(self, agent: str, records: list[dict[str, Any]], pred: dict[str, Any]) -> None:
+    def export(self, agent: str, records: list[dict[str, Any]], pred: Mapping[str, Any]) -> None:
         export_question(self.tracer, agent, records, pred, content=self.content)
 
     def close(self) -> None:
@@ -65,20 +66,25 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
-def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
-                    pred: dict[str, Any], content: bool = False) -> None:  # fmt: skip
+def export_question(
+    tracer: Tracer,
+    agent: str,
+    records: list[dict[str, Any]],
+    pred: Mapping[str, Any],
+    content: bool = False,
+) -> None:
     """Spans for one question's trace ``records`` (``read_trace``) and its prediction line."""
     root: Span | None = None
     wall0 = last = 0.0
     tasks: dict[str, Span] = {}
     stack: list[tuple[tuple[str, ...], Span]] = []  # open node spans, innermost last
 
-    def parent_for(ns: tuple[str, ...]) -> Span:
+    def parent_for(ns: tuple[str, ...], root: Span) -> Span:
         for open_ns, span in reversed(stack):
             if open_ns == ns:
                 return span
         if ns:  # a subgraph's record: its ns ends with "<node>:<task id>" of the parent node
-            return tasks.get(ns[-1].rsplit(":", 1)[-1]) or parent_for(ns[:-1])
+            return tasks.get(ns[-1].rsplit(":", 1)[-1]) or parent_for(ns[:-1], root)
         return root
 
     for rec in records:
@@ -99,23 +105,23 @@ def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
         ns = tuple(rec.get("ns", []))
         if mode == "task" and data.get("event") == "start":
             span = tracer.start_span(
-                data.get("name", "node"), context=set_span_in_context(parent_for(ns)),
+                data.get("name", "node"), context=set_span_in_context(parent_for(ns, root)),
                 start_time=_ns(at), attributes={"hopgraph.node": data.get("name", "")},
             )  # fmt: skip
             tasks[data.get("id", "")] = span
             stack.append((ns, span))
         elif mode == "task":
-            span = tasks.get(data.get("id", ""))
-            if span is not None:
+            ended = tasks.get(data.get("id", ""))
+            if ended is not None:
                 if data.get("error"):
-                    span.set_status(Status(StatusCode.ERROR, data["error"][:300]))
-                span.end(end_time=_ns(at))
-                stack[:] = [(n, s) for n, s in stack if s is not span]
+                    ended.set_status(Status(StatusCode.ERROR, data["error"][:300]))
+                ended.end(end_time=_ns(at))
+                stack[:] = [(n, s) for n, s in stack if s is not ended]
         elif mode == "custom" and data.get("event") == "llm_call":
-            _llm_span(tracer, parent_for(ns), data, content)
+            _llm_span(tracer, parent_for(ns, root), data, content)
         elif mode == "custom" and data.get("event") == "retrieval":
             span = tracer.start_span(
-                "retrieval", context=set_span_in_context(parent_for(ns)),
+                "retrieval", context=set_span_in_context(parent_for(ns, root)),
                 start_time=_ns(at - data.get("latency_s", 0.0)),
                 attributes={"hopgraph.retrieval.query": str(data.get("query", ""))[:500],
                             "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
@@ -123,7 +129,7 @@ def export_question(tracer: Tracer, agent: str, records: list[dict[str, Any]],
             )  # fmt: skip
             span.end(end_time=_ns(at))
         elif mode == "custom":
-            parent_for(ns).add_event(str(data.get("event", "event")), timestamp=_ns(at))
+            parent_for(ns, root).add_event(str(data.get("event", "event")), timestamp=_ns(at))
         elif mode == "error":
             root.set_status(Status(StatusCode.ERROR, str(data.get("error", ""))[:300]))
     if root is None:

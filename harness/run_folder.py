@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,7 @@ def kb_description(ctx: Context) -> dict[str, Any]:
         return {}
 
 
-def settings_key(m: dict[str, Any], build: list[str] | None = None) -> str:
+def settings_key(m: Mapping[str, Any], build: list[str] | None = None) -> str:
     """12 hex of what in manifest ``m`` decides answers besides the questions: the Context apart
     from how it is served, the GGUF, the llama.cpp build serving it (``build``: the vector
     extensions it uses, which can change a greedy answer), every template's sha256 and the KB.
@@ -197,7 +198,9 @@ def settings_key(m: dict[str, Any], build: list[str] | None = None) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def record_changes(old: dict[str, Any], new: dict[str, Any], templates: set[str]) -> list[str]:
+def record_changes(
+    old: Mapping[str, Any], new: Mapping[str, Any], templates: set[str]
+) -> list[str]:
     """How a sitting's manifest ``new`` would answer differently from the record's ``old``: the
     Context apart from its serving fields (``SERVING``), the GGUF, the ``templates`` its
     questions used, the KB's items and build settings. [] lets it resume. What an older
@@ -279,18 +282,20 @@ class Manifest(TypedDict):
     command: str
     machine: dict[str, Any]
     created: str
-    resumed: NotRequired[list[str]]
+    resumed: NotRequired[int]
+    """How many sittings resumed it."""
     sittings: NotRequired[list[dict[str, Any]]]
+    extends: NotRequired[list[str]]
+    """The shorter question files it grew from (scoring reads gold from the longest)."""
 
 
 def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: str) -> Manifest:
     """What a run folder was made with; ``questions`` None: a question asked directly."""
     made = how_made(questions.path, questions.sha256) if questions else ""
-    return {
+    out: Manifest = {
         "agent": agent,
         "questions": str(questions.path) if questions else "(asked)",
         "questions_sha256": questions.sha256 if questions else "",
-        **({"questions_made": made} if made else {}),
         "context": ctx.as_dict(),
         "endpoint": redacted(endpoint),
         "model": ctx.model,
@@ -304,6 +309,9 @@ def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: 
         "machine": machine(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if made:
+        out["questions_made"] = made
+    return out
 
 
 # -- predictions file -------------------------------------------------------------------------
@@ -386,22 +394,13 @@ def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
     os.replace(tmp, path)
 
 
-class Prediction(TypedDict):
-    """One answered question: a line of ``predictions.jsonl``. Ids, outputs and counts only, no
-    question, gold or passage text from a dataset, so a run folder can be committed as a result
-    record (eval reads the gold from the question file). ``cited``, the cited contexts whole,
-    lives in memory only (``hopgraph ask`` shows them; the line keeps their ids)."""
+class Counts(TypedDict):
+    """A question's counts, read from its trace's events (``EventCounts.stats``)."""
 
-    id: str
-    answer: str
-    response: str
-    citations: list[str]
-    """Ids of the contexts the response cites."""
-    invalid_citations: NotRequired[list[int]]
-    contexts_ids: list[str]
-    """The numbered contexts the response was written from: [n] is ``contexts_ids[n-1]``."""
-    cited: NotRequired[list[Evidence]]
     llm_calls: int
+    lost_calls: NotRequired[int]
+    """Calls in flight when a sitting was killed (sent, no reply recorded)."""
+    replayed_calls: NotRequired[int]
     prompt_tokens: int
     completion_tokens: int
     fallbacks: int
@@ -416,6 +415,23 @@ class Prediction(TypedDict):
     retrieved: list[str]
     by_template: dict[str, dict[str, float]]
     summary: NotRequired[dict[str, Any]]
+
+
+class Prediction(Counts):
+    """One answered question: a line of ``predictions.jsonl``. Ids, outputs and counts only, no
+    question, gold or passage text from a dataset, so a run folder can be committed as a result
+    record (eval reads the gold from the question file). ``cited``, the cited contexts whole,
+    lives in memory only (``hopgraph ask`` shows them; the line keeps their ids)."""
+
+    id: str
+    answer: str
+    response: str
+    citations: list[str]
+    """Ids of the contexts the response cites."""
+    invalid_citations: NotRequired[list[int]]
+    contexts_ids: list[str]
+    """The numbered contexts the response was written from: [n] is ``contexts_ids[n-1]``."""
+    cited: NotRequired[list[Evidence]]
     seconds: float
     speed: NotRequired[dict[str, float]]
     code: str
@@ -540,35 +556,39 @@ class EventCounts:
         elif kind == "run_summary":  # a method's own counts (MMAPG's loop, MAB-DQA's HRRA)
             self.summary = {k: v for k, v in event.items() if k != "event"}
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Counts:
         def total(key: str) -> int:
-            return sum(t[key] for t in self.templates.values())
+            return int(sum(t[key] for t in self.templates.values()))
 
         marks = self.marks()
-        return {
+        out: Counts = {
             "llm_calls": total("calls") + len(marks["lost"]) - len(marks["recached"]),
-            **({"lost_calls": len(marks["lost"])} if marks["lost"] else {}),
-            **({"replayed_calls": len(marks["replayed"])} if marks["replayed"] else {}),
             "prompt_tokens": total("prompt_tokens"),
             "completion_tokens": total("completion_tokens"),
             "fallbacks": self.fallbacks,
             "empty_replies": self.empty,
-            **({"cache_hits": self.cache_hits} if self.cache_hits else {}),
-            **({"cached_tokens": self.cached_tokens} if self.cached_tokens else {}),
-            **(
-                {"cached_completion_tokens": self.cached_completion}
-                if self.cached_completion
-                else {}
-            ),  # fmt: skip
-            **({"budget_stops": self.budget_stops} if self.budget_stops else {}),
             "depth": critical_path_depth(self.intervals),
             "retrieved": list(self.retrieved),
             "by_template": {
                 name: {**t, "seconds": round(t["seconds"], 3)}
                 for name, t in sorted(self.templates.items())
             },
-            **({"summary": self.summary} if self.summary else {}),
         }
+        if marks["lost"]:
+            out["lost_calls"] = len(marks["lost"])
+        if marks["replayed"]:
+            out["replayed_calls"] = len(marks["replayed"])
+        if self.cache_hits:
+            out["cache_hits"] = self.cache_hits
+        if self.cached_tokens:
+            out["cached_tokens"] = self.cached_tokens
+        if self.cached_completion:
+            out["cached_completion_tokens"] = self.cached_completion
+        if self.budget_stops:
+            out["budget_stops"] = self.budget_stops
+        if self.summary:
+            out["summary"] = self.summary
+        return out
 
 
 def _line(obj: dict[str, Any]) -> str:
@@ -780,8 +800,9 @@ class RunFolder:
     def lock(self) -> RunLock:
         return RunLock(self.path)
 
-    def check(self, fresh: dict[str, Any], *, sitting: bool = True,
-              accept_code_change: bool = False) -> dict[str, Any] | None:  # fmt: skip
+    def check(
+        self, fresh: Manifest, *, sitting: bool = True, accept_code_change: bool = False
+    ) -> Manifest | None:
         """Refuses a folder of another agent or question file and, where this sitting has
         questions to answer (``sitting``), one answered with other settings or other method
         code (unless ``accept_code_change``); returns the manifest the sitting will write
@@ -831,8 +852,9 @@ class RunFolder:
                 fresh["extends"] = extended
         return fresh if sitting else None
 
-    def record_sitting(self, fresh: dict[str, Any], speed: dict[str, float],
-                       build: list[str] | None) -> None:  # fmt: skip
+    def record_sitting(
+        self, fresh: Manifest, speed: dict[str, float], build: list[str] | None
+    ) -> None:
         """Write the manifest with this sitting appended: its revision, machine, command, code
         fingerprint and, where probed, its speed and the llama.cpp build (CPU features) that
         answered it."""

@@ -13,8 +13,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 class RunAborted(RunError):
     """Questions failed one after another: a run-wide fault (an endpoint that went down), not
     a bad question. The run stops instead of walking the whole file; re-running resumes."""
+
+    summary: RunSummary | None = None
 
 
 MAX_CONSECUTIVE_FAILURES = 5
@@ -214,6 +216,7 @@ class Runner:
         trace_file = trace_path(self.run_dir, q.id)
         state = self.graph.get_state(config)
         stepped = (state.metadata or {}).get("source") == "loop"
+        payload: dict[str, Any] | None
         if (state.next or state.tasks) and stepped:  # interrupted: go on from its checkpoint
             payload, streaming = None, True
         elif reached_end(state):  # finished before a crash lost its prediction line
@@ -237,8 +240,8 @@ class Runner:
 
             keep({"mode": "start", "data": {"id": q.id, "resume": payload is None,
                                             "wall": round(time.time(), 4)}})  # fmt: skip
-            before = EventCounts.of(records).stats() if records else {}
-            spent = before.get("prompt_tokens", 0) + before.get("completion_tokens", 0)
+            before = EventCounts.of(records).stats() if records else None
+            spent = before["prompt_tokens"] + before["completion_tokens"] if before else 0
             try:
                 with question_spend(spent):  # the question's token cap counts what it spent
                     self._stream(q, payload, config, streaming, began, keep)
@@ -264,22 +267,20 @@ class Runner:
             "answer": out.get("answer", ""),
             "response": out.get("response", ""),
             "citations": out.get("citations", []),
-            **(
-                {"invalid_citations": out["invalid_citations"]}
-                if "invalid_citations" in out
-                else {}
-            ),
             "contexts_ids": [e["id"] for e in evidence],
             "cited": [cited[i] for i in out.get("citations", []) if i in cited],
             **EventCounts.of(records).stats(),
             "seconds": round(time.perf_counter() - began, 3),
-            **({"speed": self.speed} if self.speed else {}),
             "code": self.code,
             "error": error,
             "gold_evidence": q.evidence,
             "type": q.type,
             "doc": q.doc,
         }
+        if "invalid_citations" in out:
+            pred["invalid_citations"] = out["invalid_citations"]
+        if self.speed:
+            pred["speed"] = self.speed
         return pred, records
 
     def _stream(self, q: Question, payload, config, streaming, began, keep) -> None:  # noqa: ANN001
@@ -314,7 +315,7 @@ class Runner:
         if self.exporter is not None:
             self.exporter.export(self.agent, records, pred)
 
-    def ask(self, q: Question) -> dict[str, Any]:
+    def ask(self, q: Question) -> Prediction:
         """One question given directly (``hopgraph ask``): the run folder gets a manifest, the
         trace and the prediction line; no question file is written or read."""
         fresh = manifest(self.agent, None, self.ctx, self.endpoint)
@@ -359,23 +360,23 @@ class Runner:
         fresh = manifest(self.agent, qs, self.ctx, self.endpoint)
         build = self._build(fresh)
         self.settings_key = settings_key(fresh, build)  # names the questions' checkpoint threads
-        fresh = self.folder.check(
+        sitting = self.folder.check(
             fresh, sitting=pending, accept_code_change=self.accept_code_change
         )
-        if fresh is not None:
+        if sitting is not None:
             if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
                 self.speed = sitting_speed(self.ctx)
             build = build or (llama_build_features() if self.speed else None)
-            self._warn_build(fresh, build)
-            self.folder.record_sitting(fresh, self.speed, build)
+            self._warn_build(sitting, build)
+            self.folder.record_sitting(sitting, self.speed, build)
 
     @staticmethod
-    def _build(fresh: dict[str, Any]) -> list[str] | None:
+    def _build(fresh: Mapping[str, Any]) -> list[str] | None:
         """The llama.cpp build's vector extensions where the embedded server answers (the
         manifest names its GGUF), else None."""
         return llama_build_features() if fresh.get("gguf_sha256") else None
 
-    def _warn_build(self, fresh: dict[str, Any], build: list[str] | None) -> None:
+    def _warn_build(self, fresh: Mapping[str, Any], build: list[str] | None) -> None:
         """A sitting on another llama.cpp build than the record's last one is warned about: a
         build can change a greedy answer (docs/RESULTS.md flags a table whose answers mix
         builds)."""
@@ -419,7 +420,8 @@ class Runner:
         summary.spent = self.budget.spent(kept) if self.budget else {}
         queue = iter(todo)
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-        in_a_row, aborted, inflight = 0, None, set()
+        in_a_row, aborted = 0, None
+        inflight: set[Future] = set()
 
         def start_more() -> None:
             """Keep ``concurrency`` questions in flight, none once the run must stop."""
@@ -477,6 +479,8 @@ class Runner:
         on questions other live workers hold: a dead worker's lease runs out and its question
         is claimed here). A question this worker failed is not tried again this sitting."""
         shared, lock, tried = self.shared, threading.Lock(), set()
+        if shared is None:
+            raise RunError("a shared run needs --shared (its PostgreSQL database)")
         status = shared.status()
         summary.skipped_done = sum(status.get(q.id, {}).get("done", False) for q in questions)
 

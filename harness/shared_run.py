@@ -66,7 +66,7 @@ class SharedRun:
                                    kwargs={"autocommit": True})  # fmt: skip
         with self._setup_lock(), self.pool.connection() as conn:
             conn.execute(SCHEMA)
-        self._pools: list[ConnectionPool] = []  # the checkpointers', closed with this
+        self._pools: list[ConnectionPool[Any]] = []  # the checkpointers', closed with this
         self._beat = threading.Event()
         self._beater = threading.Thread(target=self._heartbeat, daemon=True)
         self._beater.start()
@@ -74,12 +74,14 @@ class SharedRun:
     def checkpointer(self):
         """LangGraph's PostgresSaver on the same database (its tables set up once)."""
         from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg.rows import dict_row
+        from psycopg import Connection
+        from psycopg.rows import DictRow, dict_row
         from psycopg_pool import ConnectionPool
 
-        pool = ConnectionPool(self.pool.conninfo, min_size=1, max_size=8, open=True,
-                              kwargs={"autocommit": True, "prepare_threshold": 0,
-                                      "row_factory": dict_row})  # fmt: skip
+        pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
+            self.pool.conninfo, min_size=1, max_size=8, open=True,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        )  # fmt: skip
         self._pools.append(pool)
         saver = PostgresSaver(pool)
         with self._setup_lock():
@@ -93,7 +95,10 @@ class SharedRun:
         with self.pool.connection() as conn:
             # polled, not waited on: a waiting statement is an open transaction, which the
             # other worker's CREATE INDEX CONCURRENTLY would wait for in turn
-            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (SETUP_LOCK,)).fetchone()[0]:
+            while True:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (SETUP_LOCK,)).fetchone()
+                if row and row[0]:
+                    break
                 time.sleep(0.2)
             try:
                 yield

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
@@ -194,7 +194,9 @@ def evaluate_run(
         return result
 
     result = write()
-    todo = [p for p in ok if p["id"] not in judged and p.get("response")] if judge else []
+    if judge is None:
+        return result
+    todo = [p for p in ok if p["id"] not in judged and p.get("response")]
     texts: dict[str, str] = {}
     if todo and kb is not None:
         ids = sorted({i for p in todo for i in (p.get("contexts_ids") or p.get("retrieved") or [])})
@@ -300,7 +302,7 @@ def uncached(per_question: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 
 
 def compare_runs(
-    runs: list[str | Path], *, common: bool = False, metrics: list[str] | None = None
+    runs: Sequence[str | Path], *, common: bool = False, metrics: list[str] | None = None
 ) -> Comparison:
     """Runs' metrics side by side with the change from the first run, and the paired tests
     of each against the first; ``common`` rescored on the questions every run finished;

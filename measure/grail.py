@@ -48,11 +48,11 @@ def completion_rows(
     for inst in instances:
         steered = grail.steer(inst.q, inst.context, mode)
         h = F.normalize(steered.h_req[0], dim=-1)
-        sims = searcher.matrix @ h if isinstance(searcher, MatrixSearcher) else None
         exclude = set(inst.context)
         ranked = [i for i, _ in searcher.search(h, max(ks), exclude)]
         row = {f"R@{k}": float(inst.target in ranked[:k]) for k in ks}
-        if sims is not None:
+        if isinstance(searcher, MatrixSearcher):
+            sims = searcher.matrix @ h
             ctx_max = max(float(sims[searcher.row[c]]) for c in inst.context)
             row["d_esc"] = float(sims[searcher.row[inst.target]]) - ctx_max  # Eq. 15
         row |= {k: v for k, v in steered.diagnostics().items() if k in ("g", "w1")}
@@ -69,6 +69,10 @@ def pools(
     k = sum(sizes)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     searcher = grail.searcher
+    if not isinstance(searcher, MatrixSearcher):  # Jump ranks each item against the whole KB
+        raise TypeError(
+            f"pools needs the KB's vectors in memory (MatrixSearcher), not {searcher!r}"
+        )
     for q, vec in zip(questions, qvecs, strict=True):
         gold_all = set(q.evidence)  # E*: Eq. 14 divides by all of it, indexed or not
         gold = {g for g in gold_all if g in searcher.row}
@@ -91,7 +95,7 @@ def pools(
         rows[q.type or "all"].append(row)
         rows["overall"].append(row)
 
-    def agg(rs: list[dict[str, float]]) -> dict[str, float]:
+    def agg(rs: list[dict[str, float]]) -> dict[str, float | None]:
         jumps = sorted(r["jump"] for r in rs if "jump" in r)
         nrm = [r["nrm"] for r in rs if "nrm" in r]
         return {
@@ -153,7 +157,7 @@ def run_eval(
         if runs != mode:
             raise ValueError(f"mode {mode!r} cannot run: {why}; pass --weights from grail train")
         grail = Grail(raw, model)
-        instances = instances_for(qs, qvecs, grail.searcher if model.aligner is None else raw)
+        instances = instances_for(qs, qvecs, raw)
         rows = completion_rows(grail, instances, mode)
         results["completion"][mode] = aggregate_completion(rows)
         results.setdefault("instances", {})[mode] = [  # per instance, for paired tests

@@ -159,11 +159,11 @@ def mmlongbench_score(prediction: str, gold: str, answer_format: str) -> float:
     own short answer."""
     fmt = answer_format.lower()
     if fmt == "int":
-        p, g = _float(str(prediction).strip()), _float(str(gold).strip())
-        return float(p is not None and g is not None and int(p) == int(g))
+        pi, gi = _float(str(prediction).strip()), _float(str(gold).strip())
+        return float(pi is not None and gi is not None and int(pi) == int(gi))
     if fmt == "float":
-        p, g = _float(_clean(prediction)), _float(_clean(gold))
-        return float(p is not None and g is not None and _float_equal(g, p))
+        pf, gf = _float(_clean(prediction)), _float(_clean(gold))
+        return float(pf is not None and gf is not None and _float_equal(gf, pf))
     if fmt == "list":
         golds, preds = _as_list(gold), _as_list(prediction)
         if len(golds) != len(preds) or not golds:
@@ -262,7 +262,7 @@ def citation_scores(
     for statement, cited in sentences:
         if not cited or None in cited:
             continue
-        passages = list(cited)[:MAX_CITATIONS]
+        passages = [c for c in cited if c is not None][:MAX_CITATIONS]
         total += len(passages)
         supported = judge("\n".join(passages), statement)
         recall_hits += supported

@@ -199,6 +199,14 @@ class Store:
                 self._held = (client, col)
             yield Shelf(col, client) if col is not None else None
 
+    @contextmanager
+    def made(self, write: bool = False) -> Iterator[Shelf]:
+        """``open(create=True)``: the collection, made where it is absent, so never None."""
+        with self.open(write, create=True) as shelf:
+            if shelf is None:  # cosine_collection makes one or raises
+                raise RuntimeError(f"Chroma made no collection {self.name!r}")
+            yield shelf
+
     def forget(self) -> None:
         """Drop the held handle (the collection was deleted or remade elsewhere)."""
         self._held = None

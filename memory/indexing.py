@@ -10,10 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from hopgraph.memory.files import Failed, Record, Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.memory.registry import Source
+from hopgraph.memory.registry import Source, SourceRegistry
 from hopgraph.memory.sources import (
     LINK_OUT,
     SourceUnit,
@@ -286,8 +287,9 @@ class _Indexer:
                 report.derived += added
                 self.underived.update(failed)
             self.buffer.clear()
-        for done in self.read if registry is not None else ():
-            self.commit(done)
+        if registry is not None:
+            for done in self.read:
+                self.commit(done, registry)
         if self.read and registry is not None:
             report.removed += kb.collect_garbage()
         self.read.clear()
@@ -295,14 +297,14 @@ class _Indexer:
         if self.on_batch is not None:
             self.on_batch(report)
 
-    def commit(self, done: _Pending) -> None:
+    def commit(self, done: _Pending, registry: SourceRegistry) -> None:
         """A source read whole and stored: its version goes live (a source that gave nothing
         and was never indexed is left unregistered, read and reported next time)."""
         if not done.count and done.was is None:
-            self.registry.discard(done.key)
+            registry.discard(done.key)
         else:
             self.kb.keep_shared(done.key, done.version)
-            self.registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
+            registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
                                  complete=done.key not in self.underived)  # fmt: skip
             if done.was is not None and done.was.hash:
                 self.report.replaced.append(done.key)
@@ -329,7 +331,7 @@ class _Indexer:
             lease.release(unit.key)
             return True
         version = _version(sha256, self.build)
-        if _live(was) and was.hash == version:
+        if registry is not None and _live(was) and was.hash == version:
             registry.touch(unit.key, size, mtime)
             report.unchanged += 1
             lease.release(unit.key)
@@ -346,7 +348,8 @@ class _Indexer:
             items = _items(unit.read(**self.opts), report.skipped)
             left = self.left
             for item in itertools.islice(items, left) if left is not None else items:
-                if not begun:  # registered once it gives an item: a failed source gives none
+                # registered once it gives an item: a failed source gives none
+                if registry is not None and not begun:
                     registry.begin(unit.key, self.resolved, pending.version, self.build)
                     begun = True
                 self.buffer.append((item, (unit.key, pending.version)))
@@ -362,7 +365,8 @@ class _Indexer:
             self.buffer[:] = [b for b in self.buffer if b[1][0] != unit.key]
             self.lease.release(unit.key)
             return
-        if not begun and pending.was is not None:  # read whole, it gave nothing: that replaces it
+        # read whole, it gave nothing: that replaces it
+        if registry is not None and not begun and pending.was is not None:
             registry.begin(unit.key, self.resolved, pending.version, self.build)
         self.read.append(pending)
 
@@ -370,6 +374,8 @@ class _Indexer:
         """Registered sources outside this folder, still on disk, whose content is indexed
         here at the same path inside the folder (``old/docs/a.pdf`` and ``new/docs/a.pdf``):
         the KB was copied with its corpus, and the old path is the original's, not this KB's."""
+        if self.registry is None:
+            return {}
         now = {s.path: s.sha256 for s in self.registry.sources()}
         by_tail = {(k[len(root) :], now.get(k)): k for k in here if now.get(k)}
         out = {}
@@ -407,7 +413,7 @@ class _Indexer:
                     report.vanished.append(key)
 
 
-def _live(was: Source | None) -> bool:
+def _live(was: Source | None) -> TypeGuard[Source]:
     """A registered source whose live version is whole (none pending, none missing)."""
     return was is not None and not was.pending and was.complete
 

@@ -298,6 +298,13 @@ class KnowledgeBase:
             must_exist=must_exist,
         )
 
+    def _own_registry(self) -> SourceRegistry:
+        """The registry a local KB keeps beside its Chroma files (a server KB has one only
+        with ``registry_url``)."""
+        if self.registry is None:
+            raise KnowledgeBaseError(f"{self.location} keeps no source registry")
+        return self.registry
+
     # -- Chroma, one process at a time ----------------------------------------------------
     @contextmanager
     def _chroma(self, write: bool = False) -> Iterator[None]:
@@ -307,9 +314,10 @@ class KnowledgeBase:
             self._written += write  # what this object wrote to a server KB (``_hit_stamp``)
             yield
             return
-        written = self.registry.chroma_written if write else None
+        registry = self._own_registry()
+        written = registry.chroma_written if write else None
         try:
-            with self._local.use(self.registry.chroma_version, written), self._lock:
+            with self._local.use(registry.chroma_version, written), self._lock:
                 if self._generation != self._local.generation:  # reopened: stale collections
                     self._collections.clear()
                     self._generation = self._local.generation
@@ -324,7 +332,7 @@ class KnowledgeBase:
         rebuild it from the sources its registry names."""
         folder = self.path
         try:
-            sources = self.registry.sources()
+            sources = self._own_registry().sources()
         except Exception:  # noqa: BLE001 - the registry may be damaged too
             sources = []
         roots = list(dict.fromkeys(
@@ -668,7 +676,7 @@ class KnowledgeBase:
         """What the kept hit vectors are valid for: this KB's writes so far (a local KB's
         counter, which every process bumps; a server KB's writes through this object) and the
         source versions hidden now."""
-        local = self.registry.chroma_version() if self._local is not None else self._written
+        local = self._own_registry().chroma_version() if self._local is not None else self._written
         return (local, tuple(hidden))
 
     def _kept_hits(self, hidden: Sequence[str]) -> OrderedDict[str, np.ndarray]:
@@ -734,7 +742,7 @@ class KnowledgeBase:
         if not wanted:
             return []
         vec = self.embed_query(query) if isinstance(query, str) else np.asarray(query, np.float32)
-        clauses = []
+        clauses: list[dict[str, Any]] = []
         if sources:
             clauses.append(
                 {"source": sources[0]} if len(sources) == 1 else {"source": {"$in": list(sources)}}
@@ -804,7 +812,7 @@ class KnowledgeBase:
         registered = self.registry.state() if self.registry is not None else ""
         hidden = ",".join(sorted(self.hidden()))
         if self._local is not None:
-            return f"{self.registry.chroma_version()}/{registered}/{hidden}"
+            return f"{self._own_registry().chroma_version()}/{registered}/{hidden}"
         if registered:
             return f"{registered}/{hidden}"
         return json.dumps(self.counts(), sort_keys=True)

@@ -217,6 +217,8 @@ class SourceRegistry:
     def _connect(self) -> Any:
         if self.url:
             return connect_pg(self.url, PG_SCHEMA, PG_LOCK, self.where)
+        if self.file is None:
+            raise ValueError("a source registry needs a folder or a PostgreSQL URL")
         raw = sqlite3.connect(self.file, timeout=60, isolation_level=None)
         raw.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL survives a killed process (a power cut may lose the last commits,

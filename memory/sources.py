@@ -268,7 +268,7 @@ def read_pdf(
                 path=png,
                 meta=meta,
             )
-        if ocred:
+        if ocred and ocr is not None:
             notes.append(
                 f"{path.name}: {ocred} page(s) read by OCR ({ocr.name}, {ocr_seconds:.1f} s)"
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import overload
 
 from hopgraph.memory.chroma import FOLLOWS, Shelf
 from hopgraph.memory.evidence import Evidence
@@ -30,6 +31,10 @@ class VisualSpace:
         self.kb = kb
         self.store = kb.store(NAME, kb.image_embedder_name, **{FOLLOWS: "id"})
 
+    @overload
+    def _checked(self, shelf: Shelf) -> Shelf: ...
+    @overload
+    def _checked(self, shelf: None) -> None: ...
     def _checked(self, shelf: Shelf | None) -> Shelf | None:
         made_with = shelf.metadata.get("embedder") if shelf is not None else None
         if shelf is not None and made_with != self.kb.image_embedder_name:
@@ -53,7 +58,7 @@ class VisualSpace:
         todo = {it.id: it for it in items if it.modality == "image" and it.path}
         if not todo:
             return stats
-        with self.store.open(create=True) as shelf:
+        with self.store.made() as shelf:
             present = set(self._checked(shelf).get(ids=list(todo), include=[])["ids"])
         stats.existing = len(present)
         fresh = [it for id_, it in todo.items() if id_ not in present]
@@ -61,7 +66,7 @@ class VisualSpace:
             began = time.perf_counter()
             vecs = embedder.encode_images([it.path for it in fresh])
             stats.embed_seconds = time.perf_counter() - began
-            with self.store.open(write=True, create=True) as shelf:
+            with self.store.made(write=True) as shelf:
                 self._checked(shelf).upsert(
                     [it.id for it in fresh],
                     vecs,

@@ -281,6 +281,7 @@ class ChatModel:
     ) -> str:
         """Plain text reply. ``inputs``: the variables the prompt was rendered from, kept in the
         trace (a demonstration is made of them and the reply)."""
+        to_api: dict[str, Any] = {"stop": stop} if stop else {}
         resp = self.request(
             messages,
             role=role,
@@ -289,7 +290,7 @@ class ChatModel:
             extra=traced_inputs(inputs),
             max_tokens=max_tokens or self.max_tokens,
             temperature=self.temperature if temperature is None else temperature,
-            **({"stop": stop} if stop else {}),
+            **to_api,
         )
         text = resp.choices[0].message.content or ""
         if not text.strip():  # not re-sent (temperature 0 says the same), but counted
@@ -471,7 +472,7 @@ class ChatModel:
             call.completion_tokens = resp.usage.completion_tokens or 0
         if served := served_times(resp):  # the waterfall's wait before the server began it
             call.extra["served"] = served
-        if key:
+        if key and self.cache is not None:
             self.cache.put(key, self.model, resp)
         self._read(call, resp, parse)
         emit(call, self.on_event)

@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import httpx
 
@@ -251,7 +252,7 @@ class PromptTokens:
             for m in messages
         ]
         try:
-            result = self._format(messages=flat)
+            result = self._format(messages=cast(Any, flat))  # llama-cpp's message dicts
         except Exception as e:  # noqa: BLE001 - a count must never fail the call
             log.warning("cannot count prompt tokens: %s", e)
             return 0

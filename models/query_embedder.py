@@ -29,7 +29,7 @@ _ERF = np.frompyfunc(math.erf, 1, 1)
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     """BERT's exact GELU, as transformers computes it (``math.erf``: no scipy to import)."""
-    return 0.5 * x * (1.0 + _ERF(x / math.sqrt(2.0)).astype(x.dtype))
+    return 0.5 * x * (1.0 + np.asarray(_ERF(x / math.sqrt(2.0))).astype(x.dtype))
 
 
 class NumpyMiniLM:

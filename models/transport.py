@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
@@ -154,7 +154,10 @@ class Transport:
                 return self._streamed(messages, kwargs, headers, prompt)
             try:
                 return self.client.chat.completions.create(
-                    model=self.model, messages=list(messages), extra_headers=headers, **kwargs
+                    model=self.model,
+                    messages=cast(Any, list(messages)),  # OpenAI's message dicts, as sent
+                    extra_headers=headers,
+                    **kwargs,
                 )
             except json.JSONDecodeError as e:
                 url = f"{self.base_url}/chat/completions"

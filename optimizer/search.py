@@ -97,7 +97,7 @@ class BudgetSpent(RuntimeError):
 
 def declared_roles(agent: str, ctx: Context | None = None) -> dict[str, Role]:
     """The ``Role``s in the agent's code (its fingerprinted modules), by template."""
-    found = {}
+    found: dict[str, Role] = {}
     for module in method_code(agent, ctx).get("files", {}):
         try:
             found |= {r.template: r for r in roles_in(importlib.import_module(module))}
@@ -109,12 +109,13 @@ def declared_roles(agent: str, ctx: Context | None = None) -> dict[str, Role]:
 def choice_of(role: Role | None, reply: str) -> str:
     """The choice a reply made: the value of its schema's first choice field (MMAPG's
     planner: the step's ``type``); "" for a role without one or a reply that does not parse."""
-    fields = role.schema.model_fields if role is not None and role.schema is not None else {}
+    schema = role.schema if role is not None else None
+    fields = schema.model_fields if schema is not None else {}
     name = next((n for n, f in fields.items() if typing.get_origin(f.annotation) is Literal), "")
-    if not name:
+    if not name or schema is None:
         return ""
     try:
-        return str(getattr(parse_reply(role.schema, reply), name))  # type: ignore[union-attr]
+        return str(getattr(parse_reply(schema, reply), name))
     except ValueError:
         return ""
 
@@ -1092,7 +1093,7 @@ ROW_HEADS = ("candidate", "kind", "minibatch", "validation", "kept", "tokens", "
 def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
     """One row per candidate (``ROW_HEADS``): its scores against the incumbent on each rung it
     reached, or why it has none; the CLI's live table and RESULTS.md's."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for c in record["candidates"]:
         mb = c.get("minibatch") or {}
         mini = f"{mb['mean']:.3f} vs {mb['incumbent_mean']:.3f} ({mb['n']})" if mb else "–"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,13 +176,12 @@ def call_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[CallDiff
     out = []
     for i in range(max(len(ca), len(cb))):
         x, y = (ca[i] if i < len(ca) else None), (cb[i] if i < len(cb) else None)
-        both = x is not None and y is not None
         out.append(
             CallDiff(
                 x,
                 y,
-                prompt_changed=not both or x.get("messages") != y.get("messages"),
-                reply_changed=not both or x.get("reply") != y.get("reply"),
+                prompt_changed=x is None or y is None or x.get("messages") != y.get("messages"),
+                reply_changed=x is None or y is None or x.get("reply") != y.get("reply"),
             )
         )
     return out
@@ -690,7 +690,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
 
     run_dir = Path(run_dir)
     preds = scored_predictions(run_dir)
-    manifest = RunFolder(run_dir).manifest() or {}
+    manifest: Mapping[str, Any] = RunFolder(run_dir).manifest() or {}
     per_q = (metrics or {}).get("per_question", {})
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>"
@@ -740,7 +740,7 @@ def render_flips_html(
     metric: str,
     flips: dict[str, list[Any]],
     out: Path,
-    figures: list[str] = (),
+    figures: Sequence[str] = (),
 ) -> Path:
     """One page listing the questions whose ``metric`` flipped between two runs (``flips``
     from ``evaluate.flipped``), each linking to its two executions in the runs' reports."""

@@ -153,29 +153,26 @@ def test_an_upward_import_added_to_a_module_is_caught(where, line, tmp_path):
 
 
 def test_the_layout_holds_for_every_method():
-    """Each method's code is at its name in each layer it has code in."""
-    have = {
-        "mmapg": ["graphs/mmapg.py", "agents/mmapg.py", "tools/mmapg.py", "prompts/mmapg"],
-        "qdrag": ["graphs/qdrag.py", "agents/qdrag.py", "tools/qdrag.py", "prompts/qdrag"],
-        "mabdqa": ["graphs/mabdqa.py", "agents/mabdqa.py", "tools/mabdqa", "prompts/mabdqa"],
-        "polarmem": [
-            "graphs/polarmem.py",
-            "agents/polarmem.py",
-            "tools/polarmem.py",
-            "memory/polarmem.py",
-            "prompts/polarmem",
-        ],  # fmt: skip
-        "grail": ["tools/grail", "settings/grail.py"],
-    }
-    for method in ("mmapg", "qdrag", "mabdqa", "polarmem"):
-        have[method].append(f"settings/{method}.py")
-    missing = [p for paths in have.values() for p in paths if not (ROOT / p).exists()]
-    assert missing == []
-    methods = set(have)
-    for layer in ("agents", "tools", "memory", "graphs", "settings"):
+    """Each method, as ``graphs.specs`` lists them (a graph's spec or a part's), has its code
+    at its name in each layer it has code in: its settings in ``settings/M.py``, a graph's in
+    ``graphs/M.py``, a part's package or module where its spec's ``code`` says; no module of a
+    layer is named for a method without being that method's (``mmapg_extra.py``). So a new
+    method is its own files plus its line in ``graphs.BUILT_IN``."""
+    from hopgraph.graphs import specs
+
+    every = specs()
+    for name, spec in every.items():
+        assert {k.__module__ for k in spec.settings} <= {f"hopgraph.settings.{name}"}, name
+        code = spec.code.removeprefix("hopgraph.").split(".") if spec.code else ["graphs", name]
+        assert code[-1] == name, (name, spec.code)
+        where = ROOT.joinpath(*code)
+        assert where.is_dir() or where.with_suffix(".py").is_file(), where
+        for layer in ("agents", "tools", "prompts"):
+            if any((ROOT / layer).glob(f"{name}*")):
+                assert (ROOT / layer / name).exists() or (ROOT / layer / f"{name}.py").exists()
+    for layer in ("agents", "tools", "memory", "graphs", "settings", "prompts"):
         for p in (ROOT / layer).iterdir():
-            stem = p.stem
-            assert not any(stem.startswith(m) and stem != m for m in methods), p
+            assert not any(p.stem.startswith(m) and p.stem != m for m in every), p
 
 
 def test_a_fingerprint_covers_what_the_method_runs():

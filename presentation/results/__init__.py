@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -54,7 +54,7 @@ def _load(rel: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _manifest(rel: str) -> dict[str, Any]:
+def _manifest(rel: str) -> Mapping[str, Any]:
     """A committed record's manifest ({} where it has none)."""
     return RunFolder(records_dir() / rel).manifest() or {}
 
@@ -496,7 +496,7 @@ def write(path: Path | None = None) -> Path:
     path.write_text(render())
     folder = path.parent / "plots"
     folder.mkdir(exist_ok=True)
-    made = {}
+    made: dict[str, str] = {}
     for t in all_tables():
         if isinstance(t, RunTable):
             have = _have(t)

@@ -344,14 +344,14 @@ def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         data, depth = rec.get("data") or {}, len(rec.get("ns") or [])
         if rec.get("mode") == "task" and isinstance(data, dict):
             if data.get("event") == "start":
-                span = {"label": str(data.get("name", "")), "kind": "node", "start": t, "end": t,
-                        "depth": depth}  # fmt: skip
+                span: dict[str, Any] = {"label": str(data.get("name", "")), "kind": "node",
+                                        "start": t, "end": t, "depth": depth}  # fmt: skip
                 tasks[str(data.get("id", ""))] = span
                 open_.append(span)
                 out.append(span)
-            elif (span := tasks.get(str(data.get("id", "")))) is not None:
-                span["end"] = t
-                open_ = [s for s in open_ if s is not span]
+            elif (ended := tasks.get(str(data.get("id", "")))) is not None:
+                ended["end"] = t
+                open_ = [s for s in open_ if s is not ended]
             continue
         event = data.get("event") if rec.get("mode") == "custom" else None
         if event not in ("llm_call", "retrieval", *MARKS):
@@ -383,7 +383,7 @@ def mark_reason(data: dict[str, Any]) -> str:
     """Why a fallback, empty reply or repair happened, and what stood in, in one line."""
     used = data.get("used")
     used = used if isinstance(used, str) else json.dumps(used)[:120] if used else ""
-    detail = data.get("detail") if isinstance(data.get("detail"), dict) else {}
+    detail = data["detail"] if isinstance(data.get("detail"), dict) else {}
     reason = data.get("reason") or ", ".join(f"{k} {v}" for k, v in detail.items())
     return f"{data.get('role', '?')}: {reason or '(no reason given)'}" + (
         f" (used: {used})" if used else ""

@@ -117,18 +117,19 @@ class GapSteering(nn.Module):
         self.fixed_gate = fixed_gate
         self.w_gap = nn.Linear(2 * dim, 1)  # W_gap ∈ R^{1×2d}
         self.w_mix = nn.Linear(2 * dim, 2)  # W_mix ∈ R^{2×2d}
-        self.tau_mlp = nn.Sequential(nn.Linear(2 * dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        tau_out = nn.Linear(hidden, 1)
+        self.tau_mlp = nn.Sequential(nn.Linear(2 * dim, hidden), nn.Tanh(), tau_out)
         nn.init.zeros_(self.w_gap.weight)
         nn.init.zeros_(self.w_gap.bias)  # g starts at 0.5
         nn.init.zeros_(self.w_mix.weight)
         with torch.no_grad():
             self.w_mix.bias.copy_(torch.tensor([4.0, -4.0]))  # start near w1≈1 (App. E)
-        nn.init.normal_(self.tau_mlp[-1].weight, std=1e-3)
-        nn.init.zeros_(self.tau_mlp[-1].bias)  # τ_dyn starts at ≈ τ_base
+        nn.init.normal_(tau_out.weight, std=1e-3)
+        nn.init.zeros_(tau_out.bias)  # τ_dyn starts at ≈ τ_base
 
     def forward(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
         if self.fixed_gate is not None:
-            return self._training_free(q, ctx, mask)
+            return self._training_free(q, ctx, mask, self.fixed_gate)
         raw = q
         q, ctx = lift(q, ctx)  # one scale for q, e_i and h_ctx (module note)
         h_ctx = attention_context(q, ctx, mask)  # Eq. 6-7
@@ -146,7 +147,9 @@ class GapSteering(nn.Module):
         tau = torch.exp(math.log(self.tau_base) + self.tau_mlp(qc).squeeze(-1))  # τ_dyn
         return Steered(h_req, q_gap, h_ctx, g, w1, w2, tau)
 
-    def _training_free(self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor) -> Steered:
+    def _training_free(
+        self, q: torch.Tensor, ctx: torch.Tensor, mask: torch.Tensor, gate: float
+    ) -> Steered:
         """g constant, w1 = 1, w2 = 0 (Eq. 8-9 with App. E's learned w1 ≈ 1): h_req = LN(q_gap),
         q where a row holds nothing. In few tensor ops: one query's step is bound by their
         dispatch (a few µs each), not by arithmetic."""
@@ -154,7 +157,7 @@ class GapSteering(nn.Module):
         lq, lctx = lift(q, ctx)
         h_ctx = attention_context(lq, lctx, mask)  # Eq. 6-7
         empty = _no_context(q, mask)
-        g = q.new_full((b,), float(self.fixed_gate)).masked_fill(empty, 0.0)
+        g = q.new_full((b,), float(gate)).masked_fill(empty, 0.0)
         q_gap = project_out(lq, h_ctx, g)  # Eq. 8
         h_req = layer_norm(q_gap)  # Eq. 9, w1 = 1
         if bool(empty.any()):

@@ -81,8 +81,9 @@ class Walk:
     ranking: list[int]
     scores: list[float]
     judged: dict[int, float]
+    arms: Arms
+    """The Beta arms after the walk (HRRA continues from them)."""
     steps: list[dict[str, Any]] = field(default_factory=list)
-    arms: Arms | None = None
 
 
 def bandit_retrieve(
@@ -147,7 +148,7 @@ def bandit_retrieve(
                 on_step(steps[-1])
     final = np.array([score(p) for p in range(h.n_pages)])
     order = [int(p) for p in np.argsort(-final, kind="stable")]
-    return Walk(order, [round(float(final[p]), 6) for p in order], judged, steps, arms)
+    return Walk(order, [round(float(final[p]), 6) for p in order], judged, arms, steps)
 
 
 def _pick(h: Hypergraph, arms: Arms, rng, taken: set[int], current: int | None, score):  # noqa: ANN001, ANN202

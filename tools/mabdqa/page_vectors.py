@@ -170,7 +170,7 @@ def keep_page_vectors(
     stem = hashlib.sha1(doc.encode()).hexdigest()[:16]
     metadatas = [{"doc": doc, "key": key, "i": i, "page": int(pages[i]), "units": len(flat),
                   "pages": len(offsets) - 1} for i in range(len(flat))]  # fmt: skip
-    with _store(kb, encoder).open(write=True, create=True) as shelf:
+    with _store(kb, encoder).made(write=True) as shelf:
         shelf.upsert([f"{stem}-{key}-{i}" for i in range(len(flat))], flat, metadatas)
 
 
