@@ -117,7 +117,8 @@ lint: $(STAMP) typecheck
 TYPED = -m hopgraph -p hopgraph.agents -p hopgraph.cli -p hopgraph.graphs -p hopgraph.harness \
 	-p hopgraph.measure -p hopgraph.memory -p hopgraph.models -p hopgraph.optimizer \
 	-p hopgraph.presentation -p hopgraph.prompts -p hopgraph.questions -p hopgraph.settings \
-	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.runtime
+	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.redaction \
+	-m hopgraph.runtime -m hopgraph.wording
 typecheck: $(STAMP)
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
 	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml $(TYPED)

@@ -30,7 +30,7 @@ def main() -> None:
         OSError,
         RuntimeError,
     ) as e:
-        from hopgraph.config import redacted
+        from hopgraph.redaction import redacted
 
         err.print(f"[red]error:[/red] {redacted(str(e))}")
         sys.exit(2)

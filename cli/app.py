@@ -12,7 +12,8 @@ from typing import Annotated, NoReturn, TypeVar, overload
 import typer
 from rich.console import Console
 
-from hopgraph.config import Context, bounded, parse_sets, redacted
+from hopgraph.config import Context, bounded, parse_sets
+from hopgraph.redaction import redacted
 
 C = TypeVar("C", bound=Context)
 

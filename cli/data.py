@@ -13,7 +13,7 @@ from hopgraph.cli.app import (
     console,
     file_flag,
 )
-from hopgraph.config import command_line
+from hopgraph.redaction import command_line
 
 data_app = typer.Typer(
     rich_markup_mode="markdown", help="Question files and datasets.", no_args_is_help=True

@@ -26,7 +26,7 @@ from hopgraph.cli.app import (
     run_folder,
     run_labels,
 )
-from hopgraph.config import counted
+from hopgraph.wording import counted
 
 
 @app.command("eval")

@@ -18,7 +18,7 @@ from hopgraph.cli.app import (
     err,
     file_flag,
 )
-from hopgraph.config import command_line
+from hopgraph.redaction import command_line
 
 grail_app = typer.Typer(
     rich_markup_mode="markdown",

@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from hopgraph.cli.app import run_endpoint
-from hopgraph.config import Context, for_client, knobs_of, redacted
+from hopgraph.config import Context, for_client, knobs_of
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
 from hopgraph.graphs.auth import LOOPBACK, as_host, identity, refusal
 from hopgraph.graphs.auth import key_check as auth_check
@@ -31,6 +31,7 @@ from hopgraph.memory.kb import KnowledgeBaseError
 from hopgraph.models.errors import HopgraphModelError, first_line
 from hopgraph.models.events import question_spend
 from hopgraph.prompts import PromptError
+from hopgraph.redaction import redacted
 from hopgraph.settings.polarmem import PolarMemSettings
 from hopgraph.tools.grail.tool import grail_search
 from hopgraph.tools.retrieval import knowledge_base, search

@@ -30,10 +30,11 @@ from hopgraph.cli.app import (
     within,
 )
 from hopgraph.cli.progress import Quiet, Steps, question_steps
-from hopgraph.config import counted, redacted
 from hopgraph.graphs import GRAPHS
 from hopgraph.graphs import context_schema as schema_of
 from hopgraph.memory.chroma import local_folder
+from hopgraph.redaction import redacted
+from hopgraph.wording import counted
 
 if TYPE_CHECKING:
     from hopgraph.harness.run_folder import Prediction

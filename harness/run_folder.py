@@ -21,7 +21,7 @@ from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
-from hopgraph.config import Context, command_line, redacted
+from hopgraph.config import Context
 from hopgraph.harness.code_fingerprint import code_changes, code_fingerprint
 from hopgraph.harness.cost import critical_path_depth
 from hopgraph.memory.evidence import Evidence
@@ -29,6 +29,7 @@ from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
 from hopgraph.prompts import prompts_for
 from hopgraph.questions.datasets import Question, how_made, read_questions
+from hopgraph.redaction import command_line, redacted
 
 log = logging.getLogger(__name__)
 

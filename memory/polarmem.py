@@ -320,7 +320,7 @@ class PolarMemory:
             raw.execute("PRAGMA foreign_keys=ON")
             raw.execute("PRAGMA busy_timeout=60000")
             return Db(raw, pg=False)
-        from hopgraph.config import redacted
+        from hopgraph.redaction import redacted
 
         where = redacted(self.db_url)
         raw = connect_pg(self.db_url, f"polarmem_{self.name}", PG_LOCK, where)

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hopgraph.config import redacted
 from hopgraph.models.errors import first_line
+from hopgraph.redaction import redacted
 
 REGISTRY = "sources.sqlite"
 

@@ -24,7 +24,6 @@ import httpx
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 
-from hopgraph.config import redacted
 from hopgraph.models.errors import (
     CapabilityError,
     HopgraphModelError,
@@ -36,6 +35,7 @@ from hopgraph.models.images import image_part
 from hopgraph.models.response_cache import ResponseCache, request_key
 from hopgraph.models.transport import Transport, served_times
 from hopgraph.prompts import prompts_for
+from hopgraph.redaction import redacted
 
 log = logging.getLogger(__name__)
 

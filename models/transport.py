@@ -27,13 +27,13 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from hopgraph.config import redacted
 from hopgraph.models.errors import (
     ContextWindowError,
     EndpointError,
     HopgraphModelError,
     ModelNotServedError,
 )
+from hopgraph.redaction import redacted
 
 Message = dict[str, Any]
 

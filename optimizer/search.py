@@ -45,7 +45,7 @@ from statistics import fmean
 from typing import Any, Literal
 
 from hopgraph.agents.role import Role, roles_in
-from hopgraph.config import Context, counted
+from hopgraph.config import Context
 from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     QuestionSet,
@@ -61,6 +61,7 @@ from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
 from hopgraph.optimizer.proposer import propose_instruction
 from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
+from hopgraph.wording import counted
 
 KEEP_RULE = "validation mean above the incumbent's by more than 1/n"
 RACE_RULE = (

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hopgraph.config import counted
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import read_trace
 from hopgraph.models.events import LLMRequest
 from hopgraph.presentation.views import view_of
+from hopgraph.wording import counted
 
 LLM_REQUEST = LLMRequest.event
 

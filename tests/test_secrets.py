@@ -35,7 +35,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
 
 
 def test_redaction_covers_each_form():
-    from hopgraph.config import redacted
+    from hopgraph.redaction import redacted
 
     assert redacted("postgresql://u:pw1@db:5432/x") == "postgresql://u:***@db:5432/x"
     assert redacted("http://:tok@h/v1 and https://a:b@c") == "http://:***@h/v1 and https://a:***@c"

@@ -14,7 +14,6 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from hopgraph.config import redacted
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import (
     RunError,
@@ -41,6 +40,7 @@ from hopgraph.presentation.report import (
     to_svg,
     trace_diff,
 )
+from hopgraph.redaction import redacted
 
 """The metrics a run list and a question table show (those a run has)."""
 

@@ -19,7 +19,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hopgraph.config import redacted
 from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
 from hopgraph.harness.cost import Price
 from hopgraph.presentation.viewer import (
@@ -32,6 +31,7 @@ from hopgraph.presentation.viewer import (
     search_ids,
     unreadable,
 )
+from hopgraph.redaction import redacted
 
 STATIC = Path(__file__).parent / "static"
 ASSETS = {"app.js": "text/javascript", "app.css": "text/css"}
