@@ -367,6 +367,7 @@ def kb_drop(
 ) -> None:
     """Remove the whole KB: every hopgraph collection at its location (a Chroma server's
     included) and every source its registry names, so that it can be rebuilt."""
+    from hopgraph.memory.garbage import remove_source
     from hopgraph.memory.kb import COLLECTION_PREFIX
 
     store = open_kb(kb, sets, must_exist=True)
@@ -379,7 +380,7 @@ def kb_drop(
         refuse(f"this would drop {len(names)} collection(s) and {len(sources)} registered "
                f"source(s) of {store.location}: add --yes")  # fmt: skip
     for s in sources:
-        store.remove_source(s.path)
+        remove_source(store, s.path)
     for name in names:
         store.client.delete_collection(name)
     console.print(f"{store.location}: {len(names)} collection(s) and {len(sources)} source(s) "
@@ -394,6 +395,8 @@ def kb_rm(
 ) -> None:
     """Remove sources and every item derived from them (an item another source also holds,
     such as the same image in two places, stays)."""
+    from hopgraph.memory.garbage import remove_source
+
     store = _registered(kb, sets)
     known = {s.path for s in store.registry.sources()}
     keys = [s if s in known else str(Path(s).resolve()) for s in sources]
@@ -401,4 +404,4 @@ def kb_rm(
     if missing:
         refuse(f"not a source of {store.location}: {', '.join(missing)} (see `hopgraph kb ls`)")
     for key in keys:
-        console.print(f"{key}: {store.remove_source(key)} item(s) removed")
+        console.print(f"{key}: {remove_source(store, key)} item(s) removed")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from hopgraph.memory.files import Failed, Record, Skipped
+from hopgraph.memory.garbage import collect_garbage, keep_shared, remove_source
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.memory.registry import Source, SourceRegistry
 from hopgraph.memory.sources import (
@@ -245,7 +246,7 @@ class _Indexer:
         }
         self.registry = kb.registry
         self.known = {s.path: s for s in self.registry.sources()} if self.registry else {}
-        kb.collect_garbage()  # what a crash left queued
+        collect_garbage(kb)  # what a crash left queued
         self.derive, self.on_batch, self.left = derive, on_batch, limit
         self.visual: list = []
         self.buffer: list[tuple[Item, Owner]] = []
@@ -291,7 +292,7 @@ class _Indexer:
             for done in self.read:
                 self.commit(done, registry)
         if self.read and registry is not None:
-            report.removed += kb.collect_garbage()
+            report.removed += collect_garbage(kb)
         self.read.clear()
         report.seconds = time.perf_counter() - self.began
         if self.on_batch is not None:
@@ -303,7 +304,7 @@ class _Indexer:
         if not done.count and done.was is None:
             registry.discard(done.key)
         else:
-            self.kb.keep_shared(done.key, done.version)
+            keep_shared(self.kb, done.key, done.version)
             registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
                                  complete=done.key not in self.underived)  # fmt: skip
             if done.was is not None and done.was.hash:
@@ -407,7 +408,7 @@ class _Indexer:
                 report.copied[key] = copies[key]
             if key not in here and (inside or key in copies or not Path(key).exists()):
                 if prune:
-                    report.removed += self.kb.remove_source(key)
+                    report.removed += remove_source(self.kb, key)
                     report.pruned.append(key)
                 else:
                     report.vanished.append(key)

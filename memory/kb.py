@@ -214,7 +214,7 @@ def nearest_visible(
     return _nearest(col, vec, n, radius, _unhidden(where, hidden), keep)
 
 
-def _rows(res: dict) -> list[Row]:
+def result_rows(res: dict) -> list[Row]:
     return [
         (i, d or "", m or {}, 0.0)
         for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True)
@@ -504,7 +504,7 @@ class KnowledgeBase:
             }  # fmt: skip
             stats.existing += len(same)
             if owners is not None:
-                self._restamp(self._stamps(same, owners))
+                self.restamp(self._stamps(same, owners))
             todo = [it for id_, it in group.items() if id_ not in same]
             if not todo:
                 continue
@@ -543,7 +543,7 @@ class KnowledgeBase:
         want = {id_: others.get(id_, owners[id_][1]) for id_ in stored}
         return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
 
-    def _restamp(self, stamps: dict[str, str]) -> None:
+    def restamp(self, stamps: dict[str, str]) -> None:
         """Set each item's source version (in every collection that holds it, the derived
         stores that follow item ids included)."""
         if not stamps:
@@ -559,63 +559,9 @@ class KnowledgeBase:
                 if there:  # a derived store's copy of an item (the visual space's) too
                     col.update(ids=there, metadatas=[{"src_hash": stamps[i]} for i in there])
 
-    def keep_shared(self, source: str, version: str | None) -> None:
-        """Before ``source``'s other versions than ``version`` are dropped: the items another
-        live source also holds take that source's stamp, so they stay visible."""
-        if self.registry is not None:
-            self._restamp(self.registry.orphaned(source, version))
-
-    def remove_source(self, source: str) -> int:
-        """Remove a registered source and every item only it held (its page images and page
-        vectors too). Returns how many items were deleted."""
-        if self.registry is None:
-            raise KnowledgeBaseError(
-                f"{self.location} is a Chroma server: its sources are not registered here"
-            )
-        if self.registry.get(source) is None:
-            raise KnowledgeBaseError(f"{source} is not a source of {self.location}")
-        self.keep_shared(source, None)
-        self.registry.remove(source)
-        return self.collect_garbage()
-
-    def collect_garbage(self) -> int:
-        """Delete the items no live source holds from every collection, with the page images
-        made from them and what the derived stores keep of them (each store's metadata says
-        what its rows follow: an item's id or a document, ``memory/chroma.py:FOLLOWS``); what a
-        crash left queued goes too."""
-        if self.registry is None:
-            return 0
-        gone = self.registry.garbage()
-        if not gone:
-            return 0
-        docs: set[str] = set()
-        pngs: list[Path] = []
-        with self._chroma(write=True):
-            for modality in MODALITIES:
-                ids = [i for i, m in gone if m == modality]
-                col = self.collection(modality, create=False) if ids else None
-                if col is None:
-                    continue
-                if modality == "page":
-                    for _, _, md, _ in _rows(col.get(ids=ids, include=["documents", "metadatas"])):
-                        docs.add(md.get("source", ""))
-                        pngs.append(Path(md.get("path") or "."))
-                col.delete(ids=ids)
-            docs.discard("")
-            for col, follows in stores_following(self.client, COLLECTION_PREFIX):
-                if follows == "id":
-                    col.delete(ids=[i for i, _ in gone])
-                elif follows == "doc" and docs:
-                    col.delete(where={"doc": {"$in": sorted(docs)}})
-        mine = (self.path / "pages").resolve()
-        for png in pngs:
-            if png.suffix == ".png" and png.resolve().is_relative_to(mine):
-                png.unlink(missing_ok=True)
-                if png.parent.is_dir() and not any(png.parent.iterdir()):
-                    png.parent.rmdir()
-        self.registry.collected(i for i, _ in gone)
+    def drop_cached_vectors(self) -> None:
+        """Forget the vectors read for ``vectors`` (items were deleted)."""
         self._vectors.clear()
-        return len(gone)
 
     # -- the stores derived from the KB, beside their methods -------------------------------
     @contextmanager
@@ -772,7 +718,7 @@ class KnowledgeBase:
                 wanted = list(dict.fromkeys(i for i in ids if i.startswith(modality + "-")))
                 col = self.collection(modality, create=False) if wanted else None
                 if col is not None:
-                    rows += _rows(col.get(ids=wanted, include=["documents", "metadatas"]))
+                    rows += result_rows(col.get(ids=wanted, include=["documents", "metadatas"]))
         found = {i: stored_evidence(i, d, m, 1.0) for i, d, m, _ in self.visible(rows)}
         return [found[i] for i in ids if i in found]
 
@@ -824,7 +770,7 @@ class KnowledgeBase:
             if col is None:
                 return []
             where = _unhidden({"source": source}, self.hidden())
-            rows = _rows(col.get(where=where, include=["documents", "metadatas"]))
+            rows = result_rows(col.get(where=where, include=["documents", "metadatas"]))
         hits = [stored_evidence(i, d, m, 1.0) for i, d, m, _ in self.visible(rows)]
         return sorted(hits, key=lambda h: h["page"] or 0)
 
@@ -837,7 +783,7 @@ class KnowledgeBase:
             with self._chroma():  # fetched anew: the client may have been reopened meanwhile
                 col = self.collection(modality, create=False)
                 res = col.get(include=["documents", "metadatas"], limit=batch, offset=offset)
-            for id_, doc, md, _ in self.visible(_rows(res)):
+            for id_, doc, md, _ in self.visible(result_rows(res)):
                 yield stored_evidence(id_, doc, md, 1.0)
 
 
