@@ -351,8 +351,7 @@ class PolarMemory:
     def _chroma(self) -> Iterator[Shelf]:
         """The z_sem store, used under the inter-process lock by a client that has seen
         every write so far (reopened when another process wrote since)."""
-        with self.z_sem.open(create=True) as shelf:
-            assert shelf is not None
+        with self.z_sem.made() as shelf:
             yield shelf
 
     def close(self) -> None:

@@ -174,16 +174,16 @@ class ProjectedSearcher:
         (no race to lose); its writes are not the KB's (they leave ``state`` as it was)."""
         stamp = hashlib.sha256(self.kb.state().encode()).hexdigest()[:12]
         store = self.kb.store(f"{PROJECTED}{self.key[:12]}-{stamp}", grail=self.key)
-        with store.open(create=True) as shelf:
+        with store.made() as shelf:
             if shelf.metadata.get("complete"):
                 return store
         n = 0
         for res in self.kb.vector_batches(batch):
             vecs = self._project(np.asarray(res["embeddings"], np.float32))
-            with store.open(create=True) as shelf:
+            with store.made() as shelf:
                 shelf.upsert(res["ids"], vecs, res["metadatas"])
             n += len(res["ids"])
-        with store.open(create=True) as shelf:
+        with store.made() as shelf:
             shelf.mark(items=n, complete=True)
         self.kb.drop_stores(f"{PROJECTED}{self.key[:12]}-", keep=store.name)
         log.info("GRAIL: projected %d vectors of %s into %s", n, self.kb.location, store.name)
