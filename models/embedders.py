@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -66,12 +67,16 @@ def torch_device() -> str:
 class TextEmbedder:
     """Batched, L2-normalised float32 sentence embeddings."""
 
+    RECENT = 4096
+    """How many recent texts ``encode_one`` keeps the vectors of (1.5 kB each for MiniLM)."""
+
     def __init__(self, name: str = "all-MiniLM-L6-v2", batch_size: int = 64):
         self.name = name
         self.batch_size = batch_size
         self.model = _load_sentence_transformer(name, "text embedder")
         self.dim = int(self.model.get_embedding_dimension())
         self._lock = threading.Lock()  # torch inference is not re-entrant across threads here
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -87,7 +92,20 @@ class TextEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
     def encode_one(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        """One text's vector; the last ``RECENT`` texts' are kept, since a search asks the same
+        query again and again (an optimizer's candidates on one validation set, a resumed or
+        compared run). A text alone in its batch always gives the same vector, so a kept one
+        is the one encoding would give."""
+        with self._lock:
+            if (kept := self._recent.get(text)) is not None:
+                self._recent.move_to_end(text)
+                return kept.copy()
+        vec = self.encode([text])[0]
+        with self._lock:
+            self._recent[text] = vec.copy()
+            while len(self._recent) > self.RECENT:
+                self._recent.popitem(last=False)
+        return vec
 
 
 class ImageEmbedder(Protocol):

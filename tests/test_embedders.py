@@ -22,6 +22,29 @@ def test_batches_match_single_encodes():
     assert np.allclose(batch[65], emb.encode_one(texts[65]), atol=1e-5)
 
 
+
+def test_a_query_asked_again_is_not_encoded_again_and_gives_the_same_vector():
+    """An optimizer's candidates each answer the same validation questions: the second time a
+    query is embedded the model does not run, the vector is bit for bit the first one, and a
+    caller changing its copy changes nothing kept. Past ``RECENT`` texts the oldest goes."""
+    from hopgraph.models.embedders import TextEmbedder
+
+    emb = TextEmbedder()
+    runs: list[int] = []
+    encode = emb.model.encode
+    emb.model.encode = lambda texts, **kw: runs.append(len(texts)) or encode(texts, **kw)
+    questions = [f"Which river runs through town {i}?" for i in range(40)]
+    first = [emb.encode_one(q) for q in questions]
+    assert runs == [1] * 40
+    first[0] += 1.0  # the caller's own copy
+    again = [emb.encode_one(q) for q in questions]
+    assert runs == [1] * 40  # nothing encoded again
+    assert all(np.array_equal(a, b) for a, b in zip(again[1:], first[1:], strict=True))
+    assert np.array_equal(again[0], TextEmbedder().encode_one(questions[0]))
+    emb.RECENT = 8
+    emb.encode_one("one more query")
+    assert len(emb._recent) == 8 and questions[0] not in emb._recent
+
 def test_the_torch_free_query_embedder_gives_the_packaged_models_vectors():
     """``hopgraph search`` embeds its query with the numpy MiniLM: the same vectors as
     sentence-transformers gives, for every demo passage, a question, and a text past the
