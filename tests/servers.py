@@ -3,21 +3,111 @@ Chroma server (``chroma run`` from this environment) on a free loopback port."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
-def hopgraph(*args: str, cwd: Path | str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``hopgraph ARGS`` in ``cwd`` on a wide terminal; its exit code and output."""
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=timeout, env=env,
-    )  # fmt: skip
+def hopgraph(
+    *args: object, cwd: Path | str | None = None, timeout: float = 300, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """``hopgraph ARGS`` in ``cwd`` on a wide terminal (``env`` over this process's): its exit
+    code and output, as ``subprocess.run`` gives them. The command runs in a process of its
+    own forked from a warm one (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new
+    interpreter for each instead, as a user's shell does."""
+    argv = [str(a) for a in args]
+    env = {**os.environ, "COLUMNS": "300", **(env or {})}
+    if os.environ.get("TESTS_COLD_CLI") == "1":
+        return subprocess.run(
+            [sys.executable, "-m", "hopgraph.cli", *argv], cwd=cwd, capture_output=True,
+            text=True, timeout=timeout, env=env,
+        )  # fmt: skip
+    with _warm() as zygote:
+        return zygote.run(argv, Path(cwd or os.getcwd()).resolve(), env, timeout)
+
+
+class Zygote:
+    """One tests/zygote.py process: started once, then a forked child per command."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("zygote.py"))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        self._buffer = b""
+        self._line(600)  # ready once its imports are done
+
+    def _line(self, timeout: float) -> dict | None:
+        """Its next reply, or None when ``timeout`` seconds pass first."""
+        import select
+
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError(f"tests/zygote.py ended (exit {self.proc.wait()})")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def run(self, argv: list[str], cwd: Path, env: dict, timeout: float):  # noqa: ANN201
+        import tempfile
+
+        assert self.proc.stdin is not None
+        cmd = [sys.executable, "-m", "hopgraph.cli", *argv]
+        with tempfile.TemporaryDirectory(prefix="hopgraph-cli-") as tmp:
+            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+            out.touch()
+            err.touch()
+            request = {"args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
+                       "stdout": str(out), "stderr": str(err)}  # fmt: skip
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            started = self._line(60)
+            assert started is not None, "tests/zygote.py did not fork"
+            ended = self._line(timeout)
+            if ended is None:
+                os.kill(started["pid"], signal.SIGKILL)
+                self._line(60)
+                raise subprocess.TimeoutExpired(cmd, timeout, out.read_text(), err.read_text())
+            return subprocess.CompletedProcess(
+                cmd, ended["status"], out.read_text(), err.read_text()
+            )
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+_IDLE: list[Zygote] = []
+_IDLE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _warm() -> Iterator[Zygote]:
+    """An idle zygote, or a new one where every one is busy (commands run at once)."""
+    with _IDLE_LOCK:
+        zygote = _IDLE.pop() if _IDLE else None
+    if zygote is None:
+        zygote = Zygote()
+        atexit.register(zygote.close)
+    yield zygote
+    with _IDLE_LOCK:
+        _IDLE.append(zygote)
 
 
 def sigint_as_in_a_terminal() -> None:

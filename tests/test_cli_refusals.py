@@ -1,17 +1,7 @@
 """Faults that would fail every question are refused once, before a run folder, a knowledge
 base folder or a model server exists (exit 2, one line naming the fault)."""
 
-import os
-import subprocess
-import sys
-
-
-def hopgraph(*args, cwd):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=120, env=env,
-    )  # fmt: skip
+from servers import hopgraph
 
 
 def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_path):
@@ -74,10 +64,7 @@ def test_search_prints_whole_ids_on_a_narrow_terminal_and_needs_a_kb(tmp_path):
         [Item("text", "a", "Marrowick has a copper lighthouse on its northern pier.", title="M")]
     )
     (item_id,) = [i["id"] for i in KnowledgeBase(tmp_path / "kb").iter_items("text")]
-    env = {**os.environ, "COLUMNS": "50"}
-    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "search", "lighthouse", "--kb",
-                          "kb"], cwd=tmp_path, capture_output=True, text=True, env=env,
-                         timeout=120)  # fmt: skip
+    out = hopgraph("search", "lighthouse", "--kb", "kb", cwd=tmp_path, env={"COLUMNS": "50"})
     assert out.returncode == 0, out.stderr
     assert item_id in out.stdout  # not cut to "text-1bbf…"
     out = hopgraph("search", "lighthouse", "--kb", "nokb", cwd=tmp_path)
@@ -185,9 +172,7 @@ def test_run_takes_its_methods_knobs_with_a_knowledge_base(tmp_path, town_kb):
 
 def test_help_reflows_each_command_to_the_terminal_not_the_docstrings_lines(tmp_path):
     """Help texts broke mid sentence where the docstring's lines did (issue 72)."""
-    env = {**os.environ, "COLUMNS": "120"}
-    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "--help"], cwd=tmp_path,
-                         capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    out = hopgraph("--help", cwd=tmp_path, env={"COLUMNS": "120"})
     rows = [line.strip("│ ").rstrip() for line in out.stdout.splitlines()]
     serve = next(i for i, r in enumerate(rows) if r.startswith("serve "))
     # the first line is filled to the width, not cut where the docstring wrapped

@@ -5,6 +5,7 @@ import threading
 
 import pytest
 from conftest import SHARED_DATA
+from servers import hopgraph
 
 from hopgraph.memory.ids import page_id
 from hopgraph.questions.datasets import (
@@ -185,14 +186,8 @@ def test_image_vqa_files_convert_with_their_images_resolved(tmp_path):
 
 
 def test_data_convert_warns_about_images_that_are_not_there(tmp_path):
-    import subprocess
-    import sys
-
     src = tmp_path / "q.jsonl"
     src.write_text(json.dumps({"id": "x", "question": "What is this?", "image": "nope.jpg"}) + "\n")
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", "data", "convert", "image-vqa", str(src),
-         "--jsonl", str(tmp_path / "out.jsonl")],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    out = hopgraph("data", "convert", "image-vqa", src, "--jsonl", tmp_path / "out.jsonl")
+    assert out.returncode == 0, out.stderr
     assert "1 question(s) name an image that is not there" in out.stdout

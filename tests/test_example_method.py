@@ -2,20 +2,12 @@
 endpoint: its own templates, its hops, a cited answer over what the hops read, and compare."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "self_ask" / "graph.py"
-
-
-def hopgraph(*args, cwd):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run([sys.executable, "-m", "hopgraph.cli", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def test_self_ask_hops_then_answers_with_citations_and_compares_with_rag(tmp_path, town_kb):

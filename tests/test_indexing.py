@@ -1,12 +1,11 @@
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pymupdf
 import pytest
 from PIL import Image
+from servers import hopgraph
 
 from hopgraph.memory.ids import page_id
 from hopgraph.memory.indexing import index_source
@@ -192,20 +191,7 @@ def test_unknown_format_and_missing_source(tmp_path):
 
 
 def test_cli_index_prints_summary_with_reasons(messy_folder, tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hopgraph.cli",
-            "index",
-            str(messy_folder),
-            "--kb",
-            str(tmp_path / "kb"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    out = hopgraph("index", messy_folder, "--kb", tmp_path / "kb")
     assert out.returncode == 3, out.stderr  # a source failed (the broken PDF): said, and in
     assert "9 added" in out.stdout and "4 skipped" in out.stdout  # the exit status (issue 63)
     assert "failed" in out.stdout and "broken.pdf" in out.stdout and "bad JSON line" in out.stdout
@@ -245,11 +231,7 @@ def test_a_link_leading_outside_the_corpus_is_skipped_and_listed_unless_followed
     assert all("outside the indexed folder" in r for r in skipped.values())
     assert not any("secret" in e["text"] for e in kb.search("secret line", k=10))
     assert {Path(s.path).name for s in kb.registry.sources()} == {"notes.md"}  # one file
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", "index", str(corpus), "--kb", str(tmp_path / "k2"),
-         "--follow-links", "--ocr", "off"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    out = hopgraph("index", corpus, "--kb", tmp_path / "k2", "--follow-links", "--ocr", "off")
     assert out.returncode == 0, out.stderr
     followed = KnowledgeBase(tmp_path / "k2")
     assert any("secret line" in e["text"] for e in followed.search("secret line", k=10))
@@ -284,10 +266,7 @@ def test_one_bad_entry_never_stops_the_index(tmp_path):
     (corpus / "gone.txt").symlink_to(tmp_path / "nothing-here")
     (Path(os.fsdecode(bytes(corpus) + b"/bad\xff.txt"))).write_text("Harbours shelter boats.\n")
     os.mkfifo(corpus / "pipe.txt")
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", "index", str(corpus), "--kb", str(tmp_path / "kb"),
-         "--ocr", "off"], capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    out = hopgraph("index", corpus, "--kb", tmp_path / "kb", "--ocr", "off")
     assert out.returncode == 0, out.stderr
     said = out.stdout + out.stderr
     for name, why in (("loop", "a link loop"), ("a", "a link loop"), ("b", "a link loop"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-from servers import sigint_as_in_a_terminal
+from servers import hopgraph, sigint_as_in_a_terminal
 
 from hopgraph.config import Context
 from hopgraph.models import EmbeddedServer, ModelNotServedError, chat_model, user
@@ -171,18 +171,11 @@ def test_no_orphan_when_parent_is_signalled(tmp_path, sig):
 
 
 def test_cli_ask_and_doctor(server):
-    env = {**os.environ, "HOPGRAPH_BASE_URL": server.base_url, "HOPGRAPH_MODEL": SMALL}
-    hop = [sys.executable, "-m", "hopgraph.cli"]
-    out = subprocess.run(
-        [*hop, "ask", "What is 2+2?", "--agent", "direct"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    env = {"HOPGRAPH_BASE_URL": server.base_url, "HOPGRAPH_MODEL": SMALL}
+    out = hopgraph("ask", "What is 2+2?", "--agent", "direct", env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "A:" in out.stdout
-    out = subprocess.run([*hop, "doctor"], env=env, capture_output=True, text=True, timeout=120)
+    out = hopgraph("doctor", env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "structured output" in out.stdout and "logprobs" in out.stdout
 
@@ -191,24 +184,7 @@ def test_cli_reports_a_down_endpoint_clearly():
     from hopgraph.models.embedded import free_port
 
     url = f"http://127.0.0.1:{free_port()}/v1"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hopgraph.cli",
-            "ask",
-            "x",
-            "--agent",
-            "direct",
-            "--base-url",
-            url,
-            "--model",
-            "m",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = hopgraph("ask", "x", "--agent", "direct", "--base-url", url, "--model", "m", timeout=60)
     assert out.returncode != 0
     assert "cannot reach model endpoint" in out.stderr and url in out.stderr
 

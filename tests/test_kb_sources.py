@@ -13,6 +13,7 @@ import numpy as np
 import pymupdf
 import pytest
 from PIL import Image
+from servers import hopgraph
 
 from hopgraph.memory.indexing import index_source, triplet_items
 from hopgraph.memory.kb import KnowledgeBase
@@ -24,16 +25,6 @@ def write_pdf(path, pages):
     for text in pages:
         doc.new_page().insert_text((72, 72), text)
     doc.save(path)
-
-
-def hopgraph(*args):
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    return out
 
 
 def texts(kb, query, k=10):

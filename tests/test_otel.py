@@ -1,14 +1,13 @@
 """Questions exported as OpenTelemetry traces: the span tree (in-memory exporter) and the real
 OTLP/HTTP exporter against a collector stand-in on loopback."""
 
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 from hopgraph.config import Context
 from hopgraph.harness.otel import OtelExport
@@ -105,13 +104,10 @@ def test_run_exports_over_otlp_http_to_a_collector(tmp_path, kb_dir):
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(3)], qfile)
     try:
         with ScriptedServer() as server:
-            out = subprocess.run(
-                [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions",
-                 str(qfile), "--out", str(tmp_path / "run"), "--kb", str(kb_dir), "--base-url",
-                 server.base_url, "--model", "scripted", "--otel-endpoint",
-                 f"http://127.0.0.1:{collector.server_address[1]}"],
-                capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
+            out = hopgraph("run", "--agent", "rag", "--questions", qfile, "--out",
+                           tmp_path / "run", "--kb", kb_dir, "--base-url", server.base_url,
+                           "--model", "scripted", "--otel-endpoint",
+                           f"http://127.0.0.1:{collector.server_address[1]}")  # fmt: skip
     finally:
         collector.shutdown()
     assert out.returncode == 0, out.stderr

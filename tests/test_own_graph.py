@@ -3,15 +3,13 @@ checkpoints, traces, eval and the code fingerprint; a graph off the contract is 
 what it lacks. The graphs are defined here, in the test file."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
@@ -52,12 +50,6 @@ off = StateGraph(Loose)
 off.add_node("echo", lambda s: {"text": s["text"]})
 off.add_edge(START, "echo")
 off_contract = off.compile()
-
-
-def hopgraph(*args, cwd):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run([sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def test_your_own_graph_runs_resumes_traces_and_scores(tmp_path, town_kb):

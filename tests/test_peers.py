@@ -5,24 +5,16 @@ question the sub-question engine cannot decompose falls back to its base engine,
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 from hopgraph.config import Context
 
 pytest.importorskip("llama_index.llms.openai_like", reason="the peers extra is not installed")
 PEERS = Path(__file__).resolve().parents[1] / "benchmarks" / "peers" / "llamaindex.py"
-
-
-def hopgraph(*args, cwd):
-    env = {**os.environ, "COLUMNS": "300"}
-    return subprocess.run([sys.executable, "-m", "hopgraph.cli", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def questions(tmp_path, n=2):

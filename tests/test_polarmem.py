@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 from hopgraph.graphs import every_context
 from hopgraph.memory.polarmem import (
@@ -328,9 +329,7 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
     mem = str(tmp_path / "mem")
 
     def cli(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "hopgraph.cli", *args], capture_output=True, text=True
-        )
+        return hopgraph(*args)
 
     # no model endpoint needed for the asserted facts; the image fails (no VLM), the text goes on
     entities = [{"name": n, "polarity": "present"} for n in ("shed", "rake")]
@@ -363,11 +362,8 @@ def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
         return json.dumps({"entities": [text.rsplit("names ", 1)[1].rstrip(".\n ")]})
 
     def ingest():
-        return subprocess.run(
-            [sys.executable, "-m", "hopgraph.cli", "memory", "ingest", str(corpus), "--memory",
-             mem, "--base-url", server.base_url, "--model", "scripted"],
-            capture_output=True, text=True,
-        )  # fmt: skip
+        return hopgraph("memory", "ingest", corpus, "--memory", mem, "--base-url",
+                        server.base_url, "--model", "scripted")  # fmt: skip
 
     with ScriptedServer(reply) as server:
         broken = True
@@ -380,10 +376,7 @@ def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "1 memories stored, 2 already there, 0 failed" in out.stdout
     assert len(asked) == 1 and "Passage 1" in asked[0]  # only the missing text was extracted
-    stats = json.loads(
-        subprocess.run([sys.executable, "-m", "hopgraph.cli", "memory", "stats", "--memory", mem],
-                       capture_output=True, text=True).stdout
-    )  # fmt: skip
+    stats = json.loads(hopgraph("memory", "stats", "--memory", mem).stdout)
     assert stats["nodes"]["text"] == 3 and stats["edges"]["MENTIONS"] == 3
 
 

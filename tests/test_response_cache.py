@@ -2,13 +2,13 @@
 counted), a sampled one never is, a corrupt entry is a miss, and processes share one cache."""
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 
 from scripted import ScriptedEndpoint, completion
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 from hopgraph.config import Context
 from hopgraph.harness.run_folder import read_predictions
@@ -116,25 +116,21 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert manifest["context"]["response_cache"] == cache
     # compare: the verdict and the three questions the edit turned wrong
     evaluate_run(tmp_path / "before")
-    out = subprocess.run([sys.executable, "-m", "hopgraph.cli", "compare", "before", "after",
-                          "--metric", "em", "--metric", "cache_hits", "--questions"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    out = hopgraph("compare", "before", "after", "--metric", "em", "--metric", "cache_hits",
+                   "--questions", cwd=tmp_path, env={"COLUMNS": "200"})  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "0/3/2" in out.stdout and "not significant" in out.stdout  # em: 3 worse, 2 tied
     lost = out.stdout.split("em: right -> wrong (3)")[1].split("em: wrong -> right (0)")[0]
     assert all(q in lost for q in ("q0", "q2", "q4")) and "'Yes'" in lost
     # the trace diff of one question: retrieval alike, the answer node read the edited prompt
-    cli = [sys.executable, "-m", "hopgraph.cli", "trace"]
     runs = [str(tmp_path / "before"), str(tmp_path / "after")]
-    out = subprocess.run([*cli, *runs, "q1"], capture_output=True, text=True, timeout=300)
+    out = hopgraph("trace", *runs, "q1")
     assert out.returncode == 0, out.stderr
     assert "first divergence at step 2: edited template rag/short_answer" in out.stdout
     assert out.stdout.splitlines()[3].startswith("▶ 2 generate [rag/answer")
     page = tmp_path / "diff.html"
-    out = subprocess.run([*cli, *runs, "q1", "--format", "html", "--html", str(page)],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    out = hopgraph("trace", *runs, "q1", "--format", "html", "--html", page)
     assert out.returncode == 0, out.stderr
     assert "first diverge at step 2" in page.read_text() and page.read_text().count("<svg") == 2
-    bad = subprocess.run([*cli, *runs, "nope"], capture_output=True, text=True, timeout=300)
+    bad = hopgraph("trace", *runs, "nope")
     assert bad.returncode == 2 and "no trace for question 'nope'" in bad.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer, deterministic_reply
-from servers import sigint_as_in_a_terminal
+from servers import hopgraph, sigint_as_in_a_terminal
 
 from hopgraph.config import Context
 from hopgraph.harness.run_folder import RunError, read_predictions, read_trace, trace_path
@@ -569,34 +569,18 @@ def test_citation_scores_last_and_a_resumed_run_judges_only_its_new_questions(tm
 def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     qfile = questions(tmp_path, 2)
     with ScriptedServer() as server:
-        base = [sys.executable, "-m", "hopgraph.cli"]
         common = ["--kb", str(kb_dir), "--base-url", server.base_url, "--model", "scripted"]
         for name in ("a", "b"):
-            out = subprocess.run(
-                [
-                    *base,
-                    "run",
-                    "--agent",
-                    "rag",
-                    "--questions",
-                    str(qfile),
-                    "--out",
-                    str(tmp_path / name),
-                    *common,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            out = hopgraph("run", "--agent", "rag", "--questions", qfile, "--out",
+                           tmp_path / name, *common)  # fmt: skip
             assert out.returncode == 0, out.stderr
             assert "2 finished, 0 failed" in out.stdout
-        out = subprocess.run([*base, "eval", str(tmp_path / "b"), "--citations", *common[2:]],
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        out = hopgraph("eval", tmp_path / "b", "--citations", *common[2:])
         assert out.returncode == 0, out.stderr
         assert "citations judged: 2/2" in out.stderr and "citation_recall" in out.stdout
         judge = json.loads((tmp_path / "b" / "metrics.json").read_text())["citations"]["judge"]
         assert judge.startswith("scripted common/supports ")
-    run = lambda *args: subprocess.run([*base, *args], capture_output=True, text=True, timeout=300)  # noqa: E731
+    run = hopgraph
     out = run("eval", str(tmp_path / "a"))
     assert out.returncode == 0 and "recall@5" not in out.stderr and "llm_calls" in out.stdout
     assert "by prompt template" in out.stdout and "rag/short_answer" in out.stdout
@@ -762,12 +746,9 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
     """Piped (not a terminal), ask prints plain lines as the graph runs: each node starting and
     ending with what it wrote, the calls and retrievals inside, then the answer and sources."""
     with ScriptedServer() as server:
-        out = subprocess.run(
-            [sys.executable, "-m", "hopgraph.cli", "ask", "What about town 3?", "--agent",
-             "qdrag", "--kb", str(kb_dir), "--base-url", server.base_url, "--model", "scripted",
-             "--out", str(tmp_path / "ask")],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        out = hopgraph("ask", "What about town 3?", "--agent", "qdrag", "--kb", kb_dir,
+                       "--base-url", server.base_url, "--model", "scripted", "--out",
+                       tmp_path / "ask")  # fmt: skip
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     order = [next(i for i, ln in enumerate(lines) if ln.startswith(p)) for p in
@@ -878,19 +859,13 @@ def test_compare_reads_under_80_columns_warns_of_two_models_and_no_cache_speedup
         Runner("rag", tmp_path / "c", ctx_for(server, kb_dir).replace(model="other")).run(qfile)
     for run in "abc":
         evaluate_run(tmp_path / run)
-    env = {**os.environ, "COLUMNS": "80"}
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", "compare", "a", "b", "--metric", "seconds"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+    env = {"COLUMNS": "80"}
+    out = hopgraph("compare", "a", "b", "--metric", "seconds", cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stderr
     assert "seconds, b:" not in out.stdout  # every question cached: nothing to test
     assert "The verdict is the sign test's" in out.stdout
     assert "different models" not in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", "compare", "a", "c", "--metric", "f1"],
-        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+    out = hopgraph("compare", "a", "c", "--metric", "f1", cwd=tmp_path, env=env)
     assert "the runs used different models (a: scripted, c: other)" in " ".join(out.stderr.split())
     said = " ".join(out.stdout.split())
     assert "f1, c:" in said and "better/worse/tied" in said and "sign p" in said

@@ -4,13 +4,11 @@ message it prints: URL passwords, key=value DSN passwords and keys given with ``
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
+from servers import hopgraph
 
 SECRET = "sekrit"
 
@@ -27,11 +25,7 @@ def leaks(folder: Path, *outputs: str) -> list[str]:
     return found
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hopgraph.cli", *args], cwd=cwd, capture_output=True, text=True,
-        timeout=300, env={**os.environ, "COLUMNS": "300", **(env or {})},
-    )  # fmt: skip
+cli = hopgraph
 
 
 def test_redaction_covers_each_form():

@@ -3,12 +3,12 @@ and against the verdicts RESULTS.md has committed; `compare` end to end on two r
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 from scipy.stats import binom, binomtest
 from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
 
 from hopgraph.config import Context
 from hopgraph.harness.runner import Runner
@@ -113,22 +113,14 @@ def test_compare_prints_verdicts_and_the_flipped_questions(tmp_path):
         with ScriptedServer(script(wrong)) as server:
             ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb))
             Runner("rag", tmp_path / name, ctx).run(qfile)
-    cli = [
-        sys.executable,
-        "-m",
-        "hopgraph.cli",
-        "compare",
-        str(tmp_path / "a"),
-        str(tmp_path / "b"),
-    ]
-    out = subprocess.run([*cli, "--questions"], capture_output=True, text=True, timeout=300)
+    cli = ["compare", tmp_path / "a", tmp_path / "b"]
+    out = hopgraph(*cli, "--questions")
     assert out.returncode == 0, out.stderr
     assert "paired, against a" in out.stdout and "1/2/1" in out.stdout  # em: b better on q1 only
     lost, gained = out.stdout.split("em: right -> wrong (2)")[1].split("em: wrong -> right (1)")
     assert "q2" in lost and "q3" in lost and "'none'" in lost and "q1" in gained
     page = tmp_path / "flips.html"
-    out = subprocess.run([*cli, "--format", "html", "--html", str(page)], capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
+    out = hopgraph(*cli, "--format", "html", "--html", page)
     assert out.returncode == 0, out.stderr
     html = page.read_text()
     assert "right → wrong (2)" in html and "wrong → right (1)" in html

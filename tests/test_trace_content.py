@@ -100,8 +100,6 @@ def test_an_image_is_traced_by_reference_never_its_bytes(endpoint, tmp_path):
 def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path, town_kb):
     """After a template swap, `hopgraph trace A B QID` names the swapped template's calls as
     the ones whose prompt changed, and shows where the replies first diverge."""
-    import os
-    import subprocess
 
     from before_after import reply
     from scripted_server import ScriptedServer
@@ -113,10 +111,10 @@ def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path,
     (overlay / "answer.j2").write_text(answer + "\nAnswer in one short sentence.\n")
     (tmp_path / "q.jsonl").write_text('{"id": "q1", "question": "What is fact 3 about?"}\n')
 
+    from servers import hopgraph as cli
+
     def hopgraph(*args):
-        env = {**os.environ, "COLUMNS": "300"}
-        out = subprocess.run([sys.executable, "-m", "hopgraph.cli", *args], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        out = cli(*args, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         return out.stdout
 
