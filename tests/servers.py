@@ -4,7 +4,6 @@ Chroma server (``chroma run`` from this environment) on a free loopback port."""
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import signal
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -20,18 +18,35 @@ def hopgraph(
     *args: object, cwd: Path | str | None = None, timeout: float = 300, env: dict | None = None
 ) -> subprocess.CompletedProcess:
     """``hopgraph ARGS`` in ``cwd`` on a wide terminal (``env`` over this process's): its exit
-    code and output, as ``subprocess.run`` gives them. The command runs in a process of its
-    own forked from a warm one (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new
-    interpreter for each instead, as a user's shell does."""
+    code and output, as ``subprocess.run`` gives them (``started``'s command, waited for)."""
+    proc = started(*args, cwd=cwd, env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(proc.args, timeout, out, err) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def started(*args: object, cwd: Path | str | None = None, env: dict | None = None):  # noqa: ANN201
+    """``hopgraph ARGS`` under way, with what a test uses of ``subprocess.Popen`` (``pid``,
+    ``send_signal``, ``kill``, ``poll``, ``wait``, ``communicate`` giving its text output).
+    It runs in a process of its own forked from a warm one (tests/zygote.py);
+    ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a user's shell does."""
     argv = [str(a) for a in args]
     env = {**os.environ, "COLUMNS": "300", **(env or {})}
     if os.environ.get("TESTS_COLD_CLI") == "1":
-        return subprocess.run(
-            [sys.executable, "-m", "hopgraph.cli", *argv], cwd=cwd, capture_output=True,
-            text=True, timeout=timeout, env=env,
+        return subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", *argv], cwd=cwd, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
-    with _warm() as zygote:
-        return zygote.run(argv, Path(cwd or os.getcwd()).resolve(), env, timeout)
+    with _IDLE_LOCK:
+        zygote = _IDLE.pop() if _IDLE else None
+    if zygote is None:  # every one busy: commands at once
+        zygote = Zygote()
+        atexit.register(zygote.close)
+    return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env)
 
 
 class Zygote:
@@ -43,18 +58,23 @@ class Zygote:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )  # fmt: skip
         self._buffer = b""
-        self._line(600)  # ready once its imports are done
+        self.line(600)  # ready once its imports are done
 
-    def _line(self, timeout: float) -> dict | None:
+    def send(self, request: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(request) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def line(self, timeout: float | None) -> dict | None:
         """Its next reply, or None when ``timeout`` seconds pass first."""
         import select
 
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0)
+            if not select.select([fd], [], [], left)[0]:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
@@ -62,30 +82,6 @@ class Zygote:
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return json.loads(line)
-
-    def run(self, argv: list[str], cwd: Path, env: dict, timeout: float):  # noqa: ANN201
-        import tempfile
-
-        assert self.proc.stdin is not None
-        cmd = [sys.executable, "-m", "hopgraph.cli", *argv]
-        with tempfile.TemporaryDirectory(prefix="hopgraph-cli-") as tmp:
-            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-            out.touch()
-            err.touch()
-            request = {"args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
-                       "stdout": str(out), "stderr": str(err)}  # fmt: skip
-            self.proc.stdin.write((json.dumps(request) + "\n").encode())
-            self.proc.stdin.flush()
-            started = self._line(60)
-            assert started is not None, "tests/zygote.py did not fork"
-            ended = self._line(timeout)
-            if ended is None:
-                os.kill(started["pid"], signal.SIGKILL)
-                self._line(60)
-                raise subprocess.TimeoutExpired(cmd, timeout, out.read_text(), err.read_text())
-            return subprocess.CompletedProcess(
-                cmd, ended["status"], out.read_text(), err.read_text()
-            )
 
     def close(self) -> None:
         if self.proc.stdin is not None:
@@ -97,17 +93,55 @@ _IDLE: list[Zygote] = []
 _IDLE_LOCK = threading.Lock()
 
 
-@contextlib.contextmanager
-def _warm() -> Iterator[Zygote]:
-    """An idle zygote, or a new one where every one is busy (commands run at once)."""
-    with _IDLE_LOCK:
-        zygote = _IDLE.pop() if _IDLE else None
-    if zygote is None:
-        zygote = Zygote()
-        atexit.register(zygote.close)
-    yield zygote
-    with _IDLE_LOCK:
-        _IDLE.append(zygote)
+class Forked:
+    """A command forked by a ``Zygote``, its streams in files until it ends; the zygote goes
+    back to the idle ones once its exit status is read."""
+
+    def __init__(self, zygote: Zygote, argv: list[str], cwd: Path, env: dict) -> None:
+        import tempfile
+
+        self.args = [sys.executable, "-m", "hopgraph.cli", *argv]
+        self._zygote, self.returncode = zygote, None
+        self._tmp = Path(tempfile.mkdtemp(prefix="hopgraph-cli-"))
+        self._out, self._err = self._tmp / "stdout", self._tmp / "stderr"
+        self._out.touch()
+        self._err.touch()
+        zygote.send({"args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
+                     "stdout": str(self._out), "stderr": str(self._err)})  # fmt: skip
+        forked = zygote.line(60)
+        assert forked is not None, "tests/zygote.py did not fork"
+        self.pid: int = forked["pid"]
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            ended = self._zygote.line(timeout)
+            if ended is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self.returncode = ended["status"]
+            with _IDLE_LOCK:
+                _IDLE.append(self._zygote)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        import shutil
+
+        self.wait(timeout)
+        out, err = self._out.read_text(), self._err.read_text()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        return out, err
 
 
 def sigint_as_in_a_terminal() -> None:

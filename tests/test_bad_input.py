@@ -2,13 +2,11 @@
 and each fault is named with what to do about it."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA
-from servers import hopgraph
+from servers import hopgraph, started
 
 PDFS = SHARED_DATA / "mmlongbench" / "pdfs"
 
@@ -114,10 +112,7 @@ def test_a_second_local_run_on_a_folder_in_use_is_refused_naming_the_first(tmp_p
     with ScriptedServer(held) as server:
         args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
                 "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
-        first = subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *args], cwd=tmp_path, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        first = started(*args, cwd=tmp_path)
         try:
             assert arrived.wait(120), "the first run never called the model"
             second = hopgraph(*args, cwd=tmp_path)

@@ -7,12 +7,10 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 
 from scripted_server import ScriptedServer, by_template
-from servers import hopgraph
+from servers import hopgraph, started
 
 from hopgraph.harness.run_folder import read_predictions
 from hopgraph.optimizer.search import split
@@ -238,14 +236,7 @@ def test_a_budget_stops_it_and_a_larger_one_resumes_after_kill_9(tmp_path, town_
         assert stopped.returncode == 4 and "budget reached" in stopped.stderr, stopped.stderr
         first = model.calls
         # killed once the first candidate's run has answered a question: that run is in flight
-        env = {**os.environ, "COLUMNS": "300"}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
+        proc = started(*base(train, out, town_kb, model), cwd=tmp_path)
         assert second_demo_call.wait(120)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -290,10 +281,7 @@ def test_sigterm_stops_it_at_once_with_what_it_found(tmp_path, town_kb):
         return SCRIPT(body)
 
     with ScriptedServer(script) as model:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        proc = started(*base(train, out, town_kb, model), cwd=tmp_path)
         assert asked.wait(120)
         proc.send_signal(signal.SIGTERM)
         try:
@@ -556,10 +544,7 @@ def test_its_hours_count_a_sitting_killed_before_the_record_was_written(tmp_path
         return SCRIPT(body)
 
     with ScriptedServer(slow, delay=1.0) as model:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *base(train, out, town_kb, model)],
-            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        proc = started(*base(train, out, town_kb, model), cwd=tmp_path)
         assert six.wait(120)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -934,10 +919,7 @@ def test_kill_9_during_a_minibatch_resumes_without_asking_a_finished_question_ag
 
     folder = out / "candidates" / "01-rag.short_answer-demos"
     with ScriptedServer(script) as model:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *wide(train, out, town_kb, model)],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        proc = started(*wide(train, out, town_kb, model), cwd=tmp_path)
         assert two_answered.wait(120)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
