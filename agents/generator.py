@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hopgraph.agents.role import Role
@@ -32,7 +33,7 @@ def generate_cited_answer(
     contexts: list[Evidence],
     ctx: Context,
     *,
-    images: list[str] = (),  # type: ignore[assignment]
+    images: Sequence[str] = (),
 ) -> CitedAnswer:
     """Answer with citations, then a short answer extracted from it (for EM/F1). A question's
     images go with the answer call, to the VLM."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from hopgraph.agents.role import Role
@@ -51,7 +52,7 @@ def _page_view(page: Evidence, ctx: Context) -> dict[str, Any]:
 def _reading(
     pages: list[Evidence],
     ctx: Context,
-    pictures: list[str] = (),  # type: ignore[assignment]
+    pictures: Sequence[str] = (),
 ) -> dict[str, Any]:
     """How a call reads pages: their images to the VLM, else their text to the LLM (``model``,
     ``pictures`` and the template's ``described`` and ``pages``). ``pictures``: the question's
@@ -112,7 +113,7 @@ def answer(
     question: str,
     pages: list[Evidence],
     ctx: Context,
-    pictures: list[str] = (),  # type: ignore[assignment]
+    pictures: Sequence[str] = (),
 ) -> str:
     """An answer from the pages only (and the question's own pictures), or "Not answerable"
     (App. C.4)."""

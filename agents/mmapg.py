@@ -56,7 +56,7 @@ PLANNER = Role(
 """A malformed step is the caller's to mend (``CALLER_HANDLES``): the graph repairs it."""
 
 
-def overall_plan(question: str, ctx: Context, images: list[str] = ()) -> str:  # type: ignore[assignment]
+def overall_plan(question: str, ctx: Context, images: Sequence[str] = ()) -> str:
     """P_plan_gen: the global plan the planner consults at every step. A question's pictures
     go with it to the VLM, so the plan names what they show."""
     text = PLAN.complete(
@@ -240,7 +240,7 @@ def reason(
     instruction: str,
     nodes: Sequence[Mapping[str, Any]],
     ctx: Context,
-    images: list[str] = (),  # type: ignore[assignment]
+    images: Sequence[str] = (),
 ) -> Reasoned:
     """The answer to ``instruction`` from the nodes' contents (and the question's pictures,
     to the VLM)."""

@@ -6,7 +6,7 @@ issued concurrently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,7 +62,7 @@ def decompose_qdc(
     question: str,
     contexts: list[Evidence],
     ctx: Context,
-    images: list[str] = (),  # type: ignore[assignment]
+    images: Sequence[str] = (),
 ) -> list[str]:
     """Exactly one model call (to the VLM with the question's pictures, which it names);
     its output becomes subquestions by ``qdc_subquestions``. Fallback: no subquestion, so the
@@ -90,7 +90,7 @@ def plan_qdr(
     ctx: Context,
     *,
     temperature: float | None = None,
-    images: list[str] = (),  # type: ignore[assignment]
+    images: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """A zero-shot plan as raw dicts (``tools.qdrag_budget.parse_plan`` validates it); a
     question's pictures go with it to the VLM, whose plan names what they show. Fallback: no

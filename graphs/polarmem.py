@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -61,8 +61,8 @@ def ingest_text(
     ctx: Context,
     *,
     source: str = "",
-    present: list[str] = (),  # type: ignore[assignment]
-    absent: list[str] = (),  # type: ignore[assignment]
+    present: Sequence[str] = (),
+    absent: Sequence[str] = (),
     skip_stored: bool = False,
 ) -> AddReport:
     """The knowledge pathway (Sec. 3.2.2, Eq. 7): chunks, and each chunk's entities by the LLM
@@ -100,8 +100,8 @@ def ingest_sources(
     sources: list[Path],
     ctx: Context,
     *,
-    present: list[str] = (),  # type: ignore[assignment]
-    absent: list[str] = (),  # type: ignore[assignment]
+    present: Sequence[str] = (),
+    absent: Sequence[str] = (),
     caption: str = "",
     limit: int = 0,
     on_progress: Callable[[str, str], None] = lambda kind, message: None,

@@ -33,7 +33,7 @@ def find_candidates(
     modalities: tuple[str, ...],
     ctx: Context,
     *,
-    held: list[str] = (),  # type: ignore[assignment]
+    held: Sequence[str] = (),
 ) -> list[Evidence]:
     """The union over ``phrases`` of the items within r_t (text side) or r_i (images) of each
     phrase (Eq. 11), best similarity first, at most ``mmapg_max_candidates``. With
