@@ -29,24 +29,41 @@ def hopgraph(
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def started(*args: object, cwd: Path | str | None = None, env: dict | None = None):  # noqa: ANN201
-    """``hopgraph ARGS`` under way, with what a test uses of ``subprocess.Popen`` (``pid``,
-    ``send_signal``, ``kill``, ``poll``, ``wait``, ``communicate`` giving its text output).
-    It runs in a process of its own forked from a warm one (tests/zygote.py);
+def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
+    *args: object,
+    cwd: Path | str | None = None,
+    env: dict | None = None,
+    script: Path | str | None = None,
+    sigint: bool = False,
+):
+    """``hopgraph ARGS`` (or ``python SCRIPT ARGS``) under way, with what a test uses of
+    ``subprocess.Popen`` (``pid``, ``send_signal``, ``kill``, ``poll``, ``wait``,
+    ``communicate`` giving its text output); ``sigint``: SIGINT as a terminal's foreground job
+    takes it. It runs in a process of its own forked from a warm one (tests/zygote.py);
     ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a user's shell does."""
     argv = [str(a) for a in args]
     env = {**os.environ, "COLUMNS": "300", **(env or {})}
     if os.environ.get("TESTS_COLD_CLI") == "1":
+        head = [str(script)] if script else ["-m", "hopgraph.cli"]
         return subprocess.Popen(
-            [sys.executable, "-m", "hopgraph.cli", *argv], cwd=cwd, env=env, text=True,
+            [sys.executable, *head, *argv], cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=sigint_as_in_a_terminal if sigint else None,
         )  # fmt: skip
     with _IDLE_LOCK:
         zygote = _IDLE.pop() if _IDLE else None
     if zygote is None:  # every one busy: commands at once
         zygote = Zygote()
         atexit.register(zygote.close)
-    return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env)
+    request = {"script": str(script) if script else None, "sigint": sigint}
+    return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env, request)
+
+
+def python(script: Path | str, *args: object, timeout: float = 300) -> None:
+    """``python SCRIPT ARGS`` run to its end (``started``), which must exit 0."""
+    proc = started(*args, script=script)
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"{script} exited {proc.returncode}: {out}{err}"
 
 
 class Zygote:
@@ -97,16 +114,19 @@ class Forked:
     """A command forked by a ``Zygote``, its streams in files until it ends; the zygote goes
     back to the idle ones once its exit status is read."""
 
-    def __init__(self, zygote: Zygote, argv: list[str], cwd: Path, env: dict) -> None:
+    def __init__(
+        self, zygote: Zygote, argv: list[str], cwd: Path, env: dict, request: dict
+    ) -> None:
         import tempfile
 
-        self.args = [sys.executable, "-m", "hopgraph.cli", *argv]
+        head = [request["script"]] if request["script"] else ["-m", "hopgraph.cli"]
+        self.args = [sys.executable, *head, *argv]
         self._zygote, self.returncode = zygote, None
         self._tmp = Path(tempfile.mkdtemp(prefix="hopgraph-cli-"))
         self._out, self._err = self._tmp / "stdout", self._tmp / "stderr"
         self._out.touch()
         self._err.touch()
-        zygote.send({"args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
+        zygote.send({**request, "args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
                      "stdout": str(self._out), "stderr": str(self._err)})  # fmt: skip
         forked = zygote.line(60)
         assert forked is not None, "tests/zygote.py did not fork"

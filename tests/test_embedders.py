@@ -22,7 +22,6 @@ def test_batches_match_single_encodes():
     assert np.allclose(batch[65], emb.encode_one(texts[65]), atol=1e-5)
 
 
-
 def test_a_query_asked_again_is_not_encoded_again_and_gives_the_same_vector():
     """An optimizer's candidates each answer the same validation questions: the second time a
     query is embedded the model does not run, the vector is bit for bit the first one, and a
@@ -44,6 +43,7 @@ def test_a_query_asked_again_is_not_encoded_again_and_gives_the_same_vector():
     emb.RECENT = 8
     emb.encode_one("one more query")
     assert len(emb._recent) == 8 and questions[0] not in emb._recent
+
 
 def test_the_torch_free_query_embedder_gives_the_packaged_models_vectors():
     """``hopgraph search`` embeds its query with the numpy MiniLM: the same vectors as

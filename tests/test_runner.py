@@ -3,7 +3,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer, deterministic_reply
-from servers import hopgraph, sigint_as_in_a_terminal
+from servers import hopgraph, python, started
 
 from hopgraph.config import Context
 from hopgraph.harness.run_folder import RunError, read_predictions, read_trace, trace_path
@@ -408,7 +407,7 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_d
             tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
         )
     )
-    proc = subprocess.Popen([sys.executable, str(script), "0.15"])
+    proc = started("0.15", script=script)
     preds = run / "predictions.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -419,7 +418,7 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path, kb_d
     proc.wait()
     before = len(preds.read_text().splitlines())
     assert 3 <= before < 10
-    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    python(script, "0")
     ids = [json.loads(x)["id"] for x in preds.read_text().splitlines()]
     assert sorted(ids) == sorted(f"q{i}" for i in range(10))  # each exactly once
 
@@ -465,7 +464,7 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
         assert uninterrupted["error"] is None
         server.log.clear()
         stagger["on"] = True
-        proc = subprocess.Popen([sys.executable, str(script), server.base_url])
+        proc = started(server.base_url, script=script)
         deadline = time.monotonic() + 120
         while answered_p_yes() < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -473,7 +472,7 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
         proc.wait()
         stagger["on"] = False
         time.sleep(0.3 * stagger["n"] + 1)  # the endpoint answers the calls whose caller died
-        subprocess.run([sys.executable, str(script), server.base_url], check=True, timeout=300)
+        python(script, server.base_url)
         received = len(server.log)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
     records = read_trace(trace_path(tmp_path / "run", "q0"))
@@ -614,11 +613,7 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
             tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
         )
     )
-    proc = subprocess.Popen(
-        [sys.executable, str(script), "0.5"],
-        stderr=subprocess.DEVNULL,
-        preexec_fn=sigint_as_in_a_terminal,
-    )
+    proc = started("0.5", script=script, sigint=True)
     preds = run / "predictions.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (preds.exists() and preds.read_text().strip()):
@@ -630,7 +625,7 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
     # lines were counted, and one that finished and let another start before the signal came
     # (no wall-clock bound: a loaded CI machine took 5.2 s to wind down two 0.5 s calls)
     assert len(preds.read_text().splitlines()) <= written + 3 < 10
-    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    python(script, "0")
     assert sorted(json.loads(x)["id"] for x in preds.read_text().splitlines()) == sorted(
         f"q{i}" for i in range(10)
     )
@@ -992,14 +987,14 @@ def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_r
         return any(p.stat().st_size for p in (run / "traces").glob("*")) if run.exists() else False
 
     for ready in (traced, lambda: lines() >= 4):
-        proc = subprocess.Popen([sys.executable, str(script), "0.1"])
+        proc = started("0.1", script=script)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not ready() and proc.poll() is None:
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert lines() < 10
-    subprocess.run([sys.executable, str(script), "0"], check=True, timeout=300)
+    python(script, "0")
     rows = [json.loads(x) for x in preds.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(f"q{i}" for i in range(10))
     whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")

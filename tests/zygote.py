@@ -5,6 +5,9 @@ status, atexit and signals; ``sys.argv`` and ``sys.path[0]`` as ``-m`` sets them
 paying the 5-10 s that torch, sentence-transformers, LangGraph and openai take to import in
 every new interpreter.
 
+A request may name a ``script`` instead (``python SCRIPT ARGS``: its folder first on
+``sys.path``), and ``sigint`` to take SIGINT as a terminal's foreground job does.
+
 The protocol, one JSON line each way on this process's stdin and stdout: a request
 ``{"args", "cwd", "env", "stdin", "stdout", "stderr"}`` (the three streams as file paths) is
 answered ``{"pid"}`` when its child has started and ``{"status"}`` (as ``subprocess``'s
@@ -77,12 +80,19 @@ def become(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    sys.path[0] = request["cwd"]
+    script = request.get("script")
+    sys.path[0] = os.path.dirname(os.path.abspath(script)) if script else request["cwd"]
     importlib.invalidate_caches()
     reseed()
-    sys.argv = ["-m", *request["args"]]
+    if request.get("sigint"):  # a terminal's foreground job: Python's own KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        runpy.run_module("hopgraph.cli", run_name="__main__", alter_sys=True)
+        if script:
+            sys.argv = [script, *request["args"]]
+            runpy.run_path(script, run_name="__main__")
+        else:
+            sys.argv = ["-m", *request["args"]]
+            runpy.run_module("hopgraph.cli", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as e:
         code = exit_code(e.code)
