@@ -34,17 +34,25 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
     cwd: Path | str | None = None,
     env: dict | None = None,
     script: Path | str | None = None,
+    code: str | None = None,
     sigint: bool = False,
 ):
-    """``hopgraph ARGS`` (or ``python SCRIPT ARGS``) under way, with what a test uses of
-    ``subprocess.Popen`` (``pid``, ``send_signal``, ``kill``, ``poll``, ``wait``,
-    ``communicate`` giving its text output); ``sigint``: SIGINT as a terminal's foreground job
-    takes it. It runs in a process of its own forked from a warm one (tests/zygote.py);
-    ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a user's shell does."""
+    """``hopgraph ARGS`` (or ``python SCRIPT ARGS``, ``python -c CODE ARGS``) under way, with
+    what a test uses of ``subprocess.Popen`` (``pid``, ``send_signal``, ``kill``, ``poll``,
+    ``wait``, ``communicate`` giving its text output); ``sigint``: SIGINT as a terminal's
+    foreground job takes it. It runs in a process of its own forked from a warm one
+    (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a
+    user's shell does."""
     argv = [str(a) for a in args]
     env = {**os.environ, "COLUMNS": "300", **(env or {})}
     if os.environ.get("TESTS_COLD_CLI") == "1":
-        head = [str(script)] if script else ["-m", "hopgraph.cli"]
+        head = (
+            ["-c", code]
+            if code is not None
+            else [str(script)]
+            if script
+            else ["-m", "hopgraph.cli"]
+        )
         return subprocess.Popen(
             [sys.executable, *head, *argv], cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -55,8 +63,14 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
     if zygote is None:  # every one busy: commands at once
         zygote = Zygote()
         atexit.register(zygote.close)
-    request = {"script": str(script) if script else None, "sigint": sigint}
+    request = {"script": str(script) if script else None, "code": code, "sigint": sigint}
     return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env, request)
+
+
+def _command(script: Path | str | None, code: str | None) -> list[str]:
+    if code is not None:
+        return [sys.executable, "-c", code]
+    return [sys.executable, str(script)] if script else [sys.executable, "-m", "hopgraph.cli"]
 
 
 def python(script: Path | str, *args: object, timeout: float = 300) -> None:
@@ -119,8 +133,7 @@ class Forked:
     ) -> None:
         import tempfile
 
-        head = [request["script"]] if request["script"] else ["-m", "hopgraph.cli"]
-        self.args = [sys.executable, *head, *argv]
+        self.args = [*_command(request["script"], request["code"]), *argv]
         self._zygote, self.returncode = zygote, None
         self._tmp = Path(tempfile.mkdtemp(prefix="hopgraph-cli-"))
         self._out, self._err = self._tmp / "stdout", self._tmp / "stderr"

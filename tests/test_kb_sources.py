@@ -4,8 +4,6 @@ derived structures, crash safety and a reader beside a writer."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -13,7 +11,7 @@ import numpy as np
 import pymupdf
 import pytest
 from PIL import Image
-from servers import hopgraph
+from servers import hopgraph, started
 
 from hopgraph.memory.indexing import index_source, triplet_items
 from hopgraph.memory.kb import KnowledgeBase
@@ -277,7 +275,7 @@ def spawn_index(kb_dir, root, batch_size):
                      batch_size={batch_size})
         """
     )
-    return subprocess.Popen([sys.executable, "-c", code])
+    return started(code=code)
 
 
 def pending_holds(kb_dir):

@@ -4,15 +4,13 @@ model over HTTP, and two processes writing one memory at once."""
 
 import json
 import logging
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 from PIL import Image
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, started
 
 from hopgraph.graphs import every_context
 from hopgraph.memory.polarmem import (
@@ -402,15 +400,7 @@ def test_two_processes_writing_one_memory_lose_and_corrupt_nothing(tmp_path):
     m = PolarMemory(path)  # this process holds the memory open throughout
     m.add([scene("the first note", has=["thing 0"])])
     assert len(m.recall("first", k=1, mode="vanilla")) == 1
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, path, tag],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for tag in ("A", "B")
-    ]
+    procs = [started(path, tag, code=WRITER) for tag in ("A", "B")]
     for p in procs:
         out, errs = p.communicate(timeout=300)
         assert p.returncode == 0 and out.strip() == "ok", errs[-2000:]

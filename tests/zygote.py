@@ -6,7 +6,8 @@ paying the 5-10 s that torch, sentence-transformers, LangGraph and openai take t
 every new interpreter.
 
 A request may name a ``script`` instead (``python SCRIPT ARGS``: its folder first on
-``sys.path``), and ``sigint`` to take SIGINT as a terminal's foreground job does.
+``sys.path``) or carry ``code`` (``python -c CODE ARGS``), and ``sigint`` to take SIGINT as
+a terminal's foreground job does.
 
 The protocol, one JSON line each way on this process's stdin and stdout: a request
 ``{"args", "cwd", "env", "stdin", "stdout", "stderr"}`` (the three streams as file paths) is
@@ -80,14 +81,20 @@ def become(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    script = request.get("script")
-    sys.path[0] = os.path.dirname(os.path.abspath(script)) if script else request["cwd"]
+    script, code = request.get("script"), request.get("code")
+    if code is not None:
+        sys.path[0] = ""
+    else:
+        sys.path[0] = os.path.dirname(os.path.abspath(script)) if script else request["cwd"]
     importlib.invalidate_caches()
     reseed()
     if request.get("sigint"):  # a terminal's foreground job: Python's own KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        if script:
+        if code is not None:
+            sys.argv = ["-c", *request["args"]]
+            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        elif script:
             sys.argv = [script, *request["args"]]
             runpy.run_path(script, run_name="__main__")
         else:
