@@ -67,6 +67,11 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
     return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env, request)
 
 
+def first_line(proc) -> str:  # noqa: ANN001 - started()'s Forked or Popen
+    """The first line a ``started`` command prints, once printed."""
+    return proc.first_line() if isinstance(proc, Forked) else proc.stdout.readline()
+
+
 def _command(script: Path | str | None, code: str | None) -> list[str]:
     if code is not None:
         return [sys.executable, "-c", code]
@@ -151,6 +156,19 @@ class Forked:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def first_line(self, timeout: float = 120) -> str:
+        """The first line it printed, once printed (or all it printed, once it ended)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self._out.read_text()
+            if "\n" in text or self.poll() is not None:
+                return text.split("\n", 1)[0] + "\n" if "\n" in text else text
+            time.sleep(0.02)
+        raise subprocess.TimeoutExpired(self.args, timeout)
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:

@@ -6,18 +6,16 @@ two runs' first divergence and a screenshot; passages, questions and replies hol
 from __future__ import annotations
 
 import html
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 from scripted_server import ScriptedServer, by_template
-from servers import hopgraph
+from servers import first_line, hopgraph, started
 
 from hopgraph.questions.datasets import Question, write_questions
 
@@ -70,14 +68,12 @@ def runs(tmp_path_factory):
 
 def start_view(root: Path, *args: str, env: dict | None = None, folders=("runs",)):
     """``hopgraph view`` on a free port, once it prints its address: the process and URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "view", *folders, "--port", "0", *args],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    line = proc.stdout.readline()
+    proc = started("view", *folders, "--port", "0", *args, cwd=root, env=env)
+    line = first_line(proc)
     found = re.search(r"http://\S+/", line)
-    assert found, line + proc.stderr.read()
+    if not found:
+        proc.kill()
+        assert found, line + proc.communicate()[1]
     return proc, found[0].replace("0.0.0.0", "127.0.0.1")
 
 
