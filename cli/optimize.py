@@ -163,7 +163,8 @@ def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
     """The search on the checked endpoint(s); its exits: 4 at the budget, 130 on Ctrl-C
     (with what it found so far written)."""
     from hopgraph.harness.runner import Runner
-    from hopgraph.optimizer.search import BudgetSpent, Optimizer, OptimizeRefused
+    from hopgraph.optimizer.record import BudgetSpent, OptimizeRefused
+    from hopgraph.optimizer.search import Optimizer
 
     endpoint = checked_endpoint(ctx)
     if proposer is not None:

@@ -49,7 +49,6 @@ from hopgraph.config import Context
 from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     QuestionSet,
-    RunFolder,
     method_code,
     read_trace,
     scored_predictions,
@@ -60,10 +59,19 @@ from hopgraph.measure.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
 from hopgraph.optimizer.proposer import propose_instruction
+from hopgraph.optimizer.record import (
+    KEEP_RULE,
+    BudgetSpent,
+    SearchRecord,
+    budget_text,
+    is_under_way,
+    preds_in,
+    scored,
+    sent_tokens,
+)
 from hopgraph.prompts import DEMOS, MARK, PromptError, Prompts, prompts_for
 from hopgraph.wording import counted
 
-KEEP_RULE = "validation mean above the incumbent's by more than 1/n"
 RACE_RULE = (
     "successive halving: every candidate on the minibatch first, the better half not below the "
     "incumbent there on the whole validation"
@@ -86,14 +94,6 @@ SAMPLING = 0.7
 
 POOL_FAILURES = 12
 """Pool questions a later round's incumbent answers to find its own failures (at most)."""
-
-
-class OptimizeRefused(ValueError):
-    """Asked for something the optimizer refuses before any call (exit 2)."""
-
-
-class BudgetSpent(RuntimeError):
-    """The search stopped at its budget (exit 4); a larger one goes on."""
 
 
 def declared_roles(agent: str, ctx: Context | None = None) -> dict[str, Role]:
@@ -391,11 +391,10 @@ class Optimizer:
         """``say``: each step's line as it starts and ends (the CLI prints them);
         ``on_save``: the record each time it is written (the CLI's table of candidates)."""
         self.plan, self.ctx, self.runner, self.say = plan, ctx, runner, say
-        self.on_save = on_save
         self.proposer_ctx = proposer_ctx or ctx
         self.out = plan.out
-        self.record_path = self.out / "record.json"
-        self.record: dict[str, Any] = self._load()
+        self.book = SearchRecord(plan, on_save)
+        self.record: dict[str, Any] = self.book.data
         self.pool = Pool(set())
         self._traced: dict[str, list[dict[str, Any]]] = {}
         """The bootstrap's calls per question, read once (pool and proposals read them)."""
@@ -410,115 +409,8 @@ class Optimizer:
         """The agent's roles by template, found once (``declared_roles``)."""
         return declared_roles(self.plan.agent, self.ctx)
 
-    # -- the record -----------------------------------------------------------------------
-    def _load(self) -> dict[str, Any]:
-        if self.record_path.is_file():
-            rec = json.loads(self.record_path.read_text())
-            if rec.get("agent") != self.plan.agent:
-                raise OptimizeRefused(
-                    f"{self.out} holds a search for {rec.get('agent')}, not {self.plan.agent}"
-                )
-            for c in rec["candidates"]:  # a record from before the minibatch rung
-                c.setdefault("stage", "validation" if c.get("scores") else "")
-                if not c.get("scores"):
-                    c.setdefault("proposed_sent", c.get("sent", [0, 0]))
-                    c.setdefault("proposed_seconds", c.get("seconds", 0.0))
-            return rec
-        return {
-            "agent": self.plan.agent,
-            "roles": self.plan.roles,
-            "metric": self.plan.metric,
-            "alpha": self.plan.alpha,
-            "keep": KEEP_RULE,
-            "seed": self.plan.seed,
-            "candidates": [],
-            "incumbent": "hand-written",
-            "seconds": 0.0,
-        }
-
     def save(self) -> None:
-        self.record["seconds"] = round(self._seconds(), 1)
-        self.record["spent"] = self.spent()
-        self._write()
-
-    def _write(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        tmp = self.record_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.record, indent=1, ensure_ascii=False) + "\n")
-        tmp.replace(self.record_path)
-        self.on_save(self.record)
-
-    def _seconds(self) -> float:
-        """The search's time, from what it keeps: its runs' questions' own seconds (the
-        bootstrap, the candidates, the verdict) and its proposals', so a sitting killed before
-        the record was written counts too."""
-        runs = [self.out / "bootstrap", *self._under_way(), *self._arms()]
-        answered = sum(
-            p.get("seconds", 0.0) for run in runs for p in RunFolder(run).done().values()
-        )
-        return answered + sum(
-            c.get("proposed_seconds", 0.0) if _is_under_way(c) else c.get("seconds", 0.0)
-            for c in self.record["candidates"]
-        )
-
-    def _under_way(self) -> list[Path]:
-        """The run folders of candidates neither scored nor skipped: a validation run under
-        way, whose questions' cost the candidate's own entry does not hold yet."""
-        return [
-            self.out / "candidates" / c["id"] for c in self.record["candidates"] if _is_under_way(c)
-        ]
-
-    def _arms(self) -> list[Path]:
-        """The verdict's run folders, each once (an arm linked to the other costs nothing)."""
-        return [p for p in sorted((self.out / "test").glob("*")) if not p.is_symlink()]
-
-    def spent(self) -> dict[str, Any]:
-        """Tokens the search's runs and proposals sent to the endpoint (a cached call costs
-        nothing), and their USD at the budget's price. A run under way counts what its folder
-        holds so far (the bootstrap, a candidate not yet scored, each verdict arm), so the
-        next run's budget is what is really left."""
-        parts = [_sent(RunFolder(self.out / "bootstrap").done())]
-        parts += [
-            c.get("proposed_sent", [0, 0]) if _is_under_way(c) else c.get("sent", [c["tokens"], 0])
-            for c in self.record["candidates"]
-        ]
-        runs = [*self._under_way(), *self._arms()]
-        parts += [_sent(RunFolder(run).done()) for run in runs]
-        prompt, completion = (sum(p[i] for p in parts) for i in (0, 1))
-        out: dict[str, Any] = {
-            "tokens": prompt + completion,
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-        }
-        budget = self.plan.budget
-        if budget is not None and budget.price is not None:
-            out["usd"] = round(budget.price.usd(prompt, completion), 6)
-        return out
-
-    def _check_budget(self) -> None:
-        b = self.plan.budget
-        if b is None:
-            return
-        spent = self.spent()
-        if (b.tokens and spent["tokens"] >= b.tokens) or (b.usd and spent.get("usd", 0) >= b.usd):
-            self.save()
-            raise BudgetSpent(f"the budget ({_budget_text(b)}) is spent")
-
-    def _folder_budget(self, folder: Path) -> Budget | None:
-        """A run's budget: what is left of the search's, plus what the folder's record already
-        spent as the runner counts it (cached calls included)."""
-        b = self.plan.budget
-        if b is None:
-            return None
-        spent, preds = self.spent(), _preds_in(folder)
-        own = b.spent(list(preds.values()))
-        tokens = b.tokens - spent["tokens"] + own["tokens"] if b.tokens else 0
-        usd = b.usd - spent.get("usd", 0.0) + own.get("usd", 0.0) if b.usd else 0.0
-        return Budget(
-            tokens=max(tokens, 1) if b.tokens else 0,
-            usd=max(usd, 1e-9) if b.usd else 0.0,
-            price=b.price,
-        )
+        self.book.save()
 
     # -- steps ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -542,7 +434,7 @@ class Optimizer:
             f"bootstrap: {len(train.questions)} training questions -> {self.out / 'bootstrap'}"
         )
         boot = self._answer("bootstrap", self.plan.train, None)
-        self.record["bootstrap_sent"] = _sent(boot)
+        self.record["bootstrap_sent"] = sent_tokens(boot)
         self.pool = self._pool(boot, set(demo_ids))
         self.say(
             f"{len(demo_ids)} for demonstrations and proposals, {len(val_ids)} for "
@@ -594,7 +486,7 @@ class Optimizer:
             "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
             "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
             "same_prompts": best.id == "hand-written", "kept": best.id,
-            "sent": [sum(n) for n in zip(*map(_sent, arms), strict=True)],
+            "sent": [sum(n) for n in zip(*map(sent_tokens, arms), strict=True)],
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
         }  # fmt: skip
@@ -616,7 +508,7 @@ class Optimizer:
         for r in rounds:
             kept = []
             for c in self.record["candidates"]:
-                if c["id"][:2] == r and _scored(c) and not c.get("skipped"):
+                if c["id"][:2] == r and scored(c) and not c.get("skipped"):
                     c["won"] = keeps(c["mean"], c["incumbent_mean"], len(c["scores"]))
                     kept += [c] * c["won"]
             if not kept:
@@ -634,7 +526,7 @@ class Optimizer:
             del self.record["test"]
             if linked.is_symlink():
                 linked.unlink()
-        self._write()  # its cost as recorded: nothing was asked
+        self.book.write()  # its cost as recorded: nothing was asked
         return True
 
     def _round(self, r: int, incumbent: dict, boot: dict, val_file: Path):  # noqa: ANN202
@@ -838,7 +730,7 @@ class Optimizer:
             cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
             cand.mean, cand.incumbent_mean = round(test.mean_b, 4), round(test.mean_a, 4)
             cand.won = keeps(cand.mean, cand.incumbent_mean, len(ids))
-        cand.sent = [a + b for a, b in zip(cand.proposed_sent, _sent(preds), strict=True)]
+        cand.sent = [a + b for a, b in zip(cand.proposed_sent, sent_tokens(preds), strict=True)]
         cand.tokens = sum(cand.sent)
         answered = sum(p.get("seconds", 0.0) for p in preds.values())
         cand.seconds = round(cand.proposed_seconds + answered, 1)
@@ -866,17 +758,17 @@ class Optimizer:
         ``out/name`` (resumed where it stopped), prompts from ``overlay``; a spent budget
         raises ``BudgetSpent``."""
         folder = self.out / name
-        done = _preds_in(folder)
+        done = preds_in(folder)
         if set(self._ids(questions, limit)) <= set(done):
             return done  # finished: read back, no model started
-        self._check_budget()
+        self.book.check_budget()
         ctx = self.ctx.replace(prompts_dir=str(overlay) if overlay else self.ctx.prompts_dir)
-        summary = self.runner(self.plan.agent, folder, ctx, self._folder_budget(folder)).run(
+        summary = self.runner(self.plan.agent, folder, ctx, self.book.folder_budget(folder)).run(
             questions, **({"limit": limit} if limit else {})
         )
         if summary.budget_stopped:
             self.save()
-            raise BudgetSpent(f"the budget ({_budget_text(self.plan.budget)}) is spent")
+            raise BudgetSpent(f"the budget ({budget_text(self.plan.budget)}) is spent")
         return scored_predictions(folder)
 
     def _subset(self, train: QuestionSet, ids: list[str], name: str) -> Path:
@@ -1048,44 +940,12 @@ def _wrong(pred: dict[str, Any] | None) -> bool:
     return pred is not None and score_prediction(pred).get("em", 0.0) < 1.0
 
 
-def _scored(candidate: dict[str, Any]) -> bool:
-    """Scored on the whole validation (a record from before the minibatch rung has no stage)."""
-    return bool(candidate.get("scores")) and candidate.get("stage", "validation") == "validation"
-
-
-def _is_under_way(candidate: dict[str, Any]) -> bool:
-    """A candidate neither scored on the whole validation, nor skipped, nor stopped at its
-    minibatch: a run under way, whose cost the candidate's own entry does not hold yet."""
-    return not (_scored(candidate) or candidate.get("skipped") or candidate.get("stopped"))
-
-
-def _sent(preds: dict[str, dict]) -> list[int]:
-    """Prompt and completion tokens of the calls that reached the endpoint (a cached call
-    costs none; lines without ``cached_completion_tokens`` count all completions as sent)."""
-    prompt = completion = 0
-    for p in preds.values():
-        cached_completion = p.get("cached_completion_tokens", 0)
-        completion += p.get("completion_tokens", 0) - cached_completion
-        prompt += p.get("prompt_tokens", 0) - (p.get("cached_tokens", 0) - cached_completion)
-    return [prompt, completion]
-
-
 def _names(text: str, gold: str) -> bool:
     """Whether ``text`` contains the answer ``gold`` (as the benchmark normalises both)."""
     from hopgraph.measure.metrics import normalize_answer
 
     g = normalize_answer(gold)
     return bool(g) and f" {g} " in f" {normalize_answer(text)} "
-
-
-def _preds_in(folder: Path) -> dict[str, dict]:
-    return scored_predictions(folder) if (folder / "predictions.jsonl").is_file() else {}
-
-
-def _budget_text(b: Budget | None) -> str:
-    if b is None:
-        return ""
-    return ", ".join([f"{b.tokens:,} tokens"] * bool(b.tokens) + [f"${b.usd:g}"] * bool(b.usd))
 
 
 ROW_HEADS = ("candidate", "kind", "minibatch", "validation", "kept", "tokens", "seconds")
@@ -1102,12 +962,12 @@ def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
             val = f"skipped: {c['skipped']}"
         elif c.get("stopped"):
             val = f"stopped after the minibatch: {c['stopped']}"
-        elif _is_under_way(c):
+        elif is_under_way(c):
             val = "under way"
         else:
             val = (f"{c['mean']:.3f} vs {c['incumbent_mean']:.3f} ({len(c['scores'])}): "
                    f"{c['better']} better / {c['worse']} worse, sign p {c['p']:.3g}")  # fmt: skip
-        kept = ("yes" if c.get("won") else "no") if _scored(c) else ""
+        kept = ("yes" if c.get("won") else "no") if scored(c) else ""
         rows.append((c["id"], c["kind"], mini, val, kept, f"{c.get('tokens', 0):,}",
                      f"{c.get('seconds', 0.0):.0f}"))  # fmt: skip
     return rows

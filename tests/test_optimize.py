@@ -315,7 +315,7 @@ def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
     """The budget left to the optimized arm is what the hand-written arm left, not what was
     left before it (before: the arms' tokens counted only once both ended, so the search spent
     up to a whole arm past its budget and said it finished)."""
-    from hopgraph.optimizer.search import _sent
+    from hopgraph.optimizer.record import sent_tokens as _sent
 
     train = questions(tmp_path, range(N))
     test = questions(tmp_path, range(N, N + 8), "test.jsonl")
@@ -609,8 +609,8 @@ def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
     """Tokens and seconds come from the prediction lines themselves: a run folder whose
     question file has moved still counts (before: each save joined every line to its
     question file and raised without it)."""
-    from hopgraph.config import Context
-    from hopgraph.optimizer.search import Optimizer, Plan
+    from hopgraph.optimizer.record import SearchRecord
+    from hopgraph.optimizer.search import Plan
 
     train, out = questions(tmp_path, range(4)), tmp_path / "opt"
     boot = out / "bootstrap"
@@ -623,17 +623,17 @@ def test_its_cost_is_read_from_its_run_folders_alone(tmp_path):
     (boot / "predictions.jsonl").write_text(
         "".join(json.dumps({"id": f"q{i}", "answer": "x", **line}) + "\n" for i in range(4))
     )
-    opt = Optimizer(Plan("rag", train, out, []), Context(), runner=None)
-    assert opt.spent()["tokens"] == 4 * 1100
-    assert opt._seconds() == 10.0
+    book = SearchRecord(Plan("rag", train, out, []), on_save=print)
+    assert book.spent()["tokens"] == 4 * 1100
+    assert book.seconds() == 10.0
 
 
 def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
     """A candidate stopped inside its validation run holds no cost of its own yet: its
     folder's questions count in the record's hours as in its tokens (before: in its tokens
     only, so RESULTS.md's hours left out MMAPG's first candidate's answered questions)."""
-    from hopgraph.config import Context
-    from hopgraph.optimizer.search import Optimizer, Plan
+    from hopgraph.optimizer.record import SearchRecord
+    from hopgraph.optimizer.search import Plan
 
     train, out = questions(tmp_path, range(4)), tmp_path / "opt"
     line = {"prompt_tokens": 1000, "completion_tokens": 100, "seconds": 2.5}
@@ -642,13 +642,13 @@ def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
         (out / run / "predictions.jsonl").write_text(
             "".join(json.dumps({"id": f"q{i}", "answer": "x", **line}) + "\n" for i in range(n))
         )
-    opt = Optimizer(Plan("rag", train, out, []), Context(), runner=None)
-    opt.record["candidates"] = [
+    book = SearchRecord(Plan("rag", train, out, []), on_save=print)
+    book.data["candidates"] = [
         {"id": "01-rag.short_answer-demos", "scores": {}, "skipped": "", "sent": [0, 0],
          "seconds": 0.0}
     ]  # fmt: skip
-    assert opt.spent()["tokens"] == 6 * 1100
-    assert opt._seconds() == 15.0
+    assert book.spent()["tokens"] == 6 * 1100
+    assert book.seconds() == 15.0
 
 
 def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
