@@ -351,8 +351,9 @@ def context_class(name: str, *parts: type, module: str = "") -> type[Context]:
     one holding every method's knobs); the built-in methods' are written out in ``settings/``.
     Context's shared fields and theirs, one flat namespace, so ``--set mmapg_max_iterations=3``
     and ``HOPGRAPH_MMAPG_MAX_ITERATIONS`` keep their names."""
-    made = type(name, (Context, *parts), {"__module__": module or parts[0].__module__,
-                                          "__qualname__": name})  # fmt: skip
+    made = type(
+        name, (Context, *parts), {"__module__": module or parts[0].__module__, "__qualname__": name}
+    )
     return dataclass(kw_only=True)(made)
 
 
@@ -426,8 +427,9 @@ def bounded(name: str, value: float, *, least: float = -math.inf, most: float = 
     if not least <= value <= most:
         span = f"{_num(least)}..{_num(most)}" if math.isfinite(least + most) else ""
         side = f"at least {_num(least)}" if value < least else f"at most {_num(most)}"
-        raise ValueError(f"{name} must be {side}{f' (range {span})' if span else ''}, "
-                         f"not {_num(value)}")  # fmt: skip
+        raise ValueError(
+            f"{name} must be {side}{f' (range {span})' if span else ''}, not {_num(value)}"
+        )
     return value
 
 

@@ -36,9 +36,10 @@ QUESTION_REFLECTOR = Role(
 ANSWER_REFLECTOR = Role("answer_reflector", "mabdqa/reflect_answer", inputs=("question", "answer"))
 SUMMARIZER = Role("summarizer", "mabdqa/summarize", inputs=("question", "aspects"))
 REFINER = Role(
-    "answer_refiner", "mabdqa/refine_answer",
+    "answer_refiner",
+    "mabdqa/refine_answer",
     inputs=("question", "pages", "described", "first_answer", "summary"),
-)  # fmt: skip
+)
 
 
 def _page_view(page: Evidence, ctx: Context) -> dict[str, Any]:

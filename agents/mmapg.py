@@ -201,8 +201,9 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
         seen = bool(vlm_model(ctx) is not None and candidate.get("path"))
         if not seen:
             reason = "no VLM configured" if vlm_model(ctx) is None else "no image file indexed"
-            emit(Fallback("examiner", f"{reason} for {candidate.get('id')}",
-                          "its title and caption"))  # fmt: skip
+            emit(
+                Fallback("examiner", f"{reason} for {candidate.get('id')}", "its title and caption")
+            )
         out = EXAMINE_IMAGE.structured(
             ctx, max_tokens=120,
             pictures=[candidate["path"]] if seen else [], question=question,

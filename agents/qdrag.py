@@ -157,9 +157,9 @@ def plan_reward(
             query = resolved(sub, answers)
             hits = search(query, ctx, k=k, role="qdarf")
             found |= {h["id"] for h in hits}
-            answers[sub["id"]] = answer_from(query, hits[:budget], ctx) if (
-                sub["id"] in needed
-            ) else ""  # fmt: skip
+            answers[sub["id"]] = (
+                answer_from(query, hits[:budget], ctx) if (sub["id"] in needed) else ""
+            )
     return len(found & set(gold)) / len(set(gold))
 
 

@@ -17,8 +17,9 @@ from hopgraph.graphs import endpoint_needs, every_context
 
 
 @app.command()
-def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None,
-           quiet: Quiet = False) -> None:  # fmt: skip
+def doctor(
+    base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None, quiet: Quiet = False
+) -> None:
     """Probe an endpoint (default: the embedded server) and print what it supports."""
     from hopgraph.graphs.mabdqa import images_per_call
     from hopgraph.models import chat_model, vlm_model
@@ -33,8 +34,9 @@ def doctor(base_url: BaseUrl = "", model: ModelName = "", sets: Sets = None,
             probed[0] += 1
 
         probing("the endpoint")  # the embedded server may take a minute to start
-        rows = diagnose(chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model),
-                        on_probe=probing)  # fmt: skip
+        rows = diagnose(
+            chat_model(ctx), embedded=not ctx.base_url, vlm=bool(ctx.vlm_model), on_probe=probing
+        )
         vlm = vlm_model(ctx)
         if vlm is not None:  # images go to the VLM: probe it with as many as one call sends
             probing("the VLM")

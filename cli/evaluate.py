@@ -78,8 +78,9 @@ def evaluate(
         run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
     )
     _warn_missing_gold(run_dir, kb_store, sets)
-    table = Table(title=f"{run_dir}: {counted(result['questions'], 'question')}, "
-                        f"{result['failed']} failed")  # fmt: skip
+    table = Table(
+        title=f"{run_dir}: {counted(result['questions'], 'question')}, {result['failed']} failed"
+    )
     table.add_column("metric")
     table.add_column("value")
     for k, v in headline(result):
@@ -113,8 +114,9 @@ def _print_wrong(run_dir: str, result: dict) -> None:
     for qid, why in lines:
         p = preds.get(qid, {})
         said = f"error {p['error']}" if why == "failed" else f"answered {p.get('answer', '')!r}"
-        console.print(f"  {qid} ({why}): {said}; gold {' | '.join(p.get('gold') or [])!r}",
-                      markup=False)  # fmt: skip
+        console.print(
+            f"  {qid} ({why}): {said}; gold {' | '.join(p.get('gold') or [])!r}", markup=False
+        )
 
 
 def cost_text(cost: dict) -> str:
@@ -272,8 +274,9 @@ def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
             console.print(
                 f"{metric}, {labels[i]}: {r.verdict} (n {r.n}, better/worse/tied "
                 f"{r.better}/{r.worse}/{r.tied}, sign p {r.sign_p:.3g}{mc}; difference "
-                f"{r.diff:+.3f}{ci})", markup=False,
-            )  # fmt: skip
+                f"{r.diff:+.3f}{ci})",
+                markup=False,
+            )
         console.print(VERDICT_NOTE, style="dim")
         return
     verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")

@@ -383,8 +383,9 @@ def kb_drop(
         remove_source(store, s.path)
     for name in names:
         store.client.delete_collection(name)
-    console.print(f"{store.location}: {len(names)} collection(s) and {len(sources)} source(s) "
-                  "dropped")  # fmt: skip
+    console.print(
+        f"{store.location}: {len(names)} collection(s) and {len(sources)} source(s) dropped"
+    )
 
 
 @kb_app.command("rm")

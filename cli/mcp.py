@@ -61,8 +61,9 @@ def mcp(
     from hopgraph.cli.mcp_server import build_server, key_check, transport_security
     from hopgraph.graphs import every_context
 
-    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"],
-                        schema=every_context())  # fmt: skip
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], schema=every_context()
+    )
     if not Path(ctx.kb_dir).is_dir() and not ctx.chroma_url:
         refuse(f"no knowledge base at {ctx.kb_dir}: build one with hopgraph index FILES --kb DIR")
     security = None

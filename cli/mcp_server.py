@@ -198,8 +198,9 @@ class Operator:
                     for node in chunk:
                         steps += 1
                         calls = counts.stats().get("llm_calls", 0)
-                        self.log.tell(call, f"{method}: {node} done ({calls} LLM calls so far)",
-                                      step=steps)  # fmt: skip
+                        self.log.tell(
+                            call, f"{method}: {node} done ({calls} LLM calls so far)", step=steps
+                        )
                 else:
                     final = chunk
         out = output_of(final)
@@ -242,8 +243,9 @@ def settings_model() -> type[pydantic.BaseModel]:
     )
 
 
-def build_server(operator: Context, *, price: Price | None = None,
-                 per_key_memory: bool = False) -> MCPServer:  # fmt: skip
+def build_server(
+    operator: Context, *, price: Price | None = None, per_key_memory: bool = False
+) -> MCPServer:
     """The MCP server over ``operator``'s Context."""
     server = MCPServer(
         "hopgraph",

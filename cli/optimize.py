@@ -178,8 +178,9 @@ def _search(plan, ctx, proposer, quiet: bool = False) -> None:  # noqa: ANN001
 
     table = _Table(quiet)
     try:
-        opt = Optimizer(plan, ctx, runner, proposer, say=lambda line: err.print(line),
-                        on_save=table.show)  # fmt: skip
+        opt = Optimizer(
+            plan, ctx, runner, proposer, say=lambda line: err.print(line), on_save=table.show
+        )
     except OptimizeRefused as e:
         refuse(str(e))
     try:

@@ -149,8 +149,9 @@ def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency,
         steps.step(0, "starting")
         advance = question_steps(steps)
         try:
-            return runner.run(read, limit=limit, concurrency=concurrency, on_done=advance,
-                              redo=redo)  # fmt: skip
+            return runner.run(
+                read, limit=limit, concurrency=concurrency, on_done=advance, redo=redo
+            )
         except KeyboardInterrupt:
             interrupted(130, otel)
         except SystemExit as e:  # SIGTERM (install_sigterm_handler): stop now, not after the
@@ -277,8 +278,9 @@ def ask(
 
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
-    ctx = build_context(base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache,
-                        schema=schema_of(agent))  # fmt: skip
+    ctx = build_context(
+        base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache, schema=schema_of(agent)
+    )
     for path in image or []:
         if not Path(path).is_file():
             refuse(f"no image at {path}")
@@ -309,8 +311,9 @@ def ask(
             live.update(spinner(f"{agent}: {', '.join(running.values()) or '…'}"))
 
     otel = otel_export(otel_endpoint)
-    runner = Runner(agent, run_dir, ctx, endpoint=endpoint, exporter=otel,
-                    on_record=None if quiet else show)  # fmt: skip
+    runner = Runner(
+        agent, run_dir, ctx, endpoint=endpoint, exporter=otel, on_record=None if quiet else show
+    )
     began = time.perf_counter()
     if console.is_terminal and not quiet:
         from rich.live import Live
@@ -341,8 +344,9 @@ def _print_answer(pred: Prediction, who: str, seconds: float, trace: Path) -> No
         hit = cited.get(cid)
         title = f"{hit.get('title', '')}: {hit.get('text', '')[:90]}" if hit else "(no context)"
         console.print(f"  [{n}] {title}  ({cid})", markup=False, highlight=False)
-    console.print(f"[dim]{who}: {counted(pred['llm_calls'], 'LLM call')}, {seconds:.1f}s; "
-                  f"trace {trace}[/dim]")  # fmt: skip
+    console.print(
+        f"[dim]{who}: {counted(pred['llm_calls'], 'LLM call')}, {seconds:.1f}s; trace {trace}[/dim]"
+    )
 
 
 def chosen_graph(agent: str, graph: str) -> str:

@@ -27,7 +27,7 @@ def serve(
             help="llama (llama.cpp, in hopgraph's environment) or vllm (vLLM's CPU "
             "build in its own environment, `make vllm`)"
         ),
-    ] = "llama",  # fmt: skip
+    ] = "llama",
     vllm_python: Annotated[
         str, typer.Option(help="python of vLLM's environment (default .venv-vllm/bin/python)")
     ] = "",
@@ -37,7 +37,7 @@ def serve(
             help="with --engine vllm: a local Hugging Face model folder served as it is under "
             "the name --model (a VLM such as Qwen2.5-VL); default: the embedded model"
         ),
-    ] = "",  # fmt: skip
+    ] = "",
     sets: Sets = None,
 ) -> None:
     """Serve a model in the foreground and print its base URL: the embedded one with llama.cpp

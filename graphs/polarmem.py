@@ -136,8 +136,9 @@ def ingest_sources(
                 texts += 1
                 name = rec.title or rec.source
                 try:
-                    report = ingest_text(rec.text, ctx, source=name, present=present,
-                                         absent=absent, skip_stored=True)  # fmt: skip
+                    report = ingest_text(
+                        rec.text, ctx, source=name, present=present, absent=absent, skip_stored=True
+                    )
                     done.stored += report.added + report.updated
                     done.skipped += report.skipped
                 except bad as e:
@@ -340,8 +341,7 @@ def memory_tools(ctx: Context) -> list:
     ) -> str:  # fmt: skip
         """Store a text in the memory. Optionally list things the text asserts are present
         or absent."""
-        report = ingest_text(text, ctx, source=source, present=present or [],
-                             absent=absent or [])  # fmt: skip
+        report = ingest_text(text, ctx, source=source, present=present or [], absent=absent or [])
         return json.dumps(asdict(report))
 
     def memory_ingest_image(path: str, caption: str = "") -> str:
@@ -375,5 +375,5 @@ def memory_tools(ctx: Context) -> list:
             memory_recall,
             memory_stats,
             memory_forget,
-        )  # fmt: skip
+        )
     ]

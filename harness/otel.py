@@ -94,9 +94,10 @@ def export_question(
             last = wall0
             if root is None and wall0:
                 root = tracer.start_span(
-                    f"hopgraph {agent}", start_time=_ns(wall0),
+                    f"hopgraph {agent}",
+                    start_time=_ns(wall0),
                     attributes={"hopgraph.agent": agent, "hopgraph.question.id": pred["id"]},
-                )  # fmt: skip
+                )
             continue
         if root is None:
             continue
@@ -175,7 +176,8 @@ def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any], content: bool = F
         if isinstance(sampling.get(name), int | float)
     }
     span = tracer.start_span(
-        f"chat {e.get('model', '')}", context=set_span_in_context(parent),
+        f"chat {e.get('model', '')}",
+        context=set_span_in_context(parent),
         start_time=_ns(started),
         attributes={
             "gen_ai.operation.name": "chat",
@@ -189,7 +191,7 @@ def _llm_span(tracer: Tracer, parent: Span, e: dict[str, Any], content: bool = F
             **asked,
             **(genai_messages(e) if content and "messages" in e else {}),
         },
-    )  # fmt: skip
+    )
     if e.get("error"):
         span.set_status(Status(StatusCode.ERROR, str(e["error"])[:300]))
     span.end(end_time=_ns(started + e.get("latency_s", 0.0)))

@@ -361,7 +361,7 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
                 if man.get("questions_made")
                 else f"`hopgraph data convert` from the benchmark's file ({PREPARE} makes every "
                 "question file the committed records need from ../shared/data)"
-            )  # fmt: skip
+            )
         )
     questions = {q.id: q for q in read_questions(qfile)[0]}
     for qid, p in preds.items():

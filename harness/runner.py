@@ -114,8 +114,9 @@ def reached_end(state) -> bool:  # noqa: ANN001 - a LangGraph StateSnapshot
     task: LangGraph's snapshot then shows no ``next`` (its writes are applied), but the steps
     after it never ran."""
     meta = state.metadata or {}
-    return (not state.next and not state.tasks and bool(state.values)
-            and meta.get("source") == "loop")  # fmt: skip
+    return (
+        not state.next and not state.tasks and bool(state.values) and meta.get("source") == "loop"
+    )
 
 
 class Runner:
@@ -162,8 +163,9 @@ class Runner:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
 
-    def _open(self, ctx: Context, endpoint: str, speed_probe: bool, checkpointer: str,
-              lease: float) -> None:  # fmt: skip
+    def _open(
+        self, ctx: Context, endpoint: str, speed_probe: bool, checkpointer: str, lease: float
+    ) -> None:
         """The rest of a Runner's making: its context, code, endpoint and checkpointer."""
         agent = self.agent
         # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks

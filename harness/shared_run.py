@@ -62,8 +62,9 @@ class SharedRun:
             raise RuntimeError(f"cannot connect: {first_line(e)}") from None
         self.run, self.lease = run, lease
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.pool = ConnectionPool(url, min_size=1, max_size=8, open=True,
-                                   kwargs={"autocommit": True})  # fmt: skip
+        self.pool = ConnectionPool(
+            url, min_size=1, max_size=8, open=True, kwargs={"autocommit": True}
+        )
         with self._setup_lock(), self.pool.connection() as conn:
             conn.execute(SCHEMA)
         self._pools: list[ConnectionPool[Any]] = []  # the checkpointers', closed with this

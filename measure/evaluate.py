@@ -320,8 +320,9 @@ def compare_runs(
     for k in dict.fromkeys(k for h in heads for k in h):
         values = [h.get(k) for h in heads]
         base = values[0]
-        deltas = [None if v is None or base is None or i == 0 else v - base
-                  for i, v in enumerate(values)]  # fmt: skip
+        deltas = [
+            None if v is None or base is None or i == 0 else v - base for i, v in enumerate(values)
+        ]
         rows.append((k, values, deltas))
         if not metrics and k not in JUDGED:
             continue

@@ -498,10 +498,11 @@ class KnowledgeBase:
                 )
             same = {
                 id_: md or {}
-                for id_, doc, md in zip(stored["ids"], stored["documents"], stored["metadatas"],
-                                        strict=True)
+                for id_, doc, md in zip(
+                    stored["ids"], stored["documents"], stored["metadatas"], strict=True
+                )
                 if owners is None or (doc == group[id_].text and _unchanged(md, group[id_]))
-            }  # fmt: skip
+            }
             stats.existing += len(same)
             if owners is not None:
                 self.restamp(self._stamps(same, owners))
@@ -600,8 +601,7 @@ class KnowledgeBase:
             for offset in range(0, size, batch):
                 with self._chroma():  # fetched anew: the client may have been reopened
                     col = self.collection(modality, create=False)
-                    res = col.get(include=["embeddings", "metadatas"], limit=batch,
-                                  offset=offset)  # fmt: skip
+                    res = col.get(include=["embeddings", "metadatas"], limit=batch, offset=offset)
                 yield res
 
     def add_vectors(
@@ -655,8 +655,9 @@ class KnowledgeBase:
                 col = self.collection(modality, create=False) if wanted else None
                 if col is not None:
                     res = col.get(ids=wanted, include=["embeddings"])
-                    out.update(zip(res["ids"], np.asarray(res["embeddings"], np.float32),
-                                   strict=True))  # fmt: skip
+                    out.update(
+                        zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True)
+                    )
         return out
 
     def embed_query(self, query: str) -> np.ndarray:
@@ -739,9 +740,10 @@ class KnowledgeBase:
             for offset in range(0, size, 10_000):
                 res = col.get(include=["embeddings", "metadatas"], limit=10_000, offset=offset)
                 keep = [
-                    j for j, md in enumerate(res["metadatas"])
+                    j
+                    for j, md in enumerate(res["metadatas"])
                     if (md or {}).get("src_hash") not in hidden
-                ]  # fmt: skip
+                ]
                 ids += [res["ids"][j] for j in keep]
                 chunks.append(np.asarray(res["embeddings"], dtype=np.float32)[keep])
         dim = self.embedder.dim if not chunks else chunks[0].shape[1]

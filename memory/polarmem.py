@@ -274,21 +274,24 @@ class PolarMemory:
         if chroma_url:  # a server: PostgreSQL's lock orders the writers
             self._chroma_folder = None
             client = chroma_client(url=chroma_url)
-            self.z_sem = Store(lambda write: nullcontext(client), f"{COLLECTION}-{self.name}",
-                               embedder)  # fmt: skip
+            self.z_sem = Store(
+                lambda write: nullcontext(client), f"{COLLECTION}-{self.name}", embedder
+            )
             self.location = f"{chroma_url} (memory {self.name})"
         else:
             self.path.mkdir(parents=True, exist_ok=True)
             folder = self._chroma_folder = local_chroma(self.path)
-            self.z_sem = Store(lambda write: folder.use(self.version, written=self.version),
-                               COLLECTION, embedder)  # fmt: skip
+            self.z_sem = Store(
+                lambda write: folder.use(self.version, written=self.version), COLLECTION, embedder
+            )
             self.location = str(self.path)
         with self._tx() as db:
             for statement in filter(str.strip, SCHEMA.split(";\n")):
                 db.execute(statement)
             db.execute("INSERT INTO meta VALUES ('version', '0') ON CONFLICT DO NOTHING")
-            db.execute("INSERT INTO meta VALUES ('embedder', ?) ON CONFLICT DO NOTHING",
-                       (embedder,))  # fmt: skip
+            db.execute(
+                "INSERT INTO meta VALUES ('embedder', ?) ON CONFLICT DO NOTHING", (embedder,)
+            )
         made_with = self._meta("embedder")
         if made_with != embedder:
             raise PolarMemoryError(
@@ -616,7 +619,7 @@ class PolarMemory:
             out.append(
                 Recalled(
                     id_, kind, content, s_log, round(s_sem, 6), source, path, matched, violated
-                )  # fmt: skip
+                )
             )
         return out
 

@@ -250,8 +250,9 @@ def read_pdf(
         for number, page in enumerate(doc, 1):
             where = f"{path}#page{number}"
             try:
-                text, meta, png, seconds = _pdf_page(page, where, folder, number, page_pixels,
-                                                     ocr, ocr_cache, notes)  # fmt: skip
+                text, meta, png, seconds = _pdf_page(
+                    page, where, folder, number, page_pixels, ocr, ocr_cache, notes
+                )
             except Exception as e:  # a damaged page: skip it, keep the document
                 yield Skipped(where, f"page failed: {e}")
                 continue
@@ -710,10 +711,11 @@ def source_units(path: Path, fmt: str, follow_links: bool = False) -> list[Sourc
     if fmt == "folder" and path.is_dir():
         captions = _captions(path)
         return [
-            SourceUnit(f, (f,), partial(read_file, f, caption_of(captions, f)),
-                       caption_of(captions, f))
+            SourceUnit(
+                f, (f,), partial(read_file, f, caption_of(captions, f)), caption_of(captions, f)
+            )
             for f in folder_files(path, follow_links)
-        ]  # fmt: skip
+        ]
     if fmt == "folder":
         return [SourceUnit(path, (path,), partial(read_file, path))]
     if fmt == "pdf":

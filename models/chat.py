@@ -450,8 +450,9 @@ class ChatModel:
                 self._read(call, hit, parse)
                 emit(call, self.on_event)
                 return hit
-        call = LLMCall(role=role, template=template, model=self.model, kind=kind, extra=extra,
-                       **content)  # fmt: skip
+        call = LLMCall(
+            role=role, template=template, model=self.model, kind=kind, extra=extra, **content
+        )
         # servers ignore these; server logs and scripted test servers read which role asked
         headers = {"X-Hopgraph-Role": role, "X-Hopgraph-Template": template}
         emit(LLMRequest(role, template, extra["request"]))  # to the trace only, not the caller

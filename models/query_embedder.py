@@ -74,8 +74,9 @@ class NumpyMiniLM:
             x = _layer_norm(x + att, w[f"{p}attention.output.LayerNorm.weight"],
                             w[f"{p}attention.output.LayerNorm.bias"], self.eps)  # fmt: skip
             out = dense(_gelu(dense(x, "intermediate.dense")), "output.dense")
-            x = _layer_norm(x + out, w[f"{p}output.LayerNorm.weight"],
-                            w[f"{p}output.LayerNorm.bias"], self.eps)  # fmt: skip
+            x = _layer_norm(
+                x + out, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], self.eps
+            )
         pooled = x.mean(0)
         return pooled / max(float(np.linalg.norm(pooled)), 1e-12)
 

@@ -174,8 +174,9 @@ class Transport:
             raise _failed(EndpointError, message, f"malformed reply: {e}", attempts) from e
         except openai.APIConnectionError as e:
             message = f"cannot reach {where} after {attempts} attempt(s): {e}"
-            raise _failed(EndpointError, message, f"cannot reach {self.shown_url}: {e}",
-                          attempts) from e  # fmt: skip
+            raise _failed(
+                EndpointError, message, f"cannot reach {self.shown_url}: {e}", attempts
+            ) from e
         except openai.NotFoundError as e:
             message = f"{self.shown_url} does not serve {self.model!r}: {e}"
             raise _failed(ModelNotServedError, message, str(e), attempts) from e
@@ -183,8 +184,9 @@ class Transport:
             message = (
                 f"{where} answered HTTP {e.status_code} after {attempts} attempt(s): {e.message}"
             )
-            raise _failed(EndpointError, message, f"HTTP {e.status_code}: {e.message}",
-                          attempts) from e  # fmt: skip
+            raise _failed(
+                EndpointError, message, f"HTTP {e.status_code}: {e.message}", attempts
+            ) from e
 
     def _streamed(
         self,
@@ -240,14 +242,16 @@ class Transport:
         within request_timeout: the request has stalled."""
         if reply.last_token is None and now - began > self.timeout * FIRST_TOKEN_FACTOR:
             raise _NoProgress(
-                request, f"no first token after {now - began:.0f}s (limit "
-                f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)"
-            )  # fmt: skip
+                request,
+                f"no first token after {now - began:.0f}s (limit "
+                f"{FIRST_TOKEN_FACTOR} x request_timeout {self.timeout:.0f}s)",
+            )
         if reply.last_token is not None and now - reply.last_token > self.timeout:
             raise _NoProgress(
-                request, f"no token for {now - reply.last_token:.0f}s after {reply.tokens} "
-                f"(request_timeout {self.timeout:.0f}s)"
-            )  # fmt: skip
+                request,
+                f"no token for {now - reply.last_token:.0f}s after {reply.tokens} "
+                f"(request_timeout {self.timeout:.0f}s)",
+            )
 
 
 def _failed(

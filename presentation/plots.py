@@ -43,8 +43,9 @@ def _svg(fig) -> str:  # noqa: ANN001 - a matplotlib Figure
 def quality_cost(points: Sequence[Point], metric: str) -> str:
     """One panel per cost the points carry: quality (y) against that cost (x)."""
     costs = [(k, label) for k, label in COSTS if all(k in p.costs for p in points)]
-    fig, axes = plt.subplots(1, max(1, len(costs)), figsize=(3.2 * max(1, len(costs)), 2.8),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, max(1, len(costs)), figsize=(3.2 * max(1, len(costs)), 2.8), squeeze=False
+    )
     axes[0][0].set_ylabel(metric)
     for ax, (key, label) in zip(axes[0], costs, strict=False):
         for p in points:

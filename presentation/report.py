@@ -501,8 +501,9 @@ def _hit_html(i: str, score: Any, known: dict, kept: set, cited: set) -> str:
 def _call_html(e: dict[str, Any]) -> str:
     """An LLM call, collapsed: role, template, tokens, latency; open: each message, the reply,
     what was read from it, the settings."""
-    flags = " error" if e.get("error") else (" repair" if (e.get("extra") or {}).get("repair")
-                                              else "")  # fmt: skip
+    flags = (
+        " error" if e.get("error") else (" repair" if (e.get("extra") or {}).get("repair") else "")
+    )
     head = (
         f"llm <b>{_esc(e.get('role'))}</b> [{_esc(e.get('template'))}] "
         f"{e.get('prompt_tokens', 0)}+{e.get('completion_tokens', 0)} tok "
@@ -601,13 +602,10 @@ def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> st
             f"<rect class='quoted' x='{x0}' y='{y0}' width='{x1 - x0}' height='{y1 - y0}'/>"
             for x0, y0, x1, y1 in boxes
         )
-        caption = (
-            f"{_esc(e.get('source', ''))} p.{e.get('page')}: "
-            + (
-                "the highlighted lines are what the answer quotes"
-                if boxes
-                else "cited; the answer quotes none of its text"
-            )  # fmt: skip
+        caption = f"{_esc(e.get('source', ''))} p.{e.get('page')}: " + (
+            "the highlighted lines are what the answer quotes"
+            if boxes
+            else "cited; the answer quotes none of its text"
         )
         figures.append(
             f"<figure class='page' data-id='{_esc(cid)}'><div class='sheet'>"
@@ -658,8 +656,9 @@ def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> 
     scored = [s for s in per_q.values() if judged(s)]
     right = sum(answered_right(s) for s in scored)
     failed = sum(bool(p.get("error")) for p in preds.values())
-    tokens = sum(int(p.get("prompt_tokens", 0)) + int(p.get("completion_tokens", 0))
-                 for p in preds.values())  # fmt: skip
+    tokens = sum(
+        int(p.get("prompt_tokens", 0)) + int(p.get("completion_tokens", 0)) for p in preds.values()
+    )
     usd = (metrics.get("cost") or {}).get("usd")
     line = (
         (f"{right} right, {len(scored) - right} wrong" if scored else "not scored")

@@ -241,8 +241,7 @@ class Prompts:
         override must compile, use only the variables its built-in template is given, and
         stay inside the sandbox when rendered with placeholder values."""
         problems = []
-        dry = SandboxedEnvironment(undefined=_Placeholder, trim_blocks=True,
-                                   lstrip_blocks=True)  # fmt: skip
+        dry = SandboxedEnvironment(undefined=_Placeholder, trim_blocks=True, lstrip_blocks=True)
         for path, names in self.overrides().items():
             if not names:
                 problems.append(f"{path} overrides no template (names: method/name.j2 or name.j2)")

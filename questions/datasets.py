@@ -55,8 +55,9 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
         elif not text:
             problems.append(Skipped(where, "empty question (null, empty or not a string)"))
         elif qid in seen:
-            problems.append(Skipped(where, f"duplicate id {qid!r} (the one on line "
-                                           f"{first[qid]} is kept)"))  # fmt: skip
+            problems.append(
+                Skipped(where, f"duplicate id {qid!r} (the one on line {first[qid]} is kept)")
+            )
         else:
             seen.add(qid)
             first[qid] = lineno

@@ -233,8 +233,9 @@ def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str,
     out = {}
     for k, m in have.items():
         sittings = _manifest(t.rows[k]).get("sittings") or []
-        build = {_speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build"))
-                 for s in sittings}  # fmt: skip
+        build = {
+            _speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build")) for s in sittings
+        }
         preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl")
         out[k] = {
             q: build.get(_speed_key(preds[q].get("speed")), "unrecorded")
@@ -556,8 +557,9 @@ def table_plots(t: RunTable, have: dict[str, dict], common: list[str]) -> dict[s
         per = (have[c.better]["per_question"], have[c.worse]["per_question"])
         ids = [q for q in common if c.metric in per[0][q] and c.metric in per[1][q]]
         if ids:
-            row = plots.verdicts([per[1][q][c.metric] for q in ids],
-                                 [per[0][q][c.metric] for q in ids], c.lower)  # fmt: skip
+            row = plots.verdicts(
+                [per[1][q][c.metric] for q in ids], [per[0][q][c.metric] for q in ids], c.lower
+            )
             rows.append((f"{c.better} vs {c.worse}, {c.metric}", row))
     if rows:
         out[f"{_slug(t)}-strip.svg"] = plots.win_loss_strip(rows)

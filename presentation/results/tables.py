@@ -26,7 +26,7 @@ def _frugal(method: str, agent: str, title: str, change: str) -> RunTable:
             "seconds",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [Claim("after", "before", "seconds", lower=True), Claim("after", "before", "f1")],
         command=f"benchmarks/frugal_hotpot.sh before {agent}; "
         f"benchmarks/frugal_hotpot.sh after {agent}",
@@ -184,7 +184,7 @@ def _optimized(
                 f"hotpotqa/optimize/{method}/record.json",
                 f"{test}/hand-written/metrics.json",
                 f"{test}/optimized/metrics.json",
-            ],  # fmt: skip
+            ],
             "hopgraph.optimizer.search:render",
             command=command,
             progress=f"hotpotqa/optimize/{method}/bootstrap",
@@ -217,7 +217,7 @@ TABLES: list[RunTable | BenchTable] = [
             "QD-C": "hotpotqa/n100/qdc",
             "QD-R": "hotpotqa/n100/qdr",
             "MMAPG": "hotpotqa/mmapg/full",
-        },  # fmt: skip
+        },
         [
             "em",
             "f1",
@@ -230,7 +230,7 @@ TABLES: list[RunTable | BenchTable] = [
             "seconds",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [Claim(m, "rag", "f1") for m in ("QD-C", "QD-R", "MMAPG")],
         command="benchmarks/hotpot_100.sh; benchmarks/mmapg_hotpot.sh",
         target={"rag": 100, "QD-C": 60, "QD-R": 78, "MMAPG": 60},  # as in their own tables
@@ -268,7 +268,7 @@ TABLES: list[RunTable | BenchTable] = [
             "LlamaIndex citation": "hotpotqa/n100/llamaindex-citation",
             "QD-C": "hotpotqa/n100/qdc",
             "LlamaIndex sub-question": "hotpotqa/n100/llamaindex-subquestion",
-        },  # fmt: skip
+        },
         [
             "em",
             "f1",
@@ -282,7 +282,7 @@ TABLES: list[RunTable | BenchTable] = [
             "completion_tokens",
             "seconds",
             "prefill_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [
             Claim("rag", "LlamaIndex citation", "f1"),
             Claim("rag", "LlamaIndex citation", "citation_precision"),
@@ -290,7 +290,7 @@ TABLES: list[RunTable | BenchTable] = [
             Claim("QD-C", "LlamaIndex sub-question", "kept_recall"),
             Claim("LlamaIndex sub-question", "QD-C", "prompt_tokens", lower=True),
             Claim("LlamaIndex sub-question", "QD-C", "llm_calls", lower=True),
-        ],  # fmt: skip
+        ],
         command="benchmarks/hotpot_100.sh; benchmarks/llamaindex_hotpot.sh",
         # the tuning split's 20 included: rag and the citation engine on all 80 reported
         # questions (their citation-precision row needed ~75 at 40), the others stopped at 40
@@ -327,7 +327,7 @@ TABLES: list[RunTable | BenchTable] = [
             "QD-C": "hotpotqa/n100/qdc",
             "QD-R": "hotpotqa/n100/qdr",
             "QD-C, no budget": "hotpotqa/n100/qdc-nobudget",
-        },  # fmt: skip
+        },
         [
             "em",
             "f1",
@@ -342,7 +342,7 @@ TABLES: list[RunTable | BenchTable] = [
             "completion_tokens",
             "seconds",
             "prefill_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [
             Claim("QD-C", "rag", "f1"),
             Claim("QD-R", "rag", "f1"),
@@ -398,7 +398,7 @@ TABLES: list[RunTable | BenchTable] = [
             "seconds",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [Claim("native", "portable", "seconds", lower=True), Claim("native", "portable", "f1")],
         command="benchmarks/build_hotpot.sh",
         target=10,
@@ -416,7 +416,7 @@ TABLES: list[RunTable | BenchTable] = [
             "single path": "hotpotqa/mmapg/single-path",
             "no triplets": "hotpotqa/mmapg/no-triplets",
             "similarity retrieval": "hotpotqa/mmapg/similarity",
-        },  # fmt: skip
+        },
         MMAPG_METRICS,
         [*MMAPG_CLAIMS, Claim("full", "single path", "kept_recall")],
         command="benchmarks/mmapg_hotpot.sh",
@@ -494,7 +494,7 @@ TABLES: list[RunTable | BenchTable] = [
             "seconds",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [Claim("bandit+HRRA", "LI", "recall@3"), Claim("bandit+HRRA", "LI", "mmlb_acc")],
         command="benchmarks/mabdqa_runs.sh 2 10 p_yes",
         target=48,  # two questions per PDF (the first 24: one per PDF)
@@ -560,7 +560,7 @@ TABLES: list[RunTable | BenchTable] = [
             "seconds",
             "prefill_tokens_per_s",
             "decode_tokens_per_s",
-        ],  # fmt: skip
+        ],
         [Claim("after", "before", "seconds", lower=True)],
         command="benchmarks/prefix_mmlb.sh",
         target=10,

@@ -274,12 +274,10 @@ class RunView:
             "calls": [
                 call_row(c, self.price) | {"node": n}
                 for c, n in zip(llm_calls(records), nodes, strict=False)
-            ],  # fmt: skip
+            ],
             "marks": marks(steps),
             "evidence": evidence,
-            "gold_evidence": [
-                {"id": g, "held": g in held} for g in gold_evidence(pred)
-            ],  # fmt: skip
+            "gold_evidence": [{"id": g, "held": g in held} for g in gold_evidence(pred)],
             "traced": bool(records),
             "damaged": damaged,
         }

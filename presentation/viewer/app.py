@@ -201,8 +201,9 @@ def build_app(viewer: Viewer, host: str = "127.0.0.1", keys: list[str] | None = 
     if keys:  # a key a rebinding page cannot know guards it; clients name the host as they reach it
         return _key_check(Starlette(routes=routes), keys)
     names = list(dict.fromkeys([*LOOPBACK, *map(as_host, LOOPBACK), as_host(host)]))
-    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware,
-                                                           allowed_hosts=names)])  # fmt: skip
+    return Starlette(
+        routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=names)]
+    )
 
 
 def _key_check(inner: Starlette, keys: list[str]):  # noqa: ANN202 - an ASGI app

@@ -139,8 +139,9 @@ class ChromaSearcher:
         )
 
     def search(self, vec: torch.Tensor, k: int, exclude: set[str]) -> list[tuple[str, float]]:
-        hits = self.kb.search(vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities,
-                              vectors=True)  # fmt: skip
+        hits = self.kb.search(
+            vec.detach().numpy(), k=k + len(exclude), modalities=self.modalities, vectors=True
+        )
         return [(h["id"], h["score"]) for h in hits if h["id"] not in exclude][:k]
 
 
@@ -225,8 +226,9 @@ class ProjectedSearcher:
         res = self._read(lambda shelf: shelf.nearest(query, n, include=["distances", "metadatas"]))
         hidden = set(self.kb.hidden())
         rows = zip(res["ids"][0], res["distances"][0], res["metadatas"][0], strict=True)
-        hits = [(i, 1.0 - float(d)) for i, d, md in rows
-                if (md or {}).get("src_hash") not in hidden]  # fmt: skip
+        hits = [
+            (i, 1.0 - float(d)) for i, d, md in rows if (md or {}).get("src_hash") not in hidden
+        ]
         return [(i, s) for i, s in hits if i not in exclude][:k]
 
 

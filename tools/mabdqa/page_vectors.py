@@ -89,8 +89,9 @@ def document_pages(kb: KnowledgeBase, doc: str, page_embedder: str = "") -> Docu
             )
         images = [Path(h["path"]).read_bytes() for h in hits]
         key = _key([page_embedder, *(hashlib.sha1(b).hexdigest() for b in images)])
-        flat, offsets = _cached(kb, doc, key, page_embedder,
-                                lambda: _page_images(page_embedder, hits))  # fmt: skip
+        flat, offsets = _cached(
+            kb, doc, key, page_embedder, lambda: _page_images(page_embedder, hits)
+        )
     else:
         units = [page_units(h["text"]) for h in hits]
         key = _key([kb.embedder.name, *("\x01".join(u) for u in units)])
@@ -148,8 +149,9 @@ def stored_page_vectors(
     with _store(kb, encoder).open() as shelf:
         if shelf is None:
             return None
-        res = shelf.get(where={"$and": [{"doc": doc}, {"key": key}]},
-                        include=["embeddings", "metadatas"])  # fmt: skip
+        res = shelf.get(
+            where={"$and": [{"doc": doc}, {"key": key}]}, include=["embeddings", "metadatas"]
+        )
     mds = res["metadatas"]
     if not mds or len(mds) != mds[0]["units"]:
         return None
