@@ -40,8 +40,10 @@ PRELOAD = (
     "chromadb",
     "sentence_transformers",
 )
-"""What a command imports on its way that costs seconds; nothing here starts a thread or
-reads the environment at import (checked below: a fork copies only the forking thread)."""
+"""What a command imports on its way that costs seconds. Nothing here starts a thread at
+import (checked below: a fork copies only the forking thread). What a library reads from the
+environment at import (Hugging Face's offline switches, say) is the test run's, not a
+command's ``env``; hopgraph's own modules read none at import."""
 
 
 def _reply(**fields: object) -> None:
