@@ -6,11 +6,13 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 
@@ -144,6 +146,7 @@ class Forked:
         self._out, self._err = self._tmp / "stdout", self._tmp / "stderr"
         self._out.touch()
         self._err.touch()
+        weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)  # read or not
         zygote.send({**request, "args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
                      "stdout": str(self._out), "stderr": str(self._err)})  # fmt: skip
         forked = zygote.line(60)
@@ -187,12 +190,8 @@ class Forked:
             return None
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
-        import shutil
-
         self.wait(timeout)
-        out, err = self._out.read_text(), self._err.read_text()
-        shutil.rmtree(self._tmp, ignore_errors=True)
-        return out, err
+        return self._out.read_text(), self._err.read_text()
 
 
 def sigint_as_in_a_terminal() -> None:

@@ -45,3 +45,22 @@ def test_a_warm_command_answers_as_a_cold_one(tmp_path, monkeypatch):
     cold = answers(own, tmp_path, "interrupt", monkeypatch, cold=True)
     assert answers(own, tmp_path, "interrupt", monkeypatch, cold=False) == cold
     assert cold[0] == 130
+
+
+def test_a_command_killed_and_waited_for_leaves_no_folder(monkeypatch):
+    """A test that kills a command and only waits for it (never reads its output) leaves none
+    of the temporary folder its streams went to, once the command is dropped."""
+    import gc
+    import signal
+
+    from servers import started
+
+    monkeypatch.setenv("TESTS_COLD_CLI", "0")
+    proc = started(code="import time; print('up', flush=True); time.sleep(600)")
+    folder = proc._tmp
+    assert proc.first_line() == "up\n"
+    proc.kill()
+    assert proc.wait(60) == -signal.SIGKILL
+    del proc
+    gc.collect()
+    assert not folder.exists()
