@@ -691,4 +691,9 @@ TABLES: list[RunTable | BenchTable] = [
         "long-answer role",
         searched="searched wider (6 candidates a round raced on a minibatch of 8)",
     ),
+    *_optimized(
+        "qdrag-wide",
+        "QD-C's decomposition role",
+        searched="searched wider (4 candidates a round raced on a minibatch of 6)",
+    ),
 ]
