@@ -29,6 +29,12 @@
 # qdrag-wide: QD-C's decomposition searched as widely as the cost allows (4 candidates a round,
 # raced on a minibatch of 6; about 3 min a question here), on 2b3fc2a's code from a fresh
 # bootstrap (the first QD-C search's runs are ccbb51d's and do not resume here);
+# mmapg-reason: MMAPG's reasoner (mmapg/reason; most of MMAPG's losses to rag were the model
+# misreading evidence it held) searched as widely as qdrag-wide, on 2b3fc2a's code from a fresh
+# bootstrap: the planner search's runs are c06589d's, where the wider optimizer does not import
+# (it needs agents.role.roles_in, models.chat.parse_reply), so nothing of them resumes here;
+# about 210 MMAPG questions at ~4 min (60 bootstrap, 40 hand-written test, the candidates'
+# 50-70 validation, 40 optimized test): 14 h here;
 # the searches above keep the breadth they were recorded with (one candidate of each kind), so
 # they resume as they were)
 set -eu
@@ -43,7 +49,7 @@ case $method in
   mmapg) rev=c06589d ;;
   mmapg-choices) rev=0e58672 ;;
   mmapg-verdict) rev=c06589d ;;
-  rag-wide|rag-answer|qdrag-wide) rev=2b3fc2a ;;  # their method code (2b3fc2a: before evals/ split)
+  rag-wide|rag-answer|qdrag-wide|mmapg-reason) rev=2b3fc2a ;;  # their method code (2b3fc2a: before evals/ split)
   *) rev="" ;;
 esac
 code=$portable
@@ -77,6 +83,7 @@ case $method in
   rag) breadth="--candidates 2 --minibatch 0" ;;  # as recorded
   rag-wide) roles="--roles rag/short_answer"; breadth="--candidates 6 --minibatch 8" ;;
   qdrag-wide) breadth="--candidates 4 --minibatch 6" ;;
+  mmapg-reason) roles="--roles mmapg/reason"; breadth="--candidates 4 --minibatch 6" ;;
   rag-answer) roles="--roles rag/answer"; breadth="--candidates 6 --minibatch 8"
     for part in bootstrap splits test/hand-written; do
       [ -e $R/$method/$part ] || { mkdir -p "$(dirname $R/$method/$part)"; cp -r $R/rag-wide/$part $R/$method/$part; }
