@@ -15,7 +15,8 @@ from pathlib import Path
 
 from hopgraph.config import Context
 from hopgraph.harness.run_folder import QuestionSet
-from hopgraph.optimizer.search import Optimizer, Plan, _preds_in
+from hopgraph.optimizer.record import preds_in
+from hopgraph.optimizer.search import Optimizer, Plan
 
 ARMS = ("hand-written", "optimized")
 
@@ -31,7 +32,7 @@ def redecide(out: Path, test: Path | None = None) -> str:
     line += f" ({opt.record['stopped']})"
     if test is not None:
         ids = {q.id for q in QuestionSet.read(test).questions}
-        answered = [len(ids & set(_preds_in(out / "test" / arm))) for arm in ARMS]
+        answered = [len(ids & set(preds_in(out / "test" / arm))) for arm in ARMS]
         if min(answered) < len(ids):
             return line + f"; verdict not yet: {answered} of {len(ids)} answered"
         opt._verdict(test)

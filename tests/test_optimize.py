@@ -802,6 +802,28 @@ def test_a_candidate_better_by_mean_but_not_significant_is_kept(tmp_path):
     assert not opt.redecide()  # decided: nothing changes a second time
 
 
+def test_the_committed_searches_are_decided_anew_by_their_script(tmp_path):
+    """``benchmarks/optimize_redecide.py`` (what re-decided the committed searches, and what
+    ``optimize_hotpot.sh mmapg-verdict`` runs) reads a record and keeps by mean: it must
+    import what it reads as the optimizer's helpers move between modules."""
+    from pathlib import Path
+
+    from servers import started
+
+    incumbent = [1.0] * 6 + [0.0] * 14
+    demos = [1.0] * 6 + [0.8, 1.0, 0.5, 1.0] + [0.0] * 10
+    out, _ = searched(tmp_path, {"01-mmapg.planner-demos": demos}, incumbent)
+    record = json.loads((out / "record.json").read_text())
+    record["splits"] = {"train": str(tmp_path / "train.jsonl")}  # as every search records it
+    (out / "record.json").write_text(json.dumps(record))
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "optimize_redecide.py"
+    proc = started(out, script=script)
+    said, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert said.startswith(f"{out}: changed, kept 01-mmapg.planner-demos")
+    assert json.loads((out / "record.json").read_text())["incumbent"] == "01-mmapg.planner-demos"
+
+
 def test_a_candidate_within_one_question_s_worth_is_a_tie_and_the_incumbent_stays(tmp_path):
     """One question better by a whole point on 20 is 0.05, exactly one question's worth: a
     tie, not a win; the hand-written prompts and their linked verdict stay."""
