@@ -808,8 +808,6 @@ def test_the_committed_searches_are_decided_anew_by_their_script(tmp_path):
     import what it reads as the optimizer's helpers move between modules."""
     from pathlib import Path
 
-    from servers import started
-
     incumbent = [1.0] * 6 + [0.0] * 14
     demos = [1.0] * 6 + [0.8, 1.0, 0.5, 1.0] + [0.0] * 10
     out, _ = searched(tmp_path, {"01-mmapg.planner-demos": demos}, incumbent)
