@@ -772,6 +772,7 @@ def searched(tmp_path, scores_of: dict[str, list[float]], incumbent: list[float]
     record = {"agent": "mmapg", "roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1,
               "seed": 0, "candidates": cands, "incumbent": "hand-written", "seconds": 0.0,
               "stopped": "round 1: no candidate won", "overlay_changes": [],
+              "splits": {"train": str(tmp_path / "train.jsonl")},
               "test": {"same_prompts": True, "n": 40}}  # fmt: skip
     (out / "record.json").write_text(json.dumps(record))
     return out, Optimizer(Plan("mmapg", tmp_path / "train.jsonl", out, []), Context(), None)
@@ -811,9 +812,6 @@ def test_the_committed_searches_are_decided_anew_by_their_script(tmp_path):
     incumbent = [1.0] * 6 + [0.0] * 14
     demos = [1.0] * 6 + [0.8, 1.0, 0.5, 1.0] + [0.0] * 10
     out, _ = searched(tmp_path, {"01-mmapg.planner-demos": demos}, incumbent)
-    record = json.loads((out / "record.json").read_text())
-    record["splits"] = {"train": str(tmp_path / "train.jsonl")}  # as every search records it
-    (out / "record.json").write_text(json.dumps(record))
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "optimize_redecide.py"
     proc = started(out, script=script)
     said, err = proc.communicate(timeout=300)

@@ -3,7 +3,10 @@ interpreter does: the same exit status, output and error for the same command, r
 folder with its own environment, reading a module beside it as ``python -m`` lets it, and
 ending as an interrupt ends Python."""
 
-from servers import hopgraph
+import gc
+import signal
+
+from servers import hopgraph, started
 
 OWN_GRAPH = """
 import os, signal, sys
@@ -50,11 +53,6 @@ def test_a_warm_command_answers_as_a_cold_one(tmp_path, monkeypatch):
 def test_a_command_killed_and_waited_for_leaves_no_folder(monkeypatch):
     """A test that kills a command and only waits for it (never reads its output) leaves none
     of the temporary folder its streams went to, once the command is dropped."""
-    import gc
-    import signal
-
-    from servers import started
-
     monkeypatch.setenv("TESTS_COLD_CLI", "0")
     proc = started(code="import time; print('up', flush=True); time.sleep(600)")
     folder = proc._tmp
