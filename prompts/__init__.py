@@ -27,6 +27,7 @@ from jinja2 import (
     TemplateSyntaxError,
     UndefinedError,
     meta,
+    nodes,
 )
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
@@ -121,22 +122,46 @@ def add_template_folder(folder: str | Path) -> None:
         PACKAGE_DIRS.append(path)
 
 
+def name_problem(name: str) -> str:
+    """Why ``name`` is not a template name ("" when it is one): a name is ``method/name.j2``
+    relative to a template folder, never an absolute path or one climbing out with ``..``, so
+    an ``include`` or ``extends`` can reach only the overlay's and the shipped templates."""
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "~")) or "\\" in name or ":" in parts[0]:
+        return f"{name!r} is a path, not a template name (method/name.j2)"
+    if any(part in ("..", ".", "") for part in parts):
+        return f"{name!r} leaves the template folders ('..', '.' or an empty part)"
+    return ""
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """``path`` (its links followed) lies inside ``root``: a template linked to a file outside
+    its folder is not read."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
 class _OverlayLoader(BaseLoader):
     """Looks a template ``method/name.j2`` up in the user folder, then the folders methods of
-    one's own added, then the built-ins."""
+    one's own added, then the built-ins; a name that is a path, or a file whose link leads out
+    of its folder, is never read."""
 
     def __init__(self, user_dir: Path | None):
         self.user_dir = user_dir
 
     def candidates(self, name: str) -> list[Path]:
+        if name_problem(name):
+            return []
         paths = []
         if self.user_dir is not None:
-            paths += [self.user_dir / name, self.user_dir / Path(name).name]
-        paths += [folder / name for folder in PACKAGE_DIRS]
-        paths.append(BUILTIN_DIR / name)
-        return paths
+            paths += [(self.user_dir, self.user_dir / name),
+                      (self.user_dir, self.user_dir / Path(name).name)]  # fmt: skip
+        paths += [(folder, folder / name) for folder in PACKAGE_DIRS]
+        paths.append((BUILTIN_DIR, BUILTIN_DIR / name))
+        return [path for root, path in paths if _inside(path, root)]
 
     def get_source(self, environment, template):  # noqa: ANN001 - jinja2's signature
+        if why := name_problem(template):
+            raise PromptSecurityError(f"template reference refused: {why}")
         for path in self.candidates(template):
             if path.is_file():
                 text = path.read_text(encoding="utf-8")
@@ -174,6 +199,8 @@ class Prompts:
 
     def source_path(self, name: str) -> Path:
         fname = self.filename(name)
+        if why := name_problem(fname):
+            raise PromptError(f"prompt template refused: {why}")
         for path in self._loader.candidates(fname):
             if path.is_file():
                 return path
@@ -214,6 +241,8 @@ class Prompts:
             text = template.render(**variables)
         except SecurityError as e:
             raise PromptSecurityError(f"prompt template {name!r} ({path}) is unsafe: {e}") from e
+        except PromptSecurityError as e:
+            raise PromptSecurityError(f"prompt template {name!r} ({path}): {e}") from e
         except UndefinedError as e:
             missing = re.search(r"'([^']+)' is undefined", str(e))
             var = missing.group(1) if missing else str(e)
@@ -243,6 +272,9 @@ class Prompts:
         problems = []
         dry = SandboxedEnvironment(undefined=_Placeholder, trim_blocks=True, lstrip_blocks=True)
         for path, names in self.overrides().items():
+            if not _inside(path, self.user_dir or path):
+                problems.append(f"{path} links to {path.resolve()}, outside the overlay")
+                continue
             if not names:
                 problems.append(f"{path} overrides no template (names: method/name.j2 or name.j2)")
                 continue
@@ -252,6 +284,7 @@ class Prompts:
             except TemplateSyntaxError as e:
                 problems.append(f"{path} is invalid at line {e.lineno}: {e.message}")
                 continue
+            problems += self._reference_problems(path, source)
             for name in names:
                 given = meta.find_undeclared_variables(
                     self.env.parse(self.shipped(name).read_text("utf-8"))
@@ -270,6 +303,25 @@ class Prompts:
         problems += self._demo_problems()
         if problems:
             raise PromptError("prompt overlay refused: " + "; ".join(problems))
+
+    def _reference_problems(self, path: Path, source: str) -> list[str]:
+        """Each ``include``, ``extends`` or ``import`` of ``source`` must name, literally, a
+        template of the overlay or a shipped one: never a path, ``..`` or a computed name."""
+        problems = []
+        refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
+        for node in self.env.parse(source).find_all(refs):
+            names = node.template.items if isinstance(node.template, nodes.List) else [
+                node.template]  # fmt: skip
+            for ref in names:
+                if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
+                    problems.append(f"{path} line {node.lineno}: a template is named by a "
+                                    "computed value; name it literally (method/name.j2)")  # fmt: skip
+                elif why := name_problem(ref.value):
+                    problems.append(f"{path} line {node.lineno}: {why}")
+                elif not any(p.is_file() for p in self._loader.candidates(ref.value)):
+                    problems.append(f"{path} line {node.lineno}: no template {ref.value!r} in "
+                                    "the overlay or the shipped prompts")  # fmt: skip
+        return problems
 
     def _demo_problems(self) -> list[str]:
         """Each demonstrations file must sit beside a template name, give only variables that

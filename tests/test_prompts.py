@@ -146,3 +146,63 @@ def test_a_bad_demonstrations_file_is_refused_naming_it(tmp_path, name, line, me
     (tmp_path / name).write_text(line + "\n")
     with pytest.raises(PromptError, match=re.escape(message)):
         Prompts(tmp_path).check_overrides()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% include '/etc/passwd' %}",
+        "{% include '../../../../../../../../etc/passwd' %}",
+        "{% extends '/etc/hostname' %}",
+        "{% import '../../../../../../../../etc/passwd' as x %}",
+    ],
+)
+def test_an_overlay_reads_no_file_outside_the_template_folders(tmp_path, source):
+    """An include / extends / import of a path is refused when the overlay is checked (naming
+    the file and line) and again when it renders: the host's files never reach a prompt."""
+    (tmp_path / "direct").mkdir()
+    (tmp_path / "direct" / "answer.j2").write_text("{{ question }}\n" + source)
+    with pytest.raises(PromptError, match=r"answer\.j2 line 2: .*(path|leaves)"):
+        Prompts(tmp_path).check_overrides()
+    with pytest.raises(PromptSecurityError) as refused:
+        Prompts(tmp_path).render("direct/answer", question="q")
+    assert "root:" not in str(refused.value)
+
+
+def test_a_template_linked_out_of_the_overlay_is_refused(tmp_path):
+    outside = tmp_path / "outside.j2"
+    outside.write_text("SECRET {{ question }}")
+    overlay = tmp_path / "overlay"
+    (overlay / "direct").mkdir(parents=True)
+    (overlay / "direct" / "answer.j2").symlink_to(outside)
+    with pytest.raises(PromptError, match="outside the overlay"):
+        Prompts(overlay).check_overrides()
+    assert "SECRET" not in Prompts(overlay).render("direct/answer", question="q")
+
+
+def test_an_overlay_may_include_its_own_and_the_shipped_templates_by_name(tmp_path):
+    (tmp_path / "direct").mkdir()
+    (tmp_path / "direct" / "part.j2").write_text("PART")
+    (tmp_path / "direct" / "answer.j2").write_text(
+        "{% include 'direct/part.j2' %} {% include 'common/yes_no.j2' ignore missing %}"
+        " {{ question }}"
+    )
+    assert Prompts(tmp_path).render("direct/answer", question="q").startswith("PART")
+
+
+def test_a_computed_or_missing_include_is_refused_before_a_run(tmp_path):
+    (tmp_path / "direct").mkdir()
+    (tmp_path / "direct" / "answer.j2").write_text(
+        "{{ question }}{% include question %}\n{% include 'direct/nothing.j2' %}"
+    )
+    with pytest.raises(PromptError) as refused:
+        Prompts(tmp_path).check_overrides()
+    assert "line 1: a template is named by a computed value" in str(refused.value)
+    assert "line 2: no template 'direct/nothing.j2'" in str(refused.value)
+
+
+def test_prompts_export_refuses_a_name_that_is_a_path(tmp_path):
+    with pytest.raises(PromptError, match="path, not a template name"):
+        Prompts().source_path("/etc/passwd")
+    with pytest.raises(PromptError, match="leaves the template folders"):
+        Prompts().source_path("../../etc/passwd")
