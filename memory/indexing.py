@@ -232,10 +232,12 @@ class _Indexer:
         }
         kb.record_build({"source": path.name} | self.build)
         self.units = source_units(path, self.resolved, follow_links)
+        self.unreadable: list[str] = []
         if path.is_dir() and self.resolved in ("folder", "pdf"):
             walked = walk_folder(path, follow_links)
             self.report.skipped += [Skipped(str(f), LINK_OUT) for f in walked.outside]
             self.report.skipped += walked.unusable
+            self.unreadable = [str(f.resolve()) for f in walked.unreadable]
         self.opts = {
             "notes": self.report.notes,
             "pages_dir": (kb.path / "pages") if render_pages else None,
@@ -394,7 +396,8 @@ class _Indexer:
     def vanished(self, prune: bool) -> None:
         """Registered sources of an indexed folder that are gone from it, and any registered
         source no longer on disk (the KB was moved or copied away from the files it was
-        indexed from): reported, or with ``prune`` removed."""
+        indexed from): reported, or with ``prune`` removed. What lies under a folder that
+        could not be listed is neither (that folder is a failed source)."""
         path, report = self.path, self.report
         folder = self.resolved in ("folder", "pdf") and path.is_dir()
         if self.registry is None or not folder or self.build["limit"] is not None:
@@ -402,7 +405,10 @@ class _Indexer:
         root = str(path.resolve())
         here = {u.key for u in self.units}
         copies = self._copies(root, here)
+        unknown = tuple(d.rstrip("/") + "/" for d in self.unreadable)
         for key in sorted(self.known):  # gone from this folder, or from disk wherever it was
+            if key.startswith(unknown):
+                continue  # under a folder that could not be listed: not known to be gone
             inside = key.startswith(root + "/")  # (a KB moved or copied with its corpus)
             if key in copies:
                 report.copied[key] = copies[key]

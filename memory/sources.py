@@ -529,7 +529,11 @@ class Walk(NamedTuple):
     """Links (to files or folders) that lead outside it, skipped unless followed."""
     unusable: list[Skipped]
     """Entries no reader can take, each named with why (a link loop, a link to nothing, a
-    name that is not UTF-8, a FIFO, socket or device): skipped, the rest indexed."""
+    name that is not UTF-8, a FIFO, socket or device): skipped, the rest indexed; a folder
+    that cannot be listed is a ``Failed`` source among them."""
+    unreadable: list[Path]
+    """Folders that could not be listed (no permission, an I/O error): what they hold is
+    unknown, so none of it counts as vanished."""
 
 
 def walk_folder(path: Path, follow_links: bool = False) -> Walk:
@@ -542,7 +546,14 @@ def walk_folder(path: Path, follow_links: bool = False) -> Walk:
     out: list[Path] = []
     bad: list[Skipped] = []
     seen: set[Path] = set()
-    for here, dirs, names in os.walk(path, followlinks=follow_links):
+    unreadable: list[Path] = []
+
+    def cannot_list(e: OSError) -> None:
+        where = Path(e.filename or path)
+        unreadable.append(where)
+        bad.append(Failed(shown_path(where), f"cannot read this folder: {e.strerror or e}"))
+
+    for here, dirs, names in os.walk(path, onerror=cannot_list, followlinks=follow_links):
         real = Path(here).resolve()
         if real in seen:  # a link loop, or a folder reached twice
             dirs[:] = []
@@ -556,7 +567,7 @@ def walk_folder(path: Path, follow_links: bool = False) -> Walk:
                 bad.append(Skipped(shown_path(file), why))
             else:
                 (files if follow_links or inside(file, root) else out).append(file)
-    return Walk(sorted(files), sorted(out), bad)
+    return Walk(sorted(files), sorted(out), bad, unreadable)
 
 
 def shown_path(file: Path) -> str:

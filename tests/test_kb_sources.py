@@ -392,3 +392,32 @@ def test_a_source_another_indexer_holds_with_other_settings_is_refused(tmp_path)
     assert kb.registry.claim(key, "host:1:other", json.dumps(theirs, sort_keys=True), 60) is None
     with pytest.raises(LeaseConflict, match="being indexed by host:1:other with other settings"):
         index_source(kb, root, "folder", ocr="off", render_pages=False)
+
+
+def test_an_unreadable_folder_is_a_failure_and_prune_removes_nothing_of_it(
+    heron, tmp_path, monkeypatch
+):
+    """A folder that cannot be listed (no permission) is named as a failed source, and what it
+    held is neither reported vanished nor pruned: the index exits with the failed-sources
+    status. (The listing is refused at ``os.scandir``, as the kernel refuses it for a user
+    without permission; tests run as root, which no mode bit stops.)"""
+    private = heron / "private"
+    private.mkdir()
+    (private / "plan.txt").write_text("The Heron rendezvous is at the old lighthouse.")
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, heron, ocr="off")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.path.realpath(path) == str(private.resolve()):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    report = index_source(kb, heron, ocr="off", prune=True)
+    assert report.vanished == [] and report.pruned == [], report.as_dict()
+    assert [(f.where, f.reason) for f in report.failed] == [
+        (str(private), "cannot read this folder: Permission denied")
+    ]
+    assert any("old lighthouse" in t for t in texts(kb, "Heron rendezvous"))
+    assert len(kb.registry.sources()) == 3
