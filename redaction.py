@@ -3,19 +3,52 @@ a secret never reaches a trace, a manifest or a log line."""
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
+from urllib.parse import quote, quote_plus, unquote
 
 _URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)@")
 """A URL's user information: everything before the last ``@`` of its authority, so a
 password holding ``@`` is one password, and a user name alone (``http://TOKEN@host``, sent
 as Basic auth) is a secret too."""
+SECRET_NAMES = (
+    "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "key", "auth",
+    "authorization", "credential", "credentials", "signature", "sig", "code", "jwt", "session",
+    "hmac",
+)  # fmt: skip
+"""The parameter names whose value is a secret, whatever words come before them (``api_key``,
+``X-Amz-Signature``, ``access_token``): a password, a key, a token, a signed URL's
+signature, an OAuth ``code``, a session id, a JWT, an HMAC."""
 _SECRET_VALUE = re.compile(
-    r"(?i)\b((?:[A-Za-z0-9]+[_-])*(?:password|passwd|pwd|secret|token|apikey|key|auth|"
-    r"credentials?|signature))(\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s,;&#]+)"
+    r"(?i)\b((?:[A-Za-z0-9]+[_-])*(?:" + "|".join(SECRET_NAMES) + r"))(\s*=\s*)"
+    r"('[^']*'|\"[^\"]*\"|(?:bearer|basic|token)(?:\s+|%20|\+)[^\s,;&#]+|[^\s,;&#]+)"
 )
 """A secret's ``name=value``: a key=value DSN, a ``--set``, a URL's query (``?key=``,
-``&api-key=``, ``access_token=``), whatever joins the name's words (``_`` or ``-``)."""
+``&api-key=``, ``access_token=``, ``sig=``), whatever joins the name's words (``_`` or ``-``);
+an ``Authorization=Bearer X`` value is masked whole."""
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+|%20|\+)([A-Za-z0-9._~+/-]{6,}=*)")
+"""A bearer token wherever it stands (``Authorization: Bearer X``)."""
+
+_KNOWN: set[str] = set()
+"""Secret values met so far (``remember``): masked wherever they are echoed, in any form."""
+
+
+def remember(*values: str) -> None:
+    """Mask these secret values wherever they appear from now on, as they are and URL-encoded
+    (an exporter or a library that echoes a URL's query without its name)."""
+    for value in values:
+        if value and len(value) >= 4 and value != "***":
+            _KNOWN.update({value, unquote(value), quote(value, safe=""), quote_plus(value)})
+
+
+def _masked(m: re.Match[str]) -> str:
+    """A ``name=value`` secret masked; a value long and odd enough not to be a common word is
+    remembered, so an echo of it without its name is masked too."""
+    value = m[3].strip("'\"")
+    if len(value) >= 8 and not value.isalpha():
+        remember(value)
+    return f"{m[1]}{m[2]}***"
 
 
 def _userinfo(m: re.Match[str]) -> str:
@@ -37,7 +70,33 @@ def redacted(text: str) -> str:
     message hopgraph records or prints."""
     if not text:
         return text
-    return _SECRET_VALUE.sub(r"\1\2***", _URL_USERINFO.sub(_userinfo, text))
+    text = _BEARER.sub(r"\1\2***", _SECRET_VALUE.sub(_masked, _URL_USERINFO.sub(_userinfo, text)))
+    for value in sorted(_KNOWN, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, "***")
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """A log record's message redacted (``redacted``) before any handler writes it: what a
+    library logs (an exporter's retry warning naming its endpoint) holds no secret."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redacted(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = redacted(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+def redact_logs() -> None:
+    """Every record any logger (a library's too) hands to the root's handlers passes through
+    ``RedactingFilter`` before it is written."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def command_line() -> str:

@@ -169,11 +169,13 @@ def build_context(
 @app.callback()
 def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
     from hopgraph.models.embedded import install_sigterm_handler
+    from hopgraph.redaction import redact_logs
 
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    redact_logs()  # a library's log line (an exporter's retry naming its URL) holds no secret
     install_sigterm_handler()
 
 

@@ -24,6 +24,22 @@ def otel_endpoint(flag: str = "") -> str:
     return flag or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 
 
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of a collector's base URL: ``/v1/traces`` joined to its path,
+    before any query (``http://h/otel?token=X`` -> ``http://h/otel/v1/traces?token=X``). The
+    query's secret values are remembered, so an exporter's message echoing them is masked."""
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    from hopgraph.redaction import SECRET_NAMES, remember
+
+    parts = urlsplit(endpoint)
+    remember(*(v for k, v in parse_qsl(parts.query)
+               if k.lower().replace("-", "_").split("_")[-1] in SECRET_NAMES))  # fmt: skip
+    path = parts.path.rstrip("/")
+    path = path if path.endswith("/v1/traces") else path + "/v1/traces"
+    return urlunsplit(parts._replace(path=path))
+
+
 CONTENT_SWITCH = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """The GenAI conventions' opt-in for message content on spans (off by default: prompts may hold
 personal data): ``true``, ``SPAN_ONLY`` or ``SPAN_AND_EVENT`` turn it on."""
@@ -48,9 +64,7 @@ class OtelExport:
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-            url = endpoint.rstrip("/")
-            url = url if url.endswith("/v1/traces") else url + "/v1/traces"
-            exporter = OTLPSpanExporter(endpoint=url)
+            exporter = OTLPSpanExporter(endpoint=traces_url(endpoint))
         self.provider = TracerProvider(resource=Resource.create({"service.name": "hopgraph"}))
         self.provider.add_span_processor(BatchSpanProcessor(exporter))
         self.tracer = self.provider.get_tracer("hopgraph")

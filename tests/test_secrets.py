@@ -206,3 +206,57 @@ def test_the_view_api_masks_a_secret_an_older_run_wrote_in_clear(tmp_path, town_
                client.get("/api/question", params={"run": "old", "id": "q0"}).text]  # fmt: skip
     assert all(SECRET not in a for a in answers), answers
     assert "bob:***@" in answers[1]
+
+
+def test_redaction_covers_every_secret_parameter_name_and_a_bearer_value():
+    from hopgraph.redaction import redacted
+
+    for name in ("sig", "code", "pass", "jwt", "session", "hmac", "access_token",
+                 "X-Amz-Signature"):  # fmt: skip
+        assert redacted(f"https://h/otel?{name}=S3CRET-v4lue&x=1") == (
+            f"https://h/otel?{name}=***&x=1"
+        ), name
+    assert redacted("Authorization=Bearer eyJhbGciOi.x.y rest") == "Authorization=*** rest"
+    assert redacted("header Authorization: Bearer eyJhbGciOiJIUzI1") == (
+        "header Authorization: Bearer ***"
+    )
+
+
+def test_a_secret_met_once_is_masked_where_it_is_echoed_without_its_name():
+    from hopgraph.redaction import redacted
+
+    assert redacted("GET /v1/traces?sig=Zq9-7777wXy") == "GET /v1/traces?sig=***"
+    assert redacted("retrying with Zq9-7777wXy in 2 s") == "retrying with *** in 2 s"
+
+
+def test_the_otlp_endpoint_keeps_its_query_after_the_traces_path():
+    from hopgraph.harness.otel import traces_url
+
+    assert traces_url("http://127.0.0.1:4318/otel?token=T0k-9") == (
+        "http://127.0.0.1:4318/otel/v1/traces?token=T0k-9"
+    )
+    assert traces_url("http://h:4318") == "http://h:4318/v1/traces"
+    assert traces_url("http://h:4318/v1/traces/?a=1") == "http://h:4318/v1/traces?a=1"
+
+
+def test_an_otel_endpoint_token_reaches_no_record_lock_or_stderr(tmp_path, town_kb):
+    """The exporter cannot reach its collector (nothing listens) and logs its retries, naming
+    the URL: neither they, the manifest nor run.lock hold the query's token."""
+    import socket
+
+    from hopgraph.questions.datasets import Question, write_questions
+
+    qfile = tmp_path / "q.jsonl"
+    write_questions([Question("q0", "What about town 0?")], qfile)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    with ScriptedServer() as server:
+        out = hopgraph("-v", "run", "--agent", "rag", "--questions", qfile, "--out",
+                       tmp_path / "run", "--kb", town_kb, "--base-url", server.base_url,
+                       "--model", "scripted", "--otel-endpoint",
+                       f"http://127.0.0.1:{dead}/otel?sig={SECRET}-5521"
+                       f"&access_token={SECRET}-77")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "/otel/v1/traces" in out.stderr, out.stderr[-2000:]  # the exporter did say its URL
+    assert leaks(tmp_path / "run", out.stdout, out.stderr) == []
