@@ -482,3 +482,48 @@ def test_an_optimize_folder_is_shown_as_a_search():
     assert "mmapg%2Fcandidates%2F01-mmapg.planner-demos" in page
     assert "f1 hand-written 0.406 → optimized 0.406 on 40 questions" in rag
     assert 'href="#/optimization/mmapg"' in home
+
+
+def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(runs, tmp_path):
+    """A run folder is data: a page path it names, or a link it holds, never makes the viewer
+    read a file outside the folders it serves and the KB its manifest names (a link
+    ``evil.png -> secret`` answered the secret, 200 image/png)."""
+    import json
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:the host's secret")
+    served = tmp_path / "served"
+    run = served / "run"
+    shutil.copytree(runs / "runs" / "first", run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["context"]["kb_dir"] = str(tmp_path / "kb")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "kb" / "pages").mkdir(parents=True)
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
+    (tmp_path / "kb" / "pages" / "p1.png").write_bytes(png)
+    (run / "page.png").write_bytes(png)
+    (run / "evil.png").symlink_to(secret)
+    (tmp_path / "elsewhere.png").write_bytes(png)
+    pages = {"kb": tmp_path / "kb" / "pages" / "p1.png", "inside": run / "page.png",
+             "link": run / "evil.png", "outside": tmp_path / "elsewhere.png"}  # fmt: skip
+    kept = [{"id": cid, "modality": "page", "path": str(p), "text": cid}
+            for cid, p in pages.items()]  # fmt: skip
+    pred = json.loads((run / "predictions.jsonl").read_text().splitlines()[0])
+    pred["citations"] = list(pages)
+    (run / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
+    for old in (run / "traces").glob("*"):
+        old.unlink()
+    trace = {"mode": "values", "graph": "rag", "data": {"kept": kept, "question": "?"}}
+    (run / "traces" / f"{pred['id']}.jsonl").write_text(json.dumps(trace) + "\n")
+    proc, url = start_view(tmp_path, folders=("served",))
+    try:
+        got = {cid: httpx.get(f"{url}api/page", params={"run": "run", "id": pred["id"],
+                                                          "cid": cid})  # fmt: skip
+               for cid in pages}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert {cid: r.status_code for cid, r in got.items()} == {
+        "kb": 200, "inside": 200, "link": 404, "outside": 404
+    }
+    assert all("the host's secret" not in r.text for r in got.values())

@@ -461,8 +461,12 @@ def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[d
     return out
 
 
-def page_image(records: list[dict[str, Any]], pred: dict[str, Any], cid: str) -> Path:
-    """The image of a cited PDF page this question's trace names (nothing else is served)."""
+def page_image(
+    records: list[dict[str, Any]], pred: dict[str, Any], cid: str, inside: list[Path]
+) -> Path:
+    """The image of a cited PDF page this question's trace names, when it lies (links
+    followed) inside one of the folders ``inside``: a run folder is data, and a path it names
+    never makes the viewer read elsewhere (nothing else is served)."""
     e = evidence_index(records).get(cid) or {}
     path = Path(str(e.get("path") or ""))
     if (
@@ -472,7 +476,19 @@ def page_image(records: list[dict[str, Any]], pred: dict[str, Any], cid: str) ->
         or not path.is_file()
     ):
         raise KeyError(cid)
-    return path
+    real = path.resolve()
+    if real.suffix.lower() not in PAGE_IMAGES or not any(
+        real.is_relative_to(root.resolve()) for root in inside
+    ):
+        raise KeyError(cid)
+    return real
+
+
+def page_folders(roots: list[Path], manifest: dict[str, Any]) -> list[Path]:
+    """Where a run's page images may be read from: the folders the viewer serves, and the
+    rendered pages of the KB its manifest names (``<kb_dir>/pages``)."""
+    kb_dir = str((manifest.get("context") or {}).get("kb_dir") or "")
+    return [*roots, *([Path(kb_dir).expanduser() / "pages"] if kb_dir else [])]
 
 
 def pair(a: RunView, b: RunView, metric: str) -> dict[str, Any]:

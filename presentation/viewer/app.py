@@ -24,6 +24,7 @@ from hopgraph.harness.cost import Price
 from hopgraph.presentation.viewer import (
     RunView,
     optimize_search,
+    page_folders,
     page_image,
     pair,
     pair_question,
@@ -127,7 +128,8 @@ class Viewer:
         (_, run), qid = self.run(request), request.query_params.get("id", "")
         cid = request.query_params.get("cid", "")
         try:
-            path = page_image(run.records(qid), run.prediction(qid), cid)
+            folders = page_folders(self.roots, run.manifest())
+            path = page_image(run.records(qid), run.prediction(qid), cid, folders)
         except KeyError:
             raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
         return FileResponse(path, headers=SECURITY)
