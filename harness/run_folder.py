@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -317,9 +318,11 @@ def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: 
 
 # -- predictions file -------------------------------------------------------------------------
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished predictions by id. A line that cannot be read (cut short by a crash mid-write)
-    is left out with a warning naming it: its question counts as unanswered until the run is
-    re-run, which answers it again and rewrites the file without that line."""
+    """Finished predictions by id, each line checked against ``Prediction`` as it is read. A
+    line that cannot be read (cut short by a crash mid-write) or whose fields have the wrong
+    type (``"seconds": "slow"``) is left out with a warning naming its line and why: its
+    question counts as unanswered until the run is re-run, which answers it again and rewrites
+    the file without that line; the other lines are read as they are."""
     out: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return out
@@ -327,15 +330,53 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     for number, line in enumerate(text.splitlines(), 1):
         try:
             obj = json.loads(line)
-            out.setdefault(obj["id"], obj)
-        except (json.JSONDecodeError, TypeError, KeyError) as e:
-            log.warning(
-                "%s:%d is unreadable (%s; cut short by a crash?) and left out: its question "
-                "counts as unanswered. Re-running the run (the same `hopgraph run` command) "
-                "answers it again and repairs the file",
-                path, number, type(e).__name__ if not isinstance(e, json.JSONDecodeError) else e,
-            )  # fmt: skip
+        except json.JSONDecodeError as e:
+            why = str(e)
+        else:
+            if not (why := prediction_problem(obj)):
+                out.setdefault(obj["id"], obj)
+                continue
+        log.warning(
+            "%s:%d is unreadable (%s) and left out: its question counts as unanswered. "
+            "Re-running the run (the same `hopgraph run` command) answers it again and repairs "
+            "the file", path, number, why,
+        )  # fmt: skip
     return out
+
+
+def prediction_problem(obj: Any) -> str:
+    """Why ``obj`` is not a prediction line ("" when it is one): an object with a string
+    ``id`` whose every field that ``Prediction`` names has that field's type (a number where a
+    count is, a list of ids where ids are); fields of older layouts it does not name pass."""
+    if not isinstance(obj, dict):
+        return f"a line is a JSON object, not {type(obj).__name__}"
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        return "it has no string id"
+    checks = _prediction_fields()
+    for key, value in obj.items():
+        check = checks.get(key)
+        if check is None:
+            continue
+        try:
+            check.validate_python(value, strict=True)
+        except ValueError:
+            return f"{key} is {json.dumps(value)[:40]}, not {_type_name(check)}"
+    return ""
+
+
+@lru_cache(maxsize=1)
+def _prediction_fields() -> dict[str, Any]:
+    """A pydantic check of each ``Prediction`` field's type (``cited`` is not written)."""
+    from typing import get_type_hints
+
+    from pydantic import TypeAdapter
+
+    hints = get_type_hints(Prediction)
+    return {key: TypeAdapter(hint) for key, hint in hints.items() if key != "cited"}
+
+
+def _type_name(check: Any) -> str:
+    return str(check.core_schema.get("type", "the type it has")).replace("_", " ")
 
 
 def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:

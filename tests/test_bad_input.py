@@ -246,3 +246,30 @@ def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_
         if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
     ]
     assert len(calls) == 1 and calls[0]["attempts"] == 0, calls  # never sent, never re-sent
+
+
+def test_a_wrongly_typed_predictions_line_is_skipped_by_eval_and_the_viewer(tmp_path):
+    """A well-formed line with wrong types (``"llm_calls": null``, ``"seconds": "slow"``) ended
+    ``eval`` in a TypeError traceback and made every viewer endpoint of the run answer 500:
+    it is skipped with its line number and why, and the good questions are shown."""
+    import json
+
+    from scripted_server import ScriptedServer
+
+    from hopgraph.presentation.viewer import RunView
+
+    write_questions(tmp_path / "q.jsonl", 3)
+    with ScriptedServer() as server:
+        assert hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                        "--base-url", server.base_url, "--model", "scripted",
+                        cwd=tmp_path).returncode == 0  # fmt: skip
+    preds = tmp_path / "r" / "predictions.jsonl"
+    lines = [json.loads(line) for line in preds.read_text().splitlines()]
+    lines[1]["llm_calls"], lines[2]["seconds"] = None, "slow"
+    preds.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = hopgraph("eval", "r", cwd=tmp_path)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "r/predictions.jsonl:2 is unreadable (llm_calls is null, not int)" in out.stderr
+    assert 'r/predictions.jsonl:3 is unreadable (seconds is "slow", not float)' in out.stderr
+    rows = RunView(tmp_path / "r").rows()
+    assert [r["id"] for r in rows] == [lines[0]["id"]]
