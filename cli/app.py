@@ -118,7 +118,8 @@ def within(least: float = -math.inf, most: float = math.inf):  # noqa: ANN201
         if value is None:
             return value
         try:
-            return bounded(f"--{param.name.replace('_', '-')}", value, least=least, most=most)
+            flag = max(param.opts, key=len) if param.opts else f"--{param.name}"
+            return bounded(flag.replace("_", "-"), value, least=least, most=most)
         except ValueError as e:
             refuse(str(e))
 

@@ -17,6 +17,7 @@ from hopgraph.cli.app import (
     console,
     err,
     file_flag,
+    within,
 )
 from hopgraph.redaction import command_line
 
@@ -48,10 +49,16 @@ def grail_train(
     kb: KbDir,
     out: Annotated[str, typer.Option(help="folder for grail.safetensors + card.json")],
     epochs: Annotated[
-        int, typer.Option(help="epochs of the gap module and of the adapter (B.3: 100)")
+        int,
+        typer.Option(
+            help="epochs of the gap module and of the adapter (B.3: 100)",
+            callback=within(1, 100_000),
+        ),
     ] = 100,
-    seed: int = 0,
-    test_share: Annotated[float, typer.Option(help="share of questions held out")] = 0.5,
+    seed: Annotated[int, typer.Option(callback=within())] = 0,
+    test_share: Annotated[
+        float, typer.Option(help="share of questions held out", callback=within(0, 1))
+    ] = 0.5,
     align: Annotated[bool, typer.Option(help="train the query-evidence adapter")] = True,
     router_questions: Annotated[
         str, typer.Option(help="question JSONL with types (MultimodalQA) for the router")

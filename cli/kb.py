@@ -241,10 +241,12 @@ def _has_content(source: Path) -> bool:
 def search(
     query: str,
     kb: KbDir = "kb",
-    k: Annotated[int, typer.Option("-k")] = 5,
+    k: Annotated[int, typer.Option("-k", help="hits at most", callback=within(1, 10_000))] = 5,
     modality: Annotated[list[str] | None, typer.Option(help="text | table | image | page")] = None,
     source: Annotated[list[str] | None, typer.Option(help="only items from this source")] = None,
-    radius: Annotated[float | None, typer.Option(help="cosine distance radius")] = None,
+    radius: Annotated[
+        float | None, typer.Option(help="cosine distance radius", callback=within(0, 2))
+    ] = None,
     sets: Sets = None,
 ) -> None:
     """Search the knowledge base (top-k, or everything within a radius)."""

@@ -21,6 +21,7 @@ from hopgraph.cli.app import (
     Sets,
     app,
     build_context,
+    within,
 )
 
 
@@ -28,7 +29,7 @@ from hopgraph.cli.app import (
 def mcp(
     http: Annotated[bool, typer.Option(help="serve streamable HTTP instead of stdio")] = False,
     host: Annotated[str, typer.Option(help="HTTP: the address to listen on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP: the port")] = 8765,
+    port: Annotated[int, typer.Option(help="HTTP: the port", callback=within(1, 65_535))] = 8765,
     allowed_host: Annotated[
         list[str] | None,
         typer.Option(

@@ -83,7 +83,7 @@ def memory_ingest(
 def memory_recall(
     query: str,
     memory: MemoryDir = "",
-    k: Annotated[int, typer.Option("-k")] = 5,
+    k: Annotated[int, typer.Option("-k", help="memories at most", callback=within(1, 10_000))] = 5,
     mode: Annotated[str, typer.Option(help="logic (Algorithm 1) | vanilla")] = "logic",
     positive: Annotated[list[str] | None, typer.Option(help="Q+ (skips parsing)")] = None,
     negative: Annotated[list[str] | None, typer.Option(help="Q- (skips parsing)")] = None,

@@ -35,7 +35,8 @@ Demos = Annotated[
 ValShare = Annotated[
     float,
     typer.Option(
-        help="share of the training questions kept for validation (never a demonstration's source)"
+        help="share of the training questions kept for validation (never a demonstration's source)",
+        callback=within(0, 1),
     ),
 ]
 Minibatch = Annotated[

@@ -57,13 +57,23 @@ Checkpointer = Annotated[
     ),
 ]
 Lease = Annotated[
-    float, typer.Option(help="seconds without a heartbeat before a worker's claim is free")
+    float,
+    typer.Option(
+        help="seconds without a heartbeat before a worker's claim is free",
+        callback=within(1, 86_400),
+    ),
 ]
 BudgetTokens = Annotated[
-    int, typer.Option(help="stop starting questions once the record has spent N tokens")
+    int,
+    typer.Option(
+        help="stop starting questions once the record has spent N tokens", callback=within(0)
+    ),
 ]
 BudgetUsd = Annotated[
-    float, typer.Option(help="stop starting questions once the record has spent $X (--price)")
+    float,
+    typer.Option(
+        help="stop starting questions once the record has spent $X (--price)", callback=within(0)
+    ),
 ]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse
+from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse, within
 
 
 @app.command()
@@ -19,7 +19,9 @@ def view(
     host: Annotated[
         str, typer.Option(help="address to listen on; off loopback it needs HOPGRAPH_API_KEYS")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="the port (0: any free one)")] = 8600,
+    port: Annotated[
+        int, typer.Option(help="the port (0: any free one)", callback=within(0, 65_535))
+    ] = 8600,
     price: PriceOption = "",
 ) -> None:
     """Browse runs in a web browser: the run list, a run's questions (sort, filter, search),

@@ -213,6 +213,45 @@ def test_every_number_is_bounded_where_it_is_read_flags_and_knobs_alike(tmp_path
         assert "Traceback" not in out.stderr and not (tmp_path / "r").exists(), args
 
 
+def test_search_view_and_mcp_numbers_are_refused_naming_the_option(tmp_path):
+    """``search -k 0`` / ``-k -4`` and ``view --port 70000`` / ``-1`` ended in tracebacks, and
+    ``mcp --http --port 99999`` silently listened on 99999 mod 65536."""
+    cases = [
+        (["search", "x", "-k", "0"], "-k must be at least 1 (range 1..10000), not 0"),
+        (["search", "x", "-k", "-4"], "-k must be at least 1 (range 1..10000), not -4"),
+        (["memory", "recall", "x", "-k", "0"], "-k must be at least 1"),
+        (["view", ".", "--port", "70000"], "--port must be at most 65535 (range 0..65535)"),
+        (["view", ".", "--port", "-1"], "--port must be at least 0 (range 0..65535), not -1"),
+        (["mcp", "--http", "--port", "99999"], "--port must be at most 65535 (range 1..65535)"),
+    ]  # fmt: skip
+    for args, message in cases:
+        out = hopgraph(*args, cwd=tmp_path)
+        assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-400:])
+        assert "Traceback" not in out.stderr, args
+
+
+def test_every_numeric_option_of_every_command_has_its_bounds():
+    """Each int or float option is checked by ``within`` before the command runs (an option
+    added without one would take any number)."""
+    import typer
+
+    import hopgraph.cli  # noqa: F401 - registers every command
+    from hopgraph.cli.app import app
+
+    def numbers(command, path=()):  # noqa: ANN001, ANN202
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from numbers(sub, (*path, name))
+        for param in getattr(command, "params", []):
+            if param.type_descriptor.annotation in (int, float, int | None, float | None):
+                yield " ".join(path), param.name, param.callback
+
+    found = list(numbers(typer.main.get_command(app)))
+    assert len(found) > 20
+    unbounded = [(cmd, name) for cmd, name, check in found
+                 if "within" not in getattr(check, "__qualname__", "")]  # fmt: skip
+    assert unbounded == []
+
+
 def test_a_refused_command_leaves_no_folder(tmp_path):
     """A refused ``--checkpointer`` run left its run folder, and an index refused for its
     source's format its new KB folder, though a refused command leaves none."""
