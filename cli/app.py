@@ -109,6 +109,10 @@ def file_flag(flag: str, value: str, old: str, *, required: bool = False) -> str
     return value or old
 
 
+DISK_FULL = 5
+"""The exit status of a command stopped by a full disk (the file it was writing is named)."""
+
+
 def within(least: float = -math.inf, most: float = math.inf):  # noqa: ANN201
     """A numeric flag's check (its option's ``callback``), the rule ``--set`` fields follow
     (``config.bounded``): a value not finite or outside ``least..most`` is refused before the

@@ -5,6 +5,7 @@ and the counts read from a question's events. The runner writes it; ``eval``, ``
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.metadata
 import json
@@ -16,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -317,6 +319,59 @@ def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: 
 
 
 # -- predictions file -------------------------------------------------------------------------
+class DiskFull(OSError):
+    """The disk (or the user's quota) filled while a run wrote a file: named with that file and
+    what it holds. What was written before it is whole; re-running resumes."""
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def writing(path: str | Path, what: str):  # noqa: ANN201 - a context manager
+    """Writes to ``path`` (``what`` it holds) inside this block: a full disk there raises
+    ``DiskFull`` naming them, not a bare ``[Errno 28]``; SQLite's "database or disk is full"
+    too."""
+    import sqlite3
+
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError) as e:
+        full = as_disk_full(e, path, what)
+        if full is None or full is e:
+            raise
+        raise full from e
+
+
+def as_disk_full(e: BaseException, path: str | Path, what: str) -> OSError | None:
+    """``e`` as a ``DiskFull`` naming ``path`` and ``what`` where a full disk is behind it (an
+    ``OSError`` ENOSPC / EDQUOT, SQLite's "database or disk is full"); None where not."""
+    import sqlite3
+
+    if isinstance(e, DiskFull):
+        return e
+    full = disk_full(e)
+    if full is None and not (isinstance(e, sqlite3.OperationalError) and "is full" in str(e)):
+        return None
+    return DiskFull(errno.ENOSPC, f"no space left on the device writing {what}", str(path))
+
+
+def disk_full(e: BaseException) -> OSError | None:
+    """The full-disk error behind ``e`` (itself, or one it was raised from or during), or
+    None: a pool refusing new work after a write failed hides the write's error there."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [e]
+    while todo:
+        cause = todo.pop()
+        if cause is None or id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, DiskFull) or (isinstance(cause, OSError) and cause.errno in FULL):
+            return cause
+        todo += [cause.__cause__, cause.__context__]
+    return None
+
+
 def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     """Finished predictions by id, each line checked against ``Prediction`` as it is read. A
     line that cannot be read (cut short by a crash mid-write) or whose fields have the wrong
@@ -428,7 +483,7 @@ def question_file(run_dir: Path, name: str, sha256: str | None) -> Path:
 
 def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with writing(path, "the prediction log"), open(tmp, "w", encoding="utf-8") as f:
         for obj in keep:
             f.write(json.dumps(obj, ensure_ascii=False) + "\n")
         f.flush()
@@ -500,7 +555,7 @@ class PredictionLog:
     def append(self, obj: Prediction | dict[str, Any]) -> None:
         line = {k: v for k, v in obj.items() if k != "cited"}  # the line keeps ids, not text
         data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        with self._lock:
+        with self._lock, writing(self.path, "a prediction line"):
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, data)
@@ -765,7 +820,12 @@ def pack_trace(path: Path) -> None:
     tail = path.read_text(encoding="utf-8")
     text = done if done.endswith(tail) else done + tail  # a crash after packing, before unlink
     tmp = Path(f"{packed(path)}.tmp")
-    tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    try:
+        with writing(packed(path), "a question's packed trace"):
+            tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, packed(path))
     path.unlink()
 

@@ -28,6 +28,7 @@ from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     EventCounts,
     Prediction,
+    as_disk_full,
     QuestionSet,
     RunError,
     RunFolder,
@@ -38,6 +39,7 @@ from hopgraph.harness.run_folder import (
     read_trace,
     settings_key,
     trace_path,
+    writing,
 )
 from hopgraph.memory.files import Skipped
 from hopgraph.models.embedded import llama_build_features
@@ -236,8 +238,9 @@ class Runner:
         with open(trace_file, "a", encoding="utf-8") as trace:
 
             def keep(record: dict[str, Any]) -> None:
-                trace.write(_line(record))
-                trace.flush()
+                with writing(trace_file, "a question's trace"):
+                    trace.write(_line(record))
+                    trace.flush()
                 records.append(record)
 
             keep({"mode": "start", "data": {"id": q.id, "resume": payload is None,
@@ -248,6 +251,9 @@ class Runner:
                 with question_spend(spent):  # the question's token cap counts what it spent
                     self._stream(q, payload, config, streaming, began, keep)
             except Exception as e:  # one question's failure is recorded, the batch goes on
+                full = as_disk_full(e, self.run_dir / "checkpoints.sqlite", "the checkpoints")
+                if full is not None:  # every question after it would fail the same way
+                    raise full from e
                 error = f"{type(e).__name__}: {e}"
                 keep({"mode": "error", "data": {"error": error}})
             if sum(r.get("mode") == "start" for r in records) > 1:  # resumed: say what ran twice

@@ -2,6 +2,7 @@
 and each fault is named with what to do about it."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,37 @@ def test_a_wrongly_typed_predictions_line_is_skipped_by_eval_and_the_viewer(tmp_
     assert 'r/predictions.jsonl:3 is unreadable (seconds is "slow", not float)' in out.stderr
     rows = RunView(tmp_path / "r").rows()
     assert [r["id"] for r in rows] == [lines[0]["id"]]
+
+
+def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tmp_path):
+    """A run whose disk fills exited 2 (the status for "refused before anything started") with
+    a bare ``[Errno 28]`` or a ``cannot schedule new futures`` traceback: it names the file it
+    was writing and exits 5 (a real full disk: a 300 kB tmpfs, which root may mount)."""
+    import json
+    import shutil
+    import subprocess
+
+    from scripted_server import ScriptedServer
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
+                             capture_output=True, text=True)  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        with open(tmp_path / "q.jsonl", "w") as f:
+            for i in range(200):
+                f.write(json.dumps({"id": f"q{i}", "question": f"Fact {i}? " + "pad " * 50,
+                                    "answers": ["x"]}) + "\n")  # fmt: skip
+        with ScriptedServer() as server:
+            out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out",
+                           "disk/r", "--base-url", server.base_url, "--model", "scripted",
+                           "--concurrency", "2", "--quiet", cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 5, out.stderr[-1500:]
+        assert "Traceback" not in out.stderr
+        assert re.search(r"no space left on the device writing .+ \(disk/r/\S+\): free space",
+                         out.stderr), out.stderr  # fmt: skip
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+        shutil.rmtree(disk, ignore_errors=True)
