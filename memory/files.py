@@ -38,10 +38,10 @@ Record = Item | Skipped
 
 # -- file helpers -----------------------------------------------------------------------------
 def open_text(path: Path):
-    """A text handle for plain or gzipped files (UTF-8, strict)."""
+    """A text handle for plain or gzipped files (UTF-8, strict; a leading BOM dropped)."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
@@ -50,12 +50,16 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any] | Skipped]:
         yield obj
 
 
+BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark, which some editors (Notepad, Excel's CSV) write first: not text."""
+
+
 def _starts_with_array(path: Path) -> bool:
     """Whether the file is one JSON array (its first non-blank character is '[')."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
-            head = handle.read(4096).lstrip()
+            head = handle.read(4096).removeprefix(BOM).lstrip()
     except (OSError, EOFError):
         return False
     return head[:1] == b"["
@@ -83,7 +87,7 @@ def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped
             for lineno, raw in enumerate(handle, 1):
                 where = f"{path}:{lineno}"
                 try:
-                    line = raw.decode("utf-8")
+                    line = raw.removeprefix(BOM if lineno == 1 else b"").decode("utf-8")
                 except UnicodeDecodeError as e:
                     yield lineno, Skipped(where, f"not UTF-8 (byte 0x{raw[e.start]:02x} at "
                                                  f"column {e.start + 1})")  # fmt: skip

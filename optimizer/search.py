@@ -238,8 +238,16 @@ class Plan:
 
 
 def question_text(text: str) -> str:
-    """A question as two files are compared: lower case, punctuation and spacing dropped."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+    """A question as two files are compared: Unicode compatibility form (NFKC: fullwidth and
+    composed letters as their plain ones), accents, zero-width and other format characters,
+    case, punctuation and spacing dropped."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)
+                   and unicodedata.category(c) != "Cf")  # fmt: skip
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
 def shared_questions(train: Path, test: Path) -> list[str]:

@@ -191,3 +191,37 @@ def test_data_convert_warns_about_images_that_are_not_there(tmp_path):
     out = hopgraph("data", "convert", "image-vqa", src, "--jsonl", tmp_path / "out.jsonl")
     assert out.returncode == 0, out.stderr
     assert "1 question(s) name an image that is not there" in out.stdout
+
+
+def test_a_questions_file_with_a_utf8_bom_keeps_its_first_line(tmp_path):
+    """Notepad and Excel write a byte order mark first: the first line was lost as bad JSON."""
+    from hopgraph.questions.datasets import read_questions
+
+    lines = '{"id": "a", "question": "Why?"}\n{"id": "b", "question": "How?"}\n'
+    (tmp_path / "q.jsonl").write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    (tmp_path / "a.json").write_bytes(b"\xef\xbb\xbf" + b'[{"id": "c", "question": "Who?"}]')
+    questions, problems = read_questions(tmp_path / "q.jsonl")
+    assert [q.id for q in questions] == ["a", "b"] and problems == []
+    assert [q.id for q in read_questions(tmp_path / "a.json")[0]] == ["c"]
+
+
+@pytest.mark.parametrize(
+    "twin",
+    [
+        "Who wrote the libretto of The Lantern Bride?",  # NFD below: ó as o + a combining mark
+        "Ｗｈｏ ｗｒｏｔｅ the libretto of The Lantern Bride?",  # fullwidth
+        "Who wrote the lib\u200bretto of The Lantern Bride?",  # a zero-width space
+    ],
+)
+def test_a_test_question_equal_but_for_unicode_form_is_a_training_one(tmp_path, twin):
+    import json
+    import unicodedata
+
+    from hopgraph.optimizer.search import shared_questions
+
+    asked = "Who wrote the libretto of the Lantern Bride in Córdoba?"
+    (tmp_path / "train.jsonl").write_text(json.dumps({"id": "t1", "question": asked}) + "\n")
+    variant = twin.replace("The Lantern Bride?", "the Lantern Bride in Córdoba?")
+    for form in (variant, unicodedata.normalize("NFD", variant)):
+        (tmp_path / "test.jsonl").write_text(json.dumps({"id": "x1", "question": form}) + "\n")
+        assert shared_questions(tmp_path / "train.jsonl", tmp_path / "test.jsonl"), form
