@@ -41,8 +41,10 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
 ):
     """``hopgraph ARGS`` (or ``python SCRIPT ARGS``, ``python -c CODE ARGS``) under way, with
     what a test uses of ``subprocess.Popen`` (``pid``, ``send_signal``, ``kill``, ``poll``,
-    ``wait``, ``communicate`` giving its text output); ``sigint``: SIGINT as a terminal's
-    foreground job takes it. It runs in a process of its own forked from a warm one
+    ``wait``, ``communicate`` giving its text output). Every command takes SIGINT as a
+    terminal's foreground job does (a KeyboardInterrupt), however pytest was started: a suite
+    run as a background job (SIGINT ignored, which a child inherits) tests the same thing
+    (``sigint`` is kept for the callers that name it). It runs in a process of its own forked from a warm one
     (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a
     user's shell does."""
     argv = [str(a) for a in args]
@@ -58,14 +60,14 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
         return subprocess.Popen(
             [sys.executable, *head, *argv], cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=sigint_as_in_a_terminal if sigint else None,
+            preexec_fn=sigint_as_in_a_terminal,
         )  # fmt: skip
     with _IDLE_LOCK:
         zygote = _IDLE.pop() if _IDLE else None
     if zygote is None:  # every one busy: commands at once
         zygote = Zygote()
         atexit.register(zygote.close)
-    request = {"script": str(script) if script else None, "code": code, "sigint": sigint}
+    request = {"script": str(script) if script else None, "code": code, "sigint": True}
     return Forked(zygote, argv, Path(cwd or os.getcwd()).resolve(), env, request)
 
 
