@@ -235,15 +235,17 @@ def otel_export(endpoint: str):
     return OtelExport(url) if url else None
 
 
-def interrupted(code: int, otel=None) -> NoReturn:
+def interrupted(
+    code: int, otel=None, kept: str = "finished questions are saved"
+) -> NoReturn:
     """Ctrl-C or SIGTERM: stop now. Every finished question's line is written; an in-flight
     one resumes from its checkpoint. The model server is killed, no worker thread is waited
-    for, and the exit code says which signal (130, 143)."""
+    for, and the exit code says which signal (130, 143); ``kept`` says what was saved."""
     import os
 
     from hopgraph.models.embedded import stop_all
 
-    err.print("interrupted: finished questions are saved; re-run the same command to resume")
+    err.print(f"interrupted: {kept}; re-run the same command to resume")
     stop_all(now=True)
     if otel is not None:  # the finished questions' spans still go out
         otel.close()

@@ -15,6 +15,7 @@ from hopgraph.cli.app import (
     build_context,
     console,
     err,
+    interrupted,
     open_kb,
     refuse,
     within,
@@ -76,6 +77,8 @@ def index(
 
     if not Path(source).exists():
         refuse(f"nothing to index at {source}: no such file or folder")
+    if Path(source).is_dir() and next(Path(source).iterdir(), None) is None:
+        refuse(f"nothing to index at {source}: the folder is empty")
     ocr = "off" if no_ocr else ocr
     try:
         ocr_engine(ocr)
@@ -87,6 +90,12 @@ def index(
         report = _index_into(store, source, fmt, triplets, sets, cache, limit=limit,
                              images_dir=images or None, render_pages=not no_render, ocr=ocr,
                              prune=prune, follow_links=follow_links, quiet=quiet)  # fmt: skip
+    except KeyboardInterrupt:
+        interrupted(130, kept=INDEX_KEPT)
+    except SystemExit as e:  # SIGTERM (install_sigterm_handler)
+        if e.code == 143:
+            interrupted(143, kept=INDEX_KEPT)
+        raise
     except (typer.Exit, Exception) as e:  # refused (exit 2) or failed: leave no new KB behind
         if new_folder and store.is_local and getattr(e, "exit_code", 2) == 2:
             forget_kb(store)
@@ -209,6 +218,7 @@ def _refuse_if_nothing(report, source: str) -> None:  # noqa: ANN001
 
 SOURCES_FAILED = 3
 """``hopgraph index``'s exit status when some sources could not be read (the rest indexed)."""
+INDEX_KEPT = "sources indexed whole are kept (one cut short stays hidden until it is whole)"
 
 
 def forget_kb(store) -> None:  # noqa: ANN001 - a KnowledgeBase

@@ -17,6 +17,7 @@ from hopgraph.cli.app import (
     build_context,
     console,
     err,
+    refuse,
     within,
 )
 from hopgraph.settings.polarmem import PolarMemContext
@@ -36,6 +37,16 @@ def memory_context(memory: str, base_url: str, model: str, prompts: str, sets) -
 
     ctx = build_context(base_url, model, prompts, sets, schema=PolarMemContext)
     return ctx.replace(polar_dir=memory) if memory else ctx
+
+
+def stored_memory(ctx: PolarMemContext) -> PolarMemContext:
+    """``ctx`` where its memory folder exists; a reading command on a missing one is refused
+    (exit 2), and no empty memory is made there."""
+    folder = str(ctx.polar_dir)
+    if "://" not in folder and not Path(folder).expanduser().exists():
+        refuse(f"no memory at {folder}: `hopgraph memory ingest SOURCE --memory {folder}` "
+               "makes one")  # fmt: skip
+    return ctx
 
 
 @memory_app.command("ingest")
@@ -95,7 +106,7 @@ def memory_recall(
     """Recall memories: logic first, similarity second (or similarity only)."""
     from hopgraph.graphs.polarmem import recall
 
-    ctx = memory_context(memory, base_url, model, prompts, sets)
+    ctx = stored_memory(memory_context(memory, base_url, model, prompts, sets))
     given = positive is not None or negative is not None
     out = recall(query, ctx, k=k, mode=mode, positive=positive if given else None,
                  negative=(negative or []) if given else None)  # fmt: skip
@@ -112,7 +123,8 @@ def memory_stats(memory: MemoryDir = "", sets: Sets = None) -> None:
 
     from hopgraph.graphs.polarmem import polar_memory
 
-    console.print_json(json.dumps(polar_memory(memory_context(memory, "", "", "", sets)).stats()))
+    ctx = stored_memory(memory_context(memory, "", "", "", sets))
+    console.print_json(json.dumps(polar_memory(ctx).stats()))
 
 
 @memory_app.command("forget")

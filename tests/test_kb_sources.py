@@ -421,3 +421,31 @@ def test_an_unreadable_folder_is_a_failure_and_prune_removes_nothing_of_it(
     ]
     assert any("old lighthouse" in t for t in texts(kb, "Heron rendezvous"))
     assert len(kb.registry.sources()) == 3
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_index_says_what_it_kept_and_exits_by_the_signal(tmp_path, sig, code):
+    """Ctrl-C or SIGTERM during ``index`` exited 130 / 143 printing nothing."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    write_big(root / "ledger.txt", "AMBER")
+    proc = started("index", root, "--kb", tmp_path / "kb", "--ocr", "off", sigint=True)
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "kb" / "builds.jsonl").exists():  # the read has begun
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, err
+    assert "interrupted: sources indexed whole are kept" in err and "re-run the same" in err
+
+
+def test_an_empty_folder_or_a_missing_memory_is_refused_and_nothing_is_made(tmp_path):
+    (tmp_path / "empty").mkdir()
+    out = hopgraph("index", "empty", "--kb", "kb", cwd=tmp_path)
+    assert out.returncode == 2 and "nothing to index at empty: the folder is empty" in out.stderr
+    for args in (["memory", "stats", "--memory", "mem"], ["memory", "recall", "x", "--memory",
+                                                          "mem"]):  # fmt: skip
+        out = hopgraph(*args, cwd=tmp_path)
+        assert out.returncode == 2 and "no memory at mem" in out.stderr, (args, out.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
