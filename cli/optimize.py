@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -123,26 +126,40 @@ def optimize(
 
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)
-    cache = cache or str(Path(out) / "cache")
-    sets = [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
-    ctx = build_context(base_url, model, prompts, sets, cache, schema=schema_of(agent))
-    budget = run_budget(budget_tokens, budget_usd, price)
-    _read_inputs(questions, kb, sets, type(ctx))
-    if test and not Path(test).is_file():
-        refuse(f"no test questions file at {test}")
-    roles = list(roles or roles_of(agent, ctx))
-    test_file = Path(test) if test else None
-    plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file,
-                metric=metric, rounds=rounds, demos=demos, val_share=val_share,
-                minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
-    if problems := plan.check(ctx):
-        refuse("; ".join(problems))
-    proposer = None
-    if proposer_base_url or proposer_model:
-        proposer = build_context(
-            proposer_base_url or ctx.base_url, proposer_model or ctx.model, "", sets, cache
-        )
-    _search(plan, ctx, proposer, quiet)
+    with removed_if_refused(Path(out)):  # refused before it began: no folder left
+        cache = cache or str(Path(out) / "cache")
+        sets = [*(sets or []), *([f"kb_dir={kb}"] if kb else [])]
+        ctx = build_context(base_url, model, prompts, sets, cache, schema=schema_of(agent))
+        budget = run_budget(budget_tokens, budget_usd, price)
+        _read_inputs(questions, kb, sets, type(ctx))
+        if test and not Path(test).is_file():
+            refuse(f"no test questions file at {test}")
+        roles = list(roles or roles_of(agent, ctx))
+        test_file = Path(test) if test else None
+        plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file,
+                    metric=metric, rounds=rounds, demos=demos, val_share=val_share,
+                    minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
+        if problems := plan.check(ctx):
+            refuse("; ".join(problems))
+        proposer = None
+        if proposer_base_url or proposer_model:
+            proposer = build_context(
+                proposer_base_url or ctx.base_url, proposer_model or ctx.model, "", sets, cache
+            )
+        _search(plan, ctx, proposer, quiet)
+
+
+@contextmanager
+def removed_if_refused(folder: Path) -> Iterator[None]:
+    """A folder this command makes is removed again where the command is refused (exit 2):
+    an unreachable proposer or an unknown model left ``OUT/cache/`` behind."""
+    new = not folder.exists()
+    try:
+        yield
+    except typer.Exit as e:
+        if e.exit_code == 2 and new:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 class _Shown:

@@ -315,3 +315,26 @@ def test_out_is_a_folder_in_every_command_and_a_file_is_named_by_its_kind(tmp_pa
     assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / "b.jsonl").exists()
     old = hopgraph(*convert, "--out", "b.jsonl", cwd=tmp_path)
     assert old.returncode == 0 and (tmp_path / "b.jsonl").is_file(), old.stderr
+
+
+def test_an_optimize_refused_for_its_proposer_or_model_leaves_no_folder(tmp_path, town_kb):
+    """An unreachable proposer or a model the endpoint does not serve is refused (exit 2), and
+    the search folder it would have made is not left behind (``OUT/cache/`` was)."""
+    import socket
+
+    from scripted_server import ScriptedServer
+
+    lines = [f'{{"id": "t{i}", "question": "What about town {i}?", "answers": ["x"]}}'
+             for i in range(8)]  # fmt: skip
+    (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
+    with ScriptedServer() as server:
+        base = ["optimize", "--agent", "rag", "--questions", "q.jsonl", "--kb", town_kb,
+                "--base-url", server.base_url]  # fmt: skip
+        for args in (["--model", "scripted", "--proposer-base-url", dead],
+                     ["--model", "not-served"]):  # fmt: skip
+            out = hopgraph(*base, *args, "--out", "opt", cwd=tmp_path)
+            assert out.returncode == 2 and "error:" in out.stderr, (args, out.stderr[-500:])
+            assert not (tmp_path / "opt").exists(), (args, list((tmp_path / "opt").rglob("*")))
