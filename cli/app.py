@@ -235,9 +235,7 @@ def otel_export(endpoint: str):
     return OtelExport(url) if url else None
 
 
-def interrupted(
-    code: int, otel=None, kept: str = "finished questions are saved"
-) -> NoReturn:
+def interrupted(code: int, otel=None, kept: str = "finished questions are saved") -> NoReturn:
     """Ctrl-C or SIGTERM: stop now. Every finished question's line is written; an in-flight
     one resumes from its checkpoint. The model server is killed, no worker thread is waited
     for, and the exit code says which signal (130, 143); ``kept`` says what was saved."""

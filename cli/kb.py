@@ -75,10 +75,7 @@ def index(
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.models.ocr import ocr_engine
 
-    if not Path(source).exists():
-        refuse(f"nothing to index at {source}: no such file or folder")
-    if Path(source).is_dir() and next(Path(source).iterdir(), None) is None:
-        refuse(f"nothing to index at {source}: the folder is empty")
+    _refuse_if_no_source(Path(source))
     ocr = "off" if no_ocr else ocr
     try:
         ocr_engine(ocr)
@@ -107,6 +104,13 @@ def index(
             "indexed. Fix or remove them and index again: only they are read."
         )
         raise typer.Exit(SOURCES_FAILED)
+
+
+def _refuse_if_no_source(source: Path) -> None:
+    if not source.exists():
+        refuse(f"nothing to index at {source}: no such file or folder")
+    if source.is_dir() and next(source.iterdir(), None) is None:
+        refuse(f"nothing to index at {source}: the folder is empty")
 
 
 def _index_into(store, source: str, fmt: str, triplets: bool, sets, cache: str, **options):  # noqa: ANN001, ANN003, ANN202

@@ -28,11 +28,11 @@ from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     EventCounts,
     Prediction,
-    as_disk_full,
     QuestionSet,
     RunError,
     RunFolder,
     _line,
+    as_disk_full,
     manifest,
     method_code,
     pack_trace,
@@ -251,9 +251,7 @@ class Runner:
                 with question_spend(spent):  # the question's token cap counts what it spent
                     self._stream(q, payload, config, streaming, began, keep)
             except Exception as e:  # one question's failure is recorded, the batch goes on
-                full = as_disk_full(e, self.run_dir / "checkpoints.sqlite", "the checkpoints")
-                if full is not None:  # every question after it would fail the same way
-                    raise full from e
+                self._stop_if_disk_full(e)  # every question after it would fail the same way
                 error = f"{type(e).__name__}: {e}"
                 keep({"mode": "error", "data": {"error": error}})
             if sum(r.get("mode") == "start" for r in records) > 1:  # resumed: say what ran twice
@@ -290,6 +288,13 @@ class Runner:
         if self.speed:
             pred["speed"] = self.speed
         return pred, records
+
+    def _stop_if_disk_full(self, e: Exception) -> None:
+        """A question's failure that is a full disk (its checkpoints, its trace) stops the run:
+        raised as ``DiskFull`` naming the file."""
+        full = as_disk_full(e, self.run_dir / "checkpoints.sqlite", "the checkpoints")
+        if full is not None:
+            raise full from e
 
     def _stream(self, q: Question, payload, config, streaming, began, keep) -> None:  # noqa: ANN001
         """One question's stream: each record to the live view and, through ``keep``, to the

@@ -370,16 +370,47 @@ def chunk_paragraphs(
     ``max_chars``; a longer paragraph is split at its sentences, a longer sentence at its
     words, a longer word at ``max_chars``, so no passage passes either bound however its
     source is laid out."""
-    chunks: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
+    return list(chunk_stream([text], max_words, max_chars))
+
+
+PARAGRAPH_CAP = 1 << 20
+"""The most characters a paragraph is held in memory as it streams: a longer one (a file that
+is one 50 MB line) is cut at its last space before it, so reading holds about this much."""
+
+
+def chunk_stream(
+    blocks: Iterable[str], max_words: int = 180, max_chars: int = MAX_CHUNK_CHARS
+) -> Iterator[str]:
+    """``chunk_paragraphs`` over text that arrives in blocks, each passage yielded once it is
+    whole: the same passages as of the joined text (paragraphs under ``PARAGRAPH_CAP``), with
+    memory bounded by the cap, not by the file."""
+    last = ""
+    for para in _paragraphs(blocks):
         for piece in _bounded_pieces(" ".join(para.split()), max_words, max_chars):
-            last = chunks[-1] if chunks else ""
             fits = len(last.split()) + len(piece.split()) <= max_words
             if last and fits and len(last) + 1 + len(piece) <= max_chars:
-                chunks[-1] += " " + piece
+                last += " " + piece
             else:
-                chunks.append(piece)
-    return chunks
+                if last:
+                    yield last
+                last = piece
+    if last:
+        yield last
+
+
+def _paragraphs(blocks: Iterable[str]) -> Iterator[str]:
+    """The blank-line separated paragraphs of the joined ``blocks``; one reaching
+    ``PARAGRAPH_CAP`` without a break is given in parts cut at spaces."""
+    carry = ""
+    for block in blocks:
+        *whole, carry = re.split(r"\n\s*\n", carry + block)
+        yield from whole
+        while len(carry) >= PARAGRAPH_CAP:
+            cut = carry.rfind(" ", 0, PARAGRAPH_CAP)
+            cut = cut if cut > 0 else PARAGRAPH_CAP
+            yield carry[:cut]
+            carry = carry[cut:]
+    yield carry
 
 
 def _bounded_pieces(para: str, max_words: int, max_chars: int) -> Iterator[str]:
@@ -446,17 +477,22 @@ def image_item(
     )
 
 
-def read_text_file(path: Path) -> Iterator[Record]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
+def read_text_file(path: Path, block: int = 1 << 20) -> Iterator[Record]:
+    """A text file's passages (``chunk_stream``), read a block at a time: a file of any size,
+    one 50 MB line too, is held about ``PARAGRAPH_CAP`` at once. A file that is not UTF-8 is
+    skipped whole (checked before any passage is given)."""
+    if not _is_utf8(path, block):
         yield Skipped(str(path), "not UTF-8 text")
         return
     title = path.stem.replace("_", " ")
-    chunks = chunk_paragraphs(text)
-    if not chunks:
-        yield Skipped(str(path), "empty text file: nothing to index")
-    for i, chunk in enumerate(chunks):
+
+    def blocks() -> Iterator[str]:
+        with open(path, encoding="utf-8") as handle:
+            while text := handle.read(block):
+                yield text
+
+    i = -1
+    for i, chunk in enumerate(chunk_stream(blocks())):
         yield Item(
             "text",
             passage_key(title, chunk),
@@ -465,6 +501,22 @@ def read_text_file(path: Path) -> Iterator[Record]:
             source=path.name,
             meta={"chunk": i},
         )
+    if i < 0:
+        yield Skipped(str(path), "empty text file: nothing to index")
+
+
+def _is_utf8(path: Path, block: int) -> bool:
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as handle:
+            while data := handle.read(block):
+                decoder.decode(data)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def read_csv_table(path: Path) -> Iterator[Record]:

@@ -314,8 +314,8 @@ class Prompts:
                 node.template]  # fmt: skip
             for ref in names:
                 if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
-                    problems.append(f"{path} line {node.lineno}: a template is named by a "
-                                    "computed value; name it literally (method/name.j2)")  # fmt: skip
+                    why = "a template is named by a computed value; name it literally"
+                    problems.append(f"{path} line {node.lineno}: {why} (method/name.j2)")
                 elif why := name_problem(ref.value):
                     problems.append(f"{path} line {node.lineno}: {why}")
                 elif not any(p.is_file() for p in self._loader.candidates(ref.value)):

@@ -44,9 +44,9 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
     ``wait``, ``communicate`` giving its text output). Every command takes SIGINT as a
     terminal's foreground job does (a KeyboardInterrupt), however pytest was started: a suite
     run as a background job (SIGINT ignored, which a child inherits) tests the same thing
-    (``sigint`` is kept for the callers that name it). It runs in a process of its own forked from a warm one
-    (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new interpreter for each instead, as a
-    user's shell does."""
+    (``sigint`` is kept for the callers that name it). It runs in a process of its own forked
+    from a warm one (tests/zygote.py); ``TESTS_COLD_CLI=1`` starts a new interpreter for each
+    instead, as a user's shell does."""
     argv = [str(a) for a in args]
     env = {**os.environ, "COLUMNS": "300", **(env or {})}
     if os.environ.get("TESTS_COLD_CLI") == "1":

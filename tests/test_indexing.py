@@ -299,3 +299,37 @@ def test_a_one_line_file_becomes_bounded_passages_and_no_hit_fills_a_prompt(tmp_
     (hit,) = old.search("lighthouse keepers", k=1)
     assert len(hit["text"]) == MAX_EVIDENCE_CHARS
     assert hit["provenance"]["cut_chars"] == 100000 - MAX_EVIDENCE_CHARS
+
+
+def test_a_text_file_streams_into_the_same_passages_with_bounded_memory(tmp_path):
+    """Read a block at a time, a text gives the passages of the whole text at once (blocks
+    cut anywhere, a paragraph break across two blocks); a file that is one long line is held
+    about ``PARAGRAPH_CAP`` at a time, not whole (it was read whole and chunked at once)."""
+    import random
+    import tracemalloc
+
+    from hopgraph.memory import sources
+    from hopgraph.memory.sources import chunk_paragraphs, chunk_stream, read_text_file
+
+    rng = random.Random(7)
+    words = ["river", "town", "delta.", "mill", "bridge?", "Esterlund", "flag!", "harbour"]
+    paras = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 400))) for _ in range(300)]
+    text = "".join(p + rng.choice(["\n\n", "\n \n", "\n", " ", "\r\n\r\n", "\n\n\n"]) for p in paras)
+    whole = chunk_paragraphs(text)
+    for size in (1, 7, 64, 1000, 4096):
+        blocks = [text[i : i + size] for i in range(0, len(text), size)]
+        assert list(chunk_stream(blocks)) == whole, size
+    (tmp_path / "notes.txt").write_text(text)
+    assert [it.text for it in read_text_file(tmp_path / "notes.txt", block=512)] == (
+        chunk_paragraphs((tmp_path / "notes.txt").read_text())
+    )
+    peaks = []
+    for n_words in (500_000, 1_000_000):  # one line of about 3.5 MB, then 7 MB
+        (tmp_path / "line.txt").write_text(" ".join(rng.choice(words) for _ in range(n_words)))
+        tracemalloc.start()
+        n = sum(1 for _ in read_text_file(tmp_path / "line.txt"))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert n > n_words // 200, n
+    # held: one paragraph's words at most (a few times PARAGRAPH_CAP), the same for twice the file
+    assert peaks[1] < 1.3 * peaks[0] and peaks[1] < 20 * sources.PARAGRAPH_CAP, peaks
