@@ -115,7 +115,7 @@ lint: $(STAMP) typecheck
 # this list to the checkout's packages); the repository root is the package, so it is seen
 # through a folder holding `hopgraph -> ..`
 TYPED = -m hopgraph -p hopgraph.agents -p hopgraph.cli -p hopgraph.graphs -p hopgraph.harness \
-	-p hopgraph.measure -p hopgraph.memory -p hopgraph.models -p hopgraph.optimizer \
+	-p hopgraph.evals -p hopgraph.memory -p hopgraph.models -p hopgraph.optimizer \
 	-p hopgraph.presentation -p hopgraph.prompts -p hopgraph.questions -p hopgraph.settings \
 	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.redaction \
 	-m hopgraph.runtime -m hopgraph.wording

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from scripted_server import ScriptedServer  # noqa: E402
 
 from hopgraph.config import parse_sets  # noqa: E402
+from hopgraph.evals.evaluate import by_template  # noqa: E402
 from hopgraph.graphs import every_context  # noqa: E402
 from hopgraph.harness.run_folder import read_predictions  # noqa: E402
 from hopgraph.harness.runner import Runner  # noqa: E402
-from hopgraph.measure.evaluate import by_template  # noqa: E402
 from hopgraph.memory.ids import page_key  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
 from hopgraph.questions.datasets import Question, read_questions, write_questions  # noqa: E402

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.measure import metrics as m
-from hopgraph.measure.stats import sign_counts as sign_test
+from hopgraph.evals import metrics as m
+from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.presentation.results import fmt
 from hopgraph.questions.datasets import convert_mmlongbench

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
+from hopgraph.evals.metrics import recall_at_k
+from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.harness.run_folder import RunFolder, has_trace, read_predictions, trace_path
-from hopgraph.measure.metrics import recall_at_k
-from hopgraph.measure.stats import sign_counts as sign_test
 from hopgraph.presentation.report import read_trace
 from hopgraph.presentation.results import fmt
 from hopgraph.prompts import prompts_for, sha256_file

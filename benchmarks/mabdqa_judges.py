@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.measure.stats import paired
+from hopgraph.evals.stats import paired
 from hopgraph.presentation.results import fmt, needed_text
 from hopgraph.presentation.results.tables import MMLB_EVIDENCE_QUESTIONS
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.agents import mabdqa as roles
+from hopgraph.evals.metrics import recall_at_k
+from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.harness.run_folder import RunFolder
-from hopgraph.measure.metrics import recall_at_k
-from hopgraph.measure.stats import sign_counts as sign_test
 from hopgraph.presentation.results import fmt
 from hopgraph.questions.datasets import read_questions
 from hopgraph.settings.mabdqa import MABDQAContext as Context

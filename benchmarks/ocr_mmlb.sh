@@ -37,7 +37,7 @@ seconds = [float(x) for x in re.findall(r"read by OCR \(\S+, ([0-9.]+) s\)", ope
 pages["ocr_seconds_per_page"] = round(sum(seconds) / max(pages["auto"]["ocr"], 1), 2)
 print("pages", pages)
 json.dump(pages, open(f"{out}/pages.json", "w"), indent=2)
-from hopgraph.measure.stats import sign_counts as sign_test
+from hopgraph.evals.stats import sign_counts as sign_test
 for scope in ("spread", "all"):
     a, b = (json.load(open(f"{out}/li-{scope}-{m}.json")) for m in ("off", "auto"))
     print(scope, a["questions_with_evidence"], "questions (OCR off -> on; sign test on)")

@@ -44,7 +44,7 @@ def evaluate(
     ] = False,
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
-    from hopgraph.measure.evaluate import evaluate_run, headline
+    from hopgraph.evals.evaluate import evaluate_run, headline
 
     run_folder(run_dir)
     priced = parsed_price(price)
@@ -131,7 +131,7 @@ def cost_text(cost: dict) -> str:
 def _warn_missing_gold(run_dir: str, kb_store, sets) -> None:  # noqa: ANN001
     """Warn when the run's KB no longer holds gold evidence ids its questions name."""
 
-    from hopgraph.measure.evaluate import missing_gold
+    from hopgraph.evals.evaluate import missing_gold
     from hopgraph.memory.kb import KnowledgeBase, KnowledgeBaseError
 
     if kb_store is None:
@@ -183,7 +183,7 @@ def compare(
     """Runs side by side, and each run against the first on the questions both scored: better /
     worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
     difference, and the questions 80 % power would need."""
-    from hopgraph.measure.evaluate import compare_runs, flipped
+    from hopgraph.evals.evaluate import compare_runs, flipped
 
     if len(runs) < 2:
         refuse("compare needs at least two run folders")
@@ -298,12 +298,12 @@ def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
 def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) -> Path:  # noqa: ANN001
     """The HTML page of the questions that flipped between two runs (and each run's own page,
     which it links to)."""
-    from hopgraph.measure.evaluate import load_metrics
+    from hopgraph.evals.evaluate import load_metrics
     from hopgraph.presentation import report
 
     for run in runs:  # the pages the flips link to
         report.render_html(Path(run), load_metrics(run))
-    from hopgraph.measure.evaluate import LOWER_IS_BETTER
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
     from hopgraph.presentation import plots
 
     scores = [load_metrics(r)["per_question"] for r in runs]

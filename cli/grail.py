@@ -108,7 +108,7 @@ def grail_eval(
     out = file_flag("--results", results, out)
     import json as _json
 
-    from hopgraph.measure.grail import format_table, run_eval
+    from hopgraph.evals.grail import format_table, run_eval
 
     qs, store = _grail_inputs(questions, kb, sets)
     res = run_eval(

@@ -67,7 +67,7 @@ def trace(
     folder = run_folder(args[0])
     only = args[1] if len(args) == 2 else None
     if fmt == "html":
-        from hopgraph.measure.evaluate import load_metrics
+        from hopgraph.evals.evaluate import load_metrics
 
         path = report.render_html(folder, load_metrics(folder))
         console.print(f"report: {path}")
@@ -94,8 +94,8 @@ def trace(
 def _question_head(folder: Path, qid: str) -> str:
     """A question's trace heads with what it asked, answered, the gold and the verdict (the
     gold where the record's question file is here)."""
+    from hopgraph.evals.evaluate import score_prediction
     from hopgraph.harness.run_folder import RunError, read_predictions, scored_predictions
-    from hopgraph.measure.evaluate import score_prediction
     from hopgraph.presentation.report import answered_right
 
     try:

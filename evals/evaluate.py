@@ -12,6 +12,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from hopgraph.evals import metrics as m
+from hopgraph.evals.stats import Paired, paired, paired_scores
 from hopgraph.harness.cost import Price, cost_of, run_cost
 from hopgraph.harness.run_folder import (
     RunFolder,
@@ -19,8 +21,6 @@ from hopgraph.harness.run_folder import (
     read_predictions,
     scored_predictions,
 )
-from hopgraph.measure import metrics as m
-from hopgraph.measure.stats import Paired, paired, paired_scores
 
 KS = (1, 3, 5, 10)
 MMLB_FORMATS = {"int", "float", "str", "list", "none"}

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from hopgraph.measure.stats import fmt
-from hopgraph.measure.stats import sign_counts as sign_test
+from hopgraph.evals.stats import fmt
+from hopgraph.evals.stats import sign_counts as sign_test
 from hopgraph.questions.datasets import Question
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, parse_schedule
 from hopgraph.tools.grail.training import (

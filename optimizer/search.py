@@ -46,6 +46,8 @@ from typing import Any, Literal
 
 from hopgraph.agents.role import Role, roles_in
 from hopgraph.config import Context
+from hopgraph.evals.evaluate import score_prediction
+from hopgraph.evals.stats import paired
 from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     QuestionSet,
@@ -54,8 +56,6 @@ from hopgraph.harness.run_folder import (
     scored_predictions,
     trace_path,
 )
-from hopgraph.measure.evaluate import score_prediction
-from hopgraph.measure.stats import paired
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
 from hopgraph.optimizer.proposer import propose_instruction
@@ -950,7 +950,7 @@ def _wrong(pred: dict[str, Any] | None) -> bool:
 
 def _names(text: str, gold: str) -> bool:
     """Whether ``text`` contains the answer ``gold`` (as the benchmark normalises both)."""
-    from hopgraph.measure.metrics import normalize_answer
+    from hopgraph.evals.metrics import normalize_answer
 
     g = normalize_answer(gold)
     return bool(g) and f" {g} " in f" {normalize_answer(text)} "

@@ -93,7 +93,7 @@ def comparison(scores: Sequence[dict[str, dict[str, float]]], labels: Sequence[s
     """The two plots of a comparison of runs (per-question scores, the first run the base):
     quality against cost, and each run's win / loss strip against the base, on the questions
     every run scored."""
-    from hopgraph.measure.stats import paired
+    from hopgraph.evals.stats import paired
 
     ids = sorted(set.intersection(*(set(q for q, s in r.items() if metric in s) for r in scores)))
     if not ids:

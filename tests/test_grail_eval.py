@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from hopgraph.measure.grail import completion, pools, split_of
+from hopgraph.evals.grail import completion, pools, split_of
 from hopgraph.questions.datasets import Question
 from hopgraph.tools.grail.models import GrailModel
 from hopgraph.tools.grail.retrieval import Grail, MatrixSearcher, PoolStep

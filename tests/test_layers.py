@@ -13,7 +13,7 @@ LAYERS = (
     "cli",
     "presentation",
     "optimizer",
-    "measure",
+    "evals",
     "harness",
     "questions",
     "graphs",

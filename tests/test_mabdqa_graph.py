@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scripted_server import ScriptedServer, by_template
 
+from hopgraph.evals.evaluate import score_prediction
 from hopgraph.graphs import every_context
 from hopgraph.harness.run_folder import read_predictions
 from hopgraph.harness.runner import Runner
-from hopgraph.measure.evaluate import score_prediction
 from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.presentation.report import read_trace

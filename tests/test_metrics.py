@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from hopgraph.measure import metrics as m
+from hopgraph.evals import metrics as m
 
 
 def test_squad_normalisation_em_f1():
@@ -147,7 +147,7 @@ def test_hotpotqa_f1_gives_yes_and_no_only_to_the_same_word():
 
 
 def test_score_prediction_kept_recall_and_mmlongbench_format():
-    from hopgraph.measure.evaluate import score_prediction
+    from hopgraph.evals.evaluate import score_prediction
 
     pred = {
         "answer": "42",
@@ -169,7 +169,7 @@ def test_score_prediction_kept_recall_and_mmlongbench_format():
 
 
 def test_restrict_recomputes_over_shared_questions():
-    from hopgraph.measure.evaluate import restrict
+    from hopgraph.evals.evaluate import restrict
 
     result = {"per_question": {"a": {"em": 1.0}, "b": {"em": 0.0}}, "overall": {"em": 0.5}}
     assert restrict(result, {"a"})["overall"] == {"em": 1.0}
@@ -188,7 +188,7 @@ def test_critical_path_depth_counts_sequential_rounds():
 
 
 def test_score_prediction_carries_the_sittings_speed():
-    from hopgraph.measure.evaluate import score_prediction
+    from hopgraph.evals.evaluate import score_prediction
 
     speed = {"prefill_tokens_per_s": 41.3, "decode_tokens_per_s": 24.5}
     pred = {"id": "q", "answer": "a", "gold": ["a"], "seconds": 3.0, "speed": speed}
@@ -201,7 +201,7 @@ def test_a_citation_written_as_the_citation_engines_source_label_is_read():
     """LlamaIndex's citation engine labels its contexts "Source 1:", and the 1.5B model under
     its prompt cited "[Source 2]" or "Source 2" in 21 of 80 replies: ALCE's [n] parser read
     none of them, so each scored 0 however well its source supported it."""
-    from hopgraph.measure.evaluate import citation_metrics, judged_key
+    from hopgraph.evals.evaluate import citation_metrics, judged_key
 
     texts = {"k1": "Bonnie Tyler is a Welsh singer.", "k2": "Bonnie Tyler was born in 1951."}
     pred = {"contexts_ids": ["k1", "k2"], "response": "Bonnie Tyler was born in 1951. [Source 2]"}

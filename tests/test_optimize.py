@@ -750,7 +750,7 @@ def searched(tmp_path, scores_of: dict[str, list[float]], incumbent: list[float]
     validation scores against the incumbent's, decided under the old rule (sign p < 0.1), its
     verdict linked to the hand-written arm; and its Optimizer."""
     from hopgraph.config import Context
-    from hopgraph.measure.stats import paired
+    from hopgraph.evals.stats import paired
     from hopgraph.optimizer.search import Optimizer, Plan
 
     out = tmp_path / "opt"

@@ -10,7 +10,7 @@ def test_one_import_name_and_no_top_level_collisions(tmp_path):
     code = (
         "import importlib.util, hopgraph, hopgraph.graphs, hopgraph.models;"
         "print(hopgraph.__version__);"
-        "names = ('agents','tools','memory','graphs','models','harness','measure','questions',"
+        "names = ('agents','tools','memory','graphs','models','harness','evals','questions',"
         "'optimizer','presentation','prompts','config','cli','pysyntax','settings');"
         "print([m for m in names if importlib.util.find_spec(m) is not None])"
     )

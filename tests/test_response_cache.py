@@ -109,7 +109,7 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert first == 10 and second == 5  # two calls a question; only the edited one again
     assert all(p["cache_hits"] == 1 and p["llm_calls"] == 2 for p in after.values())
     assert all("cache_hits" not in p for p in before.values())
-    from hopgraph.measure.evaluate import evaluate_run
+    from hopgraph.evals.evaluate import evaluate_run
 
     assert evaluate_run(tmp_path / "after")["overall"]["cache_hits"] == 1
     manifest = json.loads((tmp_path / "after" / "manifest.json").read_text())

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from hopgraph.measure.stats import sign_counts
+from hopgraph.evals.stats import sign_counts
 from hopgraph.presentation import results
 
 

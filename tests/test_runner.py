@@ -13,9 +13,9 @@ from scripted_server import ScriptedServer, deterministic_reply
 from servers import hopgraph, python, started
 
 from hopgraph.config import Context
+from hopgraph.evals.evaluate import evaluate_run
 from hopgraph.harness.run_folder import RunError, read_predictions, read_trace, trace_path
 from hopgraph.harness.runner import Runner
-from hopgraph.measure.evaluate import evaluate_run
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.questions.datasets import Question, write_questions
@@ -503,7 +503,7 @@ def test_the_checkpoint_thread_names_the_llama_cpp_build():
 
 def test_eval_with_citation_judge_and_compare(tmp_path, kb_dir):
     from hopgraph.agents.judge import supports
-    from hopgraph.measure.evaluate import evaluate_run, headline
+    from hopgraph.evals.evaluate import evaluate_run, headline
 
     qfile = questions(tmp_path, 3)
     with ScriptedServer() as server:
@@ -634,7 +634,7 @@ def test_interrupt_stops_promptly_and_starts_nothing_new(tmp_path, kb_dir, sig):
 def test_compare_rescores_a_run_that_went_on_after_eval(tmp_path):
     import os
 
-    from hopgraph.measure.evaluate import evaluate_run, load_metrics
+    from hopgraph.evals.evaluate import evaluate_run, load_metrics
 
     preds = tmp_path / "predictions.jsonl"
     line = '{{"id": "q{}", "answer": "Lund", "gold": ["Lund"], "error": null}}\n'
@@ -660,8 +660,8 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
     keeps a record's packed traces and ignores its checkpoints and open traces; eval joins
     gold back from the question file; a clone holding only manifest + predictions resumes
     the rest."""
+    from hopgraph.evals.evaluate import evaluate_run
     from hopgraph.harness.run_folder import scored_predictions
-    from hopgraph.measure.evaluate import evaluate_run
 
     record = TESTS.parent / "benchmarks" / "results" / "test-dataset" / f"rag-{os.getpid()}"
     qfile = questions(tmp_path)
@@ -778,7 +778,7 @@ def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
             "hopgraph.agents.generator" in code["files"] and "hopgraph.graphs.rag" in code["files"]
         )
         assert not any(
-            m.startswith(("hopgraph.cli", "hopgraph.harness", "hopgraph.measure"))
+            m.startswith(("hopgraph.cli", "hopgraph.harness", "hopgraph.evals"))
             for m in code["files"]
         )
         assert set(method_files("hopgraph.graphs.rag")) == set(code["files"])

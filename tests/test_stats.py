@@ -11,14 +11,14 @@ from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
 from hopgraph.config import Context
-from hopgraph.harness.runner import Runner
-from hopgraph.measure.stats import (
+from hopgraph.evals.stats import (
     critical_counts,
     needed_questions,
     paired,
     paired_scores,
     sign_test_power,
 )
+from hopgraph.harness.runner import Runner
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.presentation import results
 from hopgraph.questions.datasets import Question, write_questions
@@ -168,7 +168,7 @@ def test_a_column_identical_to_the_base_plots_a_zero_bar():
     """The n100 table reads rag's record for dense: its interval, rag's mean plus a zero
     difference, lands a rounding away from its own mean, which matplotlib refused as a
     negative error bar, so `hopgraph results` failed."""
-    from hopgraph.measure.stats import paired
+    from hopgraph.evals.stats import paired
     from hopgraph.presentation import plots
 
     f1 = [1.0, 0.0, 0.5, 0.4, 1.0, 0.0, 0.6667, 1.0, 0.25, 0.0, 1.0, 0.8] * 5  # 60 questions

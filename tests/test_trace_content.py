@@ -168,9 +168,9 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
     from hopgraph.graphs import every_context
 
     Context = every_context()
+    from hopgraph.evals.evaluate import evaluate_run
     from hopgraph.harness.run_folder import read_predictions, read_trace, trace_path
     from hopgraph.harness.runner import Runner
-    from hopgraph.measure.evaluate import evaluate_run
     from hopgraph.presentation import report
 
     kb, qfile, qdoc = demo

@@ -517,13 +517,19 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
     (run / "traces" / f"{pred['id']}.jsonl").write_text(json.dumps(trace) + "\n")
     proc, url = start_view(tmp_path, folders=("served",))
     try:
-        got = {cid: httpx.get(f"{url}api/page", params={"run": "run", "id": pred["id"],
-                                                          "cid": cid})  # fmt: skip
-               for cid in pages}
+        got = {
+            cid: httpx.get(
+                f"{url}api/page", params={"run": "run", "id": pred["id"], "cid": cid}
+            )  # fmt: skip
+            for cid in pages
+        }
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     assert {cid: r.status_code for cid, r in got.items()} == {
-        "kb": 200, "inside": 200, "link": 404, "outside": 404
+        "kb": 200,
+        "inside": 200,
+        "link": 404,
+        "outside": 404,
     }
     assert all("the host's secret" not in r.text for r in got.values())

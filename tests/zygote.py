@@ -35,7 +35,7 @@ PRELOAD = (
     "hopgraph.memory.kb",
     "hopgraph.models.embedders",
     "hopgraph.optimizer.search",
-    "hopgraph.measure.evaluate",
+    "hopgraph.evals.evaluate",
     "hopgraph.presentation.report",
     "chromadb",
     "sentence_transformers",

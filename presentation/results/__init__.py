@@ -19,8 +19,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from hopgraph.evals.stats import fmt, paired
 from hopgraph.harness.run_folder import RunFolder, read_predictions
-from hopgraph.measure.stats import fmt, paired
 from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
 
 RESULTS_DIR: Path | None = None
@@ -350,7 +350,7 @@ def _seconds_caveats(have: dict[str, dict], common: list[str]) -> list[str]:
     """Why a table's seconds may not compare: replies from the response cache, which took no
     time at the endpoint (a verdict's second arm asks what its first already asked), and
     endpoints of different speed on the questions the endpoint did answer."""
-    from hopgraph.measure.evaluate import uncached
+    from hopgraph.evals.evaluate import uncached
 
     live = {n: sorted(set(common) & set(uncached(m["per_question"]))) for n, m in have.items()}
     hits = [
@@ -530,7 +530,7 @@ def table_plots(t: RunTable, have: dict[str, dict], common: list[str]) -> dict[s
     """File name -> SVG: quality against cost for the table's first quality claim (one point
     per column, the paired interval against that claim's base as the bar), and the claims'
     per-question win / loss strips. {} for a table without claims."""
-    from hopgraph.measure.evaluate import LOWER_IS_BETTER
+    from hopgraph.evals.evaluate import LOWER_IS_BETTER
     from hopgraph.presentation import plots
 
     out: dict[str, str] = {}

@@ -5,7 +5,7 @@ it (a ``path.py:function`` or ``module:function`` spec)."""
 
 from __future__ import annotations
 
-from hopgraph.measure.grail import grail_files
+from hopgraph.evals.grail import grail_files
 from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
 
 
@@ -674,7 +674,7 @@ TABLES: list[RunTable | BenchTable] = [
         "Additive steering has negative Δesc and GRAIL positive; GRAIL beats additive on "
         "compositional questions.",
         grail_files(),
-        "hopgraph.measure.grail:render_tables",
+        "hopgraph.evals.grail:render_tables",
         command="benchmarks/grail_runs.sh",
         deviations=GRAIL_DEVIATIONS,
     ),

@@ -14,6 +14,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from hopgraph.evals.evaluate import score_prediction
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import (
     RunError,
@@ -24,7 +25,6 @@ from hopgraph.harness.run_folder import (
     scored_predictions,
     trace_path,
 )
-from hopgraph.measure.evaluate import score_prediction
 from hopgraph.presentation.report import (
     SHOWN_SCORES,
     answered_right,
