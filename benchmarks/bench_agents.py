@@ -176,7 +176,7 @@ def main() -> None:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -186,7 +186,7 @@ def main() -> None:
         args.out.write_text(text)
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 def render_reindex(reports: list[dict[str, Any] | None]) -> list[str]:

@@ -396,7 +396,7 @@ def main() -> None:
         args.out.write_text(text + "\n")
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 def render_negations(reports: list[dict[str, Any] | None]) -> list[str]:

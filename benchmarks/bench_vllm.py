@@ -103,7 +103,7 @@ def sitting_report(out: Path | None, engines: list[str]) -> dict[str, Any]:
     return report
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

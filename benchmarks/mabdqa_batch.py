@@ -200,7 +200,7 @@ def main() -> None:
         print(b, json.dumps(cells))
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:

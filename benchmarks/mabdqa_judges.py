@@ -28,8 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.evals.stats import paired
+from hopgraph.graphs import load_file
 from hopgraph.presentation.results import fmt, needed_text
-from hopgraph.presentation.results.tables import MMLB_EVIDENCE_QUESTIONS
+
+STUDIES = Path(__file__).resolve().parent / "results" / "studies.py"
+MMLB_EVIDENCE_QUESTIONS = load_file(STUDIES).MMLB_EVIDENCE_QUESTIONS
 
 JUDGES = ("p_yes", "scale")
 

@@ -1,5 +1,5 @@
 """Reading runs: ``eval`` scores a run, ``compare`` pairs runs question by question, ``results``
-writes docs/RESULTS.md from the committed records."""
+writes docs/results/ from the committed records."""
 
 from __future__ import annotations
 
@@ -316,22 +316,24 @@ def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) ->
 @app.command()
 def results(
     check: Annotated[
-        bool, typer.Option("--check", help="exit 1 if docs/RESULTS.md is not what the records give")
+        bool,
+        typer.Option("--check", help="exit 1 if docs/results/ is not what the records give"),
     ] = False,
 ) -> None:
-    """Write docs/RESULTS.md from the committed result records in benchmarks/results/ (of the
-    checkout this runs in)."""
-    from hopgraph.presentation.results import page_path, render, write
+    """Write the results pages, docs/results/ (an index of every study's verdicts, then a page
+    a study), from the committed result records in benchmarks/results/ of the checkout this
+    runs in."""
+    from hopgraph.presentation.results import pages_dir, stale, write
 
     try:
-        page = page_path()
+        folder = pages_dir()
     except FileNotFoundError as e:
         refuse(str(e))
     if check:
-        current = page.read_text() if page.exists() else ""
-        if current != render():
-            err.print(f"{page} is stale: run `hopgraph results` and commit it")
+        if wrong := stale(folder):
+            err.print(f"{folder} is stale ({', '.join(wrong[:5])}): run `hopgraph results` "
+                      "and commit it")  # fmt: skip
             raise typer.Exit(1)
-        console.print(f"{page} is current")
+        console.print(f"{folder} is current")
         return
     console.print(f"wrote {write()}")

@@ -105,7 +105,7 @@ def run(
         bool,
         typer.Option(
             help="extend a record whose answers came from other method code (its table in "
-            "RESULTS.md then says that its columns mix code fingerprints)"
+            "the results pages then says that its columns mix code fingerprints)"
         ),
     ] = False,
     budget_tokens: BudgetTokens = 0,

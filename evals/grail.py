@@ -171,7 +171,7 @@ def run_eval(
     return results
 
 
-# -- its table in docs/RESULTS.md (presentation/results/tables.py names it) ----------------------
+# -- its table in docs/results/ (benchmarks/results/studies.py names it) ----------------------
 
 
 GRAIL_SETS = (

@@ -943,7 +943,7 @@ class RunFolder:
                     + "; ".join(changes)
                     + ". Its questions would mix them: use a new --out folder, or run with "
                     "the record's settings (--accept-code-change extends it across a code "
-                    "change, and RESULTS.md then flags its table)"
+                    "change, and the results pages then flags its table)"
                 )
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1

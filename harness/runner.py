@@ -391,7 +391,7 @@ class Runner:
 
     def _warn_build(self, fresh: Mapping[str, Any], build: list[str] | None) -> None:
         """A sitting on another llama.cpp build than the record's last one is warned about: a
-        build can change a greedy answer (docs/RESULTS.md flags a table whose answers mix
+        build can change a greedy answer (docs/results/ flags a table whose answers mix
         builds)."""
         before = [s["llama_cpp_build"] for s in fresh.get("sittings", []) if "llama_cpp_build" in s]
         if build is not None and before and before[-1] != build:

@@ -961,7 +961,7 @@ ROW_HEADS = ("candidate", "kind", "minibatch", "validation", "kept", "tokens", "
 
 def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
     """One row per candidate (``ROW_HEADS``): its scores against the incumbent on each rung it
-    reached, or why it has none; the CLI's live table and RESULTS.md's."""
+    reached, or why it has none; the CLI's live table and the results pages's."""
     rows: list[tuple[str, ...]] = []
     for c in record["candidates"]:
         mb = c.get("minibatch") or {}
@@ -982,7 +982,7 @@ def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:
-    """RESULTS.md's lines for one search: ``[record.json, hand-written test metrics.json,
+    """the results pages's lines for one search: ``[record.json, hand-written test metrics.json,
     optimized test metrics.json]`` (the last two from ``hopgraph eval``; None where missing)."""
     record, hand, opt = (*reports, None, None)[:3]
     if not record:

@@ -1,2 +1,2 @@
 """What a user reads: the trace model and its report, method views, plots, ``hopgraph view``
-and the RESULTS.md page."""
+and the results pages."""

@@ -1,7 +1,7 @@
-"""Static SVG plots for RESULTS.md and the comparison page: quality against cost, one point per
-method or prompt variant with its paired 95 % interval against the base as an error bar, and a
-comparison's per-question win / loss strip. Deterministic output (no date, fixed ids), so a
-regenerated plot changes only when its records do."""
+"""Static SVG plots for the results pages and the comparison page: quality against cost, one
+point per method or prompt variant with its paired 95 % interval against the base as an error
+bar, and a comparison's per-question win / loss strip. Deterministic output (no date, fixed
+ids), so a regenerated plot changes only when its records do."""
 
 from __future__ import annotations
 

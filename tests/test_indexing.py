@@ -314,7 +314,9 @@ def test_a_text_file_streams_into_the_same_passages_with_bounded_memory(tmp_path
     rng = random.Random(7)
     words = ["river", "town", "delta.", "mill", "bridge?", "Esterlund", "flag!", "harbour"]
     paras = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 400))) for _ in range(300)]
-    text = "".join(p + rng.choice(["\n\n", "\n \n", "\n", " ", "\r\n\r\n", "\n\n\n"]) for p in paras)
+    text = "".join(
+        p + rng.choice(["\n\n", "\n \n", "\n", " ", "\r\n\r\n", "\n\n\n"]) for p in paras
+    )
     whole = chunk_paragraphs(text)
     for size in (1, 7, 64, 1000, 4096):
         blocks = [text[i : i + size] for i in range(0, len(text), size)]

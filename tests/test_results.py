@@ -1,4 +1,4 @@
-"""docs/RESULTS.md is generated from the committed records and must be current; the paired
+"""docs/results/ is generated from the committed records and must be current; the paired
 sign test behind every verdict, by hand."""
 
 import math
@@ -9,16 +9,36 @@ from hopgraph.evals.stats import sign_counts
 from hopgraph.presentation import results
 
 
-def test_the_committed_results_page_is_what_the_records_give():
-    assert results.page_path().read_text() == results.render(), (
-        "docs/RESULTS.md is stale: run `hopgraph results` and commit it"
-    )
+def test_the_committed_results_pages_are_what_the_records_give():
+    assert results.stale() == [], "docs/results/ is stale: run `hopgraph results` and commit it"
+
+
+def test_results_are_a_page_a_study_with_an_index_of_verdicts_and_no_wall():
+    """RESULTS.md was one 98 kB page: now an index naming every study with its verdicts, and
+    a page each, none of them a wall."""
+    pages = results.render_pages()
+    tables = results.all_tables()
+    assert len(pages) == len(tables) + 1
+    index = pages["index.md"]
+    for t in tables:
+        assert f"]({results._slug(t)}.md)" in index
+    assert "**not significant**" in index and "**reversed**" in index
+    assert max(len(text) for text in pages.values()) < 30_000
+
+
+def test_the_studies_live_beside_the_records_not_in_the_package():
+    from pathlib import Path
+
+    import hopgraph.presentation.results as machinery
+
+    assert not (Path(machinery.__file__).parent / "tables.py").exists()
+    assert (results.checkout() / results.STUDIES).is_file()
 
 
 def test_every_table_on_the_page_shows_plots_of_its_own():
     """Two MMAPG tables whose titles share their first 60 characters drew into one file, so
     the older table showed the newer one's plots."""
-    page = results.page_path().read_text()
+    page = "\n".join(results.render_pages().values())
     images = [line for line in page.splitlines() if line.startswith("![")]
     assert images, "the page shows no plots"
     assert len(images) == len(set(images)), "two tables point at the same plot file"
@@ -162,11 +182,11 @@ def test_results_finds_the_records_of_the_checkout_it_runs_in(tmp_path, monkeypa
     where to run it; from inside a checkout (any subfolder) it reads that checkout's."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(FileNotFoundError, match="inside a checkout"):
-        results.page_path()
+        results.pages_dir()
     (tmp_path / "benchmarks" / "results").mkdir(parents=True)
     (tmp_path / "docs").mkdir()
     monkeypatch.chdir(tmp_path / "docs")
-    assert results.page_path() == tmp_path / "docs" / "RESULTS.md"
+    assert results.pages_dir() == tmp_path / "docs" / "results"
     assert results.records_dir() == tmp_path / "benchmarks" / "results"
 
 

@@ -88,7 +88,7 @@ def test_the_committed_verdicts_come_out_of_the_same_module():
     """RESULTS.md's QD-C against rag (4 better, 1 worse of 40, p = 0.375; QD-C stops at 40) and
     MMAPG full against single path (5 / 7 of 40, p = 0.774; both stop at 40), recomputed from
     the records."""
-    page = results.page_path().read_text()
+    page = "\n".join(results.render_pages().values())
     assert "better on 4, worse on 1 of the 40 questions both finished; sign test p = 0.375" in page
     assert "better on 5, worse on 7 of the 40 questions both finished; sign test p = 0.774" in page
     assert binomtest(4, 5).pvalue == pytest.approx(0.375)
@@ -144,11 +144,12 @@ CHROMIUM = [
     reason="chromium not installed (.ci/run installs it)",
 )
 def test_the_plots_show_in_a_real_browser(tmp_path, monkeypatch):
-    """RESULTS.md's plots, written beside the page, and the comparison page with its plots:
-    Chromium renders each as an SVG with the points, bars and cells they should hold."""
-    page = results.write(tmp_path / "RESULTS.md")
+    """The results pages' plots, written beside the pages, and the comparison page with its
+    plots: Chromium renders each as an SVG with the points, bars and cells they should hold."""
+    results.write(tmp_path)
     figures = sorted((tmp_path / "plots").glob("*.svg"))
-    shown = [line.split("(plots/")[1].rstrip(")") for line in page.read_text().splitlines()
+    text = "\n".join(p.read_text() for p in tmp_path.glob("*.md"))
+    shown = [line.split("(plots/")[1].rstrip(")") for line in text.splitlines()
              if line.startswith("![")]  # fmt: skip
     assert sorted(shown) == [f.name for f in figures] and len(figures) >= 4
     cost = next(f for f in figures if f.name.startswith("every-method") and "cost" in f.name)

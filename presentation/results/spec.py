@@ -1,6 +1,7 @@
-"""What a table of the RESULTS.md page is: run records side by side (``RunTable``) with the
-claims to test on them (``Claim``), or a benchmark's own report (``BenchTable``). The page's
-tables (``tables.py``) are instances; ``__init__`` renders them."""
+"""What a study of the results pages is: run records side by side (``RunTable``) with the
+claims to test on them (``Claim``), or a benchmark's own report (``BenchTable``). The studies
+(``benchmarks/results/studies.py``, beside the records) are instances; ``__init__`` renders
+them."""
 
 from __future__ import annotations
 

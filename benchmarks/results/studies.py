@@ -1,7 +1,10 @@
-"""The tables of ``docs/RESULTS.md``, in page order: which records each compares, the paper's
-finding it tests, the claims, the settings that differ from the paper, and the command that
-reproduces it. A benchmark's own report is drawn by the renderer beside the code that writes
-it (a ``path.py:function`` or ``module:function`` spec)."""
+"""The studies of the results pages (``docs/results/``), in page order, beside the records they
+read: which records each compares, the paper's finding it tests, the claims, the settings that
+differ from the paper, and the command that reproduces it. The project's own research record,
+not library code: ``hopgraph results`` loads this file from the checkout, and the machinery that
+renders a study (``hopgraph.presentation.results``) stays in the library. A benchmark's own
+report is drawn by the renderer beside the code that writes it (a ``path.py:function`` or
+``module:function`` spec)."""
 
 from __future__ import annotations
 
