@@ -84,6 +84,29 @@ PriceOption = Annotated[
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
 
 
+def _data_folder(value: str) -> str:
+    """``--data``: a benchmark data folder, searched first when a record's question file is
+    re-made (``questions/rebuild.py``)."""
+    if value:
+        from hopgraph.questions.rebuild import DATA_DIRS
+
+        if not Path(value).is_dir():
+            refuse(f"--data {value}: no such folder")
+        DATA_DIRS.insert(0, Path(value))
+    return value
+
+
+DataDir = Annotated[
+    str,
+    typer.Option(
+        "--data",
+        help="benchmark data folder (default: ../shared/data beside the checkout, or "
+        "HOPGRAPH_DATA): a record's question file is re-made from it where missing",
+        callback=_data_folder,
+    ),
+]
+
+
 CacheDir = Annotated[
     str,
     typer.Option(

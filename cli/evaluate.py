@@ -12,6 +12,7 @@ from rich.table import Table
 
 from hopgraph.cli.app import (
     BaseUrl,
+    DataDir,
     ModelName,
     OldOut,
     PriceOption,
@@ -42,6 +43,7 @@ def evaluate(
     wrong: Annotated[
         bool, typer.Option("--wrong", help="also list each question answered wrongly or failed")
     ] = False,
+    data: DataDir = "",
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""
     from hopgraph.evals.evaluate import evaluate_run, headline
@@ -179,6 +181,7 @@ def compare(
     ] = "text",
     html: Annotated[str, typer.Option("--html", help="the page --format html writes")] = "",
     out: OldOut = "",
+    data: DataDir = "",
 ) -> None:
     """Runs side by side, and each run against the first on the questions both scored: better /
     worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the

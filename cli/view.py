@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hopgraph.cli.app import PriceOption, app, console, parsed_price, refuse, within
+from hopgraph.cli.app import DataDir, PriceOption, app, console, parsed_price, refuse, within
 
 
 @app.command()
@@ -23,6 +23,7 @@ def view(
         int, typer.Option(help="the port (0: any free one)", callback=within(0, 65_535))
     ] = 8600,
     price: PriceOption = "",
+    data: DataDir = "",
 ) -> None:
     """Browse runs in a web browser: the run list, a run's questions (sort, filter, search),
     one question's graph, timing waterfall, calls and evidence, and two runs side by side.

@@ -32,6 +32,7 @@ from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
 from hopgraph.prompts import prompts_for
 from hopgraph.questions.datasets import Question, how_made, read_questions
+from hopgraph.questions.rebuild import how_to_rebuild
 from hopgraph.redaction import command_line, redacted
 
 log = logging.getLogger(__name__)
@@ -451,12 +452,16 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
             f"scoring {run_dir} needs its question file {qfile} (sha256 "
             f"{str(man.get('questions_sha256'))[:12]}…), "
             + ("which has other content" if qfile.is_file() else "which is not here")
-            + "; re-create it with "
+            + "; "
             + (
-                f"the command that made it: {man['questions_made']}"
-                if man.get("questions_made")
-                else f"`hopgraph data convert` from the benchmark's file ({PREPARE} makes every "
-                "question file the committed records need from ../shared/data)"
+                how_to_rebuild(str(man.get("questions", "")), run_dir.resolve())
+                or "re-create it with "
+                + (
+                    f"the command that made it: {man['questions_made']}"
+                    if man.get("questions_made")
+                    else f"`hopgraph data convert` from the benchmark's file ({PREPARE} makes "
+                    "every question file the committed records need from ../shared/data)"
+                )
             )
         )
     questions = {q.id: q for q in read_questions(qfile)[0]}
@@ -467,17 +472,27 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     return preds
 
 
-def question_file(run_dir: Path, name: str, sha256: str | None) -> Path:
+def question_file(run_dir: Path, name: str, sha256: str | None, rebuild: bool = True) -> Path:
     """The question file a manifest names: ``name`` as written (from where the command runs),
     else a relative ``name`` under a folder above the run folder (the repository a record is
-    committed in, wherever ``view`` or ``eval`` was started), the first with its content."""
+    committed in, wherever ``view`` or ``eval`` was started), the first with its content; else,
+    with ``rebuild``, the same file re-made from the benchmark data it came from
+    (``questions/rebuild.py``: a fresh clone with ``../shared/data`` beside it)."""
     named = Path(name)
-    if named.is_absolute() or not name:
+    if not name:
+        return named
+    if named.is_absolute() and (not named.is_file() or _sha256(named) == sha256):
         return named
     for where in [Path.cwd(), *run_dir.resolve().parents]:
         candidate = where / named
         if candidate.is_file() and _sha256(candidate) == sha256:
             return candidate
+    if rebuild and sha256:
+        from hopgraph.questions.rebuild import rebuilt
+
+        made = rebuilt(name, sha256, run_dir.resolve())
+        if made is not None:
+            return made
     return named
 
 
