@@ -241,7 +241,9 @@ def test_two_methods_on_one_question_show_what_each_held_not_a_step_alignment():
     assert rag_calls == ["rag/answer", "rag/short_answer"]
     assert "mmapg/reason" in [c["template"] for c in d["held"][0]["last_calls"]]
     assert "first divergence" not in page  # between two methods it says nothing
-    assert 'id="held"' in page and f"{held[0]} gold of {len(d['held'][0]['evidence'])} held" in page
+    # "2 gold of 29 held" read as 2 of 29 gold evidence, where the question page said 2 of 2
+    n = len(d["held"][0]["evidence"])
+    assert 'id="held"' in page and f"held {n} passages, {held[0]} of them gold evidence" in page
 
 
 @needs_chromium
@@ -433,6 +435,27 @@ def test_search_filters_as_one_types_and_j_k_step_through_the_questions(view, br
     assert browser.eval("document.getElementById('count').textContent") == "1 of 3 questions"
 
 
+@needs_chromium
+def test_a_question_s_position_comes_from_its_address_not_the_table_seen_before(view, browser):
+    """Previous / next said "2 of 40", "2 of 30" or nothing for one URL, by which table was
+    visited before (the order was kept in the browser's session): the question's address
+    carries the table's filters and sort, and one address gives one position."""
+    rows = httpx.get(f"{view}api/questions", params={"run": "second"}).json()["rows"]
+    right = [r["id"] for r in rows if r["right"] is True]
+    assert 0 < len(right) < len(rows)
+    browser.open(f"{view}#/run/second?status=right")
+    href = browser.eval("document.querySelector('#questions a.qlink').getAttribute('href')")
+    assert href.endswith("?status=right"), href
+    nav = []
+    for before in ("#/run/second", "#/run/second?status=wrong", "#/run/first?sort=id&asc=1"):
+        browser.open(f"{view}{before}")
+        browser.open(f"{view}#/run/second/q/{right[0]}?status=right")
+        nav.append(browser.eval("document.querySelector('.nav').textContent"))
+    assert len(set(nav)) == 1 and f"1 of {len(right)}" in nav[0], nav
+    browser.open(f"{view}#/run/second/q/{right[0]}")  # no table named: the run's own order
+    assert f"of {len(rows)}" in browser.eval("document.querySelector('.nav').textContent")
+
+
 def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
     """Six calls sent at once and served one after another: each one's queued time (what
     the model layer records from the server's timings) is on its waterfall bar."""
@@ -467,6 +490,8 @@ def test_an_optimize_folder_is_shown_as_a_search():
         mmapg = httpx.get(f"{url}api/optimization", params={"id": "mmapg"}).json()
         page = dom(f"{url}#/optimization/mmapg")
         rag = dom(f"{url}#/optimization/rag")
+        wide = httpx.get(f"{url}api/optimization", params={"id": "qdrag-wide"}).json()
+        wide_page = dom(f"{url}#/optimization/qdrag-wide")
         home = dom(f"{url}#/")
     finally:
         proc.terminate()
@@ -480,8 +505,18 @@ def test_an_optimize_folder_is_shown_as_a_search():
     n = len(kept[0]["scores"])
     assert n == 20 and page[page.index('id="validation"') :].count("<code>") == n
     assert "mmapg%2Fcandidates%2F01-mmapg.planner-demos" in page
-    assert "f1 hand-written 0.406 → optimized 0.406 on 40 questions" in rag
     assert 'href="#/optimization/mmapg"' in home
+    # a search that kept nothing shows no test comparison of the same prompts with themselves
+    assert "nothing kept; no verdict" in rag and "→ optimized" not in rag
+    assert "the two arms side by side" not in rag
+    assert wide["test"] is None and wide["arms"][1] is None and wide["kept_nothing"]
+    # a tie on the minibatch and its tie-break are named; the incumbent's scores stand beside
+    cut = [c for c in wide["candidates"] if c["stage"] == "minibatch"]
+    assert cut and all("tied on the minibatch with 01-qdrag.decompose_qdc-demos" in c["tie"]
+                       and "schedule order" in c["tie"] for c in cut)  # fmt: skip
+    assert len(wide["incumbent_scores"]) == 20
+    assert "incumbent (hand-written)" in wide_page and "schedule order" in wide_page
+    assert "7 h 8 min" in wide_page and "25680.0 s" not in wide_page  # durations in h / min
 
 
 def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(runs, tmp_path):
@@ -533,3 +568,57 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
         "outside": 404,
     }
     assert all("the host's secret" not in r.text for r in got.values())
+
+
+@needs_chromium
+def test_the_compare_page_speaks_of_one_metric_both_runs_have():
+    """Two MAB-DQA runs compared from the run list: the page said "f1: 0 better, 0 worse"
+    while its selector showed recall@5 and its table was empty (the button always wrote
+    metric=f1, which neither run had while unscored); and one of their questions, counted
+    with its calls, listed "LLM calls (0)" because the record kept no trace."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "mmlongbench"
+    proc, url = start_view(root, folders=["mabdqa-li", "mabdqa-bandit"])
+    try:
+        listed = {r["id"]: r for r in httpx.get(f"{url}api/runs").json()}
+        a, b = "mabdqa-li", "mabdqa-bandit"
+        both = [k for k in listed[a]["metrics"] if k in listed[b]["metrics"]]
+        page = dom(f"{url}#/compare/{a}/{b}")
+        asked = dom(f"{url}#/compare/{a}/{b}?metric=precision@7")  # a metric neither has
+        row = httpx.get(f"{url}api/questions", params={"run": b}).json()["rows"][0]
+        question = dom(f"{url}#/run/{b}/q/{row['id']}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert both and "precision@7" not in both
+    for shown in (page, asked):
+        selected = re.search(r'<option value="([^"]+)" selected', shown)
+        summary = re.search(r'id="summary">([^<]+)<', shown)
+        assert selected and summary, shown[:2000]
+        assert summary[1].startswith(f"{selected[1]}: ") and selected[1] in both
+        assert " of 0 common questions" not in summary[1]
+    # its questions' calls were counted ("14 calls") and shown as "LLM calls (0)": no trace kept
+    assert row["calls"] > 0 and f"{row['calls']} calls" in question
+    assert f"LLM calls ({row['calls']} made; this record kept no trace of them)" in question
+
+
+@needs_chromium
+def test_a_right_or_wrong_filter_on_an_unscored_run_says_it_is_unscored(runs, tmp_path):
+    """``?status=wrong`` on a run whose question file is not here showed "0 of 40" with no
+    word that nothing was scored."""
+    import json
+
+    run = tmp_path / "served" / "unscored"
+    shutil.copytree(runs / "runs" / "first", run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["questions"], manifest["questions_sha256"] = "gone.jsonl", "0" * 64
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    proc, url = start_view(tmp_path, folders=("served",))
+    try:
+        wrong = dom(f"{url}#/run/unscored?status=wrong")
+        every = dom(f"{url}#/run/unscored")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "0 of 3 questions" in wrong
+    assert "No question of this run is scored, so none can be wrong" in wrong
+    assert 'id="unscored"' not in every

@@ -122,6 +122,12 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
         "run": run(f"candidates/{c.get('id')}"),
     } for c in record.get("candidates") or []]  # fmt: skip
     test = record.get("test") or {}
+    kept_nothing = not any(c.get("won") for c in record.get("candidates") or [])
+    same = bool(test.get("same_prompts")) or (
+        (folder / "test" / "optimized").resolve() == (folder / "test" / "hand-written").resolve()
+    )
+    _name_ties(candidates)
+    no_verdict = kept_nothing or same
     return {
         "agent": record.get("agent", "?"), "metric": record.get("metric", ""),
         "keep": record.get("keep", ""), "race": record.get("race", ""),
@@ -129,10 +135,57 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
         "stopped": record.get("stopped", ""), "spent": record.get("spent") or {},
         "seconds": record.get("seconds"), "roles": record.get("roles") or [],
         "candidates": candidates, "bootstrap": run("bootstrap"),
+        "incumbent_scores": _incumbent_scores(folder, record, candidates),
+        "kept_nothing": kept_nothing,
+        "no_verdict": (
+            "nothing kept; no verdict: the optimized prompts are the hand-written ones, so "
+            f"the test split ({test.get('n', 0)} questions) compared them with themselves"
+            if no_verdict and test else ""
+        ),
         "test": {k: test.get(k) for k in ("n", "hand_written", "optimized", "better", "worse",
-                                          "sign_p", "ci", "needed_n", "gap")} if test else None,
-        "arms": [run("test/hand-written"), run("test/optimized")],
+                                          "sign_p", "ci", "needed_n", "gap")}
+        if test and not no_verdict else None,
+        "arms": [run("test/hand-written"), None if no_verdict else run("test/optimized")],
     }  # fmt: skip
+
+
+def _name_ties(candidates: list[dict[str, Any]]) -> None:
+    """A candidate cut on the minibatch whose lead equals one that went on is marked ``tie``:
+    successive halving breaks ties in schedule order (``optimizer.search.halve``)."""
+
+    def lead(c: dict[str, Any]) -> float | None:
+        mb = c["minibatch"]
+        if mb.get("mean") is None or mb.get("incumbent_mean") is None:
+            return None
+        return round(float(mb["mean"]) - float(mb["incumbent_mean"]), 4)
+
+    went_on = [c for c in candidates if c["stage"] == "validation" and lead(c) is not None]
+    for c in candidates:
+        mine = lead(c)
+        if c.get("stopped", "") and "not among the best" in c["stopped"] and mine is not None:
+            twins = [o["id"] for o in went_on if lead(o) == mine]
+            if twins:
+                c["tie"] = (f"tied on the minibatch with {', '.join(twins)} (lead {mine:+.3f}); "
+                            "ties go on in schedule order, so the earlier went on")  # fmt: skip
+
+
+def _incumbent_scores(
+    folder: Path, record: dict[str, Any], candidates: list[dict[str, Any]]
+) -> dict[str, float]:
+    """The incumbent's (hand-written prompts') score on each question the candidates were
+    scored on, from the bootstrap run that answered them ({} where it cannot be scored)."""
+    qids = {q for c in candidates for q in (c["scores"] or c["minibatch"]["scores"])}
+    try:
+        preds = scored_predictions(folder / "bootstrap")
+    except Exception:  # noqa: BLE001 - no bootstrap or no questions: the column stays empty
+        return {}
+    metric = str(record.get("metric", "f1"))
+    out = {}
+    for qid in sorted(qids & set(preds)):
+        value = score_prediction(preds[qid]).get(metric)
+        if value is not None:
+            out[qid] = round(float(value), 4)
+    return out
 
 
 def _unique(rid: str, root: Path, taken: dict[str, Path]) -> str:

@@ -40,7 +40,8 @@ async function get(url) {
 const fmt = {
   n: (x) => (x === null || x === undefined ? "–" : Number(x).toLocaleString("en")),
   m: (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(3)),
-  s: (x) => (x === null || x === undefined ? "–" : `${Number(x).toFixed(x < 10 ? 2 : 1)} s`),
+  s: (x) => (x === null || x === undefined ? "–" : x >= 3600 ? `${Math.floor(x / 3600)} h ${Math.round((x % 3600) / 60)} min`
+    : x >= 600 ? `${Math.round(x / 60)} min` : `${Number(x).toFixed(x < 10 ? 2 : 1)} s`),
   usd: (x) => (x === null || x === undefined ? "–" : `$${Number(x).toFixed(x < 0.01 ? 5 : 3)}`),
 };
 
@@ -129,7 +130,7 @@ async function runList(started) {
   const picked = new Set();
   const button = h("button", { id: "compare", disabled: true, on: { click: () => {
     const [a, b] = [...picked];
-    go(["compare", a, b], new URLSearchParams({ metric: "f1" }));
+    go(["compare", a, b], new URLSearchParams());
   } } }, "compare the two picked");
   const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
   const rows = runs.map((r) => h("tr", { class: "pick", "data-run": r.id },
@@ -172,7 +173,7 @@ async function optimizationPage(sid, started) {
   const scoresOf = (c) => Object.keys(c.scores).length ? c.scores : c.minibatch.scores;
   const qids = [...new Set(o.candidates.flatMap((c) => Object.keys(scoresOf(c))))].sort();
   const mini = (c) => c.minibatch.n ? `${fmt.m(c.minibatch.mean)} vs ${fmt.m(c.minibatch.incumbent_mean)} (${c.minibatch.n})` : "–";
-  const why = (c) => c.skipped || (c.stopped ? `stopped after the minibatch: ${c.stopped}` : c.stage !== "validation" ? "under way"
+  const why = (c) => c.skipped || (c.stopped ? `stopped after the minibatch: ${c.stopped}` + (c.tie ? `; ${c.tie}` : "") : c.stage !== "validation" ? "under way"
     : c.won ? "beat the incumbent by more than one question's worth" : "did not beat it by more than one question's worth");
   const t = o.test;
   done(started,
@@ -195,15 +196,16 @@ async function optimizationPage(sid, started) {
       c.reasoning ? [h("b", {}, "reasoning"), h("pre", {}, c.reasoning)] : null,
       Object.entries(c.instructions).map(([role, text]) => [h("b", {}, role), h("pre", {}, text)]))),
     h("h2", {}, "Validation scores by question (a candidate stopped after its minibatch: its minibatch)"),
-    h("table", { id: "validation" }, h("tr", {}, h("th", {}, "question"), o.candidates.map((c) => h("th", { class: "num" }, c.id))),
-      qids.map((q) => h("tr", {}, h("td", {}, h("code", {}, q)),
+    h("table", { id: "validation" }, h("tr", {}, h("th", {}, "question"), h("th", { class: "num" }, `incumbent (${o.incumbent})`),
+      o.candidates.map((c) => h("th", { class: "num" }, c.id))),
+      qids.map((q) => h("tr", {}, h("td", {}, h("code", {}, q)), h("td", { class: "num" }, fmt.m((o.incumbent_scores || {})[q])),
         o.candidates.map((c) => h("td", { class: "num" }, fmt.m(scoresOf(c)[q])))))),
     h("h2", {}, "Verdict on the test questions"),
     t ? h("p", { class: "summary", id: "verdict" }, `${o.metric} hand-written ${fmt.m(t.hand_written)} → optimized ${fmt.m(t.optimized)} `
       + `on ${t.n} questions: ${t.better} better, ${t.worse} worse, sign p ${fmt.m(t.sign_p)}`
       + (t.ci ? `, 95 % CI [${t.ci.map((x) => x.toFixed(3)).join(", ")}]` : "") + (t.needed_n ? `, n for 80 % power ${t.needed_n}` : ""))
-      : h("p", { class: "muted", id: "verdict" }, "no verdict yet (optimize --test, or its run still under way)"),
-    o.arms[0] && o.arms[1] ? h("p", {}, h("a", { href: link("compare", o.arms[0], o.arms[1]) + "?metric=f1" }, "the two arms side by side"),
+      : h("p", { class: o.no_verdict ? "summary" : "muted", id: "verdict" }, o.no_verdict || "no verdict yet (optimize --test, or its run still under way)"),
+    o.arms[0] && o.arms[1] ? h("p", {}, h("a", { href: link("compare", o.arms[0], o.arms[1]) + `?metric=${enc(o.metric)}` }, "the two arms side by side"),
       " · ", runLink(o.arms[0], "hand-written"), " · ", runLink(o.arms[1], "optimized")) : null);
 }
 
@@ -225,27 +227,35 @@ function failures(r) {
   return out;
 }
 
-async function runPage(rid, params, started) {
-  const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
-  where.textContent = `${run.name} · ${run.agent} · ${run.model}`;
-  let nodes = null;
-  if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${enc(rid)}`);
+const TABLE_VIEW = ["status", "template", "node", "failure", "q", "traces", "sort", "asc"];
+
+function tableView(params) {
+  // the run table's filters and sort as a query a question's address carries, so the
+  // question page's previous / next and "n of m" come from its own URL
+  const keep = new URLSearchParams();
+  for (const k of TABLE_VIEW) if (params.get(k)) keep.set(k, params.get(k));
+  return [...keep].length ? `?${keep}` : "";
+}
+
+function filterRows(rows, params, nodes, found) {
+  // the questions the table shows for these filters (the text search too)
   const text = (params.get("q") || "").toLowerCase();
   const status = params.get("status") || "", template = params.get("template") || "";
   const node = params.get("node") || "", failure = params.get("failure") || "";
-  const inTraces = params.get("traces") === "1";
-  const found = inTraces && text ? new Set(await get(`/api/search?run=${enc(rid)}&q=${enc(text)}`)) : null;
-  const matches = (r, t) => !t || (found ? found.has(r.id)
-    : [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(t)));
-  const shown = rows.filter((r) =>
+  const matches = (r) => !text || (found ? found.has(r.id)
+    : [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(text)));
+  return rows.filter((r) =>
     (!status || (status === "right" ? r.right === true : status === "wrong"
       ? r.right === false : status === "error" ? Boolean(r.error) : true))
     && (!template || r.templates.includes(template))
-    && (!node || (nodes[r.id] || []).includes(node))
-    && (!failure || failures(r).includes(failure)));
+    && (!node || ((nodes || {})[r.id] || []).includes(node))
+    && (!failure || failures(r).includes(failure)) && matches(r));
+}
+
+function runColumns(run, rid, params) {
   const scoreKeys = Object.keys(run.metrics);
-  const columns = [
-    ["id", (r) => r.id, (r) => h("a", { href: link("run", rid, "q", r.id) }, r.id)],
+  return [
+    ["id", (r) => r.id, (r) => h("a", { class: "qlink", href: link("run", rid, "q", r.id) + tableView(params) }, r.id)],
     ["", (r) => r.right, (r) => verdict(r.right)],
     ["question", (r) => r.question, (r) => r.question],
     ["answer", (r) => r.answer, (r) => r.answer],
@@ -259,6 +269,21 @@ async function runPage(rid, params, started) {
       class: "tag", title: f === "fallback" ? `${r.fallbacks} role output(s) replaced by a fallback or a rule: open the question for each reason` : null,
     }, f === "fallback" && r.fallbacks > 1 ? `fallback ×${r.fallbacks}` : f))],
   ];
+}
+
+async function runPage(rid, params, started) {
+  const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
+  where.textContent = `${run.name} · ${run.agent} · ${run.model}`;
+  let nodes = null;
+  if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${enc(rid)}`);
+  const text = (params.get("q") || "").toLowerCase();
+  const status = params.get("status") || "";
+  const inTraces = params.get("traces") === "1";
+  const found = inTraces && text ? new Set(await get(`/api/search?run=${enc(rid)}&q=${enc(text)}`)) : null;
+  const matches = (r, t) => !t || (found ? found.has(r.id)
+    : [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(t)));
+  const shown = filterRows(rows, setParam(params, "q", inTraces ? params.get("q") : ""), nodes, found);
+  const columns = runColumns(run, rid, params);
   const table = sortable(columns, shown, params, (label, asc) =>
     go(["run", rid], setParam(setParam(params, "sort", label), "asc", asc ? "1" : "")));
   const select = (key, label, options) => h("label", {}, `${label} `, h("select", {
@@ -276,7 +301,8 @@ async function runPage(rid, params, started) {
     let n = 0;
     table.rows.forEach((r, i) => { const hide = !matches(r, t); tableRows[i].hidden = hide; n += !hide; });
     count.textContent = `${n} of ${rows.length} questions`;
-    sessionStorage.setItem(`order:${rid}`, JSON.stringify(table.rows.filter((r, i) => !tableRows[i].hidden).map((r) => r.id)));
+    const view = tableView(setParam(params, "q", t));  // each question's link keeps the filter
+    tableRows.forEach((tr) => { const a = tr.querySelector("a.qlink"); if (a) a.href = link("run", rid, "q", tr.dataset.id) + view; });
   };
   filterText(text);
   const search = h("input", { type: "search", name: "q", id: "search",
@@ -301,6 +327,8 @@ async function runPage(rid, params, started) {
     summaryLine(run),
     h("p", { class: "metrics" }, Object.entries(run.metrics).map(([k, v]) => h("span", {}, `${k} ${fmt.m(v)}`))),
     run.note ? h("p", { class: "note" }, `Scores need the question file: ${run.note}`) : null,
+    (status === "right" || status === "wrong") && !run.scored ? h("p", { class: "note wrong", id: "unscored" },
+      `No question of this run is scored, so none can be ${status}: the filter shows none for that reason.`) : null,
     h("div", { class: "filters" }, search, traceBox,
       select("status", "answer", ["right", "wrong", "error"]),
       select("template", "template", templates), nodeFilter,
@@ -445,13 +473,20 @@ async function questionPage(rid, qid, params, started) {
   const r = q.row;
   const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
   where.textContent = `${run.name} · ${qid}`;
-  // next and previous in the order the run's table last showed (its sort and filters), else
-  // the run's own; j / k or the arrow keys step through them
-  const order = JSON.parse(sessionStorage.getItem(`order:${rid}`) || "null") || rows.map((x) => x.id);
+  // next and previous in the order of the table this address names (its filters and sort in
+  // the query; none: the run's own order), so one URL always gives one position; j / k or the
+  // arrow keys step through them
+  const view = tableView(params);
+  const nodes = params.get("node") ? await get(`/api/nodes?run=${enc(rid)}`) : null;
+  const text = params.get("q") || "";
+  const found = params.get("traces") === "1" && text
+    ? new Set(await get(`/api/search?run=${enc(rid)}&q=${enc(text.toLowerCase())}`)) : null;
+  const order = sortable(runColumns(run, rid, params), filterRows(rows, params, nodes, found), params, () => {})
+    .rows.map((x) => x.id);
   const at = order.indexOf(qid);
   const [prev, next] = at < 0 ? [null, null] : [order[at - 1], order[at + 1]];
-  keys = { prev: prev && link("run", rid, "q", prev), next: next && link("run", rid, "q", next) };
-  const step = (id, dir, label) => id ? h("a", { id: dir, href: link("run", rid, "q", id), title: id }, label)
+  keys = { prev: prev && link("run", rid, "q", prev) + view, next: next && link("run", rid, "q", next) + view };
+  const step = (id, dir, label) => id ? h("a", { id: dir, href: link("run", rid, "q", id) + view, title: id }, label)
     : h("span", { class: "muted" }, label);
   const usd = q.calls.some((c) => c.usd !== null)
     ? ` · ${fmt.usd(q.calls.reduce((s, c) => s + (c.usd || 0), 0))}` : "";
@@ -480,19 +515,24 @@ async function questionPage(rid, qid, params, started) {
       ["search", "bar-retrieval"], ["waiting for the server", "wf-wait-tag"], ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
       "(click a call to open it)"),
     waterfall(q.spans, q.calls),
-    h("h2", {}, `LLM calls (${q.calls.length})`), h("div", { id: "calls" }, q.calls.map((c, i) => callBlock(c, i, r.gold))),
+    h("h2", {}, q.calls.length || !r.calls ? `LLM calls (${q.calls.length})`
+      : `LLM calls (${r.calls} made; ${q.traced ? "the trace names none of them" : "this record kept no trace of them"})`), h("div", { id: "calls" }, q.calls.map((c, i) => callBlock(c, i, r.gold))),
     h("h2", {}, "Evidence"), evidenceTable(rid, qid, q.evidence, r.gold));
 }
 
 async function comparePage(a, b, params, started) {
+  // the metric is one both runs have (the URL's where it is one, else f1, else their first),
+  // so the selector, the summary and the table always speak of the same metric
   const runs = await get("/api/runs");
-  const metric = params.get("metric") || "f1";
+  const pair = runs.filter((r) => r.id === a || r.id === b);
+  const metrics = Object.keys((pair[0] || {}).metrics || {}).filter((k) => pair.every((r) => k in r.metrics));
+  const asked = params.get("metric");
+  const metric = metrics.includes(asked) ? asked : metrics.includes("f1") ? "f1" : (metrics[0] || asked || "f1");
   const data = await get(`/api/compare?a=${enc(a)}&b=${enc(b)}&metric=${enc(metric)}`);
   const onlyChanged = params.get("all") !== "1";
   const [la, lb] = [a, b];
   where.textContent = `${la} vs ${lb}`;
   const rows = data.rows.filter((r) => !onlyChanged || r.changed);
-  const metrics = [...new Set(runs.flatMap((r) => Object.keys(r.metrics)))];
   const columns = [
     ["id", (r) => r.id, (r) => h("a", { href: link("compare", a, b, "q", r.id) }, r.id)],
     ["question", (r) => r.question, (r) => r.question],
@@ -543,7 +583,7 @@ function heldSideBySide(held, la, lb, gold) {
   const list = (x) => h("ul", { class: "held" }, x.evidence.map((e) => h("li", { class: e.gold ? "gold-evidence" : null },
     e.gold ? h("b", { class: "right" }, "gold ") : null, e.title || e.id, e.cited ? " (cited)" : e.kept ? " (kept)" : "")));
   const side = (x, label) => h("div", {}, h("h3", {}, label),
-    h("p", {}, `${x.evidence.filter((e) => e.gold).length} gold of ${x.evidence.length} held`), list(x),
+    h("p", {}, `held ${x.evidence.length} passages, ${x.evidence.filter((e) => e.gold).length} of them gold evidence`), list(x),
     h("b", {}, "its last calls"), x.last_calls.length ? x.last_calls.map((c) => callSide(c, gold))
       : h("p", { class: "muted" }, "(no call)"));
   return [h("h2", { id: "held" }, "What each held"), h("div", { class: "two" }, side(held[0], la), side(held[1], lb))];
