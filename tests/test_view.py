@@ -622,3 +622,18 @@ def test_a_right_or_wrong_filter_on_an_unscored_run_says_it_is_unscored(runs, tm
     assert "0 of 3 questions" in wrong
     assert "No question of this run is scored, so none can be wrong" in wrong
     assert 'id="unscored"' not in every
+
+
+def test_the_committed_mabdqa_record_keeps_a_trace_of_every_question():
+    """No committed MAB-DQA record kept traces, so its questions could not be read: this one
+    does, and each question's page lists the calls its row counts."""
+    from hopgraph.presentation.viewer import RunView
+
+    record = Path(__file__).resolve().parents[1] / "benchmarks/results/mmlongbench/mabdqa-traced"
+    view = RunView(record)
+    rows = view.rows()
+    assert len(rows) == 3
+    for row in rows:
+        q = view.question(row["id"])
+        assert q["traced"] and len(q["calls"]) == row["calls"] > 0, row["id"]
+        assert any(e["id"].startswith("page-") and e["page"] for e in q["evidence"])
