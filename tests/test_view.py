@@ -294,6 +294,9 @@ def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_
         assert by_name["first"]["right"] == 2 and not by_name["first"].get("error")
         for name in ("cut", "empty", "folder"):
             assert "cannot be read" in by_name[name]["error"], by_name[name]
+            assert f"{name}/manifest.json" in by_name[name]["error"], by_name[name]
+        page = dom(url)  # the error stands in a column of its own, with its header
+        assert "<th>problem</th>" in page and page.count('<td class="wrong">') == len(by_name)
         second = next(r["id"] for r in listed.json() if r["name"] == "second")
         cut = httpx.get(f"{url}api/question", params={"run": second, "id": "q1"})
         assert cut.status_code == 200, cut.text
@@ -637,3 +640,26 @@ def test_the_committed_mabdqa_record_keeps_a_trace_of_every_question():
         q = view.question(row["id"])
         assert q["traced"] and len(q["calls"]) == row["calls"] > 0, row["id"]
         assert any(e["id"].startswith("page-") and e["page"] for e in q["evidence"])
+
+
+@needs_chromium
+def test_the_compare_table_fits_a_1400_pixel_window(browser):
+    """Two committed runs side by side at 1,400 px: the question column was squeezed and the
+    "change" column pushed off-screen by long unbroken headers and answers."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    proc, url = start_view(root, folders=["results"])
+    try:
+        browser.send("Emulation.setDeviceMetricsOverride", width=1400, height=900,
+                     deviceScaleFactor=1, mobile=False)  # fmt: skip
+        a, b = "hotpotqa/optimize/qdrag-wide/test/hand-written", "hotpotqa/remeasure/full"
+        browser.open(f"{url}#/compare/{quote(a, safe='')}/{quote(b, safe='')}?all=1")
+        width = browser.eval("document.documentElement.clientWidth")
+        right = browser.eval("Math.max(...[...document.querySelectorAll('#pairs th')]"
+                             ".map((c) => c.getBoundingClientRect().right))")  # fmt: skip
+        question = browser.eval("document.querySelectorAll('#pairs th')[1]"
+                                ".getBoundingClientRect().width")  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert right <= width, (right, width)
+    assert question >= 200, question

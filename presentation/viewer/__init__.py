@@ -225,7 +225,11 @@ class RunView:
     """predictions.jsonl's stamp, the rows, why there is no gold, the predictions."""
 
     def manifest(self) -> dict[str, Any]:
-        return dict(RunFolder(self.path).manifest() or {})
+        """The run's manifest; one that cannot be read is an error naming its file."""
+        try:
+            return dict(RunFolder(self.path).manifest() or {})
+        except (ValueError, OSError) as e:
+            raise RunError(f"{self.path / RunFolder.MANIFEST}: {e}") from e
 
     def _predictions(self) -> tuple[dict[str, dict[str, Any]], str]:
         """Predictions with question and gold joined back; without its question file, the

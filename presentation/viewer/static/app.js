@@ -147,7 +147,7 @@ async function runList(started) {
     h("td", { class: "num" }, fmt.n(r.tokens)), h("td", { class: "num" }, fmt.usd(r.usd)),
     h("td", { class: "num" }, fmt.s(r.seconds)), h("td", {}, r.created.slice(0, 16)),
     h("td", { title: `git ${r.git}` }, h("code", {}, r.code || "–")),
-    r.error ? h("td", { class: "wrong" }, r.error) : null,
+    runs.some((x) => x.error) ? h("td", { class: "wrong" }, r.error || "") : null,
   ));
   rows.forEach((tr) => tr.addEventListener("click", () => go(["run", tr.dataset.run])));
   done(started,
@@ -157,7 +157,8 @@ async function runList(started) {
       h("tr", {}, h("th", {}, ""), h("th", {}, "run"), h("th", {}, "agent"), h("th", {}, "model"),
         h("th", { class: "num" }, "right"), metrics.map((k) => h("th", { class: "num" }, k)),
         h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "USD"),
-        h("th", { class: "num" }, "seconds"), h("th", {}, "date"), h("th", {}, "code")),
+        h("th", { class: "num" }, "seconds"), h("th", {}, "date"), h("th", {}, "code"),
+        runs.some((r) => r.error) ? h("th", {}, "problem") : null),
       rows),
     h("p", {}, button),
     searches.length ? [h("h2", {}, "Optimize searches"), h("ul", { id: "searches" }, searches.map((x) =>
