@@ -663,3 +663,18 @@ def test_the_compare_table_fits_a_1400_pixel_window(browser):
         proc.wait(timeout=30)
     assert right <= width, (right, width)
     assert question >= 200, question
+
+
+@needs_chromium
+def test_a_gold_answer_is_marked_in_the_prompt_that_held_it_too():
+    """The committed MMAPG loss 5ae5dab…: the gold answer stood in a prompt whose reply
+    dropped it, and only replies were marked, so the call that lost it did not show."""
+    proc, url = start_view(MMAPG_RECORD.parent, folders=[MMAPG_RECORD.name])
+    try:
+        rid = httpx.get(f"{url}api/runs").json()[0]["id"]
+        page = dom(f"{url}#/run/{quote(rid, safe='')}/q/5ae5dab455429929b08079d2")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    prompts = re.findall(r'<pre class="prompt">(.*?)</pre>', page, re.S)
+    assert prompts and any('<mark class="gold">' in p for p in prompts)

@@ -419,7 +419,7 @@ function callBlock(c, i, golds) {
       h("span", { class: "muted" }, cost),
       c.cached ? h("span", { class: "cached" }, "cached: not sent") : null,
       c.error ? h("span", { class: "wrong" }, ` error: ${c.error}`) : null),
-    c.messages.map((m) => [h("b", {}, m.role), h("pre", {}, m.text)]),
+    c.messages.map((m) => [h("b", {}, m.role), h("pre", { class: "prompt" }, marked(m.text, golds))]),
     h("b", {}, "reply"), h("pre", { class: "reply" }, c.reply === null || c.reply === undefined ? "(no reply)" : marked(c.reply, golds)),
     c.parsed !== null && c.parsed !== undefined
       ? [h("b", {}, "parsed"), h("pre", {}, JSON.stringify(c.parsed, null, 2))] : null,
