@@ -7,8 +7,9 @@ a full MMAPG question's does), served by the real command and opened in headless
 Per size it records: the command's start until it serves; the API's run list, question table
 and one opened question (server seconds, bytes); and the page itself in Chromium: the app's own
 time from navigation to a rendered table, a filter applied, and a question opened
-(``data-since-navigation-ms``, which the app writes once it has drawn), and Chromium's wall
-time beside that of a blank page (its own start). Medians of ``--reps``.
+(``data-since-navigation-ms``, which the app writes once it has drawn), the first of them the
+very first page after a start (a question, before anything warmed the server), and Chromium's
+wall time beside that of a blank page (its own start). Medians of ``--reps``.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def measure(root: Path, name: str, reps: int) -> dict:
         url = re.search(r"http://\S+/", proc.stdout.readline())[0]
         rows.setdefault("serve_start_s", []).append(round(time.perf_counter() - began, 3))
         try:
+            if CHROMIUM:  # the first page after a start, before anything warmed the server
+                ms, wall = rendered_ms(url + f"#/run/{name}/q/q00007")
+                rows.setdefault("page_first_question_ms", []).append(ms)
+                rows.setdefault("page_first_question_chromium_wall_s", []).append(wall)
             for key, path, params in (
                 ("api_runs", "api/runs", {}),
                 ("api_questions", "api/questions", {"run": name}),
