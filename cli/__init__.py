@@ -16,7 +16,6 @@ from hopgraph.cli.app import DISK_FULL, app, err
 
 
 def main() -> None:
-    from hopgraph.harness.run_folder import disk_full
     from hopgraph.memory.kb import KnowledgeBaseError
     from hopgraph.models.errors import HopgraphModelError
     from hopgraph.prompts import PromptError
@@ -24,10 +23,14 @@ def main() -> None:
 
     try:
         app()
-    except Exception as e:
-        if not isinstance(e, (HopgraphModelError, PromptError, KnowledgeBaseError, ValueError,
-                              OSError, RuntimeError)) and disk_full(e) is None:  # fmt: skip
-            raise
+    except (
+        HopgraphModelError,
+        PromptError,
+        KnowledgeBaseError,
+        ValueError,
+        OSError,  # a full disk (DiskFull) among them
+        RuntimeError,  # a pool refusing work after a failed write: a full disk may be behind it
+    ) as e:
         stop(e)
     finally:
         close_all()  # models, knowledge bases, memories: released once, here

@@ -11,6 +11,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import threading
 import time
@@ -333,8 +334,6 @@ def writing(path: str | Path, what: str):  # noqa: ANN201 - a context manager
     """Writes to ``path`` (``what`` it holds) inside this block: a full disk there raises
     ``DiskFull`` naming them, not a bare ``[Errno 28]``; SQLite's "database or disk is full"
     too."""
-    import sqlite3
-
     try:
         yield
     except (OSError, sqlite3.OperationalError) as e:
@@ -347,8 +346,6 @@ def writing(path: str | Path, what: str):  # noqa: ANN201 - a context manager
 def as_disk_full(e: BaseException, path: str | Path, what: str) -> OSError | None:
     """``e`` as a ``DiskFull`` naming ``path`` and ``what`` where a full disk is behind it (an
     ``OSError`` ENOSPC / EDQUOT, SQLite's "database or disk is full"); None where not."""
-    import sqlite3
-
     if isinstance(e, DiskFull):
         return e
     full = disk_full(e)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopgraph.config import _default_cache_dir
 from hopgraph.questions.datasets import CONVERTERS
 
 REGISTRY = Path("benchmarks") / "results" / "question-sets.json"
@@ -81,8 +82,8 @@ def registry_sources(near: Path) -> dict[str, QuestionSetSource]:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "hopgraph" / "questions"
+    """Where re-made question files are kept: ``questions/`` of hopgraph's cache folder."""
+    return Path(_default_cache_dir()) / "questions"
 
 
 def rebuilt(name: str, sha256: str, near: Path) -> Path | None:

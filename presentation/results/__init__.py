@@ -525,7 +525,8 @@ def write(folder: Path | None = None) -> Path:
     page of a study no longer defined is removed."""
     folder = folder or pages_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    pages = render_pages()
+    tables = all_tables()  # the studies file is loaded once, for the pages and their plots
+    pages = render_pages(tables)
     for old in folder.glob("*.md"):
         if old.name not in pages:
             old.unlink()
@@ -535,7 +536,7 @@ def write(folder: Path | None = None) -> Path:
     folder = folder / "plots"
     folder.mkdir(exist_ok=True)
     made: dict[str, str] = {}
-    for t in all_tables():
+    for t in tables:
         if isinstance(t, RunTable):
             have = _have(t)
             if have:
