@@ -21,7 +21,17 @@ ISA_ARGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | 
 	-e 's/^avx512vbmi$$/-DGGML_AVX512_VBMI=ON/p' -e 's/^avx512_vnni$$/-DGGML_AVX512_VNNI=ON/p' \
 	-e 's/^avx512_bf16$$/-DGGML_AVX512_BF16=ON/p')
 
-install: $(STAMP)
+# llama.cpp's own server, the embedded default engine (models/llama_server.py): its sources
+# from llama-cpp-python's pinned sdist (sha256 checked, fetched once into ~/.cache/hopgraph),
+# compiled against the libraries llama-cpp-python installed. About a minute on 2 cores.
+ENGINE := $(BIN)/llama-server
+LLAMA_SDIST_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+LLAMA_SDIST_URL := https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-$(LLAMA_CPP).tar.gz
+$(ENGINE): $(STAMP) models/engine/CMakeLists.txt models/engine/build.sh
+	@echo "==> llama.cpp's server for the embedded model (about a minute)"
+	models/engine/build.sh $(VENV) $(LLAMA_CPP) $(LLAMA_SDIST_SHA256) $(LLAMA_SDIST_URL)
+
+install: $(STAMP) $(ENGINE)
 
 $(STAMP): pyproject.toml Makefile
 	@echo "==> 1/3 .venv and torch (the CPU wheel, about 1 minute)"
@@ -75,7 +85,7 @@ vllm:
 
 # The main job on the embedded default model: index the demo corpus, run the rag agent over the
 # demo questions, score them and write the HTML report. Re-running resumes (nothing is redone).
-demo: $(STAMP)
+demo: install
 	$(BIN)/hopgraph data demo demo
 	$(BIN)/hopgraph index demo/corpus --kb demo/kb
 	$(BIN)/hopgraph run --agent rag --questions demo/questions.jsonl --kb demo/kb --out demo/runs/rag
@@ -85,7 +95,7 @@ demo: $(STAMP)
 # The manual as a site in site/ (ignored): the reference pages generated from the code, then
 # MkDocs with --strict, so a broken link, anchor or missing page fails it. `make test` builds it
 # too (tests/test_docs.py) and opens it in Chromium.
-docs: $(STAMP)
+docs: install
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
 	$(BIN)/python -m hopgraph.cli.reference docs/reference
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
@@ -104,22 +114,22 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 TEST_JOBS ?= 2
 XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile,)
 
-test: $(STAMP) $(CONFORMANCE)
+test: install $(CONFORMANCE)
 	$(BIN)/python -m pytest -q --durations=30 $(XDIST)
 
 # The loop of work: every test that needs no server, browser, npm, build or model and took
 # under 2 s in the last full run (the markers tests/conftest.py sets from what each test uses
 # and from tests/durations.json).
 FAST := not integration and not slow and not server and not browser and not npm and not build and not heavy
-test-fast: $(STAMP)
+test-fast: install
 	$(BIN)/python -m pytest -q -m "$(FAST)" $(XDIST)
 
 # Every test, each one's seconds written to tests/durations.json (commit it: the fast tier
 # leaves out what was heavy there).
-durations: $(STAMP) $(CONFORMANCE)
+durations: install $(CONFORMANCE)
 	HOPGRAPH_DURATIONS=tests/durations.json $(BIN)/python -m pytest -q --durations=30 $(XDIST)
 
-lint: $(STAMP) typecheck
+lint: install typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
@@ -131,11 +141,11 @@ TYPED = -m hopgraph -p hopgraph.agents -p hopgraph.cli -p hopgraph.graphs -p hop
 	-p hopgraph.presentation -p hopgraph.prompts -p hopgraph.questions -p hopgraph.settings \
 	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.redaction \
 	-m hopgraph.runtime -m hopgraph.wording
-typecheck: $(STAMP)
+typecheck: install
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
 	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml $(TYPED)
 
-format: $(STAMP)
+format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 

@@ -100,6 +100,15 @@ class Context:
     """Pixel budget an image is resized to before it travels as a data URL (Qwen2.5-VL grid)."""
 
     # -- embedded server -----------------------------------------------------------------
+    engine: Literal["auto", "llama-server", "llama-cpp-python"] = field(
+        default="auto", metadata=SERVING
+    )
+    """The embedded engine: llama.cpp's own llama-server (parallel slots, prefix reuse, server
+    timings; built by ``make install``), or llama-cpp-python's server (one request at a
+    time); auto: llama-server where it is built (``models.llama_server``)."""
+    slots: int = field(default=4, metadata=within(SERVING, 1, 64))
+    """llama-server's parallel slots, each with ``n_ctx`` tokens of context: requests decoded
+    together (4 beat 8 on 2 cores, issue 104's measurement)."""
     n_ctx: int = field(default=4096, metadata=within(OPERATOR, 256, 1 << 20))
     n_threads: int = field(default=0, metadata=within(SERVING, 0, 1024))
     """llama.cpp generation threads; 0 means all cores but one (see models.embedded)."""

@@ -293,6 +293,9 @@ class Manifest(TypedDict):
     sittings: NotRequired[list[dict[str, Any]]]
     extends: NotRequired[list[str]]
     """The shorter question files it grew from (scoring reads gold from the longest)."""
+    engine: NotRequired[dict[str, Any]]
+    """The embedded engine that served it (name, llama.cpp revision, slots): replies to
+    concurrent requests on parallel slots can differ from run to run (RESULTS says how much)."""
 
 
 def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: str) -> Manifest:
@@ -317,6 +320,10 @@ def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: 
     }
     if made:
         out["questions_made"] = made
+    if not ctx.base_url:
+        from hopgraph.models.llama_server import engine_description
+
+        out["engine"] = engine_description(ctx)
     return out
 
 

@@ -46,19 +46,25 @@ __all__ = [
     "embedded_server", "question_model", "system", "user", "vlm_model",
 ]  # fmt: skip
 
-_servers: ProcessCache[str, EmbeddedServer] = process_cache("embedded servers", lambda s: s.stop())
+_servers: ProcessCache[tuple, EmbeddedServer] = process_cache(
+    "embedded servers", lambda s: s.stop()
+)
 _models: ProcessCache[tuple, ChatModel] = process_cache("chat models")
 
 
 def embedded_server(ctx: Context) -> EmbeddedServer:
     """The process-wide embedded server for ``ctx.model``, started on first use."""
     from hopgraph.models.embedded import EmbeddedServer
+    from hopgraph.models.llama_server import LlamaServer, engine_for
 
-    server = _servers.get(ctx.model, lambda: EmbeddedServer(
-        ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, n_threads=ctx.n_threads,
-        n_threads_batch=ctx.n_threads_batch,
-    ))  # fmt: skip
-    return server.start()
+    def start() -> EmbeddedServer:
+        common = {"cache_dir": ctx.cache_dir, "n_ctx": ctx.n_ctx, "n_threads": ctx.n_threads,
+                  "n_threads_batch": ctx.n_threads_batch}  # fmt: skip
+        if engine_for(ctx.engine) == "llama-server":
+            return LlamaServer(ctx.model, slots=ctx.slots, **common)
+        return EmbeddedServer(ctx.model, **common)
+
+    return _servers.get((ctx.model, engine_for(ctx.engine), ctx.slots), start).start()
 
 
 def _model(
@@ -99,12 +105,19 @@ def chat_model(ctx: Context) -> ChatModel:
 
 
 def parallel_calls(ctx: Context) -> int:
-    """How many of a question's independent LLM calls go out at once: ``max_concurrency``, or
-    1 against the embedded server. That server answers one request at a time and keeps only
-    the last prompt's KV cache, so calls sent one by one, in the order their prompts were laid
-    out to share prefixes, cost less than the same calls racing for it (QDRAG's reranking:
-    14 % fewer prompt tokens read, identical P(Yes); benchmarks/bench_call_order.py)."""
-    return max(1, ctx.max_concurrency) if ctx.base_url else 1
+    """How many of a question's independent LLM calls go out at once: ``max_concurrency``; on
+    the embedded llama-server at most its slots. llama-cpp-python's server answers one request
+    at a time and keeps only the last prompt's KV cache, so there calls go one by one, in the
+    order their prompts were laid out to share prefixes, which costs less than racing for it
+    (QDRAG's reranking: 14 % fewer prompt tokens read, identical P(Yes);
+    benchmarks/bench_call_order.py)."""
+    from hopgraph.models.llama_server import engine_for
+
+    if ctx.base_url:
+        return max(1, ctx.max_concurrency)
+    if engine_for(ctx.engine) == "llama-server":
+        return max(1, min(ctx.max_concurrency, ctx.slots))
+    return 1
 
 
 def question_model(ctx: Context, images: list, who: str) -> ChatModel:

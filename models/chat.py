@@ -85,6 +85,35 @@ def vllm_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+LLAMACPP_SAMPLING = {
+    "top_k": 40,
+    "top_p": 0.95,
+    "min_p": 0.05,
+    "repeat_penalty": 1.1,
+    "repeat_last_n": 64,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+"""Every sampling field sent to a llama.cpp server, so an answer does not hang on an engine's
+defaults: llama-cpp-python's server applies these (a repeat penalty of 1.1 over the last 64
+tokens, even at temperature 0) and llama-server none of the penalty; these are the values
+every committed record on the embedded model was made with."""
+
+
+def llamacpp_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A request's settings with ``LLAMACPP_SAMPLING`` filled in where the caller set none
+    (fields beyond OpenAI's travel in ``extra_body``)."""
+    out = dict(kwargs)
+    extra = dict(out.get("extra_body") or {})
+    for key, value in LLAMACPP_SAMPLING.items():
+        if key in ("top_p", "presence_penalty", "frequency_penalty"):
+            out.setdefault(key, value)
+        else:
+            extra.setdefault(key, value)
+    out["extra_body"] = extra
+    return out
+
+
 def user(
     text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0
 ) -> Message:
@@ -425,6 +454,8 @@ class ChatModel:
             )
         if self.dialect.name == "vllm":
             kwargs = vllm_sampling(kwargs)
+        elif self.dialect.name == "llamacpp":
+            kwargs = llamacpp_sampling(kwargs)
         extra = dict(extra or {})
         if self.trace_cap < 0:  # content tracing off: no prompt variables either
             extra.pop("inputs", None)

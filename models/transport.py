@@ -197,7 +197,14 @@ class Transport:
     ) -> ChatCompletion:
         """One streamed chat completion, judged by progress (module docstring), assembled into
         the ``ChatCompletion`` a plain request returns (``prompt``: its counted tokens)."""
-        body = {"model": self.model, "messages": list(messages), "stream": True, **kwargs}
+        fields = {k: v for k, v in kwargs.items() if k != "extra_body"}
+        body = {
+            "model": self.model,
+            "messages": list(messages),
+            "stream": True,
+            **fields,
+            **(kwargs.get("extra_body") or {}),
+        }  # as the OpenAI client merges extra_body
         url = f"{self.base_url}/chat/completions"
         began = time.monotonic()
         reply, done = _Reply(), False
@@ -321,7 +328,8 @@ def served_times(resp: Any) -> dict[str, float]:
     """How long a reply waited and what the server spent on it, where known: the wait for
     its first token (a streamed reply), and where the server reports its timings (llama.cpp)
     the time it read the prompt and wrote the reply, so ``queued_s``, the time before the
-    server began it (the first-token wait less the prompt's reading)."""
+    server began it (the first-token wait less the prompt's reading), and the prompt tokens it
+    read and those it reused from its cache (llama-server's ``prompt_n`` and ``cache_n``)."""
     extra = getattr(resp, "model_extra", None) or {}
     out: dict[str, float] = {}
     wait = (extra.get("hopgraph_wait") or {}).get("first_token_s")
@@ -331,6 +339,9 @@ def served_times(resp: Any) -> dict[str, float]:
     for key, name in (("prompt_ms", "prompt_s"), ("predicted_ms", "decode_s")):
         if isinstance(timings.get(key), int | float):
             out[name] = round(float(timings[key]) / 1000, 4)
+    for key, name in (("prompt_n", "prompt_read"), ("cache_n", "prompt_reused")):
+        if isinstance(timings.get(key), int):  # tokens read, and taken from the slot's cache
+            out[name] = timings[key]
     if "first_token_s" in out and "prompt_s" in out:
         out["queued_s"] = round(max(0.0, out["first_token_s"] - out["prompt_s"]), 4)
     return out

@@ -298,9 +298,32 @@ def test_vllm_requests_carry_the_sampling_we_mean(endpoint):
     for body in ep.requests:
         assert body["top_p"] == 1.0 and body["top_k"] == -1 and body["repetition_penalty"] == 1.0
     assert ep.requests[0]["temperature"] == 0.8
-    llama = endpoint([completion("a")], owned_by="me")  # llama.cpp: its own fields, untouched
+    llama = endpoint([completion("a")], owned_by="me")  # llama.cpp: its own fields, not vLLM's
     llama.model_client().complete([user("x")], role="r")
-    assert "top_k" not in llama.requests[0] and "repetition_penalty" not in llama.requests[0]
+    assert "repetition_penalty" not in llama.requests[0]
+
+
+@pytest.mark.parametrize("owned_by", ["me", "llamacpp"])
+def test_llama_cpp_requests_carry_every_sampling_field(endpoint, owned_by):
+    """llama-cpp-python's server applies a repeat penalty of 1.1 at temperature 0 and
+    llama-server none: an answer must not depend on which engine serves it, so both get every
+    sampling field (the values the committed records were made with), streamed or not."""
+    from hopgraph.models.chat import LLAMACPP_SAMPLING
+
+    ep = endpoint([completion("a"), completion("b")], owned_by=owned_by)
+    m = ep.model_client()
+    m.complete([user("x")], role="r")
+    m.p_yes([user("x")], role="r")
+    for body in ep.requests:
+        assert {k: body[k] for k in LLAMACPP_SAMPLING} == LLAMACPP_SAMPLING
+        assert "extra_body" not in body
+    from scripted_server import ScriptedServer
+
+    with ScriptedServer(lambda body: "ok") as server:  # the embedded server's streamed path
+        _llamacpp(server, 5, stream=True).complete([user("x")], role="r")
+        (body, _), *_ = server.log
+    assert {k: body[k] for k in LLAMACPP_SAMPLING} == LLAMACPP_SAMPLING
+    assert body["stream"] is True and "extra_body" not in body
 
 
 def test_yes_and_no_are_read_through_byte_level_markers():
