@@ -28,16 +28,15 @@ from scripted_server import ScriptedServer  # noqa: E402
 from hopgraph.config import Context  # noqa: E402
 from hopgraph.harness.run_folder import read_predictions, trace_path  # noqa: E402
 from hopgraph.harness.runner import Runner  # noqa: E402
+from hopgraph.harness.trace import read_trace  # noqa: E402
 from hopgraph.memory.kb import Item, KnowledgeBase  # noqa: E402
-from hopgraph.presentation.report import read_trace, steps  # noqa: E402
 from hopgraph.questions.datasets import Question, write_questions  # noqa: E402
 
 
 def overhead(run: Path) -> dict:
     per_q, per_step = [], []
     for qid, pred in read_predictions(run / "predictions.jsonl").items():
-        records = read_trace(trace_path(run, qid))
-        done = steps(records)
+        done = read_trace(trace_path(run, qid)).steps
         inside = sum(
             e.get("latency_s", 0)
             for s in done

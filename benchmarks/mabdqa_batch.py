@@ -30,8 +30,13 @@ from typing import Any
 from hopgraph.agents import mabdqa as roles
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.stats import sign_counts as sign_test
-from hopgraph.harness.run_folder import RunFolder, has_trace, read_predictions, trace_path
-from hopgraph.presentation.report import read_trace
+from hopgraph.harness.run_folder import (
+    RunFolder,
+    has_trace,
+    read_predictions,
+    trace_path,
+    trace_records,
+)
 from hopgraph.presentation.results import fmt
 from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.questions.datasets import read_questions
@@ -48,7 +53,7 @@ KS = (1, 3, 5)
 def first_walk(trace: Path) -> tuple[list[str], dict[str, float], list[str]]:
     """The recorded first walk: the arms' subqueries, s_vlm per page id, and the ranking."""
     judged: dict[str, float] = {}
-    for record in read_trace(trace):
+    for record in trace_records(trace):
         event = record.get("data", {}) if record.get("mode") == "custom" else {}
         if event.get("event") == "bandit_step":
             judged[event["page_id"]] = event["s_vlm"]

@@ -21,8 +21,8 @@ from hopgraph.harness.run_folder import (
     gold_evidence,
     has_trace,
     read_predictions,
-    read_trace,
     trace_path,
+    trace_records,
 )
 
 
@@ -33,7 +33,7 @@ def judgements(run: Path) -> dict:
         trace = trace_path(run, qid)
         if pred.get("error") or not has_trace(trace) or not gold_evidence(pred):
             continue
-        custom = [r["data"] for r in read_trace(trace) if r.get("mode") == "custom"]
+        custom = [r["data"] for r in trace_records(trace) if r.get("mode") == "custom"]
         steps = [e for e in custom if e.get("event") == "bandit_step"]
         if not steps:
             continue

@@ -18,8 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hopgraph.harness.run_folder import RunFolder, read_predictions, trace_path
-from hopgraph.presentation.report import read_trace
+from hopgraph.harness.run_folder import RunFolder, read_predictions, trace_path, trace_records
 from hopgraph.tools.mmapg import ENDINGS, REPEATS, ending
 
 
@@ -53,7 +52,7 @@ def record_endings(folder: Path) -> dict[str, Any]:
     manifest = RunFolder(folder).manifest()
     cap = int(manifest["context"].get("mmapg_max_iterations", 10))
     preds = read_predictions(folder / "predictions.jsonl")
-    rows = [question_ending(p, read_trace(trace_path(folder, q)), cap)
+    rows = [question_ending(p, trace_records(trace_path(folder, q)), cap)
             for q, p in sorted(preds.items()) if p.get("error") is None]  # fmt: skip
     counts = Counter(r["ending"] for r in rows)
     chains = Counter(" > ".join(r["rule_chain"]) for r in rows if r["rule_chain"])

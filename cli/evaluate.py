@@ -105,8 +105,8 @@ def evaluate(
 def _print_wrong(run_dir: str, result: dict) -> None:
     """The questions scored wrong by the benchmark's own rule, and those that failed: id,
     answer and gold, for ``hopgraph trace RUN QID`` or the viewer."""
+    from hopgraph.evals.run_record import answered_right
     from hopgraph.harness.run_folder import scored_predictions
-    from hopgraph.presentation.report import answered_right
 
     preds = scored_predictions(run_dir)
     lines = [(qid, "wrong") for qid, sc in result["per_question"].items()

@@ -36,6 +36,7 @@ def trace(
     """Show a run's traces (a step tree, Mermaid, or the HTML report of the whole run), or
     put one question's executions in two runs side by side with their first divergence."""
     from hopgraph.harness.run_folder import RunFolder, has_trace, trace_ids, trace_path
+    from hopgraph.harness.trace import read_trace
     from hopgraph.presentation import report
 
     if len(args) == 3:
@@ -44,7 +45,7 @@ def trace(
         for path in (path_a, path_b):
             if not has_trace(path):
                 refuse(f"no trace for question {qid!r} at {path}")
-        pair = report.read_trace(path_a), report.read_trace(path_b)
+        pair = read_trace(path_a), read_trace(path_b)
 
         def prompts(run: Path) -> dict[str, str]:
             m = RunFolder(run).manifest()
@@ -80,23 +81,23 @@ def trace(
     if fmt not in ("text", "mermaid"):
         refuse(f"unknown --format {fmt!r}: text, mermaid or html")
     for path in traces:
-        records = report.read_trace(path)
+        trace = read_trace(path)
         if fmt != "mermaid" and only is not None:
             console.print(_question_head(folder, only), markup=False)
         elif fmt != "mermaid":  # Mermaid's source stays pasteable: the diagram alone
             console.print(f"[bold]{path.name.removesuffix('.jsonl')}[/bold]")
         if fmt == "mermaid":
-            console.print(report.to_mermaid(report.graph_view(records)), markup=False)
+            console.print(report.to_mermaid(report.graph_view(trace)), markup=False)
         else:
-            console.print(report.format_tree(records, calls=calls), markup=False)
+            console.print(report.format_tree(trace, calls=calls), markup=False)
 
 
 def _question_head(folder: Path, qid: str) -> str:
     """A question's trace heads with what it asked, answered, the gold and the verdict (the
     gold where the record's question file is here)."""
     from hopgraph.evals.evaluate import score_prediction
+    from hopgraph.evals.run_record import answered_right
     from hopgraph.harness.run_folder import RunError, read_predictions, scored_predictions
-    from hopgraph.presentation.report import answered_right
 
     try:
         pred, note = scored_predictions(folder).get(qid, {}), ""

@@ -87,7 +87,7 @@ def export_question(
     pred: Mapping[str, Any],
     content: bool = False,
 ) -> None:
-    """Spans for one question's trace ``records`` (``read_trace``) and its prediction line."""
+    """Spans for one question's trace ``records`` (``trace_records``) and its prediction line."""
     root: Span | None = None
     wall0 = last = 0.0
     tasks: dict[str, Span] = {}

@@ -719,7 +719,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def read_trace(path: str | Path) -> list[dict[str, Any]]:
+def trace_records(path: str | Path) -> list[dict[str, Any]]:
     """A question's trace records ([] for none): its packed part (``<qid>.jsonl.gz``, its
     finished sittings) then its open part (``<qid>.jsonl``, a sitting being written); a line
     cut short by a crash is skipped, and of a damaged file what can be read is read
@@ -728,7 +728,7 @@ def read_trace(path: str | Path) -> list[dict[str, Any]]:
 
 
 def read_trace_checked(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """``read_trace``'s records and what was damaged: a packed part cut short or not gzip
+    """``trace_records``'s records and what was damaged: a packed part cut short or not gzip
     (read as far as it decompresses), bytes that are not UTF-8, lines that are not JSON."""
     import zlib
 
@@ -787,7 +787,7 @@ def trace_name(qid: str) -> str:
 
 def trace_path(run_dir: str | Path, qid: str) -> Path:
     """Where a question's trace is written in a run folder (``trace_name``); once the question
-    ends it is packed beside it (``packed``). Read it with ``read_trace``. A record written
+    ends it is packed beside it (``packed``). Read it with ``trace_records``. A record written
     before names were one per id keeps its traces under the old name, found there."""
     path = Path(run_dir) / "traces" / f"{trace_name(qid)}.jsonl"
     if not has_trace(path):
@@ -828,7 +828,7 @@ def has_trace(path: Path) -> bool:
 def pack_trace(path: Path) -> None:
     """Compress a question's trace once it ends (what a result record commits: about a tenth
     of the size), joining what an earlier sitting packed; written whole, then the open part
-    removed: a crash in between leaves both, read and packed once (``read_trace``)."""
+    removed: a crash in between leaves both, read and packed once (``trace_records``)."""
     import gzip
 
     if not path.exists():

@@ -36,9 +36,9 @@ from hopgraph.harness.run_folder import (
     manifest,
     method_code,
     pack_trace,
-    read_trace,
     settings_key,
     trace_path,
+    trace_records,
     writing,
 )
 from hopgraph.memory.files import Skipped
@@ -234,7 +234,7 @@ class Runner:
         began = time.perf_counter()
         error = None
         # a resumed question's earlier sittings are in its trace already
-        records = read_trace(trace_file) if payload is None else []
+        records = trace_records(trace_file) if payload is None else []
         with open(trace_file, "a", encoding="utf-8") as trace:
 
             def keep(record: dict[str, Any]) -> None:

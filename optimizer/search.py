@@ -52,9 +52,9 @@ from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     QuestionSet,
     method_code,
-    read_trace,
     scored_predictions,
     trace_path,
+    trace_records,
 )
 from hopgraph.models.chat import parse_reply
 from hopgraph.models.events import tally_calls
@@ -938,7 +938,7 @@ def write_overlay(
 def _calls(run_dir: Path, qid: str) -> list[dict[str, Any]]:
     return [
         r["data"]
-        for r in read_trace(trace_path(run_dir, qid))
+        for r in trace_records(trace_path(run_dir, qid))
         if r.get("mode") == "custom" and r.get("data", {}).get("event") == "llm_call"
     ]
 

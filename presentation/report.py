@@ -11,19 +11,16 @@ import html
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopgraph.evals.run_record import answered_right, cited_pages
 from hopgraph.harness.cost import Price
-from hopgraph.harness.run_folder import read_trace
+from hopgraph.harness.trace import Call, Step, Trace
 from hopgraph.models.events import LLMRequest
 from hopgraph.presentation.views import view_of
 from hopgraph.wording import counted
-
-LLM_REQUEST = LLMRequest.event
-
-__all__ = ["read_trace"]  # where the tests and the CLI read traces from
 
 KIND_COLOURS = {
     "question": "#dbeafe",
@@ -35,44 +32,12 @@ KIND_COLOURS = {
 }
 
 
-@dataclass
-class Step:
-    node: str
-    ns: list[str]
-    keys: list[str]
-    events: list[dict[str, Any]] = field(default_factory=list)
-    update: dict[str, Any] = field(default_factory=dict)
-    """What the node wrote (its state update)."""
-
-
-def steps(records: list[dict[str, Any]]) -> list[Step]:
-    """Executed nodes in order, each with the custom events it emitted (a request's own
-    marker aside: its ``llm_call`` shows it)."""
-    out: list[Step] = []
-    pending: list[dict[str, Any]] = []
-    for rec in records:
-        data = rec.get("data")
-        if rec.get("mode") == "custom" and isinstance(data, dict):
-            if data.get("event") != LLM_REQUEST:
-                pending.append(data)
-        elif rec.get("mode") == "updates" and isinstance(data, dict):
-            for node, update in data.items():
-                keys = sorted(update) if isinstance(update, dict) else []
-                wrote = update if isinstance(update, dict) else {}
-                out.append(Step(node, rec.get("ns", []), keys, pending, wrote))
-                pending = []
-        elif rec.get("mode") == "error":
-            out.append(Step("error", [], [], [*pending, data or {}]))
-            pending = []
-    return out
-
-
-def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
+def graph_view(trace: Trace) -> dict[str, Any]:
     """The method's own drawing of the question's final state (``presentation.views``), else the
     chain of executed steps. (Traces written before views moved out of the graphs carry the
     drawing in a node's update, which is used as it is.)"""
     view = None
-    for rec in records:
+    for rec in trace.records:
         data = rec.get("data")
         if rec.get("mode") == "values" and isinstance(data, dict):
             view = view_of(rec.get("graph", ""), data) or view
@@ -83,8 +48,8 @@ def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
     if view is not None:
         return view
     nodes, edges = [], []
-    for i, step in enumerate(steps(records)):
-        calls = sum(e.get("event") == "llm_call" for e in step.events)
+    for i, step in enumerate(trace.steps):
+        calls = len(step.calls)
         label = "/".join([*step.ns, step.node]) + (f" ({calls} LLM)" if calls else "")
         nodes.append(
             {"id": f"s{i}", "label": label, "kind": "error" if step.node == "error" else "step"}
@@ -94,11 +59,11 @@ def graph_view(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"nodes": nodes, "edges": edges}
 
 
-def format_tree(records: list[dict[str, Any]], calls: bool = False) -> str:
+def format_tree(trace: Trace, calls: bool = False) -> str:
     """A readable step tree: nodes, the LLM calls and retrievals inside them; ``calls``: each
     call's messages and reply under it (``call_lines``)."""
     lines = []
-    for step in steps(records):
+    for step in trace.steps:
         indent = "  " * len(step.ns)
         where = "/".join([*step.ns, step.node])
         lines.append(f"{indent}● {where}" + (f"  -> {', '.join(step.keys)}" if step.keys else ""))
@@ -152,27 +117,20 @@ class CallDiff:
     """The n-th LLM call of two executions of one question: whether its prompt and its reply
     differ."""
 
-    a: dict[str, Any] | None
-    b: dict[str, Any] | None
+    a: Call | None
+    b: Call | None
     prompt_changed: bool
     reply_changed: bool
 
     @property
     def template(self) -> str:
-        return str((self.a or self.b or {}).get("template", ""))
+        call = self.a or self.b
+        return call.template if call else ""
 
 
-def llm_calls(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        r["data"]
-        for r in records
-        if r.get("mode") == "custom" and (r.get("data") or {}).get("event") == "llm_call"
-    ]
-
-
-def call_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[CallDiff]:
+def call_diff(a: Trace, b: Trace) -> list[CallDiff]:
     """Two executions' LLM calls side by side in the order they were made."""
-    ca, cb = llm_calls(a), llm_calls(b)
+    ca, cb = a.calls, b.calls
     out = []
     for i in range(max(len(ca), len(cb))):
         x, y = (ca[i] if i < len(ca) else None), (cb[i] if i < len(cb) else None)
@@ -180,8 +138,8 @@ def call_diff(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[CallDiff
             CallDiff(
                 x,
                 y,
-                prompt_changed=x is None or y is None or x.get("messages") != y.get("messages"),
-                reply_changed=x is None or y is None or x.get("reply") != y.get("reply"),
+                prompt_changed=x is None or y is None or x.messages != y.messages,
+                reply_changed=x is None or y is None or x.reply != y.reply,
             )
         )
     return out
@@ -191,7 +149,7 @@ def format_call_diff(rows: list[CallDiff], hashes: tuple[dict, dict] = ({}, {}))
     """Which calls' prompts changed, by template: those whose template was edited (the runs'
     ``hashes`` differ) apart from those whose inputs changed (an earlier reply, other
     evidence); then the first call whose reply diverges, with both replies."""
-    if rows and all("messages" not in (r.a or r.b or {}) for r in rows):
+    if rows and all("messages" not in c.event for r in rows if (c := r.a or r.b)):
         return "calls: these traces keep no call content (written before it was kept)"
     edited = {
         t for t in hashes[0].keys() | hashes[1].keys() if hashes[0].get(t) != hashes[1].get(t)
@@ -213,7 +171,7 @@ def format_call_diff(rows: list[CallDiff], hashes: tuple[dict, dict] = ({}, {}))
     lines.append(f"first reply that differs: call {first} ({r.template})"
                  + (", whose prompt changed" if r.prompt_changed else ", same prompt"))  # fmt: skip
     for label, call in (("a", r.a), ("b", r.b)):
-        reply = "(no such call)" if call is None else (call.get("reply") or "(none)")
+        reply = "(no such call)" if call is None else (call.reply or "(none)")
         lines.append(f"  {label}: {_brief(reply, 300)}")
     return "\n".join(lines)
 
@@ -240,7 +198,7 @@ def live_line(ns: list[str], mode: str, data: Any) -> str | None:
     (``tasks``), a node done with what it wrote, or an event inside it; None to show nothing."""
     indent = "  " * len(ns)
     if mode == "custom" and isinstance(data, dict):
-        return None if data.get("event") == LLM_REQUEST else event_line(data, indent)
+        return None if data.get("event") == LLMRequest.event else event_line(data, indent)
     if mode == "tasks" and isinstance(data, dict) and "input" in data:
         return f"{indent}▶ {'/'.join([*ns, data.get('name', '?')])}"
     if mode == "updates" and isinstance(data, dict):
@@ -367,7 +325,7 @@ border-radius:3px;padding:0 .3rem}
 """
 
 
-def _drawing(view: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:
+def _drawing(view: dict[str, Any], trace: Trace | None = None) -> str:
     """The SVG, then, where the graph's nodes carry ``detail`` (MMAPG: instruction, content,
     parents, calls), a table of them (the boxes are too small to read those in) and one panel
     per node, shown when its box is clicked: its instruction, parents, hits and content."""
@@ -380,7 +338,7 @@ def _drawing(view: dict[str, Any], records: list[dict[str, Any]] | None = None) 
     ]
     if not rows:
         return to_svg(view)
-    hits = _node_hits(records or [])
+    hits = _node_hits(trace)
     panels = "".join(
         f"<div class='node-detail' data-for='{_esc(n['id'])}' hidden><b>{_esc(n['id'])}</b> "
         f"({_esc(n.get('kind', ''))})"
@@ -404,13 +362,10 @@ def _drawing(view: dict[str, Any], records: list[dict[str, Any]] | None = None) 
     return f"{to_svg(view)}{panels}<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _node_hits(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _node_hits(trace: Trace | None) -> dict[str, list[dict[str, Any]]]:
     """A planning graph's nodes' hits, from the final state (MMAPG's ``nodes``)."""
-    for rec in reversed(records):
-        data = rec.get("data")
-        if rec.get("mode") == "values" and isinstance(data, dict):
-            return {n["id"]: n.get("hits") or [] for n in data.get("nodes") or [] if "id" in n}
-    return {}
+    state = trace.final_state if trace else {}
+    return {n["id"]: n.get("hits") or [] for n in state.get("nodes") or [] if "id" in n}
 
 
 _SCRIPT = """
@@ -429,49 +384,25 @@ if (q) {q.open = true; showNode(q, decodeURIComponent(m[2]));}}
 DETAIL = ("parents", "instruction", "content", "calls", "tokens")
 
 
-def _calls_table(records: list[dict[str, Any]], price: Price | None = None) -> str:
+def _calls_table(trace: Trace, price: Price | None = None) -> str:
     """Every call of the question: node, role, template, tokens, seconds, its cost at the
     run's price, and a mark where the response cache answered it (nothing was sent)."""
     rows = []
-    for step in steps(records):
-        for e in step.events:
-            if e.get("event") == "llm_call":
-                cached = (e.get("extra") or {}).get("cached")
-                tokens = (int(e.get("prompt_tokens") or 0), int(e.get("completion_tokens") or 0))
-                rows.append(
-                    f"<tr><td>{html.escape(step.node)}</td><td>{html.escape(str(e.get('role')))}</td>"
-                    f"<td>{html.escape(str(e.get('template')))}</td><td>{tokens[0]}</td>"
-                    f"<td>{tokens[1]}</td><td>{e.get('latency_s', 0):.2f}</td>"
-                    + (f"<td>${price.usd(*tokens):.5f}</td>" if price else "")
-                    + f"<td>{'cached: not sent' if cached else ''}</td></tr>"
-                )
+    for c in trace.calls:
+        tokens = (c.prompt_tokens, c.completion_tokens)
+        rows.append(
+            f"<tr><td>{html.escape(c.node)}</td><td>{html.escape(c.role)}</td>"
+            f"<td>{html.escape(c.template)}</td><td>{tokens[0]}</td>"
+            f"<td>{tokens[1]}</td><td>{c.seconds:.2f}</td>"
+            + (f"<td>${price.usd(*tokens):.5f}</td>" if price else "")
+            + f"<td>{'cached: not sent' if c.cached else ''}</td></tr>"
+        )
     if not rows:
         return "<p>No LLM calls.</p>"
     names = ("node", "role", "template", "prompt tok", "completion tok", "s",
              *(("USD",) if price else ()), "cache")  # fmt: skip
     head = "".join(f"<th>{c}</th>" for c in names)
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
-
-
-def evidence_index(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Every piece of evidence a question's trace holds whole (in node updates and the final
-    state), by id: what a retrieval event names by id only, with its text, title, source, page."""
-    found: dict[str, dict[str, Any]] = {}
-
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            if isinstance(value.get("id"), str) and isinstance(value.get("text"), str):
-                found.setdefault(value["id"], value)
-            for v in value.values():
-                walk(v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(v)
-
-    for rec in records:
-        if rec.get("mode") in ("updates", "values"):
-            walk(rec.get("data"))
-    return found
 
 
 def _esc(value: Any) -> str:
@@ -558,14 +489,14 @@ def _event_html(e: dict[str, Any], known: dict, kept: set, cited: set) -> str:
     return f"<div class='event dim'>{_esc(kind or 'event')}</div>"
 
 
-def _steps_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
+def _steps_html(trace: Trace, pred: dict[str, Any]) -> str:
     """Each executed node in order with what happened inside it: retrievals with their hits
     (kept and cited marked), LLM calls with prompt and reply, fallbacks and empty replies
     flagged, and the state keys it wrote."""
-    known = evidence_index(records)
+    known = trace.passages
     kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
     out = ["<ol class='steps'>"]
-    for step in steps(records):
+    for step in trace.steps:
         where = "/".join([*step.ns, step.node])
         wrote = f" <span class='dim'>→ {_esc(', '.join(step.keys))}</span>" if step.keys else ""
         inner = [_event_html(e, known, kept, cited) for e in step.events]
@@ -574,29 +505,11 @@ def _steps_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def cited_pages(
-    records: list[dict[str, Any]], pred: dict[str, Any]
-) -> dict[str, tuple[dict[str, Any], list]]:
-    """Each cited PDF page whose size is known (its evidence as traced) and the regions of it,
-    in PDF points, that the answer quotes (the static page and ``hopgraph view`` draw them)."""
-    from hopgraph.memory.regions import cited_region
-
-    known = evidence_index(records)
-    said = f"{pred.get('response', '')}\n{pred.get('answer', '')}"
-    out = {}
-    for cid in pred.get("citations") or []:
-        e = known.get(cid) or {}
-        prov = e.get("provenance") or {}
-        if e.get("modality") == "page" and e.get("path") and prov.get("page_size"):
-            out[cid] = (e, cited_region(e, said))
-    return out
-
-
-def _cited_pages_html(records: list[dict[str, Any]], pred: dict[str, Any]) -> str:
+def _cited_pages_html(trace: Trace, pred: dict[str, Any]) -> str:
     """Each cited PDF page, rendered, with the region the answer quotes highlighted (an SVG in
     PDF points laid over the page image)."""
     figures = []
-    for cid, (e, boxes) in cited_pages(records, pred).items():
+    for cid, (e, boxes) in cited_pages(trace, pred).items():
         w, h = e["provenance"]["page_size"]
         rects = "".join(
             f"<rect class='quoted' x='{x0}' y='{y0}' width='{x1 - x0}' height='{y1 - y0}'/>"
@@ -623,11 +536,6 @@ SHOWN_SCORES = ("em", "f1", "keyword_em", "mmlb_acc", "recall@5")
 def judged(scores: dict[str, float]) -> bool:
     """Whether a question has a right-or-wrong score: exact match or MMLongBench-Doc's accuracy."""
     return "em" in scores or "mmlb_acc" in scores
-
-
-def answered_right(scores: dict[str, float]) -> bool:
-    """Right by the benchmark's own score: exact match, else MMLongBench-Doc's accuracy."""
-    return scores.get("em", scores.get("mmlb_acc", 0)) >= 1
 
 
 def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
@@ -685,7 +593,8 @@ def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> 
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
     """``run_dir/report.html``: headline metrics, then per question its answer, gold, score,
     drawing and LLM calls."""
-    from hopgraph.harness.run_folder import RunFolder, scored_predictions, trace_path
+    from hopgraph.harness.run_folder import RunFolder, scored_predictions
+    from hopgraph.harness.trace import read_question_trace
 
     run_dir = Path(run_dir)
     preds = scored_predictions(run_dir)
@@ -704,8 +613,7 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
     price = _price_of(metrics or {})
     parts.append("<h2>Questions</h2>")
     for n, (qid, pred) in enumerate(preds.items()):
-        trace = trace_path(run_dir, qid)
-        records = read_trace(trace)
+        trace = read_question_trace(run_dir, qid)
         score = per_q.get(qid, {})
         scored = " · ".join(f"{k} {v:.3f}" for k, v in score.items() if k in SHOWN_SCORES)
         good = answered_right(score)
@@ -723,9 +631,9 @@ def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> P
                 if pred.get("error")
                 else ""
             )
-            + f"</p>{_drawing(graph_view(records), records)}<h3>Steps</h3>"
-            + f"{_steps_html(records, pred)}{_cited_pages_html(records, pred)}"
-            + f"<h3>LLM calls</h3>{_calls_table(records, price)}</details>"
+            + f"</p>{_drawing(graph_view(trace), trace)}<h3>Steps</h3>"
+            + f"{_steps_html(trace, pred)}{_cited_pages_html(trace, pred)}"
+            + f"<h3>LLM calls</h3>{_calls_table(trace, price)}</details>"
         )
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     out = run_dir / "report.html"
@@ -791,7 +699,7 @@ class StepDiff:
 
 def step_templates(step: Step) -> list[str]:
     """The templates of a step's LLM calls, in order."""
-    return [e.get("template", "") for e in step.events if e.get("event") == "llm_call"]
+    return [str(e.get("template", "")) for e in step.calls]
 
 
 def step_retrieved(step: Step) -> list[list[str]]:
@@ -820,12 +728,12 @@ def _difference(a: Step, b: Step, hashes: tuple[dict, dict]) -> str:
 
 
 def trace_diff(
-    a: list[dict[str, Any]], b: list[dict[str, Any]], hashes: tuple[dict, dict] = ({}, {})
+    a: Trace, b: Trace, hashes: tuple[dict, dict] = ({}, {})
 ) -> tuple[list[StepDiff], int | None]:
     """Two executions of one question aligned step by step, and the index of the first step
     where they diverge (None where they never do). ``hashes``: each run's template sha256s
     (its manifest's ``prompts``), so a node that read an edited template is marked too."""
-    sa, sb = steps(a), steps(b)
+    sa, sb = a.steps, b.steps
     rows = []
     for i in range(max(len(sa), len(sb))):
         x, y = (sa[i] if i < len(sa) else None), (sb[i] if i < len(sb) else None)
@@ -865,12 +773,12 @@ def format_trace_diff(rows: list[StepDiff], first: int | None, labels: tuple[str
 
 
 def render_trace_diff_html(
-    records: tuple[list, list], labels: tuple[str, str], qid: str, out: Path,
+    traces: tuple[Trace, Trace], labels: tuple[str, str], qid: str, out: Path,
     hashes: tuple[dict, dict] = ({}, {}),
 ) -> Path:  # fmt: skip
     """The two executions side by side: each run's drawing (MMAPG: its planning graph), then
     the step table with the first divergence marked."""
-    rows, first = trace_diff(*records, hashes)
+    rows, first = trace_diff(*traces, hashes)
     cells = "".join(
         f"<tr{' class=bad' if i == first else ''}><td>{i}</td>"
         f"<td>{html.escape(_step_cell(r.a, hashes[0]))}</td>"
@@ -879,8 +787,8 @@ def render_trace_diff_html(
     )
     drawings = "".join(
         f"<div style='flex:1;min-width:0'><h2>{html.escape(label)}</h2>"
-        f"{_drawing(graph_view(recs))}</div>"
-        for label, recs in zip(labels, records, strict=True)
+        f"{_drawing(graph_view(trace), trace)}</div>"
+        for label, trace in zip(labels, traces, strict=True)
     )
     verdict = "never diverge" if first is None else f"first diverge at step {first}"
     page = (

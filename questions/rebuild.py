@@ -51,7 +51,10 @@ class QuestionSetSource:
                 "form": self.form, "ids": list(self.ids)}  # fmt: skip
 
     def text(self, data_file: Path) -> str:
-        """The question file's text, from the benchmark's file."""
+        """The question file's text, from the benchmark's file (the demo's, from the code
+        that writes it: ``hopgraph data demo``)."""
+        if self.convert == DEMO:
+            return _demo_questions()
         lines = {q.id: q.to_json() for q in CONVERTERS[self.convert](data_file)}
         missing = [i for i in self.ids if i not in lines]
         if missing:
@@ -60,6 +63,19 @@ class QuestionSetSource:
         if self.form == "dumps":
             picked = [json.dumps(json.loads(line)) for line in picked]
         return "".join(line + "\n" for line in picked)
+
+
+DEMO = "demo"
+"""The converter name of the demo's questions, which hopgraph writes itself (no data file)."""
+
+
+def _demo_questions() -> str:
+    import tempfile
+
+    from hopgraph.questions.demo import write_demo
+
+    with tempfile.TemporaryDirectory() as folder:
+        return write_demo(folder)[1].read_text(encoding="utf-8")
 
 
 def data_dirs(near: Path) -> list[Path]:
@@ -96,9 +112,10 @@ def rebuilt(name: str, sha256: str, near: Path) -> Path | None:
     out = cache_dir() / f"{sha256}.jsonl"
     if out.is_file() and hashlib.sha256(out.read_bytes()).hexdigest() == sha256:
         return out
-    for folder in data_dirs(near):
+    folders = [Path()] if source.convert == DEMO else data_dirs(near)
+    for folder in folders:
         data_file = folder / source.data
-        if not data_file.is_file():
+        if source.convert != DEMO and not data_file.is_file():
             continue
         try:
             text = source.text(data_file)

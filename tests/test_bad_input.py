@@ -238,9 +238,9 @@ def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_
     assert "1 finished, 1 failed" in out.stdout
     assert "long: ContextWindowError: the prompt is " in out.stderr
     assert "more than the context window of 2048" in out.stderr
-    from hopgraph.harness.run_folder import read_trace, trace_path
+    from hopgraph.harness.run_folder import trace_path, trace_records
 
-    trace = read_trace(trace_path(tmp_path / "r", "long"))
+    trace = trace_records(trace_path(tmp_path / "r", "long"))
     calls = [
         r["data"]
         for r in trace

@@ -41,10 +41,10 @@ def run(tmp_path, kb_dir, faults, name="run"):
 def attempts(tmp_path, name="run"):
     """Every llm_call event's attempts, over all traces of a run."""
     out = []
-    from hopgraph.harness.run_folder import read_trace, trace_ids
+    from hopgraph.harness.run_folder import trace_ids, trace_records
 
     for trace in trace_ids(tmp_path / name):
-        for record in read_trace(trace):
+        for record in trace_records(trace):
             data = record.get("data")
             if isinstance(data, dict) and data.get("event") == "llm_call":
                 out.append(data["attempts"])

@@ -100,9 +100,9 @@ def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir,
         Runner(agent, tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
     assert pred["error"] is None, pred["error"]
-    from hopgraph.harness.run_folder import read_trace, trace_path
+    from hopgraph.harness.run_folder import trace_path, trace_records
 
-    trace = read_trace(trace_path(tmp_path / "run", "img-1"))
+    trace = trace_records(trace_path(tmp_path / "run", "img-1"))
     calls = [r["data"] for r in trace if r.get("mode") == "custom"
              and r["data"].get("event") == "llm_call"]  # fmt: skip
     with_picture = {c["template"] for c in calls if c["extra"].get("images")}

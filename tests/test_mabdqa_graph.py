@@ -9,11 +9,10 @@ from scripted_server import ScriptedServer, by_template
 
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.graphs import every_context
-from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.run_folder import read_predictions, trace_records
 from hopgraph.harness.runner import Runner
 from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.presentation.report import read_trace
 from hopgraph.questions.datasets import Question, write_questions
 
 Context = every_context()  # every built-in method's knobs
@@ -129,7 +128,7 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
         Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
     events = [
-        r["data"] for r in read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+        r["data"] for r in trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
         if r.get("mode") == "custom"
     ]  # fmt: skip
     return preds, events

@@ -10,10 +10,11 @@ from scripted_server import ScriptedServer, by_template
 
 from hopgraph.graphs import every_context
 from hopgraph.graphs.mmapg import check_step
-from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.run_folder import read_predictions, trace_records
 from hopgraph.harness.runner import Runner
+from hopgraph.harness.trace import Trace
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.presentation.report import graph_view, read_trace, render_html
+from hopgraph.presentation.report import graph_view, render_html
 from hopgraph.questions.datasets import Question, write_questions
 
 Context = every_context()  # every built-in method's knobs
@@ -131,7 +132,7 @@ def run(tmp_path, kb_dir, planner_steps, **fields):
     final = runner.graph.get_state(runner.thread("q1")).values
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]
     assert pred["error"] is None, pred["error"]
-    records = read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+    records = trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
     return pred, final, records, seen
 
 
@@ -182,7 +183,7 @@ def test_a_branch_off_an_earlier_node_and_an_answer_from_two_parents(tmp_path, k
     # the triplet that matched is read as its passage, once
     ids = [h["id"] for h in final["evidence"]]
     assert len(ids) == len(set(ids)) and all(i.startswith("text-") for i in ids)
-    view = graph_view(records)
+    view = graph_view(Trace.of(records))
     assert ["Q0", "R2"] in view["edges"] and ["R1", "A3"] in view["edges"]
     # drawn by the report from the final state: no node draws it, no checkpoint stores it
     assert "graph_view" not in final and "graph_view" not in json.dumps(records)

@@ -11,9 +11,8 @@ from servers import hopgraph
 
 from hopgraph.config import Context
 from hopgraph.harness.otel import OtelExport
-from hopgraph.harness.run_folder import read_predictions, trace_path
+from hopgraph.harness.run_folder import read_predictions, trace_path, trace_records
 from hopgraph.harness.runner import Runner
-from hopgraph.presentation.report import read_trace
 from hopgraph.questions.datasets import Question, write_questions
 
 
@@ -27,7 +26,7 @@ def exported_spans(run_dir):
     exporter = InMemorySpanExporter()
     otel = OtelExport(exporter=exporter)
     for qid, pred in read_predictions(run_dir / "predictions.jsonl").items():
-        otel.export("rag", read_trace(trace_path(run_dir, qid)), pred)
+        otel.export("rag", trace_records(trace_path(run_dir, qid)), pred)
     otel.close()
     return exporter.get_finished_spans()
 
@@ -167,7 +166,7 @@ def test_with_the_content_switch_chat_spans_carry_the_messages(tmp_path, kb_dir,
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
         Runner("rag", tmp_path / "run", ctx).run(qfile)
     sent = {json.dumps(body["messages"]): reply for body, reply in server.log}
-    records = read_trace(trace_path(tmp_path / "run", "q0"))
+    records = trace_records(trace_path(tmp_path / "run", "q0"))
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
 
     def chat_spans(**kw):

@@ -72,7 +72,7 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch)
     view = RunView(run)
     (shown,) = [e for e in view.question("q1")["evidence"] if e["cited"]]
     assert shown["regions"] == boxes and shown["page_image"] and shown["page_size"]
-    assert page_image(view.records("q1"), pred, stored["id"], [tmp_path]) == Path(stored["path"])
+    assert page_image(view.trace("q1"), pred, stored["id"], [tmp_path]) == Path(stored["path"])
     # a KB indexed with a relative --kb keeps relative page paths: the report still renders
     monkeypatch.chdir(tmp_path)
     relative = {**stored, "path": str(Path(stored["path"]).relative_to(tmp_path))}

@@ -6,10 +6,11 @@ from scripted_server import ScriptedServer, by_template
 
 from hopgraph.agents.qdrag import QDCOutput
 from hopgraph.graphs import every_context
-from hopgraph.harness.run_folder import read_predictions
+from hopgraph.harness.run_folder import read_predictions, trace_records
 from hopgraph.harness.runner import Runner
+from hopgraph.harness.trace import Trace
 from hopgraph.memory.kb import Item, KnowledgeBase
-from hopgraph.presentation.report import graph_view, read_trace
+from hopgraph.presentation.report import graph_view
 from hopgraph.questions.datasets import Question, write_questions
 from hopgraph.tools.replies import qdc_subquestions
 
@@ -72,7 +73,7 @@ def run(tmp_path, kb_dir, plan=PLAN, **ctx_fields):
     final = runner.graph.get_state(runner.thread("q1")).values
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]
     assert pred["error"] is None, pred["error"]
-    records = read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+    records = trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
     calls = [
         r["data"]
         for r in records
@@ -97,7 +98,7 @@ def test_qdc_makes_one_decomposition_call_and_keeps_relevant_contexts(tmp_path, 
     kept_titles = {c["title"] for c in final["kept"]}
     assert {"Town 3", "Town 4"} <= kept_titles and len(final["kept"]) <= 5
     assert pred["answer"] == "Lund" and len(pred["citations"]) == 2
-    view = graph_view(records)
+    view = graph_view(Trace.of(records))
     assert view["nodes"][0]["kind"] == "question" and any(
         n["kind"] == "retrieval" for n in view["nodes"]
     )
@@ -249,7 +250,7 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
                       polar_memory=True, polar_dir=str(mem_dir))  # fmt: skip
         Runner("qdrag", tmp_path / "run", ctx).run(qfile)
     assert read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]["error"] is None
-    records = read_trace(tmp_path / "run" / "traces" / "q1.jsonl")
+    records = trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
     (recalled,) = [
         r["data"] for r in records
         if r.get("mode") == "custom" and r["data"].get("event") == "memory_recall"
@@ -262,8 +263,9 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
 
 
 def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
-    """The embedded server keeps only the last prompt's KV cache: its P(Yes) calls go one by
-    one in the passage-major order rerank laid out; a configured endpoint gets them at once."""
+    """llama-cpp-python's server keeps only the last prompt's KV cache: its P(Yes) calls go
+    one by one in the passage-major order rerank laid out; llama-server's slots and a
+    configured endpoint get them at once."""
     import threading
 
     from hopgraph.agents import qdrag
@@ -277,13 +279,15 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     monkeypatch.setattr(qdrag, "relevance", relevance)
     pairs = [(q, {"id": f"c{i}"}) for i in range(10) for q in ("q", "s1", "s2")]
     main = threading.current_thread().name
-    qdrag.score_all(pairs, Context(model="qwen2.5-coder-1.5b"))  # the embedded server
+    qdrag.score_all(pairs, Context(model="qwen2.5-coder-1.5b", engine="llama-cpp-python"))
     assert [(q, c) for q, c, _ in seen] == [(q, c["id"]) for q, c in pairs]
     assert {t for *_, t in seen} == {main}
-    seen.clear()
-    qdrag.score_all(pairs, Context(base_url="http://vllm:8000/v1", model="m"))
-    assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
-    assert main not in {t for *_, t in seen}
+    for ctx in (Context(base_url="http://vllm:8000/v1", model="m"),
+                Context(model="qwen2.5-coder-1.5b", engine="llama-server", slots=4)):  # fmt: skip
+        seen.clear()
+        qdrag.score_all(pairs, ctx)
+        assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
+        assert main not in {t for *_, t in seen}
 
 
 def test_rerank_prompts_of_one_passage_differ_only_in_their_closing_question():

@@ -4,6 +4,7 @@ import subprocess
 
 import pytest
 
+from hopgraph.harness.trace import Trace
 from hopgraph.presentation import report
 from hopgraph.tools.replies import parse_citations, strip_citations
 
@@ -39,13 +40,13 @@ def test_citation_parsing():
 
 
 def test_step_tree_lists_nodes_calls_and_retrievals():
-    text = report.format_tree(RECORDS)
+    text = report.format_tree(Trace.of(RECORDS))
     assert "● retrieve" in text and "● generate" in text
     assert "llm generator [rag/answer] 10+4 tok" in text and "retrieve 'q?' -> 1 hits" in text
 
 
 def test_mermaid_and_svg_of_executed_steps():
-    view = report.graph_view(RECORDS)
+    view = report.graph_view(Trace.of(RECORDS))
     assert [n["label"] for n in view["nodes"]] == ["retrieve", "generate (1 LLM)"]
     mermaid = report.to_mermaid(view)
     assert mermaid.startswith("flowchart TD") and "s0 --> s1" in mermaid
@@ -64,7 +65,7 @@ def test_a_published_graph_view_wins_and_branches_are_drawn():
         "edges": [["q", "r1"], ["q", "r2"], ["r1", "a"], ["r2", "a"]],
     }
     records = [*RECORDS, {"mode": "updates", "ns": [], "data": {"plan": {"graph_view": view}}}]
-    assert report.graph_view(records) == view
+    assert report.graph_view(Trace.of(records)) == view
     assert report._layers(view) == {"q": 0, "r1": 1, "r2": 1, "a": 2}
     assert "classDef answer" in report.to_mermaid(view)
 

@@ -14,7 +14,7 @@ from servers import hopgraph, python, started
 
 from hopgraph.config import Context
 from hopgraph.evals.evaluate import evaluate_run
-from hopgraph.harness.run_folder import RunError, read_predictions, read_trace, trace_path
+from hopgraph.harness.run_folder import RunError, read_predictions, trace_path, trace_records
 from hopgraph.harness.runner import Runner
 from hopgraph.memory.indexing import index_source
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -79,11 +79,11 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     assert sum(t["prompt_tokens"] for t in by.values()) == 20
     assert all(t["calls"] == 1 and t["seconds"] >= 0 for t in by.values())
     assert evaluate_run(tmp_path / "run")["by_template"]["rag/answer"]["calls"] == 1.0
-    from hopgraph.harness.run_folder import packed, read_trace, trace_path
+    from hopgraph.harness.run_folder import packed, trace_path, trace_records
 
     path = trace_path(tmp_path / "run", "q0")
     assert packed(path).exists() and not path.exists()  # packed once the question ended
-    trace = read_trace(path)
+    trace = trace_records(path)
     events = [r["data"].get("event") for r in trace if r.get("mode") == "custom"]
     assert events.count("llm_call") == 2 and events.count("retrieval") == 1
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -235,9 +235,9 @@ def test_redo_answers_named_questions_afresh_and_refuses_unknown_ids(tmp_path, k
     after = read_predictions(run_dir / "predictions.jsonl")
     assert sorted(after) == ["q0", "q1", "q2"] and after["q0"] == before["q0"]
     assert (run_dir / "predictions.jsonl").read_text().count('"q1"') == 1
-    from hopgraph.harness.run_folder import read_trace, trace_path
+    from hopgraph.harness.run_folder import trace_path, trace_records
 
-    starts = [r for r in read_trace(trace_path(run_dir, "q1")) if r.get("mode") == "start"]
+    starts = [r for r in trace_records(trace_path(run_dir, "q1")) if r.get("mode") == "start"]
     assert len(starts) == 1 and starts[0]["data"]["resume"] is False
 
 
@@ -475,7 +475,7 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
         python(script, server.base_url)
         received = len(server.log)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
-    records = read_trace(trace_path(tmp_path / "run", "q0"))
+    records = trace_records(trace_path(tmp_path / "run", "q0"))
     calls = [r["data"] for r in records
              if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
     lost, replayed = pred.get("lost_calls", 0), pred.get("replayed_calls", 0)
@@ -752,9 +752,9 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
               "● select  kept=", "▶ generate", "    llm generator [rag/answer]", "● generate",
               "A: answer-", "  [1] Town 3: Fact number 3 about town 3.")]  # fmt: skip
     assert order == sorted(order)
-    from hopgraph.harness.run_folder import read_trace, trace_ids
+    from hopgraph.harness.run_folder import trace_ids, trace_records
 
-    traces = [read_trace(t) for t in trace_ids(tmp_path / "ask")]
+    traces = [trace_records(t) for t in trace_ids(tmp_path / "ask")]
     assert traces and all(r.get("mode") != "tasks" for t in traces for r in t)  # not kept
 
 
@@ -884,9 +884,9 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     paths = {trace_path(tmp_path / "run", q) for q in ids}
     assert len(paths) == len(ids) and len({p.name.lower() for p in paths}) == len(ids)
     for i, q in enumerate(ids):
-        (start, *_) = read_trace(trace_path(tmp_path / "run", q))
+        (start, *_) = trace_records(trace_path(tmp_path / "run", q))
         assert start["data"]["id"] == q
-        calls = [r["data"] for r in read_trace(trace_path(tmp_path / "run", q))
+        calls = [r["data"] for r in trace_records(trace_path(tmp_path / "run", q))
                  if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
         assert calls and all(f"What about town {i}?" in json.dumps(c) for c in calls)
     assert trace_name("5a727bc85542994cef4bc2d2") == "5a727bc85542994cef4bc2d2"

@@ -33,7 +33,7 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     from hopgraph.graphs import every_context
 
     Context = every_context()
-    from hopgraph.harness.run_folder import read_trace, trace_ids
+    from hopgraph.harness.run_folder import trace_ids, trace_records
     from hopgraph.harness.runner import Runner
 
     kb, qfile, qdoc = demo
@@ -48,7 +48,7 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
                 for body, sent in server.log]  # fmt: skip
     calls = []
     for path in trace_ids(run):
-        records = read_trace(path)
+        records = trace_records(path)
         assert "sk-secret-key-1234" not in json.dumps(records)  # no key reaches a trace
         events = [r["data"] for r in records if r.get("mode") == "custom"]
         calls += [e for e in events if e.get("event") == "llm_call"]
@@ -169,8 +169,9 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
 
     Context = every_context()
     from hopgraph.evals.evaluate import evaluate_run
-    from hopgraph.harness.run_folder import read_predictions, read_trace, trace_path
+    from hopgraph.harness.run_folder import read_predictions, trace_path, trace_records
     from hopgraph.harness.runner import Runner
+    from hopgraph.harness.trace import Trace
     from hopgraph.presentation import report
 
     kb, qfile, qdoc = demo
@@ -179,8 +180,8 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb), **fields)
         Runner(agent, tmp_path / "run", ctx).run(qdoc if agent == "mabdqa" else qfile, limit=1)
     ((qid, pred),) = read_predictions(tmp_path / "run" / "predictions.jsonl").items()
-    records = read_trace(trace_path(tmp_path / "run", qid))
-    calls = report.llm_calls(records)
+    records = trace_records(trace_path(tmp_path / "run", qid))
+    calls = [c.event for c in Trace.of(records).calls]
     page = report.render_html(tmp_path / "run", evaluate_run(tmp_path / "run"))
     url = page.as_uri() + (f"#{qid}:Q1" if agent == "mmapg" else "")
     profile = [f"--user-data-dir={tmp_path / 'profile'}"]
@@ -213,7 +214,7 @@ def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
     from scripted_server import ScriptedServer
     from servers import hopgraph
 
-    from hopgraph.harness.run_folder import packed, read_trace, trace_path
+    from hopgraph.harness.run_folder import packed, trace_path, trace_records
 
     (tmp_path / "q.jsonl").write_text(
         '{"id": "q0", "question": "What is fact 0?"}\n{"id": "q1", "question": "What is fact 1?"}\n'
@@ -235,7 +236,7 @@ def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
     for qid in ("q0", "q1"):
         path = trace_path(tmp_path / "a", qid)
         assert packed(path).exists() and not path.exists()
-    starts = [r for r in read_trace(trace_path(tmp_path / "a", "q1")) if r["mode"] == "start"]
+    starts = [r for r in trace_records(trace_path(tmp_path / "a", "q1")) if r["mode"] == "start"]
     assert len(starts) == 2  # the failed sitting and the retry, one packed trace
     shown = hopgraph("trace", "a", "q0", "--calls", cwd=tmp_path)
     assert shown.returncode == 0 and "answer-x" in shown.stdout

@@ -463,7 +463,7 @@ def test_a_question_s_position_comes_from_its_address_not_the_table_seen_before(
 def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
     """Six calls sent at once and served one after another: each one's queued time (what
     the model layer records from the server's timings) is on its waterfall bar."""
-    from hopgraph.presentation.viewer import spans
+    from hopgraph.harness.trace import Trace
 
     records = [{"mode": "start", "data": {"id": "q"}}]
     for i in range(6):
@@ -476,7 +476,7 @@ def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
             "task": f"t{i}", "extra": {"served": served}}})  # fmt: skip
         records.append({"t": 1.0 * (i + 1), "ns": [], "mode": "task",
                         "data": {"id": f"t{i}", "name": "examine", "event": "end"}})  # fmt: skip
-    calls = [s for s in spans(records) if s["kind"] == "llm"]
+    calls = [s.as_dict() for s in Trace.of(records).spans if s.kind == "llm"]
     assert [c["queued_s"] for c in calls] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert all(c["start"] == 0.0 and c["node"] == "examine" and c["depth"] == 1 for c in calls)
 

@@ -15,26 +15,15 @@ from statistics import fmean
 from typing import Any
 
 from hopgraph.evals.evaluate import score_prediction
+from hopgraph.evals.run_record import PAGE_IMAGES, QuestionRecord, RunRecord, read_run
 from hopgraph.harness.cost import Price
-from hopgraph.harness.run_folder import (
-    RunError,
-    RunFolder,
-    gold_evidence,
-    read_predictions,
-    read_trace_checked,
-    scored_predictions,
-    trace_path,
-)
+from hopgraph.harness.run_folder import RunError, RunFolder, scored_predictions
+from hopgraph.harness.trace import Call, Trace
 from hopgraph.presentation.report import (
     SHOWN_SCORES,
-    answered_right,
     call_diff,
-    cited_pages,
-    evidence_index,
     graph_view,
-    llm_calls,
     message_text,
-    read_trace,
     step_retrieved,
     step_templates,
     to_svg,
@@ -43,8 +32,6 @@ from hopgraph.presentation.report import (
 from hopgraph.redaction import redacted
 
 """The metrics a run list and a question table show (those a run has)."""
-
-PAGE_IMAGES = (".png", ".jpg", ".jpeg", ".webp")
 
 
 def find_runs(paths: list[Path]) -> list[Path]:
@@ -214,57 +201,48 @@ def unreadable(path: Path, rid: str, e: Exception) -> dict[str, Any]:
 
 @dataclass
 class RunView:
-    """One run folder as the viewer reads it; its question rows are kept until
-    ``predictions.jsonl`` changes (a run still answering shows its new questions)."""
+    """One run folder as the viewer reads it (``evals.run_record``); its question rows are kept
+    until ``predictions.jsonl`` changes (a run still answering shows its new questions)."""
 
     path: Path
     price: Price | None = None
-    _rows: tuple[float, list[dict[str, Any]], str, dict[str, dict[str, Any]]] | None = field(
-        default=None, repr=False
-    )
-    """predictions.jsonl's stamp, the rows, why there is no gold, the predictions."""
+    _read: tuple[float, RunRecord, list[dict[str, Any]]] | None = field(default=None, repr=False)
+    """predictions.jsonl's stamp, the run as read then, its rows."""
+
+    def record(self) -> RunRecord:
+        """The run, read again where its predictions changed since."""
+        preds_file = self.path / "predictions.jsonl"
+        stamp = preds_file.stat().st_mtime if preds_file.exists() else 0.0
+        if self._read is None or self._read[0] != stamp:
+            run = read_run(self.path, self.price)
+            self._read = (stamp, run, [self._row(run, qid) for qid in run.ids])
+        return self._read[1]
 
     def manifest(self) -> dict[str, Any]:
         """The run's manifest; one that cannot be read is an error naming its file."""
-        try:
-            return dict(RunFolder(self.path).manifest() or {})
-        except (ValueError, OSError) as e:
-            raise RunError(f"{self.path / RunFolder.MANIFEST}: {e}") from e
-
-    def _predictions(self) -> tuple[dict[str, dict[str, Any]], str]:
-        """Predictions with question and gold joined back; without its question file, the
-        predictions alone and why there is no gold."""
-        try:
-            return scored_predictions(self.path), ""
-        except RunError as e:
-            return read_predictions(self.path / "predictions.jsonl"), str(e)
+        return self.record().manifest
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per answered question: its text, answer, gold, scores and cost."""
-        preds_file = self.path / "predictions.jsonl"
-        stamp = preds_file.stat().st_mtime if preds_file.exists() else 0.0
-        if self._rows is None or self._rows[0] != stamp:
-            preds, note = self._predictions()
-            self._rows = (stamp, [self._row(p) for p in preds.values()], note, preds)
-        return self._rows[1]
+        self.record()
+        return self._read[2] if self._read else []
 
     def note(self) -> str:
-        self.rows()
-        return self._rows[2] if self._rows else ""
+        return self.record().note
 
-    def _row(self, pred: dict[str, Any]) -> dict[str, Any]:
-        scores = score_prediction(pred, self.price)
+    @staticmethod
+    def _row(run: RunRecord, qid: str) -> dict[str, Any]:
+        pred, scores = run.predictions[qid], run.scores(qid)
         shown = {k: scores[k] for k in SHOWN_SCORES if k in scores}
-        gold = [str(g) for g in pred.get("gold") or []]
-        right = None if not gold else answered_right(scores)
+        q = QuestionRecord(qid, pred, scores, Trace([]))
         return {
-            "id": pred["id"],
-            "question": str(pred.get("question", "")),
-            "answer": str(pred.get("answer", "")),
-            "gold": gold,
+            "id": qid,
+            "question": q.question,
+            "answer": q.answer,
+            "gold": q.gold,
             "scores": _rounded(shown),
-            "right": right,
-            "calls": int(pred.get("llm_calls", 0)),
+            "right": q.right,
+            "calls": q.calls_made,
             "tokens": int(pred.get("prompt_tokens", 0)) + int(pred.get("completion_tokens", 0)),
             "usd": scores.get("usd"),
             "seconds": round(float(pred.get("seconds", 0.0)), 2),
@@ -310,39 +288,44 @@ class RunView:
                 return r
         raise KeyError(qid)
 
-    def records(self, qid: str) -> list[dict[str, Any]]:
-        return read_trace(trace_path(self.path, qid))
+    def trace(self, qid: str) -> Trace:
+        return self.record().trace(qid)
+
+    def opened(self, qid: str) -> QuestionRecord:
+        """Question ``qid`` with its trace; one the run never answered, with the trace alone."""
+        run = self.record()
+        if qid in run.predictions:
+            return run.question(qid)
+        return QuestionRecord(qid, {}, {}, run.trace(qid))
 
     def question(self, qid: str) -> dict[str, Any]:
         """One question opened: its row, drawing, waterfall, calls and evidence."""
         row = self.row(qid)
-        records, damaged = read_trace_checked(trace_path(self.path, qid))
-        view = graph_view(records)
-        steps = spans(records)
-        nodes = [s["node"] for s in steps if s["kind"] == "llm"]
-        pred = self.prediction(qid)
-        evidence = evidence_rows(records, pred)
-        held = {e["id"] for e in evidence}
+        q = self.opened(qid)
+        view = graph_view(q.trace)
         return {
             "row": row,
             "graph": view,
             "svg": to_svg(view) if view.get("nodes") else "",
-            "spans": steps,
-            "calls": [
-                call_row(c, self.price) | {"node": n}
-                for c, n in zip(llm_calls(records), nodes, strict=False)
-            ],
-            "marks": marks(steps),
-            "evidence": evidence,
-            "gold_evidence": [{"id": g, "held": g in held} for g in gold_evidence(pred)],
-            "traced": bool(records),
-            "damaged": damaged,
+            "spans": [s.as_dict() for s in q.trace.spans],
+            "calls": [call_row(c, self.price) for c in q.trace.calls],
+            "marks": [
+                {
+                    "node": m.node,
+                    "t": round(m.at, 4),
+                    "text": f"{m.kind.replace('_', ' ')}: {m.reason}",
+                }
+                for m in q.trace.marks
+            ],  # fmt: skip
+            "evidence": [_evidence_row(e) for e in q.evidence()],
+            "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held()],
+            "traced": bool(q.trace.records),
+            "damaged": q.trace.damaged,
         }
 
     def prediction(self, qid: str) -> dict[str, Any]:
         """A question's prediction as its rows were read (``{}`` where there is none)."""
-        self.rows()
-        return self._rows[3].get(qid, {}) if self._rows else {}
+        return self.record().predictions.get(qid, {})
 
     def search(self, text: str) -> list[str]:
         """The questions whose trace holds ``text`` (any case) in any of its strings: prompts,
@@ -351,20 +334,17 @@ class RunView:
         if not wanted:
             return [r["id"] for r in self.rows()]
         return [r["id"] for r in self.rows()
-                if any(wanted in t.lower() for t in _strings(self.records(r["id"])))]  # fmt: skip
+                if any(wanted in t.lower()
+                       for t in _strings(self.trace(r["id"]).records))]  # fmt: skip
 
     def nodes(self) -> dict[str, list[str]]:
         """Each question's executed node names (its whole trace read: asked for only when a
         person filters by node)."""
         out = {}
         for r in self.rows():
-            found = [s["label"] for s in spans(self.records(r["id"])) if s["kind"] == "node"]
+            found = [s.label for s in self.trace(r["id"]).spans if s.kind == "node"]
             out[r["id"]] = sorted(set(found))
         return out
-
-
-MARKS = ("fallback", "empty_reply", "repair")
-"""The events that say a role's output was not used as it came (``models.events``)."""
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -379,152 +359,45 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def spans(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The question's timing waterfall: each node (from its task start and end) and each LLM
-    call, retrieval and fallback inside the node that made it (its task id, which the event
-    carries; an older trace's event goes under the node opened last), a call ending at its
-    record's time and lasting its latency, in seconds from the question's start. A resumed
-    question's later sitting follows the earlier one."""
-    out: list[dict[str, Any]] = []
-    tasks: dict[str, dict[str, Any]] = {}
-    open_: list[dict[str, Any]] = []
-    base = last = 0.0
-    calls = 0
-    for rec in records:
-        if rec.get("mode") == "start":
-            base = last if out else 0.0
-            continue
-        t = base + float(rec.get("t", 0.0))
-        last = max(last, t)
-        data, depth = rec.get("data") or {}, len(rec.get("ns") or [])
-        if rec.get("mode") == "task" and isinstance(data, dict):
-            if data.get("event") == "start":
-                span: dict[str, Any] = {"label": str(data.get("name", "")), "kind": "node",
-                                        "start": t, "end": t, "depth": depth}  # fmt: skip
-                tasks[str(data.get("id", ""))] = span
-                open_.append(span)
-                out.append(span)
-            elif (ended := tasks.get(str(data.get("id", "")))) is not None:
-                ended["end"] = t
-                open_ = [s for s in open_ if s is not ended]
-            continue
-        event = data.get("event") if rec.get("mode") == "custom" else None
-        if event not in ("llm_call", "retrieval", *MARKS):
-            continue
-        node = tasks.get(str(data.get("task", ""))) or (open_[-1] if open_ else None)
-        took = float(data.get("latency_s") or 0.0)
-        span = {"start": max(0.0, t - took), "end": t,
-                "depth": (node["depth"] if node else depth) + 1,
-                "node": node["label"] if node else ""}  # fmt: skip
-        if event == "llm_call":
-            cached = bool((data.get("extra") or {}).get("cached"))
-            served = (data.get("extra") or {}).get("served") or {}
-            waits = {k: served[k] for k in ("queued_s", "first_token_s") if k in served}
-            span |= {"label": str(data.get("template", "")), "kind": "llm", "call": calls,
-                     "cached": cached, **waits}  # fmt: skip
-            calls += 1
-        elif event == "retrieval":
-            span |= {"label": f"search: {str(data.get('query', ''))[:80]}", "kind": "retrieval"}
-        else:
-            span |= {"label": f"{event.replace('_', ' ')}: {mark_reason(data)}", "kind": "mark",
-                     "start": t}  # fmt: skip
-        out.append(span)
-    for span in out:
-        span["start"], span["end"] = round(span["start"], 4), round(span["end"], 4)
-    return out
-
-
-def mark_reason(data: dict[str, Any]) -> str:
-    """Why a fallback, empty reply or repair happened, and what stood in, in one line."""
-    used = data.get("used")
-    used = used if isinstance(used, str) else json.dumps(used)[:120] if used else ""
-    detail = data["detail"] if isinstance(data.get("detail"), dict) else {}
-    reason = data.get("reason") or ", ".join(f"{k} {v}" for k, v in detail.items())
-    return f"{data.get('role', '?')}: {reason or '(no reason given)'}" + (
-        f" (used: {used})" if used else ""
-    )
-
-
-def marks(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every fallback, empty reply and repair among a question's ``spans``, with the node it
-    happened in and its reason: what the page lists beside the steps."""
-    return [{"node": s["node"], "t": s["start"], "text": s["label"]}
-            for s in steps if s["kind"] == "mark"]  # fmt: skip
-
-
-def call_row(e: dict[str, Any], price: Price | None) -> dict[str, Any]:
-    """One LLM call as the viewer shows it: prompt, reply, parsed object, settings, a cached
-    mark and its cost."""
-    prompt, completion = int(e.get("prompt_tokens", 0)), int(e.get("completion_tokens", 0))
-    extra = e.get("extra") or {}
+def call_row(c: Call, price: Price | None) -> dict[str, Any]:
+    """One LLM call as the viewer shows it: the node that made it, prompt, reply, parsed
+    object, settings, a cached mark, its cost and the server's account of its time."""
     return {
-        "template": str(e.get("template", "")),
-        "role": str(e.get("role", "")),
-        "model": str(e.get("model", "")),
-        "kind": str(e.get("kind", "")),
-        "messages": [
-            {"role": str(m.get("role", "")), "text": message_text(m)}
-            for m in e.get("messages") or []
-        ],
-        "reply": e.get("reply"),
-        "parsed": e.get("parsed"),
-        "parse_error": e.get("parse_error"),
-        "settings": e.get("sampling") or {},
-        "cached": bool(extra.get("cached")),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "usd": round(price.usd(prompt, completion), 6) if price else None,
-        "seconds": round(float(e.get("latency_s") or 0.0), 3),
-        "attempts": int(e.get("attempts", 1)),
-        "error": redacted(str(e["error"])) if e.get("error") else None,
+        "node": c.node,
+        "template": c.template,
+        "role": c.role,
+        "model": c.model,
+        "kind": c.kind,
+        "messages": [{"role": str(m.get("role", "")), "text": message_text(m)} for m in c.messages],
+        "reply": c.reply,
+        "parsed": c.parsed,
+        "parse_error": c.parse_error,
+        "settings": c.sampling,
+        "cached": c.cached,
+        "prompt_tokens": c.prompt_tokens,
+        "completion_tokens": c.completion_tokens,
+        "usd": round(price.usd(c.prompt_tokens, c.completion_tokens), 6) if price else None,
+        "seconds": round(c.seconds, 3),
+        "served": c.served,
+        "attempts": c.attempts,
+        "error": redacted(c.error) if c.error else None,
     }
 
 
-def evidence_rows(records: list[dict[str, Any]], pred: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every retrieved piece of evidence once, best score first: whether it was kept for the
-    answer (``contexts_ids``) or cited, and for a cited PDF page the regions its answer quotes."""
-    known = evidence_index(records)
-    kept, cited = set(pred.get("contexts_ids") or []), set(pred.get("citations") or [])
-    gold = set(gold_evidence(pred))
-    pages = cited_pages(records, pred)
-    best: dict[str, float] = {}
-    for rec in records:
-        data = rec.get("data") or {}
-        if rec.get("mode") == "custom" and data.get("event") == "retrieval":
-            for i, s in zip(data.get("ids") or [], data.get("scores") or [], strict=False):
-                best[i] = max(best.get(i, float("-inf")), float(s))
-    for i in kept | cited | (gold & set(known)):  # gold evidence it held but never retrieved
-        best.setdefault(i, float("-inf"))
-    out = []
-    for i in sorted(best, key=lambda i: -best[i]):
-        e = known.get(i) or {}
-        row = {
-            "id": i,
-            "title": str(e.get("title", "")),
-            "text": str(e.get("text", "")),
-            "source": str(e.get("source", "")),
-            "page": e.get("page"),
-            "score": None if best[i] == float("-inf") else round(best[i], 4),
-            "kept": i in kept,
-            "cited": i in cited,
-            "gold": i in gold,
-        }
-        if i in pages:
-            page, boxes = pages[i]
-            row["page_image"] = Path(str(page["path"])).suffix.lower() in PAGE_IMAGES
-            row["page_size"] = page["provenance"]["page_size"]
-            row["regions"] = [list(box) for box in boxes]
-        out.append(row)
-    return out
+def _evidence_row(e: Any) -> dict[str, Any]:
+    """An ``Evidence`` as the page's JSON (a page's size and regions only for a cited page)."""
+    row = {k: getattr(e, k) for k in ("id", "title", "text", "source", "page", "score", "kept",
+                                      "cited", "gold", "retrieved")}  # fmt: skip
+    if e.page_size is not None:
+        row |= {"page_image": e.page_image, "page_size": e.page_size, "regions": e.regions}
+    return row
 
 
-def page_image(
-    records: list[dict[str, Any]], pred: dict[str, Any], cid: str, inside: list[Path]
-) -> Path:
+def page_image(trace: Trace, pred: dict[str, Any], cid: str, inside: list[Path]) -> Path:
     """The image of a cited PDF page this question's trace names, when it lies (links
     followed) inside one of the folders ``inside``: a run folder is data, and a path it names
     never makes the viewer read elsewhere (nothing else is served)."""
-    e = evidence_index(records).get(cid) or {}
+    e = trace.passages.get(cid) or {}
     path = Path(str(e.get("path") or ""))
     if (
         cid not in (pred.get("citations") or [])
@@ -577,10 +450,10 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
     """One question's two executions aligned step by step, the first divergence marked (the
     logic of ``hopgraph trace A B QID``)."""
     hashes = (a.manifest().get("prompts") or {}, b.manifest().get("prompts") or {})
-    ra, rb = a.records(qid), b.records(qid)
-    if not ra and not rb:
+    ta, tb = a.trace(qid), b.trace(qid)
+    if not ta.records and not tb.records:
         raise KeyError(qid)
-    rows, first = trace_diff(ra, rb, hashes)
+    rows, first = trace_diff(ta, tb, hashes)
 
     def cell(step: Any, hashes: dict) -> dict[str, Any] | None:
         if step is None:
@@ -603,55 +476,41 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
             for r in rows
         ],
         "answers": [_answer(a, qid), _answer(b, qid)],
-        "first_call": _first_differing_call(ra, rb) if same else None,
-        "held": [_held(run, records, qid) for run, records in ((a, ra), (b, rb))],
+        "first_call": _first_differing_call(ta, tb) if same else None,
+        "held": [_held(run, qid) for run in (a, b)],
     }
 
 
-def _call_side(call: dict[str, Any] | None, node: str, then: dict[str, Any] | None):  # noqa: ANN202
+def _call_side(call: Call | None, then: Call | None) -> dict[str, Any] | None:
     if call is None:
         return None
-    return {"template": str(call.get("template", "")), "node": node,
-            "prompt": message_text((call.get("messages") or [{}])[-1]),
-            "reply": call.get("reply"),
-            "then": str(then.get("template", "")) if then else "(the end)"}  # fmt: skip
+    return {"template": call.template, "node": call.node,
+            "prompt": message_text((call.messages or [{}])[-1]), "reply": call.reply,
+            "then": then.template if then else "(the end)"}  # fmt: skip
 
 
-def _first_differing_call(ra: list[dict[str, Any]], rb: list[dict[str, Any]]):  # noqa: ANN202
+def _first_differing_call(ta: Trace, tb: Trace) -> dict[str, Any] | None:
     """Where one method's two executions parted: the first call whose reply differs, both
     replies (and prompts), the node that made each and the call that followed it."""
-    nodes = [[s["node"] for s in spans(r) if s["kind"] == "llm"] for r in (ra, rb)]
-    calls = call_diff(ra, rb)
+    calls = call_diff(ta, tb)
     for i, c in enumerate(calls):
         if c.reply_changed:
             nxt = calls[i + 1] if i + 1 < len(calls) else None
-
-            named = [names[i] if i < len(names) else "" for names in nodes]
-            sides = [_call_side(c.a, named[0], nxt.a if nxt else None),
-                     _call_side(c.b, named[1], nxt.b if nxt else None)]  # fmt: skip
+            sides = [_call_side(c.a, nxt.a if nxt else None),
+                     _call_side(c.b, nxt.b if nxt else None)]  # fmt: skip
             return {"index": i, "prompt_changed": c.prompt_changed, "sides": sides}
     return None
 
 
-def _held(run: RunView, records: list[dict[str, Any]], qid: str) -> dict[str, Any]:
+def _held(run: RunView, qid: str) -> dict[str, Any]:
     """What one execution held when it answered: its evidence (gold marked) and what it did
     with it: after its last search, the last call of each template (in their order), so the
     reasoning that wrote the answer and the answer's extraction where a method has one."""
-    after: list[dict[str, Any]] = []
-    for rec in records:
-        data = rec.get("data") or {}
-        if rec.get("mode") == "custom" and data.get("event") == "retrieval":
-            after = []
-        elif rec.get("mode") == "custom" and data.get("event") == "llm_call":
-            after.append(data)
-    last: dict[str, dict[str, Any]] = {}
-    for c in after:  # a template seen again moves to the end: the order of last calls
-        last.pop(str(c.get("template", "")), None)
-        last[str(c.get("template", ""))] = c
-    calls = list(last.values())
-    return {"evidence": [{k: e[k] for k in ("id", "title", "gold", "kept", "cited")}
-                         for e in evidence_rows(records, run.prediction(qid))],
-            "last_calls": [_call_side(c, "", None) for c in calls]}  # fmt: skip
+    q = run.opened(qid)
+    return {"evidence": [{"id": e.id, "title": e.title, "gold": e.gold, "kept": e.kept,
+                          "cited": e.cited} for e in q.evidence()],
+            "last_calls": [_call_side(c, None) | {"node": "", "then": "(the end)"}
+                           for c in q.trace.calls_after_last_search()]}  # fmt: skip
 
 
 def _answer(run: RunView, qid: str) -> dict[str, Any] | None:

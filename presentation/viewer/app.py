@@ -129,7 +129,7 @@ class Viewer:
         cid = request.query_params.get("cid", "")
         try:
             folders = page_folders(self.roots, run.manifest())
-            path = page_image(run.records(qid), run.prediction(qid), cid, folders)
+            path = page_image(run.trace(qid), run.prediction(qid), cid, folders)
         except KeyError:
             raise LookupError(f"no cited page image {cid!r} for {qid!r}") from None
         return FileResponse(path, headers=SECURITY)
