@@ -1,0 +1,62 @@
+"""The one typed reading of traces and run folders (``harness.trace``, ``evals.run_record``):
+every committed record, whatever layout it was written in, reads through it, and the viewer's
+counts are the model's."""
+
+from pathlib import Path
+
+from hopgraph.evals.run_record import read_run
+from hopgraph.harness.run_folder import RunFolder, has_trace, trace_path
+from hopgraph.harness.trace import Trace
+from hopgraph.presentation.viewer import RunView
+
+RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+def test_every_committed_trace_reads_through_the_typed_model():
+    """Traces written before calls kept their content, before events carried their task, and
+    since: each reads into steps, calls, searches and a waterfall that agree with each other."""
+    read = 0
+    for manifest in sorted(RESULTS.rglob(RunFolder.MANIFEST)):
+        run = read_run(manifest.parent)
+        for qid in run.ids:
+            if not has_trace(trace_path(run.path, qid)):
+                continue
+            trace = run.trace(qid)
+            read += 1
+            assert not trace.damaged, (run.path, qid, trace.damaged)
+            llm = [s for s in trace.spans if s.kind == "llm"]
+            assert [s.call for s in llm] == [c.index for c in trace.calls]
+            assert len(trace.calls) == sum(len(s.calls) for s in trace.steps) or any(
+                s.node == "error" for s in trace.steps
+            ), (run.path, qid)
+            assert all(c.started <= c.ended for c in trace.calls)
+            assert len([s for s in trace.spans if s.kind == "retrieval"]) == len(trace.searches)
+    assert read > 500
+
+
+def test_the_viewer_counts_what_the_record_counts():
+    """A question page's calls, gold held and evidence come from the one model: the row says
+    the calls the endpoint received, the page lists the traced ones, and the gold held on the
+    page is the record's."""
+    folder = RESULTS / "mmlongbench" / "mabdqa-traced"
+    run, view = read_run(folder), RunView(folder)
+    for qid in run.ids:
+        q, page = run.question(qid), view.question(qid)
+        assert page["row"]["calls"] == q.calls_made
+        assert len(page["calls"]) == len(q.trace.calls)
+        assert [(g["id"], g["held"]) for g in page["gold_evidence"]] == q.gold_held()
+        assert [e["id"] for e in page["evidence"]] == [e.id for e in q.evidence()]
+
+
+def test_a_call_waits_as_the_server_says_else_as_its_first_token_came():
+    records = [{"mode": "start", "data": {"id": "q"}},
+               {"t": 0.0, "mode": "task", "data": {"id": "t", "name": "n", "event": "start"}},
+               {"t": 5.0, "mode": "custom", "data": {"event": "llm_call", "template": "a",
+                "latency_s": 5.0, "task": "t", "extra": {"served": {
+                    "first_token_s": 4.0, "prompt_s": 1.5, "queued_s": 2.5,
+                    "prompt_read": 40, "prompt_reused": 900}}}},
+               {"t": 6.0, "mode": "custom", "data": {"event": "llm_call", "template": "b",
+                "latency_s": 1.0, "task": "t", "extra": {"served": {"first_token_s": 0.7}}}}]  # fmt: skip
+    trace = Trace.of(records)
+    assert [c.waited for c in trace.calls] == [2.5, 0.7]
+    assert trace.calls[0].served["prompt_reused"] == 900 and trace.calls[0].node == "n"
