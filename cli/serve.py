@@ -24,8 +24,9 @@ def serve(
     engine: Annotated[
         str,
         typer.Option(
-            help="llama (llama.cpp, in hopgraph's environment) or vllm (vLLM's CPU "
-            "build in its own environment, `make vllm`)"
+            help="llama (the embedded engine: llama.cpp's own llama-server where `make install` "
+            "built it, else llama-cpp-python's; llama-server or llama-cpp-python names one), or "
+            "vllm (vLLM's CPU build in its own environment, `make vllm`)"
         ),
     ] = "llama",
     vllm_python: Annotated[
@@ -46,11 +47,13 @@ def serve(
     from hopgraph.models import embedded_server
     from hopgraph.models.errors import HopgraphModelError
 
-    if engine not in ("llama", "vllm"):
-        refuse(f"--engine is llama or vllm, not {engine!r}")
+    engines = ("llama", "llama-server", "llama-cpp-python", "vllm")
+    if engine not in engines:
+        refuse(f"--engine is {', '.join(engines[:-1])} or vllm, not {engine!r}")
     if weights and engine != "vllm":
         refuse("--weights is for --engine vllm (llama.cpp serves the embedded GGUFs)")
-    ctx = build_context(model=model, sets=sets)
+    picked = [f"engine={engine}"] if engine in ("llama-server", "llama-cpp-python") else []
+    ctx = build_context(model=model, sets=[*picked, *(sets or [])])
     began = time.perf_counter()
     try:
         if engine == "vllm":
@@ -62,7 +65,9 @@ def serve(
             server = embedded_server(ctx)
     except HopgraphModelError as e:
         refuse(str(e))
-    console.print(f"{engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s")
+    slots = getattr(server, "slots", 0)
+    console.print(f"{server.engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s"
+                  + (f" ({slots} parallel slots)" if slots else ""))  # fmt: skip
     console.print(f"HOPGRAPH_BASE_URL={server.base_url} HOPGRAPH_MODEL={ctx.model}")
     console.print("Ctrl-C stops it.")
     try:

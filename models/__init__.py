@@ -93,6 +93,7 @@ def _model(
         context_window=server.n_ctx if server is not None else 0,
         cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
         trace_cap=ctx.trace_text_cap if ctx.trace_content else -1,
+        server=server,
     ))  # fmt: skip
 
 

@@ -26,6 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from hopgraph.models.errors import (
     CapabilityError,
+    EmbeddedServerError,
+    EndpointError,
     HopgraphModelError,
     ModelNotServedError,
     StructuredOutputError,
@@ -235,7 +237,11 @@ class ChatModel:
         context_window: int = 0,
         cache: ResponseCache | None = None,
         trace_cap: int = 0,
+        server: Any = None,
     ):
+        self.server = server
+        """The embedded server behind ``base_url`` (``models.embedded``), where hopgraph runs
+        it: a call that cannot reach it says whether it died, and how."""
         self.base_url = base_url.rstrip("/")
         self.shown_url = redacted(self.base_url)  # what a message names: no credential
         self.model = model
@@ -446,7 +452,11 @@ class ChatModel:
         keeps what was sent and replied (``LLMCall``) and, with ``parse``, what the caller reads
         from the reply; extra keyword arguments go to the API as they are (logprobs,
         response_format...)."""
-        self.check()
+        try:
+            self.check()
+        except EndpointError as e:
+            self._dead_server(e)
+            raise
         if check_images and has_images(messages) and not self.dialect.images:
             raise CapabilityError(
                 f"{self.shown_url} ({self.dialect.name}) does not accept image input; "
@@ -494,6 +504,7 @@ class ChatModel:
         except HopgraphModelError as e:
             call.error = getattr(e, "call_error", str(e))
             call.attempts = getattr(e, "attempts", 1)
+            self._dead_server(e)
             raise
         finally:
             call.latency_s = time.perf_counter() - start
@@ -509,6 +520,13 @@ class ChatModel:
         self._read(call, resp, parse)
         emit(call, self.on_event)
         return resp
+
+    def _dead_server(self, e: Exception) -> None:
+        """Where the embedded server behind this model has died, an error saying so (its exit,
+        its log's last lines) in place of a bare connection failure."""
+        note = self.server.exit_note() if self.server is not None else ""
+        if note and isinstance(e, EndpointError):
+            raise EmbeddedServerError(f"{note}\n(the call to {self.shown_url} failed: {e})") from e
 
     def _read(self, call: LLMCall, resp: Any, parse: Callable[[Any], Any] | None) -> None:
         """The reply and what ``parse`` reads from it, into the call's event."""

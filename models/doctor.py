@@ -109,7 +109,7 @@ def diagnose(
         ("prefill rate", lambda: _prefill(model, rates)),
         ("decode rate", lambda: _decode(rates)),
         ("machine load", _machine),
-        *([("llama.cpp build", _build)] if embedded else []),
+        *([("llama.cpp build", _build), ("engine", lambda: _engine(model))] if embedded else []),
     ]
     return rows + [_attempted(name, fn, on_probe) for name, fn in probes]
 
@@ -167,6 +167,23 @@ def _build() -> tuple[bool, str]:
         f"uses {uses}, but this CPU also has {', '.join(unused)}: a build for it reads "
         "prompts about 1.9x faster (`make native`, about 7 minutes)"
     )
+
+
+def _engine(model: ChatModel) -> tuple[bool, str]:
+    """Which embedded engine serves, its llama.cpp revision, slots and threads."""
+    from hopgraph.models.llama_server import LLAMA_CPP_REVISION
+
+    server = model.server
+    if server is None:
+        return False, "not started by hopgraph"
+    rev = LLAMA_CPP_REVISION[:7]
+    threads = f"{server.n_threads} generation / {server.n_threads_batch} prompt thread(s)"
+    if server.engine == "llama-server":
+        return True, (f"llama-server (llama.cpp {rev}, {server.binary}): {server.slots} "
+                      f"parallel slots of {server.n_ctx} tokens, prompt prefixes reused; "
+                      f"{threads}")  # fmt: skip
+    return False, (f"{server.engine} (llama.cpp {rev}): one request at a time; {threads}. "
+                   "`make install` builds llama-server, which answers several at once")  # fmt: skip
 
 
 def _machine() -> tuple[bool, str]:

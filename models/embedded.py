@@ -337,7 +337,7 @@ class EmbeddedServer:
             raise
         return self
 
-    engine = "llama"
+    engine = "llama-cpp-python"
     """Names the server in its log file and errors."""
 
     def require(self) -> None:
@@ -385,6 +385,17 @@ class EmbeddedServer:
             f"{self.engine} server for {self.model!r} not ready at {url} after "
             f"{self.startup_timeout:.0f}s:\n{self.log_tail()}"
         )
+
+    def exit_note(self) -> str:
+        """How the server ended, where it ended without hopgraph stopping it (killed, or
+        exited on its own); "" while it runs or after ``stop``."""
+        proc = self.proc
+        if proc is None or proc.poll() is None:
+            return ""
+        code = proc.returncode
+        how = f"was killed (signal {-code})" if code < 0 else f"exited with code {code}"
+        return (f"the embedded {self.engine} server for {self.model!r} (pid {proc.pid}) {how}; "
+                f"its log ({self.log_path}) ends:\n{self.log_tail(8)}")  # fmt: skip
 
     def log_tail(self, lines: int = 20) -> str:
         if self.log_path is None or not self.log_path.exists():

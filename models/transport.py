@@ -309,6 +309,9 @@ class _Reply:
         """The ``ChatCompletion`` a plain request would have returned, with the wait for its
         first token (``began``: when it was sent) and the server's own timings."""
         waited = {"first_token_s": round(self.first_token - began, 4)} if self.first_token else {}
+        # llama-server counts the tokens it generated (a chunk may carry several, or none of
+        # a grammar's); llama-cpp-python's server sends one chunk per token and no count
+        made = self.timings.get("predicted_n", self.tokens) if self.timings else self.tokens
         return ChatCompletion.model_validate({
             **({"timings": self.timings} if self.timings else {}),
             **({"hopgraph_wait": waited} if waited else {}),
@@ -319,8 +322,8 @@ class _Reply:
                 "message": {"role": "assistant", "content": "".join(self.text)},
                 "logprobs": {"content": self.logprobs} if self.logprobs else None,
             }],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": self.tokens,
-                      "total_tokens": prompt + self.tokens},
+            "usage": {"prompt_tokens": prompt, "completion_tokens": made,
+                      "total_tokens": prompt + made},
         })  # fmt: skip
 
 

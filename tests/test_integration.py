@@ -1,4 +1,6 @@
-"""Against the real embedded llama.cpp server (smollm2-135m; the default model when slow)."""
+"""Against the real embedded engines (smollm2-135m; the default model when slow): llama.cpp's
+own llama-server (the default, built by ``make install``) and llama-cpp-python's server, each
+test that takes ``server`` or ``small`` run on both."""
 
 import importlib.util
 import os
@@ -17,6 +19,7 @@ from servers import hopgraph, sigint_as_in_a_terminal
 from hopgraph.config import Context
 from hopgraph.models import EmbeddedServer, ModelNotServedError, chat_model, user
 from hopgraph.models.chat import ChatModel
+from hopgraph.models.llama_server import LlamaServer, llama_server_binary
 
 pytestmark = [
     pytest.mark.integration,
@@ -27,11 +30,24 @@ pytestmark = [
 ]
 
 SMALL = "smollm2-135m"
+ENGINES = {"llama-server": LlamaServer, "llama-cpp-python": EmbeddedServer}
+needs_llama_server = pytest.mark.skipif(
+    llama_server_binary() is None, reason="no llama-server built: `make install` builds it"
+)
+
+
+@pytest.fixture(scope="module", params=[pytest.param("llama-server", marks=needs_llama_server),
+                                        "llama-cpp-python"])  # fmt: skip
+def server(request):
+    with ENGINES[request.param](SMALL, cache_dir=Context().cache_dir, n_ctx=2048) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
-def server():
-    with EmbeddedServer(SMALL, cache_dir=Context().cache_dir, n_ctx=2048) as s:
+def llama_server():
+    if llama_server_binary() is None:
+        pytest.skip("no llama-server built: `make install` builds it")
+    with LlamaServer(SMALL, cache_dir=Context().cache_dir, n_ctx=2048, slots=2) as s:
         yield s
 
 
@@ -92,6 +108,8 @@ def test_doctor_table(small):
     assert "prompt tokens/s" in rows["prefill rate"].detail
     assert "tokens/s generated" in rows["decode rate"].detail
     assert "cores" in rows["machine load"].detail
+    engine = rows["engine"]  # which engine, its slots: here not started by hopgraph
+    assert not engine.ok and "not started by hopgraph" in engine.detail
     build = rows["llama.cpp build"]  # which vector extensions, and any this CPU has unused
     assert build.detail.startswith("uses ") and build.ok == ("make native" not in build.detail)
 
@@ -116,12 +134,16 @@ def _run_script(code: str, tmp_path: Path) -> subprocess.Popen:
     )
 
 
-def test_no_orphan_after_exception_in_context_manager(tmp_path):
+@pytest.mark.parametrize("engine", ["LlamaServer", "EmbeddedServer"])
+def test_no_orphan_after_exception_in_context_manager(tmp_path, engine):
+    if engine == "LlamaServer" and llama_server_binary() is None:
+        pytest.skip("no llama-server built")
     proc = _run_script(
-        """
+        f"""
         import sys
-        from hopgraph.models import EmbeddedServer
-        with EmbeddedServer("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512) as s:
+        from hopgraph.models.embedded import EmbeddedServer
+        from hopgraph.models.llama_server import LlamaServer
+        with {engine}("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512) as s:
             print(s.proc.pid, flush=True)
             raise RuntimeError("boom")
         """,
@@ -150,14 +172,18 @@ def test_no_orphan_after_uncaught_exception_with_lazy_server(tmp_path):
     assert wait_dead(int(out.split()[0]))
 
 
+@pytest.mark.parametrize("engine", ["LlamaServer", "EmbeddedServer"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_no_orphan_when_parent_is_signalled(tmp_path, sig):
+def test_no_orphan_when_parent_is_signalled(tmp_path, sig, engine):
+    if engine == "LlamaServer" and llama_server_binary() is None:
+        pytest.skip("no llama-server built")
     proc = _run_script(
-        """
+        f"""
         import sys, time
         from hopgraph.models.embedded import EmbeddedServer, install_sigterm_handler
+        from hopgraph.models.llama_server import LlamaServer
         install_sigterm_handler()
-        s = EmbeddedServer("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512).start()
+        s = {engine}("smollm2-135m", cache_dir=sys.argv[1], n_ctx=512).start()
         print(s.proc.pid, flush=True)
         time.sleep(120)
         """,
@@ -178,6 +204,14 @@ def test_cli_ask_and_doctor(server):
     out = hopgraph("doctor", env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "structured output" in out.stdout and "logprobs" in out.stdout
+
+
+@needs_llama_server
+def test_doctor_names_the_embedded_engine_and_its_slots():
+    out = hopgraph("doctor", "--model", SMALL, "--set", "slots=3", timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.replace("│", " ").split())  # the table's wrapped cells joined
+    assert "llama-server (llama.cpp 0c1e570" in text and "3 parallel slots" in text, text
 
 
 def test_cli_reports_a_down_endpoint_clearly():
@@ -310,3 +344,72 @@ def test_a_server_started_from_a_passing_thread_outlives_it(tmp_path):
         assert server.proc is not None and server.proc.poll() is None
     finally:
         server.stop()
+
+
+def _stream_events(base_url: str, prompt: str, events: list, name: str) -> None:
+    """Stream one long reply, noting when its first token and its end came, in order."""
+    import httpx
+
+    body = {"model": SMALL, "stream": True, "max_tokens": 48, "temperature": 0,
+            "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+    first = True
+    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=120) as r:
+        for line in r.iter_lines():
+            if first and line.startswith("data:") and '"content"' in line:
+                events.append((name, "first"))
+                first = False
+    events.append((name, "done"))
+
+
+@pytest.mark.parametrize("engine", [pytest.param("llama-server", marks=needs_llama_server),
+                                    "llama-cpp-python"])  # fmt: skip
+def test_parallel_slots_decode_two_requests_together(tmp_path, engine):
+    """llama-server's slots answer two requests at once: each one's first token comes before
+    the other is done. llama-cpp-python's server answers one, then the other."""
+    with ENGINES[engine](SMALL, cache_dir=Context().cache_dir, n_ctx=1024) as s:
+        events: list = []
+        with ThreadPoolExecutor(2) as pool:
+            jobs = [pool.submit(_stream_events, s.base_url, f"Count slowly from {n} to 90.",
+                                events, n) for n in ("1", "50")]  # fmt: skip
+            for job in jobs:
+                job.result()
+    order = [f"{name} {what}" for name, what in events]
+    together = all(order.index(f"{a} first") < order.index(f"{b} done")
+                   for a, b in (("1", "50"), ("50", "1")))  # fmt: skip
+    assert together == (engine == "llama-server"), order
+
+
+def test_the_trace_keeps_the_server_s_timings_and_its_reused_prefix(llama_server):
+    """Each call's trace event carries llama-server's own account: tokens read, tokens taken
+    from the slot's cache, the time of each phase; a prompt sharing a long prefix with the one
+    before it reuses that prefix."""
+    events: list = []
+    model = ChatModel(llama_server.base_url, SMALL, backend="auto", stream=True,
+                      count_prompt_tokens=llama_server.prompt_tokens)  # fmt: skip
+    model.on_event = events.append
+    shared = " ".join(f"Passage {i}: the harbour of town {i} opened in {1800 + i}."
+                      for i in range(40))  # fmt: skip
+    for question in ("When did town 3's harbour open?", "When did town 7's harbour open?"):
+        model.complete([user(f"{shared}\n\nQuestion: {question}")], role="t", max_tokens=8)
+    first, second = [e["extra"]["served"] for e in events if e["event"] == "llm_call"]
+    for served in (first, second):
+        assert {"prompt_s", "decode_s", "first_token_s", "queued_s", "prompt_read"} <= set(served)
+    assert first["prompt_read"] > 300
+    assert second["prompt_reused"] > 300 and second["prompt_read"] < first["prompt_read"] / 4
+
+
+def test_a_killed_llama_server_is_named_as_such(tmp_path):
+    if llama_server_binary() is None:
+        pytest.skip("no llama-server built")
+    s = LlamaServer(SMALL, cache_dir=Context().cache_dir, n_ctx=512).start()
+    try:
+        model = ChatModel(s.base_url, SMALL, backend="llamacpp", max_retries=0, stream=True,
+                          count_prompt_tokens=s.prompt_tokens, server=s)  # fmt: skip
+        os.kill(s.proc.pid, signal.SIGKILL)
+        assert wait_dead(s.proc.pid)
+        from hopgraph.models.errors import EmbeddedServerError
+
+        with pytest.raises(EmbeddedServerError, match=r"llama-server .* was killed \(signal 9\)"):
+            model.complete([user("x")], role="t", max_tokens=4)
+    finally:
+        s.stop()

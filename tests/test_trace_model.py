@@ -56,7 +56,8 @@ def test_a_call_waits_as_the_server_says_else_as_its_first_token_came():
                     "first_token_s": 4.0, "prompt_s": 1.5, "queued_s": 2.5,
                     "prompt_read": 40, "prompt_reused": 900}}}},
                {"t": 6.0, "mode": "custom", "data": {"event": "llm_call", "template": "b",
-                "latency_s": 1.0, "task": "t", "extra": {"served": {"first_token_s": 0.7}}}}]  # fmt: skip
+                "latency_s": 1.0, "task": "t",
+                "extra": {"served": {"first_token_s": 0.7}}}}]  # fmt: skip
     trace = Trace.of(records)
     assert [c.waited for c in trace.calls] == [2.5, 0.7]
     assert trace.calls[0].served["prompt_reused"] == 900 and trace.calls[0].node == "n"
