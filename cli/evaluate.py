@@ -90,11 +90,16 @@ def evaluate(
     console.print(table)
     if result["by_template"]:
         per = Table(title="per question, by prompt template")
-        for col in ("template", "calls", "prompt tokens", "completion tokens", "LLM seconds"):
+        timed = any("waited_s" in t for t in result["by_template"].values())
+        waits = {"waited_s": "of which waiting for a slot",
+                 "prompt_reused": "prompt tokens from the server's cache"}  # fmt: skip
+        cols = {"calls": "calls", "prompt_tokens": "prompt tokens",
+                "completion_tokens": "completion tokens", "seconds": "LLM seconds",
+                **(waits if timed else {})}  # fmt: skip
+        for col in ("template", *cols.values()):
             per.add_column(col)
         for name, t in result["by_template"].items():
-            per.add_row(name, *(f"{t[k]:g}" for k in ("calls", "prompt_tokens",
-                        "completion_tokens", "seconds")))  # fmt: skip
+            per.add_row(name, *(f"{t.get(k, 0):g}" for k in cols))
         console.print(per)
     console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")

@@ -112,13 +112,18 @@ def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def by_template(preds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Calls, prompt and completion tokens and LLM seconds per question, by prompt template,
-    over the questions whose record lists them (runs before they were recorded list none)."""
+    over the questions whose record lists them (runs before they were recorded list none);
+    where the server reported its timings, the seconds calls waited for it (in the LLM
+    seconds: engine time, not method time) and the prompt tokens its cache gave back."""
     listed = [p["by_template"] for p in preds if "by_template" in p]
     names = sorted({name for t in listed for name in t})
+    timed = any("waited_s" in x for t in listed for x in t.values())
+    keys = ("calls", "prompt_tokens", "completion_tokens", "seconds",
+            *(("waited_s", "prompt_reused") if timed else ()))  # fmt: skip
     return {
         name: {
             key: round(sum(t.get(name, {}).get(key, 0) for t in listed) / len(listed), 3)
-            for key in ("calls", "prompt_tokens", "completion_tokens", "seconds")
+            for key in keys
         }
         for name in names
     }

@@ -530,6 +530,9 @@ class Counts(TypedDict):
     depth: int
     retrieved: list[str]
     by_template: dict[str, dict[str, float]]
+    """Per prompt template: calls, prompt and completion tokens, LLM seconds and, where the
+    server reports its timings (llama-server), ``waited_s`` before a slot took the call and
+    ``prompt_reused`` tokens taken from its cache."""
     summary: NotRequired[dict[str, Any]]
 
 
@@ -659,6 +662,10 @@ class EventCounts:
             tally["prompt_tokens"] += event.get("prompt_tokens", 0)
             tally["completion_tokens"] += event.get("completion_tokens", 0)
             tally["seconds"] += event.get("latency_s", 0.0)
+            served = extra.get("served") if isinstance(extra.get("served"), dict) else {}
+            for key, name in (("queued_s", "waited_s"), ("prompt_reused", "prompt_reused")):
+                if isinstance(served.get(key), int | float):  # the server's own account
+                    tally[name] = tally.get(name, 0) + served[key]
             if event.get("started"):
                 self.intervals.append((event["started"], event["started"] + event["latency_s"]))
         elif kind == Fallback.event:  # a role's output, replaced by its declared fallback
@@ -687,6 +694,7 @@ class EventCounts:
             "retrieved": list(self.retrieved),
             "by_template": {
                 name: {**t, "seconds": round(t["seconds"], 3)}
+                | ({"waited_s": round(t["waited_s"], 3)} if "waited_s" in t else {})
                 for name, t in sorted(self.templates.items())
             },
         }

@@ -61,3 +61,28 @@ def test_a_call_waits_as_the_server_says_else_as_its_first_token_came():
     trace = Trace.of(records)
     assert [c.waited for c in trace.calls] == [2.5, 0.7]
     assert trace.calls[0].served["prompt_reused"] == 900 and trace.calls[0].node == "n"
+
+
+def test_engine_waits_and_reused_prefix_reach_the_run_s_cost_table():
+    """A question's counts keep, per template, the seconds its calls waited for a slot and the
+    prompt tokens the server's cache gave back (llama-server's timings); eval's table shows
+    them apart from the LLM seconds, and a record without timings shows neither."""
+    from hopgraph.evals.evaluate import by_template
+    from hopgraph.harness.run_folder import EventCounts
+
+    def call(template: str, served: dict) -> dict:
+        return {"mode": "custom", "data": {"event": "llm_call", "template": template,
+                "prompt_tokens": 1000, "completion_tokens": 10, "latency_s": 6.0,
+                "extra": {"served": served}}}  # fmt: skip
+
+    timed = EventCounts.of([call("mmapg/examine_text", {"queued_s": 4.0, "prompt_reused": 900}),
+                            call("mmapg/examine_text", {"queued_s": 1.5, "prompt_reused": 0}),
+                            call("mmapg/plan", {"first_token_s": 2.0})]).stats()  # fmt: skip
+    examine = timed["by_template"]["mmapg/examine_text"]
+    assert examine["waited_s"] == 5.5 and examine["prompt_reused"] == 900
+    assert examine["seconds"] == 12.0
+    table = by_template([timed, EventCounts.of([call("mmapg/plan", {})]).stats()])
+    assert table["mmapg/examine_text"]["waited_s"] == 2.75  # per question, over both
+    assert table["mmapg/plan"]["prompt_reused"] == 0
+    untimed = by_template([EventCounts.of([call("rag/answer", {"first_token_s": 1.0})]).stats()])
+    assert set(untimed["rag/answer"]) == {"calls", "prompt_tokens", "completion_tokens", "seconds"}
