@@ -37,8 +37,9 @@ rag=(--agent rag --questions demo/questions.jsonl --kb demo/kb)
 mmapg=(--agent mmapg --questions $T --kb runs/hotpot-kb-tri --set mmapg_max_iterations=10)
 qdc=(--agent qdrag --questions $T --kb runs/hotpot-kb --set qdrag_mode=qdc
      --set qdrag_entropy_budget=true)
-for conc in 1 4; do
-  both rag $conc "${rag[@]}"
-  both mmapg $conc "${mmapg[@]}"
-  both qdc $conc "${qdc[@]}"
-done
+both rag 1 "${rag[@]}"
+both rag 4 "${rag[@]}"
+both mmapg 1 "${mmapg[@]}"
+both qdc 1 "${qdc[@]}"
+both mmapg 4 "${mmapg[@]}"
+both qdc 4 "${qdc[@]}"

@@ -413,4 +413,3 @@ def test_a_killed_llama_server_is_named_as_such(tmp_path):
             model.complete([user("x")], role="t", max_tokens=4)
     finally:
         s.stop()
-
