@@ -472,28 +472,33 @@ class Optimizer:
         self.say(f"verdict: the overlay against the hand-written prompts on {test}")
         hand = self._answer("test/hand-written", test, self._overlay_of(None))
         best, linked = self._current(), self.out / "test" / "optimized"
-        if best.id == "hand-written" and not linked.exists():
-            # nothing won: the optimized arm is the hand-written one, linked rather than asked
-            # again (a method's whole run per question wherever the response cache is gone)
-            linked.symlink_to("hand-written", target_is_directory=True)
-        elif best.id != "hand-written" and linked.is_symlink():
-            linked.unlink()  # a search decided anew keeps a candidate: its arm is answered
-        arms = [hand]
-        if not linked.is_symlink():  # cached where the prompts are the same
-            arms.append(self._answer("test/optimized", test, self.out / "overlay"))
-        opt = arms[-1]
+        if linked.is_symlink():  # an older record's stand-in for an arm never asked
+            linked.unlink()
+        questions = {"questions": str(test), "questions_sha256": QuestionSet.read(test).sha256}
+        if best.id == "hand-written":  # nothing kept: no second arm, and nothing to compare
+            scores = [score_prediction(p).get(self.plan.metric, 0.0) for p in hand.values()]
+            self.record["test"] = questions | {
+                "n": len(scores), "hand_written": round(fmean(scores), 4) if scores else None,
+                "same_prompts": True, "kept": "hand-written", "verdict": None,
+                "sent": list(sent_tokens(hand)),
+            }  # fmt: skip
+            self.say(f"verdict: none; nothing was kept, so the test split answered the "
+                     f"hand-written prompts only ({self.plan.metric} "
+                     f"{self.record['test']['hand_written']})")  # fmt: skip
+            self.save()
+            return
+        opt = self._answer("test/optimized", test, self.out / "overlay")
+        arms = [hand, opt]
         ids = sorted(set(hand) & set(opt))
         a = [score_prediction(hand[i]).get(self.plan.metric, 0.0) for i in ids]
         b = [score_prediction(opt[i]).get(self.plan.metric, 0.0) for i in ids]
         t = paired(a, b)
         won = next((c for c in self.record["candidates"] if c["id"] == best.id), None)
-        self.record["test"] = {
-            "questions": str(test),
-            "questions_sha256": QuestionSet.read(test).sha256,
+        self.record["test"] = questions | {
             "n": t.n, "hand_written": round(t.mean_a, 4), "optimized": round(t.mean_b, 4),
             "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
             "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
-            "same_prompts": best.id == "hand-written", "kept": best.id,
+            "same_prompts": False, "kept": best.id,
             "sent": [sum(n) for n in zip(*map(sent_tokens, arms), strict=True)],
             "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
                     "test": round(t.diff, 4)},
@@ -1020,7 +1025,14 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         if c.get("reasoning"):
             out.append(f'Proposer on {c["role"]} ({c["id"]}): "{c["reasoning"][:300]}"')
     t = record.get("test")
-    if t:
+    if t and t.get("same_prompts"):
+        out += [
+            "",
+            f"Nothing kept; no verdict: the optimized prompts are the hand-written ones, so the "
+            f"{t['n']} test questions the search never read ({t['questions']}) were answered "
+            f"once, by the hand-written prompts ({record['metric']} {t['hand_written']}).",
+        ]
+    elif t:
         needed = f"needed n {t['needed_n']}" if t.get("needed_n") else "no difference to power"
         out += [
             "",
