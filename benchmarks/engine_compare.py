@@ -15,6 +15,7 @@ from statistics import fmean
 from typing import Any
 
 from hopgraph.evals.run_record import read_run
+from hopgraph.evals.stats import paired
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "benchmarks" / "results" / "engine"
@@ -24,9 +25,10 @@ OLD, NEW = "llama-cpp-python", "llama-server"
 def record(out: str, wall_s: float) -> dict[str, Any]:
     """One record's figures: questions, wall time, rate, score, prefix reuse, answers."""
     run = read_run(ROOT / out)
-    answers, scores, reused, read, waited = {}, [], 0, 0, 0.0
+    answers, scores, reused, read, waited, seconds = {}, [], 0, 0, 0.0, {}
     for q in run.questions():
         answers[q.id] = q.answer
+        seconds[q.id] = float(q.prediction.get("seconds", 0.0))
         scores.append(q.scores.get("f1", q.scores.get("mmlb_acc", 0.0)))
         for c in q.trace.calls:
             reused += int(c.served.get("prompt_reused", 0))
@@ -40,7 +42,8 @@ def record(out: str, wall_s: float) -> dict[str, Any]:
         "f1": round(fmean(scores), 4) if scores else None,
         "prompt_tokens_reused": reused, "prompt_tokens_read": read,
         "waited_for_a_slot_s": round(waited, 1),
-        "answers": answers,
+        "answers": answers, "seconds": seconds,
+        "revision": str(run.manifest.get("git_revision", ""))[:7],
     }  # fmt: skip
 
 
@@ -57,8 +60,12 @@ def compare(times: list[dict[str, Any]]) -> dict[str, Any]:
         common = sorted(old["answers"].keys() & new["answers"].keys())
         differ = {q: [old["answers"][q], new["answers"][q]] for q in common
                   if old["answers"][q] != new["answers"][q]}  # fmt: skip
+        faster = paired([old["seconds"][q] for q in common], [new["seconds"][q] for q in common],
+                        lower=True)  # fmt: skip
         rows.append({
             "workload": workload, "concurrency": conc, OLD: old, NEW: new,
+            "per_question": {"faster": faster.better, "slower": faster.worse,
+                             "sign_p": round(faster.sign_p, 4)},
             "speedup": round(old["wall_s"] / new["wall_s"], 2),
             "same_answers": len(common) - len(differ), "common": len(common),
             "differences": differ,
@@ -74,11 +81,14 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     out = [
         "Wall time of each whole record, the two engines run one after the other on one "
         "machine (2 cores, the portable AVX2 build behind both), the same GGUF, every sampling "
-        "field sent. Questions per minute are the record's questions over its wall time.",
+        "field sent. Questions per minute are the record's questions over its wall time; "
+        "per question, the seconds each took on both engines, paired (sign test). Code: "
+        f"{', '.join(sorted({r[NEW]['revision'] for r in rep['rows']}))}.",
         "",
         f"| workload | run concurrency | questions | {OLD} q/min | {NEW} q/min | speed-up | "
-        "s/question old → new | prompt tokens reused (new) | F1 old → new | same answers |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "s/question old → new | faster / slower, sign p | prompt tokens reused (new) | "
+        "F1 old → new | same answers |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rep["rows"]:
         o, n = r[OLD], r[NEW]
@@ -87,7 +97,9 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         out.append(
             f"| {r['workload']} | {r['concurrency']} | {r['common']} | {o['questions_per_min']} | "
             f"{n['questions_per_min']} | **{r['speedup']}x** | {o['seconds_per_question']} → "
-            f"{n['seconds_per_question']} | {n['prompt_tokens_reused']:,} ({share:.0%}) | "
+            f"{n['seconds_per_question']} | {r['per_question']['faster']} / "
+            f"{r['per_question']['slower']}, p {r['per_question']['sign_p']:.3g} | "
+            f"{n['prompt_tokens_reused']:,} ({share:.0%}) | "
             f"{o['f1']} → {n['f1']} | {r['same_answers']} of {r['common']} |"
         )
     out.append("")

@@ -118,6 +118,10 @@ def llamacpp_sampling(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+DIALECT_SAMPLING = {"vllm": vllm_sampling, "llamacpp": llamacpp_sampling}
+"""What fills in every sampling field a dialect's server would otherwise default."""
+
+
 def user(
     text: str, images: Iterable[str | Path | Image.Image] = (), max_pixels: int = 0
 ) -> Message:
@@ -454,20 +458,13 @@ class ChatModel:
         keeps what was sent and replied (``LLMCall``) and, with ``parse``, what the caller reads
         from the reply; extra keyword arguments go to the API as they are (logprobs,
         response_format...)."""
-        try:
-            self.check()
-        except EndpointError as e:
-            self._dead_server(e)
-            raise
+        self._ready()
         if check_images and has_images(messages) and not self.dialect.images:
             raise CapabilityError(
                 f"{self.shown_url} ({self.dialect.name}) does not accept image input; "
                 "point vlm_base_url/vlm_model at a vision-language model (e.g. vLLM Qwen2.5-VL)"
             )
-        if self.dialect.name == "vllm":
-            kwargs = vllm_sampling(kwargs)
-        elif self.dialect.name == "llamacpp":
-            kwargs = llamacpp_sampling(kwargs)
+        kwargs = DIALECT_SAMPLING.get(self.dialect.name, dict)(kwargs)
         extra = dict(extra or {})
         if self.trace_cap < 0:  # content tracing off: no prompt variables either
             extra.pop("inputs", None)
@@ -522,6 +519,14 @@ class ChatModel:
         self._read(call, resp, parse)
         emit(call, self.on_event)
         return resp
+
+    def _ready(self) -> None:
+        """``check``, with a dead embedded server named as such."""
+        try:
+            self.check()
+        except EndpointError as e:
+            self._dead_server(e)
+            raise
 
     def _dead_server(self, e: Exception) -> None:
         """Where the embedded server behind this model has died, an error saying so (its exit,

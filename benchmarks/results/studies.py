@@ -658,6 +658,22 @@ TABLES: list[RunTable | BenchTable] = [
         "benchmarks/results/serving/vllm-cpu.json",
     ),
     BenchTable(
+        "Every method",
+        "the embedded engines side by side: llama.cpp's own llama-server against "
+        "llama-cpp-python's server",
+        "Not a paper claim: llama-server's parallel slots and prefix reuse answer more questions "
+        "a minute than a server that takes one request at a time (issue 104's goals: MMAPG "
+        "1.5x, QD-C 1.3x, rag at run concurrency 4 1.2x), with the same answers.",
+        ["engine/summary.json"],
+        "benchmarks/engine_compare.py:render",
+        command="benchmarks/engine_side_by_side.sh && python benchmarks/engine_compare.py",
+        deviations=[
+            "One run of each record, the two engines one after the other (not interleaved by "
+            "question): wall time is the whole record's, on a 2-core machine where other work "
+            "ran beside it at times (load before each run in times.jsonl).",
+        ],
+    ),
+    BenchTable(
         "PolarMem",
         "the knowledge pathway on planted negations",
         "Negative knowledge kept as NOT_HAS edges means a memory that lacks a thing is "
