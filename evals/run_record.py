@@ -55,6 +55,9 @@ class Evidence:
     cited: bool
     gold: bool
     retrieved: bool
+    source_of_text: str = "trace"
+    """Where its text came from: the trace, the run's knowledge base (a retrieved passage a
+    trace names by id only), or "" where neither holds it."""
     page_image: bool = False
     page_size: list[float] | None = None
     regions: list[list[float]] = field(default_factory=list)
@@ -167,6 +170,37 @@ class RunRecord:
 
     def trace(self, qid: str) -> Trace:
         return read_trace(trace_path(self.path, qid))
+
+    @property
+    def kb_dir(self) -> str:
+        return str((self.manifest.get("context") or {}).get("kb_dir") or "")
+
+    def fill_texts(self, evidence: list[Evidence]) -> str:
+        """The text of evidence a trace names by id only (retrieved, never kept), read from
+        the run's knowledge base where it is here; what was not found, and why, in a line."""
+        missing = [e for e in evidence if not e.text]
+        if not missing:
+            return ""
+        kb = Path(self.kb_dir).expanduser() if self.kb_dir else None
+        if kb is None or not (kb / "chroma").is_dir():
+            named = self.kb_dir or "none named"
+            return (f"{len(missing)} retrieved passage(s) are named by id only in the trace, "
+                    f"and the run's knowledge base ({named}) is not here")  # fmt: skip
+        from hopgraph.memory.kb import KnowledgeBase
+
+        try:
+            found = {h["id"]: h for h in KnowledgeBase(str(kb)).get([e.id for e in missing])}
+        except Exception as e:  # noqa: BLE001 - a KB of another embedder or version: say so
+            return f"the run's knowledge base {kb} cannot be read here ({e})"
+        for e in missing:
+            if e.id in found:
+                hit = found[e.id]
+                e.text, e.title = str(hit.get("text", "")), e.title or str(hit.get("title", ""))
+                e.source_of_text = "kb"
+            else:
+                e.source_of_text = ""
+        lost = sum(not e.text for e in missing)
+        return f"{lost} retrieved passage(s) are not in {kb} any more" if lost else ""
 
     def question(self, qid: str) -> QuestionRecord:
         """Question ``qid`` with its trace (``KeyError`` where the run has no answer to it)."""

@@ -86,3 +86,42 @@ def test_engine_waits_and_reused_prefix_reach_the_run_s_cost_table():
     assert table["mmapg/plan"]["prompt_reused"] == 0
     untimed = by_template([EventCounts.of([call("rag/answer", {"first_token_s": 1.0})]).stats()])
     assert set(untimed["rag/answer"]) == {"calls", "prompt_tokens", "completion_tokens", "seconds"}
+
+
+def test_a_passage_retrieved_but_not_kept_shows_its_text_from_the_run_s_kb(tmp_path, town_kb):
+    """A search names its hits by id only; a passage that was never kept has no text in the
+    trace, so the question page showed an id and a score. Its text is read from the run's KB
+    where that is here, and where it is not the page says why."""
+    import json
+
+    from hopgraph.memory.kb import KnowledgeBase
+
+    (kept, dropped) = [h["id"] for h in KnowledgeBase(town_kb).search("town 3", k=2)]
+    run = tmp_path / "run"
+    (run / "traces").mkdir(parents=True)
+    manifest = {"agent": "rag", "questions": "(asked)", "context": {"kb_dir": str(town_kb)}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    pred = {"id": "q", "answer": "x", "response": "x", "citations": [], "contexts_ids": [kept],
+            "seconds": 1.0, "code": "", "error": None, "gold_evidence": [], "type": "",
+            "doc": "", "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            "fallbacks": 0, "empty_replies": 0, "depth": 0, "retrieved": [kept, dropped],
+            "by_template": {}, "gold": ["x"], "question": "?"}  # fmt: skip
+    (run / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
+    passage = {"id": kept, "text": "Fact 3 about town 3.", "title": "Town 3"}
+    records = [{"mode": "custom", "t": 0.1, "data": {"event": "retrieval", "role": "r",
+                "query": "town 3", "ids": [kept, dropped], "scores": [0.9, 0.5]}},
+               {"mode": "updates", "t": 0.2,
+                "data": {"retrieve": {"contexts": [passage]}}}]  # fmt: skip
+    (run / "traces" / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    page = RunView(run).question("q")
+    rows = {e["id"]: e for e in page["evidence"]}
+    assert rows[kept]["source_of_text"] == "trace" and rows[kept]["kept"]
+    assert rows[dropped]["text"].startswith("Fact ") and rows[dropped]["source_of_text"] == "kb"
+    assert not rows[dropped]["kept"] and page["evidence_note"] == ""
+    manifest["context"]["kb_dir"] = str(tmp_path / "gone")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    page = RunView(run).question("q")
+    assert (
+        "named by id only" in page["evidence_note"]
+        and str(tmp_path / "gone") in (page["evidence_note"])
+    )

@@ -302,6 +302,8 @@ class RunView:
         """One question opened: its row, drawing, waterfall, calls and evidence."""
         row = self.row(qid)
         q = self.opened(qid)
+        evidence = q.evidence()
+        unread = self.record().fill_texts(evidence)
         view = graph_view(q.trace)
         return {
             "row": row,
@@ -317,7 +319,8 @@ class RunView:
                 }
                 for m in q.trace.marks
             ],  # fmt: skip
-            "evidence": [_evidence_row(e) for e in q.evidence()],
+            "evidence": [_evidence_row(e) for e in evidence],
+            "evidence_note": unread,
             "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held()],
             "traced": bool(q.trace.records),
             "damaged": q.trace.damaged,
@@ -387,7 +390,7 @@ def call_row(c: Call, price: Price | None) -> dict[str, Any]:
 def _evidence_row(e: Any) -> dict[str, Any]:
     """An ``Evidence`` as the page's JSON (a page's size and regions only for a cited page)."""
     row = {k: getattr(e, k) for k in ("id", "title", "text", "source", "page", "score", "kept",
-                                      "cited", "gold", "retrieved")}  # fmt: skip
+                                      "cited", "gold", "retrieved", "source_of_text")}  # fmt: skip
     if e.page_size is not None:
         row |= {"page_image": e.page_image, "page_size": e.page_size, "regions": e.regions}
     return row

@@ -438,9 +438,11 @@ function evidenceTable(rid, qid, evidence, golds) {
       h("td", {}, e.kept ? "kept" : ""), h("td", {}, e.cited ? h("b", {}, "cited") : ""),
       h("td", {}, e.title + (e.page !== null && e.page !== undefined && !e.title.endsWith(`p.${e.page}`)
         ? ` p.${e.page}` : "")),
-      h("td", { class: "text" }, e.text.length > 400
+      h("td", { class: "text" }, !e.text ? h("span", { class: "muted" }, "(named by id only in the trace)")
+        : e.text.length > 400
         ? h("details", {}, h("summary", {}, marked(e.text.slice(0, 400), golds), "…"), marked(e.text, golds))
         : marked(e.text, golds),
+        e.source_of_text === "kb" ? h("span", { class: "muted", title: "retrieved, not kept: the trace names it by id; its text is read from the run's knowledge base" }, " (from the KB)") : null,
         e.page_image ? pageFigure(rid, qid, e) : null))));
 }
 
@@ -518,7 +520,8 @@ async function questionPage(rid, qid, params, started) {
     waterfall(q.spans, q.calls),
     h("h2", {}, q.calls.length || !r.calls ? `LLM calls (${q.calls.length})`
       : `LLM calls (${r.calls} made; ${q.traced ? "the trace names none of them" : "this record kept no trace of them"})`), h("div", { id: "calls" }, q.calls.map((c, i) => callBlock(c, i, r.gold))),
-    h("h2", {}, "Evidence"), evidenceTable(rid, qid, q.evidence, r.gold));
+    h("h2", {}, "Evidence"), q.evidence_note ? h("p", { class: "muted", id: "evidence-note" }, q.evidence_note) : null,
+    evidenceTable(rid, qid, q.evidence, r.gold));
 }
 
 async function comparePage(a, b, params, started) {
