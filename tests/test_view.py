@@ -509,6 +509,10 @@ def test_an_optimize_folder_is_shown_as_a_search():
     n = len(kept[0]["scores"])
     assert n == 20 and page[page.index('id="validation"') :].count("<code>") == n
     assert "mmapg%2Fcandidates%2F01-mmapg.planner-demos" in page
+    # the demonstrations it keeps are shown: each example's inputs and what it shows
+    demos = kept[0]["demo_lines"]["mmapg/planner"]
+    assert len(demos) == kept[0]["demos"]["mmapg/planner"] > 0 and demos[0]["output"]
+    assert "the demonstrations it adds" in page and "shows: " in page
     assert 'href="#/optimization/mmapg"' in home
     # a search that kept nothing shows no test comparison of the same prompts with themselves
     assert "nothing kept; no verdict" in rag and "→ optimized" not in rag

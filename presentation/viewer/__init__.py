@@ -106,6 +106,7 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
         "cut": c.get("cut") or {},
         "instructions": c.get("instructions") or {},
         "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
+        "demo_lines": _demonstrations(folder / "candidates" / str(c.get("id")), c),
         "run": run(f"candidates/{c.get('id')}"),
     } for c in record.get("candidates") or []]  # fmt: skip
     test = record.get("test") or {}
@@ -134,6 +135,26 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
         if test and not no_verdict else None,
         "arms": [run("test/hand-written"), None if no_verdict else run("test/optimized")],
     }  # fmt: skip
+
+
+def _demonstrations(folder: Path, c: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The demonstrations a candidate adds, per role, as its overlay holds them (each example's
+    inputs and the output it shows); a line that cannot be read is left out."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for role in c.get("demos") or {}:
+        path = folder / "overlay" / f"{role}.jsonl"
+        if not path.is_file():
+            continue
+        lines = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                demo = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(demo, dict):
+                lines.append({"inputs": demo.get("inputs") or {}, "output": demo.get("output")})
+        out[role] = lines
+    return out
 
 
 def _name_ties(candidates: list[dict[str, Any]]) -> None:
