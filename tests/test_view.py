@@ -365,6 +365,14 @@ def test_a_node_s_panel_shows_its_text_and_details_and_its_link_opens_it():
     assert "[object" not in panel and f'data-node="{node["id"]}"' in panel[:200]
     assert html.escape(node["label"][:30], quote=False) in panel
     assert panel.count("<pre>") == len(node["detail"])
+    # the panel links to the calls the node made and the evidence it retrieved
+    nodes = q["graph"]["nodes"]
+    laid = [i for n in nodes for i in n["links"]["calls"]]
+    assert laid == list(range(len(laid))) and 0 < len(laid) <= len(q["calls"])  # in order
+    assert len(node["links"]["calls"]) == int(node["detail"]["calls"])
+    assert panel.count('href="#call-') == len(node["links"]["calls"])
+    searched = next(n for n in nodes if n["links"]["evidence"])
+    assert set(searched["links"]["evidence"]) <= {e["id"] for e in q["evidence"]}
 
 
 @needs_chromium

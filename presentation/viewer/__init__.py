@@ -325,7 +325,7 @@ class RunView:
         q = self.opened(qid)
         evidence = q.evidence()
         unread = self.record().fill_texts(evidence)
-        view = graph_view(q.trace)
+        view = _linked(graph_view(q.trace), q.trace)
         return {
             "row": row,
             "graph": view,
@@ -406,6 +406,25 @@ def call_row(c: Call, price: Price | None) -> dict[str, Any]:
         "attempts": c.attempts,
         "error": redacted(c.error) if c.error else None,
     }
+
+
+def _linked(view: dict[str, Any], trace: Trace) -> dict[str, Any]:
+    """Each drawn node's links into the page: the calls it made (a planning graph's nodes count
+    theirs and were made in order, so the trace's calls lay out among them; the calls after
+    the last node, its stop and the answer's extraction, belong to none) and the evidence it
+    retrieved (its hits in the final state)."""
+    nodes = view.get("nodes") or []
+    counts = [str((n.get("detail") or {}).get("calls", "")) for n in nodes]
+    hits = {str(n.get("id")): [str(h.get("id")) for h in n.get("hits") or [] if isinstance(h, dict)]
+            for n in trace.final_state.get("nodes") or [] if isinstance(n, dict)}  # fmt: skip
+    laid = bool(counts) and all(c.isdigit() for c in counts)
+    laid = laid and sum(map(int, counts)) <= len(trace.calls)
+    first = 0
+    for n, count in zip(nodes, counts, strict=True):
+        calls = list(range(first, first + int(count))) if laid else []
+        first += int(count) if laid else 0
+        n["links"] = {"calls": calls, "evidence": hits.get(str(n.get("id")), [])}
+    return view
 
 
 def _evidence_row(e: Any) -> dict[str, Any]:

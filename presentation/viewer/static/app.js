@@ -353,11 +353,20 @@ function svgNode(markup) {
 }
 
 function nodePanel(n) {
-  // what one node holds: its whole text, then each of its details (flattened: a nested list
-  // given to replaceChildren is written as "[object HTMLElement],…")
+  // what one node holds: its whole text, then each of its details, then links to the calls it
+  // made and the evidence it retrieved (flattened: a nested list given to replaceChildren is
+  // written as "[object HTMLElement],…")
+  const links = n.links || { calls: [], evidence: [] };
+  const jump = (id, text) => { const a = h("a", { href: `#${id}`, class: "jump" }, text);
+    a.addEventListener("click", (ev) => { ev.preventDefault(); const t = document.getElementById(id);
+      if (t) { if (t.tagName === "DETAILS") t.open = true; t.scrollIntoView({ block: "center" }); } }); return a; };
   return [h("b", {}, `${n.id} (${n.kind || "step"})`), h("p", { class: "node-text" }, n.label || ""),
     Object.entries(n.detail || {}).flatMap(([k, v]) =>
-      [h("b", {}, k), h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))])].flat();
+      [h("b", {}, k), h("pre", {}, typeof v === "string" ? v : JSON.stringify(v, null, 2))]),
+    links.calls.length ? [h("b", {}, "its calls"), h("p", { class: "node-links" },
+      links.calls.flatMap((i) => [jump(`call-${i}`, `#${i}`), " "]))] : [],
+    links.evidence.length ? [h("b", {}, "its evidence"), h("p", { class: "node-links" },
+      links.evidence.flatMap((id) => [jump(`ev-${id}`, id), " "]))] : []].flat(2);
 }
 
 function graphBlock(q, rid, qid, params) {
@@ -438,7 +447,7 @@ function evidenceTable(rid, qid, evidence, golds) {
   if (!evidence.length) return h("p", { class: "muted" }, "no evidence in this trace");
   return h("table", { class: "evidence", id: "evidence" },
     h("tr", {}, ["id", "score", "gold", "kept", "cited", "title", "text"].map((c) => h("th", {}, c))),
-    evidence.map((e) => h("tr", { class: e.gold ? "gold-evidence" : null },
+    evidence.map((e) => h("tr", { class: e.gold ? "gold-evidence" : null, id: `ev-${e.id}` },
       h("td", {}, h("code", {}, e.id)), h("td", { class: "num" }, fmt.m(e.score)),
       h("td", {}, e.gold ? h("b", { class: "right" }, "gold") : ""),
       h("td", {}, e.kept ? "kept" : ""), h("td", {}, e.cited ? h("b", {}, "cited") : ""),
