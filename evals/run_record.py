@@ -200,7 +200,7 @@ class RunRecord:
             else:
                 e.source_of_text = ""
         lost = sum(not e.text for e in missing)
-        return f"{lost} retrieved passage(s) are not in {kb} any more" if lost else ""
+        return f"{lost} retrieved passage(s) are not found in {kb}" if lost else ""
 
     def question(self, qid: str) -> QuestionRecord:
         """Question ``qid`` with its trace (``KeyError`` where the run has no answer to it)."""
