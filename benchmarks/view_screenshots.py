@@ -18,7 +18,11 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-RAG, FULL, SINGLE = "hotpotqa/remeasure/rag", "hotpotqa/remeasure/full", "hotpotqa/remeasure/single-path"
+RAG, FULL, SINGLE = (
+    "hotpotqa/remeasure/rag",
+    "hotpotqa/remeasure/full",
+    "hotpotqa/remeasure/single-path",
+)
 LOSS = "5ae5dab455429929b08079d2"
 """An MMAPG loss the runs guide explains from its page (it answered Stamford Bridge)."""
 
