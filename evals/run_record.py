@@ -190,16 +190,16 @@ class RunRecord:
 
         try:
             found = {h["id"]: h for h in KnowledgeBase(str(kb)).get([e.id for e in missing])}
-        except Exception as e:  # noqa: BLE001 - a KB of another embedder or version: say so
-            return f"the run's knowledge base {kb} cannot be read here ({e})"
-        for e in missing:
-            if e.id in found:
-                hit = found[e.id]
-                e.text, e.title = str(hit.get("text", "")), e.title or str(hit.get("title", ""))
-                e.source_of_text = "kb"
+        except Exception as err:  # noqa: BLE001 - a KB of another embedder or version: say so
+            return f"the run's knowledge base {kb} cannot be read here ({err})"
+        for row in missing:
+            if row.id in found:
+                hit = found[row.id]
+                row.text, row.title = str(hit.get("text", "")), row.title or str(hit.get("title") or "")
+                row.source_of_text = "kb"
             else:
-                e.source_of_text = ""
-        lost = sum(not e.text for e in missing)
+                row.source_of_text = ""
+        lost = sum(not row.text for row in missing)
         return f"{lost} retrieved passage(s) are not found in {kb}" if lost else ""
 
     def question(self, qid: str) -> QuestionRecord:

@@ -662,7 +662,9 @@ class EventCounts:
             tally["prompt_tokens"] += event.get("prompt_tokens", 0)
             tally["completion_tokens"] += event.get("completion_tokens", 0)
             tally["seconds"] += event.get("latency_s", 0.0)
-            served = extra.get("served") if isinstance(extra.get("served"), dict) else {}
+            served: dict[str, Any] = (
+                extra["served"] if isinstance(extra.get("served"), dict) else {}
+            )
             for key, name in (("queued_s", "waited_s"), ("prompt_reused", "prompt_reused")):
                 if isinstance(served.get(key), int | float):  # the server's own account
                     tally[name] = tally.get(name, 0) + served[key]

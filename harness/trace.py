@@ -293,7 +293,7 @@ def _timeline(trace: Trace) -> None:
 
 def _call(e: dict[str, Any], index: int, node: str, ended: float) -> Call:
     extra = e.get("extra") or {}
-    served = extra.get("served") if isinstance(extra.get("served"), dict) else {}
+    served: dict[str, Any] = extra["served"] if isinstance(extra.get("served"), dict) else {}
     return Call(
         index=index,
         node=node,

@@ -552,7 +552,7 @@ def _held(run: RunView, qid: str) -> dict[str, Any]:
     q = run.opened(qid)
     return {"evidence": [{"id": e.id, "title": e.title, "gold": e.gold, "kept": e.kept,
                           "cited": e.cited} for e in q.evidence()],
-            "last_calls": [_call_side(c, None) | {"node": "", "then": "(the end)"}
+            "last_calls": [{**(_call_side(c, None) or {}), "node": "", "then": "(the end)"}
                            for c in q.trace.calls_after_last_search()]}  # fmt: skip
 
 
