@@ -195,7 +195,10 @@ class RunRecord:
         for row in missing:
             if row.id in found:
                 hit = found[row.id]
-                row.text, row.title = str(hit.get("text", "")), row.title or str(hit.get("title") or "")
+                row.text, row.title = (
+                    str(hit.get("text", "")),
+                    row.title or str(hit.get("title") or ""),
+                )
                 row.source_of_text = "kb"
             else:
                 row.source_of_text = ""
