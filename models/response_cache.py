@@ -3,7 +3,12 @@ change pays only for the calls whose request changed. Only greedy requests (temp
 cached: a sampled reply is not the reply the same request would give again.
 
 One SQLite file (WAL, so several processes share it); an entry that does not read back as a
-chat completion is a miss and is dropped, never a wrong answer."""
+chat completion is a miss and is dropped, never a wrong answer.
+
+The key is the request alone (``request_key``), not the engine that answered it: a greedy
+request answered by llama-server on parallel slots, where a batch's arithmetic can flip a
+close token, is read back as that reply by any later run, on either engine (the manifest
+names the engine a run was served by; docs/guides/models.md says how much replies spread)."""
 
 from __future__ import annotations
 
