@@ -70,7 +70,27 @@ def compare(times: list[dict[str, Any]]) -> dict[str, Any]:
             "same_answers": len(common) - len(differ), "common": len(common),
             "differences": differ,
         })  # fmt: skip
-    return {"rows": rows, "old": OLD, "new": NEW}
+    return {"rows": rows, "old": OLD, "new": NEW, "spread": spread(by)}
+
+
+def spread(by: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each engine's replies to the same greedy calls at run concurrency 1 and at 4: how many
+    differ (the prompt cache and, on slots, the batch a call is decoded in change the
+    arithmetic, which can flip a close token)."""
+    out = []
+    for (workload, conc, engine), t in sorted(by.items()):
+        other = by.get((workload, 4, engine))
+        if conc != 1 or other is None:
+            continue
+        a, b = read_run(ROOT / t["out"]), read_run(ROOT / other["out"])
+        common = sorted(set(a.ids) & set(b.ids))
+        answers = sum(a.predictions[q]["answer"] != b.predictions[q]["answer"] for q in common)
+        calls = [(a.trace(q).calls, b.trace(q).calls) for q in common]
+        pairs = [(x, y) for ca, cb in calls for x, y in zip(ca, cb, strict=False)]
+        out.append({"workload": workload, "engine": engine, "questions": len(common),
+                    "answers_differ": answers, "calls": len(pairs),
+                    "replies_differ": sum(x.reply != y.reply for x, y in pairs)})  # fmt: skip
+    return out
 
 
 def render(reports: list[dict[str, Any] | None]) -> list[str]:
@@ -106,6 +126,12 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     for r in rep["rows"]:
         for qid, (a, b) in r["differences"].items():
             out.append(f"- {r['workload']} c{r['concurrency']} `{qid}`: {a!r} → {b!r}")
+    if rep.get("spread"):
+        out += ["", "The same engine at run concurrency 1 and 4 (greedy, the same requests):", "",
+                "| workload | engine | replies that differ | answers that differ |",
+                "|---|---|---|---|"]  # fmt: skip
+        out += [f"| {x['workload']} | {x['engine']} | {x['replies_differ']} of {x['calls']} | "
+                f"{x['answers_differ']} of {x['questions']} |" for x in rep["spread"]]  # fmt: skip
     return [*out, ""]
 
 
