@@ -125,9 +125,10 @@ class QuestionRecord:
             out.append(row)
         return out
 
-    def gold_held(self) -> list[tuple[str, bool]]:
-        """Each gold evidence id and whether the question held it (retrieved, kept or cited)."""
-        held = {e.id for e in self.evidence()}
+    def gold_held(self, evidence: list[Evidence] | None = None) -> list[tuple[str, bool]]:
+        """Each gold evidence id and whether the question held it (retrieved, kept or cited);
+        ``evidence``: its ``evidence()`` where the caller has read it already."""
+        held = {e.id for e in (self.evidence() if evidence is None else evidence)}
         return [(g, g in held) for g in gold_evidence(self.prediction)]
 
 
@@ -159,6 +160,7 @@ class RunRecord:
     predictions: dict[str, dict[str, Any]]
     note: str = ""
     price: Price | None = None
+    _opened: Any = field(default=None, repr=False)
 
     @property
     def ids(self) -> list[str]:
@@ -175,6 +177,14 @@ class RunRecord:
     def kb_dir(self) -> str:
         return str((self.manifest.get("context") or {}).get("kb_dir") or "")
 
+    def _kb(self, folder: str) -> Any:
+        """The run's knowledge base, opened once for every question page that needs it."""
+        if self._opened is None:
+            from hopgraph.memory.kb import KnowledgeBase
+
+            self._opened = KnowledgeBase(folder)
+        return self._opened
+
     def fill_texts(self, evidence: list[Evidence]) -> str:
         """The text of evidence a trace names by id only (retrieved, never kept), read from
         the run's knowledge base where it is here; what was not found, and why, in a line."""
@@ -186,10 +196,8 @@ class RunRecord:
             named = self.kb_dir or "none named"
             return (f"{len(missing)} retrieved passage(s) are named by id only in the trace, "
                     f"and the run's knowledge base ({named}) is not here")  # fmt: skip
-        from hopgraph.memory.kb import KnowledgeBase
-
         try:
-            found = {h["id"]: h for h in KnowledgeBase(str(kb)).get([e.id for e in missing])}
+            found = {h["id"]: h for h in self._kb(str(kb)).get([e.id for e in missing])}
         except Exception as err:  # noqa: BLE001 - a KB of another embedder or version: say so
             return f"the run's knowledge base {kb} cannot be read here ({err})"
         for row in missing:

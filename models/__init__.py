@@ -58,12 +58,11 @@ def embedded_server(ctx: Context) -> EmbeddedServer:
     from hopgraph.models.llama_server import LlamaServer, engine_for
 
     def start() -> EmbeddedServer:
-        engine = LlamaServer if engine_for(ctx.engine) == "llama-server" else EmbeddedServer
-        server = engine(ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx,
-                        n_threads=ctx.n_threads, n_threads_batch=ctx.n_threads_batch)  # fmt: skip
-        if isinstance(server, LlamaServer):
-            server.slots = max(1, ctx.slots)
-        return server
+        threads = {"n_threads": ctx.n_threads, "n_threads_batch": ctx.n_threads_batch}
+        if engine_for(ctx.engine) == "llama-server":
+            return LlamaServer(ctx.model, cache_dir=ctx.cache_dir, slots=ctx.slots,
+                               n_ctx=ctx.n_ctx, **threads)  # fmt: skip
+        return EmbeddedServer(ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, **threads)
 
     return _servers.get((ctx.model, engine_for(ctx.engine), ctx.slots), start).start()
 

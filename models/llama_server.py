@@ -72,9 +72,20 @@ class LlamaServer(EmbeddedServer):
     engine = "llama-server"
 
     def __init__(
-        self, model: str = "qwen2.5-coder-1.5b", *, slots: int = DEFAULT_SLOTS, **kwargs
-    ) -> None:  # noqa: ANN003 - EmbeddedServer's own keywords
-        super().__init__(model, **kwargs)
+        self,
+        model: str = "qwen2.5-coder-1.5b",
+        *,
+        cache_dir: str | Path,
+        slots: int = DEFAULT_SLOTS,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        n_threads_batch: int = 0,
+        startup_timeout: float = 180.0,
+    ) -> None:
+        super().__init__(
+            model, cache_dir=cache_dir, n_ctx=n_ctx, n_threads=n_threads,
+            n_threads_batch=n_threads_batch, startup_timeout=startup_timeout,
+        )  # fmt: skip
         self.slots = max(1, slots)
         self.binary: Path | None = None
 

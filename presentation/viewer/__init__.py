@@ -342,7 +342,7 @@ class RunView:
             ],  # fmt: skip
             "evidence": [_evidence_row(e) for e in evidence],
             "evidence_note": unread,
-            "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held()],
+            "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held(evidence)],
             "traced": bool(q.trace.records),
             "damaged": q.trace.damaged,
         }
