@@ -104,7 +104,8 @@ class Transport:
             base_url=self.base_url,
             api_key=api_key or "EMPTY",
             max_retries=0,
-            timeout=httpx.Timeout(timeout, connect=5.0),
+            # openai's own Timeout (httpx2's): httpx2 2.17 refuses httpx's in its client
+            timeout=openai.Timeout(timeout, connect=5.0),
             http_client=http_client,
         )
 

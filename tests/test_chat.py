@@ -2,6 +2,7 @@ import math
 import time
 
 import httpx
+import openai
 import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
@@ -474,3 +475,12 @@ def test_a_streamed_call_records_its_wait_for_the_first_token_and_the_server_s_t
         assert served["queued_s"] == round(served["first_token_s"] - 0.2, 4) >= 0.4
     else:
         assert set(served) == {"first_token_s"}
+
+
+def test_a_client_for_a_real_endpoint_is_built_with_openai_s_own_timeout():
+    """No scripted http client: openai builds its own (httpx2's), which since httpx2 2.17
+    refuses httpx's Timeout; every call to a real server failed at construction."""
+    model = ChatModel("http://127.0.0.1:9/v1", "m", timeout=30.0)
+    timeout = model.transport.client.timeout
+    assert isinstance(timeout, openai.Timeout)
+    assert (timeout.connect, timeout.read) == (5.0, 30.0)
