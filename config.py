@@ -86,9 +86,10 @@ class Context:
     """LLM calls one question may have in flight at once, for every independent set: QDRAG's
     reranking, PolarMem's verification wordings, MMAPG's examinations (LangGraph's own
     max_concurrency) and MAB-DQA's batched page judgements. vLLM batches them: at 32, QD-C's
-    ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). The embedded
-    server answers one at a time, so QDRAG's reranking and MAB-DQA's judgements go to it one
-    by one, in order, which keeps its prompt cache (``models.parallel_calls``)."""
+    ~20 rerank calls are one round (depth 4; 6 at 8, benchmarks/bench_agents.py). On the
+    embedded llama-server at most its ``slots``, QDRAG's calls on one passage in order from one
+    worker (the passage stays in one slot's cache); llama-cpp-python's server answers one at a
+    time, so there every call goes one by one, in order (``models.parallel_calls``)."""
     max_retries: int = field(default=2, metadata=within(SERVING, 0, 100))
     """Times a model call is sent again after a connection error, a malformed reply or a 5xx
     (never after a 4xx, nor after a timeout: raise ``request_timeout`` instead); 2 means at

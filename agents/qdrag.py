@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from itertools import groupby
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -127,9 +128,19 @@ def relevance(question: str, context: Evidence, ctx: Context) -> float:
 
 
 def score_all(pairs: list[tuple[str, Evidence]], ctx: Context) -> list[float]:
-    """S for every (question, context) pair, ``parallel_calls`` requests in flight (in the
-    pairs' order, one by one, against the embedded server)."""
-    return fan_out(lambda pair: relevance(*pair, ctx), pairs, parallel_calls(ctx))
+    """S for every (question, context) pair, in the pairs' order. A run of pairs on one
+    context goes out in order from one worker, so each prompt after its first finds the
+    passage in the KV cache of the slot the first left it in (llama-server gives a request the
+    idle slot whose cached prompt it shares most); up to ``parallel_calls`` contexts at once."""
+
+    def passage(pair: tuple[str, Evidence]) -> object:
+        return pair[1].get("id") or id(pair[1])
+
+    def in_order(run: list[tuple[str, Evidence]]) -> list[float]:
+        return [relevance(question, context, ctx) for question, context in run]
+
+    runs = [list(run) for _, run in groupby(pairs, key=passage)]
+    return [s for scores in fan_out(in_order, runs, parallel_calls(ctx)) for s in scores]
 
 
 # -- QDARF preference data (qdrag.txt, Eq. 1): what trains the QD-R decomposer above ------

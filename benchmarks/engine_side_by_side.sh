@@ -3,8 +3,9 @@
 # llama-cpp-python's server (one request at a time) and llama.cpp's own llama-server (4 parallel
 # slots, prefix reuse), the same GGUF through the same libllama, every sampling field sent.
 # rag on the 14 demo questions; MMAPG and QD-C on the first 6 HotpotQA questions (the tuning
-# split, never reported); each at run concurrency 1, then 4. Each record lands under
-# benchmarks/results/engine/<engine>/<workload>-c<concurrency>, its wall time in times.jsonl;
+# split, never reported); each at run concurrency 1, then 4 (MMAPG's, the longest, last). Each
+# record lands under benchmarks/results/engine/<engine>/<workload>-c<concurrency>, its wall
+# time in times.jsonl;
 # `benchmarks/engine_compare.py` writes the table. Re-running skips what was timed.
 # Usage: benchmarks/engine_side_by_side.sh
 set -u
@@ -41,5 +42,5 @@ both rag 1 "${rag[@]}"
 both rag 4 "${rag[@]}"
 both mmapg 1 "${mmapg[@]}"
 both qdc 1 "${qdc[@]}"
-both mmapg 4 "${mmapg[@]}"
 both qdc 4 "${qdc[@]}"
+both mmapg 4 "${mmapg[@]}"

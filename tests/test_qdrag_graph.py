@@ -1,5 +1,6 @@
 import json
 import os
+import time
 
 import pytest
 from scripted_server import ScriptedServer, by_template
@@ -265,7 +266,8 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
 def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     """llama-cpp-python's server keeps only the last prompt's KV cache: its P(Yes) calls go
     one by one in the passage-major order rerank laid out; llama-server's slots and a
-    configured endpoint get them at once."""
+    configured endpoint get several passages at once, each passage's calls in order from one
+    worker (its prompt prefix stays in one slot), and the scores come back in the pairs' order."""
     import threading
 
     from hopgraph.agents import qdrag
@@ -274,7 +276,8 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
 
     def relevance(question, context, ctx):
         seen.append((question, context["id"], threading.current_thread().name))
-        return 0.5
+        time.sleep(0.001)  # lets the other workers interleave
+        return float(f"{context['id'][1:]}.{len(question)}")
 
     monkeypatch.setattr(qdrag, "relevance", relevance)
     pairs = [(q, {"id": f"c{i}"}) for i in range(10) for q in ("q", "s1", "s2")]
@@ -285,9 +288,15 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     for ctx in (Context(base_url="http://vllm:8000/v1", model="m"),
                 Context(model="qwen2.5-coder-1.5b", engine="llama-server", slots=4)):  # fmt: skip
         seen.clear()
-        qdrag.score_all(pairs, ctx)
+        scores = qdrag.score_all(pairs, ctx)
+        assert scores == [float(f"{c['id'][1:]}.{len(q)}") for q, c in pairs]
         assert sorted((q, c) for q, c, _ in seen) == sorted((q, c["id"]) for q, c in pairs)
         assert main not in {t for *_, t in seen}
+        for i in range(10):
+            calls = [(q, t) for q, c, t in seen if c == f"c{i}"]
+            assert [q for q, _ in calls] == ["q", "s1", "s2"]
+            assert len({t for _, t in calls}) == 1, f"passage c{i} went out from several workers"
+        assert len({t for *_, t in seen}) > 1
 
 
 def test_rerank_prompts_of_one_passage_differ_only_in_their_closing_question():
