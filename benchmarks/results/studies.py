@@ -674,6 +674,23 @@ TABLES: list[RunTable | BenchTable] = [
         ],
     ),
     BenchTable(
+        "Every method",
+        "the embedded engine: concurrent greedy requests replayed on a fresh llama-server",
+        "Not a paper claim: no llama-server setting tried answers concurrent greedy requests "
+        "alike from run to run (issue 104, item 2); requests sent one at a time to one slot "
+        "do.",
+        ["engine/replay.json"],
+        "benchmarks/bench_replay.py:render",
+        command="cd benchmarks && ../.venv/bin/python bench_replay.py --kb ../runs/hotpot-kb "
+        "--runs 3 --out results/engine/replay.json",
+        deviations=[
+            "Three runs of each setting on a 2-core machine with one thread per server; the "
+            "prompts are 8, so a count moves in steps of one prompt. The one-client row was "
+            "measured afterwards (`--only`) against the same reference, with short tests "
+            "running beside it at times: its seconds are not comparable with the others'.",
+        ],
+    ),
+    BenchTable(
         "PolarMem",
         "the knowledge pathway on planted negations",
         "Negative knowledge kept as NOT_HAS edges means a memory that lacks a thing is "
