@@ -477,6 +477,11 @@ class Runner:
                             "same command: finished questions are kept and the rest resume"
                         )
                 start_more()
+        except Exception:  # a failed write (a full disk): start nothing new, and let the
+            # questions in flight end before raising, so none runs on while the process exits
+            # (its graph's own pool then refuses work and a traceback follows the error line)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
         except BaseException:  # Ctrl-C / SIGTERM: start nothing new; checkpoints keep the rest
             pool.shutdown(wait=False, cancel_futures=True)
             raise

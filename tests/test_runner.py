@@ -1002,3 +1002,38 @@ def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_r
            if not r["answer"] or r["error"]]  # fmt: skip
     assert not bad
     assert {r["id"]: r["answer"] for r in rows} == {q: p["answer"] for q, p in whole.items()}
+
+
+def test_a_run_that_fails_ends_only_after_the_questions_in_flight(tmp_path, kb_dir):
+    """A write that fails (a full disk) while another question is in flight: ``run`` raised at
+    once and the other question went on running while the interpreter exited, where its graph's
+    own thread pool refused work ("cannot schedule new futures after interpreter shutdown") and
+    a traceback reached the user after the one-line error. The run now lets the questions in
+    flight end (nothing new starts) before it raises."""
+    import errno
+    import threading
+
+    from hopgraph.harness.run_folder import DiskFull
+
+    failed, running = threading.Event(), []
+
+    def run_question(q):
+        running.append(q.id)
+        try:
+            if q.id != "q0":
+                failed.wait(timeout=60)  # starts its graph only once the first write has failed
+            return real_run(q)
+        finally:
+            running.remove(q.id)
+
+    def accept(pred, records):
+        failed.set()
+        raise DiskFull(errno.ENOSPC, "no space left on the device", "predictions.jsonl")
+
+    with ScriptedServer(delay=0.2) as server:
+        runner = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir))
+        real_run = runner.run_question
+        runner.run_question, runner.accept = run_question, accept  # type: ignore[method-assign]
+        with pytest.raises(DiskFull):
+            runner.run(questions(tmp_path, 4), concurrency=2)
+        assert running == []
