@@ -53,8 +53,14 @@ def test_each_planning_step_extends_the_last_one_s_prompt():
                       "content": "Ada Moor"}]  # fmt: skip
     plan = "1. Find the harbour town. 2. Find who founded it."
     a, b = (
-        PLANNER.render(CTX, question=nodes[0]["content"], plan=plan, nodes=shown(n),
-                       single_path=False, repeated=None)  # fmt: skip
+        PLANNER.render(
+            CTX,
+            question=nodes[0]["content"],
+            plan=plan,
+            nodes=shown(n),
+            single_path=False,
+            repeated=None,
+        )  # fmt: skip
         for n in (nodes, grown)
     )
     common = shared(a, b)
