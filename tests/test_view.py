@@ -490,6 +490,30 @@ def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
 
 
 @needs_chromium
+def test_the_waterfall_s_legend_says_what_its_hatch_measured():
+    """MAB-DQA's committed record (llama-cpp-python, no server timings) hatched each 10 s
+    one-token judge call whole under "waiting for the server": its hatch is the wait for the
+    first token, prompt reading included, and the legend says so; a llama-server record's
+    hatch is the slot queue its timings report."""
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    folders = ["mmlongbench/mabdqa-traced", "engine/llama-server/rag-c1"]
+    proc, url = start_view(results, folders=folders)
+    try:
+        pages = {}
+        for run in ("mabdqa-traced", "rag-c1"):
+            first = httpx.get(f"{url}api/questions", params={"run": run}).json()["rows"][0]["id"]
+            page = dom(f"{url}#/run/{run}/q/{first}")
+            pages[run] = page[page.index('class="legend"') : page.index('id="waterfall"')]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    untimed = "until the first token (no server timings: waiting and prompt reading)"
+    assert untimed in pages["mabdqa-traced"] and "server slot" not in pages["mabdqa-traced"]
+    assert "waiting for a server slot" in pages["rag-c1"] and untimed not in pages["rag-c1"]
+    assert all("waiting for the server" not in p for p in pages.values())
+
+
+@needs_chromium
 def test_an_optimize_folder_is_shown_as_a_search():
     """``view`` of an optimize folder listed its bootstrap and the hand-written arm only: the
     candidates, their validation scores and which was kept were in record.json alone. The

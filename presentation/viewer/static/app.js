@@ -486,6 +486,16 @@ function goldLine(gold) {
       ? ` (never retrieved: ${gold.filter((g) => !g.held).map((g) => g.id).join(", ")})` : "");
 }
 
+function waitLegend(spans) {
+  // a hatch means what its calls' records say: a slot's queue where the server sent its
+  // timings, else the whole wait for the first token, prompt reading included
+  const queued = spans.some((s) => s.queued_s !== undefined);
+  const untimed = spans.some((s) => s.queued_s === undefined && s.first_token_s !== undefined);
+  return [queued ? ["waiting for a server slot", "wf-wait-tag is-queued"] : null,
+    untimed ? ["until the first token (no server timings: waiting and prompt reading)", "wf-wait-tag"] : null]
+    .filter(Boolean);
+}
+
 async function questionPage(rid, qid, params, started) {
   const q = await get(`/api/question?run=${enc(rid)}&id=${enc(qid)}`);
   const r = q.row;
@@ -530,7 +540,7 @@ async function questionPage(rid, qid, params, started) {
     q.svg ? [h("h2", {}, "Graph"), graphBlock(q, rid, qid, params)] : null,
     h("h2", {}, "Timing"),
     h("p", { class: "legend" }, [["node", "bar-node"], ["LLM call", "bar-llm"], ["cached call", "bar-llm is-cached"],
-      ["search", "bar-retrieval"], ["waiting for the server", "wf-wait-tag"], ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
+      ["search", "bar-retrieval"], ...waitLegend(q.spans), ["fallback or repair", "bar-mark"]].map(([name, cls]) => [h("span", { class: `tag ${cls}` }, "\u00a0\u00a0"), ` ${name}  `]),
       "(click a call to open it)"),
     waterfall(q.spans, q.calls),
     h("h2", {}, q.calls.length || !r.calls ? `LLM calls (${q.calls.length})`
