@@ -10,6 +10,7 @@ import hashlib
 import importlib.metadata
 import json
 import logging
+import math
 import os
 import sqlite3
 import subprocess
@@ -26,6 +27,7 @@ from typing import Any
 from typing_extensions import NotRequired, TypedDict
 
 from hopgraph.config import Context
+from hopgraph.harness import bounded
 from hopgraph.harness.code_fingerprint import code_changes, code_fingerprint
 from hopgraph.harness.cost import critical_path_depth
 from hopgraph.memory.evidence import Evidence
@@ -386,11 +388,11 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     if not path.exists():
         return out
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = bounded.read_text(path, errors="replace")
     for number, line in enumerate(text.splitlines(), 1):
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
+            obj = json.loads(line, parse_constant=_not_finite)
+        except ValueError as e:  # not JSON, or NaN / Infinity
             why = str(e)
         else:
             if not (why := prediction_problem(obj)):
@@ -402,6 +404,10 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
             "the file", path, number, why,
         )  # fmt: skip
     return out
+
+
+def _not_finite(word: str) -> float:
+    raise ValueError(f"a number is {word}, not a finite number")
 
 
 def prediction_problem(obj: Any) -> str:
@@ -421,7 +427,38 @@ def prediction_problem(obj: Any) -> str:
             check.validate_python(value, strict=True)
         except ValueError:
             return f"{key} is {json.dumps(value)[:40]}, not {_type_name(check)}"
+        if wrong := _out_of_range(key, value):
+            return wrong
     return ""
+
+
+SAFE_INT = 2**53
+"""The largest integer every JSON reader holds exactly (a count past it is no count)."""
+
+
+def _out_of_range(key: str, value: Any) -> str:
+    """Why a typed field's number is no count or duration ("" where it is one): an integer past
+    ``SAFE_INT`` or an infinite float anywhere in it, or a negative top-level count."""
+    numbers = [value] if not isinstance(value, dict | list) else list(_numbers(value))
+    for n in numbers:
+        if isinstance(n, int) and not isinstance(n, bool) and abs(n) > SAFE_INT:
+            return f"{key} holds {str(n)[:24]}, past the range of a count"
+        if isinstance(n, float) and not math.isfinite(n):  # 1e400 reads as infinity
+            return f"{key} holds {n}, not a finite number"
+    if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        return f"{key} is {value}, a negative count"
+    return ""
+
+
+def _numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    else:
+        yield value
 
 
 @lru_cache(maxsize=1)
@@ -744,19 +781,20 @@ def read_trace_checked(path: str | Path) -> tuple[list[dict[str, Any]], list[str
 
     path, damaged = Path(path), []
     texts = []
-    if packed(path).exists():
-        data = packed(path).read_bytes()
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            raw = inflate.decompress(data)
-            if not inflate.eof:
-                damaged.append(f"{packed(path).name} is cut short (read {len(raw):,} bytes)")
-        except zlib.error as e:
-            raw = b""
-            damaged.append(f"{packed(path).name} is not a gzip file ({e})")
-        texts.append(_utf8(raw, packed(path).name, damaged))
-    if path.exists():
-        texts.append(_utf8(path.read_bytes(), path.name, damaged))
+    try:
+        if packed(path).exists():
+            try:
+                raw, whole = bounded.inflate(bounded.read_bytes(packed(path)), packed(path).name)
+                if not whole:
+                    damaged.append(f"{packed(path).name} is cut short (read {len(raw):,} bytes)")
+            except zlib.error as e:
+                raw = b""
+                damaged.append(f"{packed(path).name} is not a gzip file ({e})")
+            texts.append(_utf8(raw, packed(path).name, damaged))
+        if path.exists():
+            texts.append(_utf8(bounded.read_bytes(path), path.name, damaged))
+    except ValueError as e:  # too large, or not a regular file: not read at all
+        return [], [*damaged, str(e)]
     if len(texts) == 2 and texts[0].endswith(texts[1]):  # packed, then a crash kept the open part
         texts.pop()
     records, bad, last_bad = [], 0, False
@@ -844,7 +882,9 @@ def pack_trace(path: Path) -> None:
     if not path.exists():
         return
     done = (
-        gzip.decompress(packed(path).read_bytes()).decode("utf-8") if packed(path).exists() else ""
+        bounded.inflate(bounded.read_bytes(packed(path)), packed(path).name)[0].decode("utf-8")
+        if packed(path).exists()
+        else ""
     )
     tail = path.read_text(encoding="utf-8")
     text = done if done.endswith(tail) else done + tail  # a crash after packing, before unlink
@@ -890,7 +930,7 @@ class RunFolder:
     def manifest(self) -> Manifest | None:
         """What the run was made with, None before its first sitting."""
         path = self.path / self.MANIFEST
-        return json.loads(path.read_text()) if path.exists() else None
+        return json.loads(bounded.read_text(path)) if path.exists() else None
 
     def write_manifest(self, m: Manifest) -> None:
         (self.path / self.MANIFEST).write_text(json.dumps(m, indent=2) + "\n")
@@ -902,7 +942,7 @@ class RunFolder:
     def metrics(self) -> dict[str, Any] | None:
         """``metrics.json`` as ``hopgraph eval`` last wrote it (None: never, or unreadable)."""
         try:
-            return json.loads(self.metrics_path.read_text())
+            return json.loads(bounded.read_text(self.metrics_path))
         except (OSError, ValueError):
             return None
 

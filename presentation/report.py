@@ -62,7 +62,7 @@ def graph_view(trace: Trace) -> dict[str, Any]:
 def format_tree(trace: Trace, calls: bool = False) -> str:
     """A readable step tree: nodes, the LLM calls and retrievals inside them; ``calls``: each
     call's messages and reply under it (``call_lines``)."""
-    lines = []
+    lines = [f"damaged trace: {d}" for d in trace.damaged]
     for step in trace.steps:
         indent = "  " * len(step.ns)
         where = "/".join([*step.ns, step.node])

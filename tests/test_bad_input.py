@@ -276,6 +276,45 @@ def test_a_wrongly_typed_predictions_line_is_skipped_by_eval_and_the_viewer(tmp_
     assert [r["id"] for r in rows] == [lines[0]["id"]]
 
 
+def test_a_predictions_line_with_nan_or_a_huge_count_is_skipped_and_every_run_is_still_listed(
+    tmp_path,
+):
+    """``"seconds": NaN`` was accepted: eval wrote NaN into metrics.json and the viewer's run
+    list answered 500 for every run while that one existed; a count of -10**23 was accepted
+    too. Both lines are now skipped with their line number and why, and the run
+    list shows every run."""
+    import json
+
+    from scripted_server import ScriptedServer
+
+    from hopgraph.presentation.viewer.app import Viewer
+
+    write_questions(tmp_path / "q.jsonl", 4)
+    with ScriptedServer() as server:
+        for name in ("r", "other"):
+            assert hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", name,
+                            "--base-url", server.base_url, "--model", "scripted",
+                            cwd=tmp_path).returncode == 0  # fmt: skip
+    preds = tmp_path / "r" / "predictions.jsonl"
+    lines = preds.read_text().splitlines()
+    lines[1] = re.sub(r'"seconds": [0-9.e-]+', '"seconds": NaN', lines[1])
+    lines[2] = re.sub(r'"llm_calls": \d+', '"llm_calls": -99999999999999999999999', lines[2])
+    lines[3] = re.sub(r'"seconds": [0-9.e-]+', '"seconds": 1e400', lines[3])
+    preds.write_text("\n".join(lines) + "\n")
+    out = hopgraph("eval", "r", cwd=tmp_path)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    said = out.stderr.replace("r/predictions.jsonl:", "line ")
+    assert "line 2 is unreadable (a number is NaN, not a finite number)" in said
+    assert "line 3 is unreadable (llm_calls holds -99999999999999999999999, past" in said
+    assert "line 4 is unreadable (by_template holds inf, not a finite" in said
+    metrics = (tmp_path / "r" / "metrics.json").read_text()
+    assert "NaN" not in metrics and "Infinity" not in metrics
+    listed = Viewer([tmp_path]).summaries()
+    assert sorted(r["name"] for r in listed) == ["other", "r"]
+    assert [r["questions"] for r in sorted(listed, key=lambda r: r["name"])] == [4, 1]
+    json.dumps(listed, allow_nan=False)
+
+
 def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tmp_path):
     """A run whose disk fills exited 2 (the status for "refused before anything started") with
     a bare ``[Errno 28]`` or a ``cannot schedule new futures`` traceback: it names the file it

@@ -316,6 +316,93 @@ def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_
         proc.wait(timeout=30)
 
 
+def gzip_bomb(path: Path, megabytes: int = 256) -> None:
+    """A packed trace of about 600 KB that expands to ``megabytes`` MB of trace records."""
+    import json
+    import zlib
+
+    record = {"mode": "custom", "ns": [], "data": {"event": "note", "text": "x" * 900}}
+    line = (json.dumps(record) + "\n").encode()
+    block = line * (2**20 // len(line))
+    pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    path.write_bytes(b"".join(pack.compress(block) for _ in range(megabytes)) + pack.flush())
+
+
+def test_a_gzip_bomb_trace_is_refused_with_its_size_and_the_rest_is_served(runs, tmp_path):
+    """A 260 KB trace that expands to 256 MB took ``hopgraph trace`` past 300 s at 2.76 GB and
+    held every request of ``hopgraph view`` for over 7 minutes. Now it is read no further than
+    the limit: its page and ``trace`` say it is too large, with the limit; the rest is served."""
+    from hopgraph.harness.run_folder import packed, trace_path
+
+    root = tmp_path / "copy"
+    shutil.copytree(runs, root)
+    bomb = packed(trace_path(root / "runs" / "second", "q1"))
+    gzip_bomb(bomb)
+    assert bomb.stat().st_size < 1_000_000
+    shown = hopgraph("trace", "runs/second", "q1", cwd=root, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "too large: over 64.0 MB unpacked" in shown.stdout, shown.stdout
+    proc, url = start_view(root)
+    try:
+        listed = {r["name"]: r for r in httpx.get(f"{url}api/runs", timeout=60).json()}
+        second = listed["second"]["id"]
+        opened = httpx.get(f"{url}api/question", params={"run": second, "id": "q1"}, timeout=60)
+        assert opened.status_code == 200, opened.text
+        assert "too large" in " ".join(opened.json()["damaged"]), opened.json()["damaged"]
+        other = httpx.get(f"{url}api/question", params={"run": second, "id": "q0"}, timeout=60)
+        assert other.status_code == 200 and other.json()["calls"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_one_slow_question_never_stalls_another_request(runs, monkeypatch):
+    """The viewer's handlers read files inside its async endpoints, so one question whose files
+    were slow to read held every other request (``/api/runs`` timed out for 7 minutes). Here a
+    question's reading is held on an event: the run list answers while it is held."""
+    import threading
+
+    import uvicorn
+
+    from hopgraph.presentation.viewer import RunView
+    from hopgraph.presentation.viewer.app import Viewer, build_app
+
+    entered, release = threading.Event(), threading.Event()
+    opened = RunView.question
+
+    def held(self, qid):  # noqa: ANN001, ANN202 - a reading that waits as a huge file's would
+        entered.set()
+        release.wait(120)
+        return opened(self, qid)
+
+    monkeypatch.setattr(RunView, "question", held)
+    viewer = Viewer([runs / "runs"])
+    server = uvicorn.Server(uvicorn.Config(build_app(viewer), host="127.0.0.1", port=0,
+                                           log_level="warning"))  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            thread.join(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}/"
+        rid = httpx.get(f"{url}api/runs", timeout=30).json()[0]["id"]
+        slow: list[httpx.Response] = []
+        asking = threading.Thread(target=lambda: slow.append(httpx.get(
+            f"{url}api/question", params={"run": rid, "id": "q1"}, timeout=150)))  # fmt: skip
+        asking.start()
+        assert entered.wait(60)
+        listed = httpx.get(f"{url}api/runs", timeout=15)  # held for good on the old code
+        assert listed.status_code == 200 and len(listed.json()) == 2
+        release.set()
+        asking.join(150)
+        assert slow and slow[0].status_code == 200
+    finally:
+        release.set()
+        server.should_exit = True
+        thread.join(30)
+
+
 def test_a_run_is_addressed_by_its_folder_and_a_new_one_appears_without_a_restart(runs, tmp_path):
     """Runs were addressed by their place in the list (``#/run/1`` opened rag, then qdrag
     after a restart) and a folder written while the viewer ran appeared only after one; now a

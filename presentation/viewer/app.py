@@ -8,11 +8,14 @@ or the cookie ``/?key=KEY`` sets once (a browser cannot send a header on navigat
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -20,6 +23,7 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from hopgraph.graphs.auth import LOOPBACK, as_host, key_check, sent_key, valid_key
+from hopgraph.harness.bounded import TooLarge
 from hopgraph.harness.cost import Price
 from hopgraph.presentation.viewer import (
     RunView,
@@ -55,12 +59,17 @@ class Viewer:
 
     def __init__(self, roots: list[Path], price: Price | None = None) -> None:
         self.roots, self.price = list(roots), price
+        self._scanning = threading.Lock()  # requests are answered in worker threads
         self.views: dict[str, RunView] = {}
         self.searches: dict[str, Path] = {}
         self._scanned = float("-inf")
         self._scan()
 
     def _scan(self) -> dict[str, RunView]:
+        with self._scanning:
+            return self._scan_now()
+
+    def _scan_now(self) -> dict[str, RunView]:
         if time.monotonic() - self._scanned >= self.RESCAN_S:
             known = {v.path: v for v in self.views.values()}  # a run keeps its read rows
             self.views = {rid: known.get(path) or RunView(path, self.price)
@@ -85,7 +94,9 @@ class Viewer:
         out = []
         for rid, r in self._scan().items():
             try:
-                out.append(r.summary(rid))
+                row = r.summary(rid)
+                json.dumps(row, allow_nan=False)  # a NaN in one run never fails every run's list
+                out.append(row)
             except Exception as e:  # noqa: BLE001 - shown on its row, not a 500 for every run
                 out.append(unreadable(r.path, rid, e))
         return out
@@ -166,11 +177,16 @@ def _json(value: Any, status: int = 200) -> JSONResponse:
 
 
 def _endpoint(handler):  # noqa: ANN001, ANN202 - a Viewer.api_* method
+    """The handler run in a worker thread, off the event loop: a question whose files are slow
+    or large to read never stalls another request (each reads at most ``bounded``'s limit)."""
+
     async def endpoint(request: Request) -> Response:
         try:
-            out = handler(request)
+            out = await run_in_threadpool(handler, request)
         except LookupError as e:
             return _json({"detail": str(e).strip("'\"")}, 404)
+        except TooLarge as e:
+            return _json({"detail": redacted(str(e))}, 413)
         except Exception as e:  # a damaged file: JSON naming it, which the page shows
             return _json({"detail": redacted(f"{type(e).__name__}: {e}")}, 500)
         return out if isinstance(out, Response) else _json(out)
