@@ -3,9 +3,11 @@ tools (the server: ``cli/mcp_server.py``), over stdio for a desktop client or st
 remote ones. The server is the operator: its options and ``HOPGRAPH_*`` environment set the
 endpoints, folders and limits; a caller sets only what a served graph's client may
 (``config.for_client``). Over HTTP each request needs one of the LangGraph server's API keys
-(``HOPGRAPH_API_KEYS``), each key has a PolarMem of its own (``--shared-memory``: the operator's
-for all), and a request must name this server by a host the operator allows (``--allowed-host``;
-loopback always): the SDK's guard against DNS rebinding, kept on."""
+(``HOPGRAPH_API_KEYS``), each key may hold so many sessions and requests in flight
+(``CallerLimits``: one key's flood never refuses another's), each key has a PolarMem of its
+own (``--shared-memory``: the operator's for all), and a request must name this server by a
+host the operator allows (``--allowed-host``; loopback always): the SDK's guard against DNS
+rebinding, kept on."""
 
 from pathlib import Path
 from typing import Annotated
@@ -48,6 +50,27 @@ def mcp(
             "not one of its own per API key"
         ),
     ] = False,
+    max_sessions_per_key: Annotated[
+        int,
+        typer.Option(
+            help="HTTP: open sessions one caller (API key) may hold; past it, 429",
+            callback=within(1, 10_000),
+        ),
+    ] = 32,
+    max_requests_per_key: Annotated[
+        int,
+        typer.Option(
+            help="HTTP: requests one caller (API key) may have in flight; past it, 429",
+            callback=within(1, 10_000),
+        ),
+    ] = 16,
+    session_idle: Annotated[
+        float,
+        typer.Option(
+            help="HTTP: seconds a session may go without a request before it is closed",
+            callback=within(1.0, 86_400.0),
+        ),
+    ] = 300.0,
     kb: KbDir = "kb",
     base_url: BaseUrl = "",
     model: ModelName = "",
@@ -59,7 +82,7 @@ def mcp(
     memory_ingest, memory_forget. stdio by default (a desktop client starts it); --http serves
     streamable HTTP at /mcp, where each request needs an API key (HOPGRAPH_API_KEYS)."""
     from hopgraph.cli.app import parsed_price, refuse
-    from hopgraph.cli.mcp_server import build_server, key_check, transport_security
+    from hopgraph.cli.mcp_server import CallerLimits, build_server, key_check, transport_security
     from hopgraph.graphs import every_context
 
     ctx = build_context(
@@ -79,5 +102,8 @@ def mcp(
         return
     import uvicorn
 
-    app_ = server.streamable_http_app(transport_security=security, host=host)
-    uvicorn.run(key_check(app_), host=host, port=port, log_level="warning")
+    app_ = server.streamable_http_app(
+        transport_security=security, host=host, session_idle_timeout=session_idle
+    )
+    limited = CallerLimits(app_, max_sessions_per_key, max_requests_per_key, session_idle)
+    uvicorn.run(key_check(limited), host=host, port=port, log_level="warning")

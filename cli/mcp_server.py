@@ -3,8 +3,11 @@ call into the library with the Context a caller may have (``config.for_client``)
 turned into MCP tool errors with the message the CLI gives; and the API-key check in front of
 its HTTP transport. Loaded only by the command, so the CLI starts without the SDK."""
 
+import json
 import logging
+import os
 import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +24,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client, knobs_of
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
-from hopgraph.graphs.auth import LOOPBACK, as_host, identity, refusal
+from hopgraph.graphs.auth import LOOPBACK, api_keys, as_host, identity, refusal
 from hopgraph.graphs.auth import key_check as auth_check
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
@@ -414,3 +417,95 @@ def key_check(inner):  # noqa: ANN001, ANN201 - ASGI apps
     """ASGI middleware: a request without one of ``HOPGRAPH_API_KEYS`` (``x-api-key`` or
     ``Authorization: Bearer``) gets 401, as the LangGraph server answers it."""
     return auth_check(inner, lambda headers, scope: refusal(headers))
+
+
+SESSION = "mcp-session-id"
+
+
+class CallerLimits:
+    """ASGI middleware in front of the MCP app: what one caller may hold, so that one greedy
+    caller never refuses another. A caller is its API key (``identity``), or its client
+    address where keys are off. Each may hold ``sessions`` open sessions and ``requests``
+    requests in flight; past either it gets 429 naming the limit, and every other caller is
+    served as before. A session is open from the response that gave its id until it is ended
+    (``DELETE``), answered 404 (the SDK forgot it), or left with no request for ``idle_s``
+    seconds, the idle time the SDK is given too, so both reap it alike."""
+
+    def __init__(self, inner, sessions: int, requests: int, idle_s: float) -> None:  # noqa: ANN001
+        self.inner, self.sessions, self.requests, self.idle_s = inner, sessions, requests, idle_s
+        self.open: dict[str, dict[str, float]] = {}  # caller -> session id -> last request end
+        self.busy: dict[str, int] = {}  # session id -> requests in flight
+        self.in_flight: dict[str, int] = {}  # caller -> requests in flight
+        self.opening: dict[str, int] = {}  # caller -> requests in flight that may open a session
+
+    @staticmethod
+    def caller(headers: dict, scope: dict) -> str:
+        if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() != "off" and api_keys():
+            return identity(headers)
+        return "address-" + str((scope.get("client") or ("?",))[0])
+
+    def _reap(self, now: float) -> None:
+        for sessions in self.open.values():
+            for sid in [s for s, t in sessions.items()
+                        if not self.busy.get(s) and now - t >= self.idle_s]:  # fmt: skip
+                del sessions[sid]
+
+    def refusal(self, who: str, sid: str | None) -> str | None:
+        if self.in_flight.get(who, 0) >= self.requests:
+            return (f"this caller has {self.requests} requests in flight, this server's limit "
+                    "per caller (--max-requests-per-key): wait for one to end")  # fmt: skip
+        held = len(self.open.setdefault(who, {})) + self.opening.get(who, 0)
+        if sid is None and held >= self.sessions:
+            return (f"this caller has {held} open sessions, this server's limit per caller "
+                    f"(--max-sessions-per-key): end one (DELETE with its {SESSION}) or leave "
+                    f"one idle for {self.idle_s:g} s")  # fmt: skip
+        return None
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http":
+            return await self.inner(scope, receive, send)
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        who, sid = self.caller(headers, scope), headers.get(SESSION)
+        self._reap(time.monotonic())
+        why = self.refusal(who, sid)
+        if why is not None:
+            body = json.dumps({"jsonrpc": "2.0", "id": None,
+                               "error": {"code": -32000, "message": why}}).encode()  # fmt: skip
+            await send({"type": "http.response.start", "status": 429,
+                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            return await send({"type": "http.response.body", "body": body})
+        answer: dict[str, Any] = {}
+
+        async def watched(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+                given = dict(message.get("headers") or [])
+                answer["sid"] = (given.get(SESSION.encode()) or b"").decode()
+            await send(message)
+
+        self.in_flight[who] = self.in_flight.get(who, 0) + 1
+        if sid:
+            self.busy[sid] = self.busy.get(sid, 0) + 1
+        else:
+            self.opening[who] = self.opening.get(who, 0) + 1
+        try:
+            await self.inner(scope, receive, watched)
+        finally:
+            self._ended(who, sid, scope.get("method", ""), answer)
+
+    def _ended(self, who: str, sid: str | None, method: str, answer: dict[str, Any]) -> None:
+        self.in_flight[who] -= 1
+        status, held = answer.get("status", 500), self.open.setdefault(who, {})
+        now = time.monotonic()
+        if sid:
+            self.busy[sid] -= 1
+            if not self.busy[sid]:
+                del self.busy[sid]
+            if status == 404 or (method == "DELETE" and status < 400):
+                held.pop(sid, None)
+            elif sid in held:
+                held[sid] = now
+        else:
+            self.opening[who] -= 1
+            if status < 400 and answer.get("sid"):
+                held[answer["sid"]] = now

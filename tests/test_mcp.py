@@ -3,6 +3,7 @@ desktop client starts it) and over streamable HTTP (with and without an API key)
 scripted model endpoint; and LangGraph's own ``/mcp``, turned off as docs/serving.md says."""
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -139,7 +140,13 @@ def test_over_stdio_a_client_lists_searches_asks_and_gets_tool_errors(kb, tmp_pa
 
 @pytest.fixture(scope="module")
 def http_server(kb, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mcp-http")
+    with mcp_http(kb, tmp_path_factory.mktemp("mcp-http")) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def mcp_http(kb: Path, tmp: Path, *options: str):  # noqa: ANN201 - (url, folder)
+    """``hopgraph mcp --http`` with two keys, the operator's own memory and ``options``."""
     with ScriptedServer(reply) as model:
         port = free_port()
         env = {**os.environ, "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOME": str(tmp)}
@@ -153,7 +160,7 @@ def http_server(kb, tmp_path_factory):
         proc = subprocess.Popen(
             [str(HOPGRAPH), "mcp", "--http", "--port", str(port), "--kb", str(kb),
              "--base-url", model.base_url, "--model", "scripted",
-             "--set", f"polar_dir={tmp / 'memory'}", "--allowed-host", ALLOWED],
+             "--set", f"polar_dir={tmp / 'memory'}", "--allowed-host", ALLOWED, *options],
             cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}/mcp"
@@ -280,6 +287,46 @@ def test_over_http_a_host_the_operator_allows_is_let_in_and_dns_rebinding_is_not
         assert tricked.status_code == 421, host
     foreign = httpx.post(url, json=init, headers={**headers, "origin": "http://evil.example"})
     assert foreign.status_code == 403
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "probe", "version": "0"}}}  # fmt: skip
+
+
+def opened(url: str, key: str) -> httpx.Response:
+    """An ``initialize`` with ``key``: a new session where it is let in."""
+    headers = {"x-api-key": key, "accept": "application/json, text/event-stream"}
+    return httpx.post(url, json=INIT, headers=headers, timeout=30)
+
+
+def test_one_key_s_flood_of_sessions_never_refuses_another_key(kb, tmp_path):
+    """About 12,000 ``initialize`` requests with key A left key B answered ``503 Too many open
+    sessions``: sessions were counted for the server, and idle ones lived 30 minutes. Now each
+    key holds at most ``--max-sessions-per-key``; past it that key alone gets 429 naming the
+    limit, and gets room again when it ends a session or one goes idle."""
+    options = ("--max-sessions-per-key", "3", "--session-idle", "3")
+    with mcp_http(kb, tmp_path, *options) as (url, _):
+        sessions = [opened(url, KEY) for _ in range(3)]
+        assert [r.status_code for r in sessions] == [200, 200, 200]
+        refused = opened(url, KEY)
+        assert refused.status_code == 429, refused.text
+        assert "3 open sessions" in refused.text and "--max-sessions-per-key" in refused.text
+
+        async def lists(client) -> None:  # noqa: ANN001
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+
+        asyncio.run(session(keyed(url, OTHER_KEY), lists))  # B, while A is at its limit
+        assert opened(url, OTHER_KEY).status_code == 200
+        first = sessions[0].headers["mcp-session-id"]
+        ended = httpx.delete(url, headers={"x-api-key": KEY, "mcp-session-id": first})
+        assert ended.status_code < 400, ended.text
+        assert opened(url, KEY).status_code == 200  # room for the one it ended
+        assert opened(url, KEY).status_code == 429
+        deadline = time.monotonic() + 60
+        while opened(url, KEY).status_code == 429:  # until its idle sessions are closed
+            assert time.monotonic() < deadline, "no idle session of A was closed in 60 s"
+            time.sleep(0.5)
 
 
 def test_listening_on_every_address_without_an_allowed_host_is_refused_first(kb, tmp_path):
