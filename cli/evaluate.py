@@ -3,6 +3,7 @@ writes docs/results/ from the committed records."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -325,19 +326,35 @@ def _flips_page(runs: list[str], labels: list[str], by: str, flips, out: str) ->
 def results(
     check: Annotated[
         bool,
-        typer.Option("--check", help="exit 1 if docs/results/ is not what the records give"),
+        typer.Option(
+            "--check",
+            help="exit 1 if docs/results/ is not what the records give; warn of headline "
+            "columns whose answers are not today's code's",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="print every study's columns: record, revision, code fingerprint, current",
+        ),
     ] = False,
 ) -> None:
     """Write the results pages, docs/results/ (an index of every study's verdicts, then a page
     a study), from the committed result records in benchmarks/results/ of the checkout this
     runs in."""
-    from hopgraph.presentation.results import pages_dir, stale, write
+    from hopgraph.presentation.results import pages_dir, stale, stale_headlines, studies_json, write
 
     try:
         folder = pages_dir()
     except FileNotFoundError as e:
         refuse(str(e))
+    if as_json:
+        print(json.dumps(studies_json(), indent=2))
+        return
     if check:
+        for line in stale_headlines():
+            err.print(f"[yellow]stale headline column[/yellow] {line}")
         if wrong := stale(folder):
             err.print(f"{folder} is stale ({', '.join(wrong[:5])}): run `hopgraph results` "
                       "and commit it")  # fmt: skip

@@ -405,3 +405,63 @@ def test_a_search_under_way_says_how_far_it_has_come_not_that_it_was_never_measu
     assert "Not measured yet" not in text
     assert "In progress: 11 questions of `train.jsonl` answered so far (1 failed)" in text
     assert "benchmarks/results/s/bootstrap" in text
+
+
+def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
+    """The README's headline read records 43-54 commits to the methods behind, and no page said
+    so. Each column now names its record, revision and code fingerprint and whether that code
+    is today's; `results --json` says the same for every study and `results --check` warns of
+    stale headline columns. A record is made here by `hopgraph run` on the scripted endpoint;
+    a copy whose graph module and answer template hashes differ stands for one made earlier."""
+    import json
+    import shutil
+
+    from scripted_server import ScriptedServer, by_template
+    from servers import hopgraph
+
+    from hopgraph.memory.kb import Item, KnowledgeBase
+    from hopgraph.questions.datasets import Question, write_questions
+
+    records = tmp_path / "benchmarks" / "results"
+    records.mkdir(parents=True)
+    KnowledgeBase(tmp_path / "kb").add([Item("text", "k0", "Town 0 has a red bridge.")])
+    write_questions([Question("q0", "What does town 0 have?", ["a red bridge"], [])],
+                    tmp_path / "q.jsonl")  # fmt: skip
+    script = by_template({"rag/answer": "A red bridge [1].", "rag/short_answer": "a red bridge"})
+    with ScriptedServer(script) as model:
+        done = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb",
+                        "--out", "benchmarks/results/today", "--base-url", model.base_url,
+                        "--model", "scripted", cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert hopgraph("eval", "benchmarks/results/today", cwd=tmp_path).returncode == 0
+    shutil.copytree(records / "today", records / "earlier")
+    manifest = json.loads((records / "earlier" / "manifest.json").read_text())
+    manifest["code"]["files"]["hopgraph.graphs.rag"] = "0" * 16
+    manifest["prompts"]["rag/answer"] = "0" * 64
+    (records / "earlier" / "manifest.json").write_text(json.dumps(manifest))
+    preds = records / "earlier" / "predictions.jsonl"
+    line = json.loads(preds.read_text())
+    preds.write_text(json.dumps(line | {"code": "000000000000"}) + "\n")
+    (records / "studies.py").write_text(
+        "from hopgraph.presentation.results.spec import Claim, RunTable\n"
+        "TABLES = [RunTable('M', 't', 'f', {'now': 'today', 'then': 'earlier'}, ['f1'],\n"
+        "                   [Claim('now', 'then', 'f1')], headline=True)]\n"
+    )
+    listed = hopgraph("results", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (study,) = json.loads(listed.stdout)
+    now, then = study["columns"]
+    assert study["headline"] and (now["column"], then["column"]) == ("now", "then")
+    assert now["current"] and now["changed"] == [] and now["fingerprint"] == line["code"]
+    assert now["revision"] and now["folder"] == "today"
+    assert not then["current"] and then["fingerprint"] == "000000000000"
+    assert then["changed"] == ["graphs.rag", "rag/answer"], then["changed"]
+    assert then["commits_since"] in (0, None)  # its revision is this checkout's HEAD
+    assert hopgraph("results", cwd=tmp_path).returncode == 0
+    page = next((tmp_path / "docs" / "results").glob("m-t*.md")).read_text()
+    assert f"| now | `today` | {now['revision'][:7]} | {line['code']} | current |" in page
+    assert "| then | `earlier` |" in page and "**stale**: graphs.rag, rag/answer changed" in page
+    checked = hopgraph("results", "--check", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr  # the pages are current; a warning only
+    assert "stale headline column M: t: then (earlier at" in checked.stderr
+    assert "now (today" not in checked.stderr

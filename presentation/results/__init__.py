@@ -23,6 +23,7 @@ from typing import Any
 
 from hopgraph.evals.stats import fmt, paired
 from hopgraph.harness.run_folder import RunFolder, read_predictions
+from hopgraph.presentation.results.freshness import Freshness, freshness
 from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
 
 RESULTS_DIR: Path | None = None
@@ -84,7 +85,9 @@ def run_table(t: RunTable) -> list[str]:
         if v
     }  # (a by_template table reads each column's whole record)
     have = {k: v for k, v in reported.items() if v.get("per_question")}
-    out = [f"## {t.method}: {t.title}", "", f"**Paper:** {t.finding}", ""]
+    out = [f"## {t.method}: {t.title}", ""]
+    out += [f"**History, not today's code:** {t.history}.", ""] if t.history else []
+    out += [f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
     if held:
         out += [f"**Tuning split:** the {len(held)} questions of `{t.tuning}` are the ones "
@@ -98,6 +101,7 @@ def run_table(t: RunTable) -> list[str]:
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
         builds = {} if t.speed_is_compared else build_by_question(t, have)
+        out += _record_lines(t, have)
         out += _code_lines(t, have) + _build_lines(builds) + _trace_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
@@ -193,6 +197,22 @@ def code_by_column(t: RunTable, labels: list[str]) -> dict[str, Counter]:
         preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl").values()
         out[k] = Counter(p.get("code") or "unrecorded" for p in preds if not p.get("error"))
     return out
+
+
+def column_freshness(t: RunTable) -> dict[str, Freshness]:
+    """Each measured column's record and whether its answers are today's code's."""
+    return {k: freshness(records_dir() / rel, rel) for k, rel in t.rows.items()
+            if (records_dir() / rel / "predictions.jsonl").is_file()}  # fmt: skip
+
+
+def _record_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+    """Which record, revision and method code each column reads, and whether that code is
+    today's: a stale column names what changed since."""
+    fresh = column_freshness(t)
+    rows = [f"| {k} | `{f.folder}` | {f.revision[:7] or '?'} | {f.fingerprint or '?'} | "
+            f"{f.words()} |" for k, f in fresh.items() if k in have]  # fmt: skip
+    return ["**Records:**", "", "| column | record | revision | code | today's code? |",
+            "|---|---|---|---|---|", *rows, ""]  # fmt: skip
 
 
 def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
@@ -499,7 +519,9 @@ def render_pages(tables: list[RunTable | BenchTable] | None = None) -> dict[str,
         title = lines[0].removeprefix("## ") if lines else _title(t)
         name = f"{_slug(t)}.md"
         pages[name] = "\n".join([f"# {title}", "", *lines[1:]]).rstrip() + "\n"
-        index += [f"## [{title}]({name})", "", *_headlines(lines), ""]
+        marked = ["- **history**: answered by code that is gone (its page says why)"]
+        index += [f"## [{title}]({name})", "", *(marked if getattr(t, "history", "") else []),
+                  *_headlines(lines), ""]  # fmt: skip
     pages["index.md"] = "\n".join(index).rstrip() + "\n"
     return pages
 
@@ -563,6 +585,28 @@ def stale(folder: Path | None = None) -> list[str]:
     wrong = [n for n, text in pages.items()
              if not (folder / n).is_file() or (folder / n).read_text() != text]  # fmt: skip
     return sorted(wrong + [p.name for p in folder.glob("*.md") if p.name not in pages])
+
+
+def studies_json() -> list[dict[str, Any]]:
+    """Every study of record columns: its page, and each column's record, revision,
+    fingerprint and whether it is current (``hopgraph results --json``)."""
+    return [
+        {"page": f"docs/results/{_slug(t)}.md", "title": _title(t), "headline": t.headline,
+         "columns": [{"column": k, **f.as_dict()} for k, f in column_freshness(t).items()]}
+        for t in all_tables()
+        if isinstance(t, RunTable)
+    ]  # fmt: skip
+
+
+def stale_headlines() -> list[str]:
+    """The headline studies' columns whose answers are not today's code's, one line each."""
+    return [
+        f"{s['title']}: {c['column']} ({c['folder']} at {c['revision'][:7]}; "
+        + (f"{c['commits_since']} commits to its method since" if c["commits_since"] is not None
+           else "its method changed since") + ")"
+        for s in studies_json() if s["headline"]
+        for c in s["columns"] if not c["current"]
+    ]  # fmt: skip
 
 
 def _slug(t: RunTable | BenchTable) -> str:

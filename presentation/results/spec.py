@@ -43,6 +43,12 @@ class RunTable:
     speed_is_compared: bool = False
     """The columns differ in the endpoint's speed on purpose (e.g. two llama.cpp builds), so
     their seconds are the finding and no caveat (of speed or build) is added."""
+    history: str = ""
+    """Why this study is kept as history, not a headline (its code is gone; what replaces it),
+    shown first on its page and in the index."""
+    headline: bool = False
+    """The README's results read this study: ``hopgraph results --check`` warns where a
+    column's answers are not today's code's."""
     tuning: str = ""
     """A committed tuning split (a JSON file under ``benchmarks/results`` whose ``ids`` are
     the questions prompts and settings may be tuned on): every figure of the table,

@@ -1,0 +1,113 @@
+"""Whether a result record's answers come from today's code: its method-code fingerprint and
+the templates it called, each against what this checkout would run with the record's own
+settings. A record whose answers were all made by today's code is "current"; otherwise it is
+stale, with the modules and templates that changed since (read from the files, so a page says
+the same on any checkout of one tree) and, where git's history is here, how many commits to
+the method's files came after the record's revision."""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from hopgraph.harness.code_fingerprint import code_changes
+from hopgraph.harness.run_folder import RunFolder, method_code, prompt_hashes, read_predictions
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout (the package's root folder), where git is asked about commits."""
+
+
+@dataclass
+class Freshness:
+    """One column's record and whether its answers are today's code's."""
+
+    folder: str
+    revision: str
+    fingerprint: str
+    current: bool
+    changed: list[str] = field(default_factory=list)
+    """Modules (``graphs.qdrag``) and templates (``qdrag/rerank``) that differ from today's."""
+    commits_since: int | None = None
+    """Commits to the method's files after ``revision`` (None: no git history here)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def words(self) -> str:
+        """As a page says it: "current", or "stale: what changed"."""
+        if self.current:
+            return "current"
+        shown = ", ".join(self.changed[:4]) + (
+            f" and {len(self.changed) - 4} more" if len(self.changed) > 4 else ""
+        )
+        return f"**stale**: {shown or 'its code is not recorded'} changed since"
+
+
+@lru_cache(maxsize=256)
+def _today(agent: str, switches: tuple[tuple[str, Any], ...]) -> dict:
+    """Today's fingerprint of ``agent``'s code with a record's settings (its parts on or off)."""
+    return method_code(agent, SimpleNamespace(**dict(switches)))  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=8)
+def _templates_today(prompts_dir: str) -> dict[str, str]:
+    """Today's template hashes, through the record's overlay where it is still here."""
+    try:
+        return prompt_hashes(SimpleNamespace(prompts_dir=prompts_dir))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - an overlay no longer here: the built-in templates
+        return prompt_hashes(SimpleNamespace(prompts_dir=""))  # type: ignore[arg-type]
+
+
+def freshness(folder: Path, label: str = "") -> Freshness:
+    """``folder``'s record against today's code (``label``: how pages name the folder)."""
+    man = RunFolder(folder).manifest() or {}
+    preds = read_predictions(folder / "predictions.jsonl").values()
+    sittings = man.get("sittings") or []
+    revision = str((sittings[-1] if sittings else man).get("git_revision") or "")
+    answered = Counter(p.get("code") or "unrecorded" for p in preds if not p.get("error"))
+    fingerprint = answered.most_common(1)[0][0] if answered else ""
+    out = Freshness(label or str(folder), revision, fingerprint, current=False)
+    recorded = man.get("code") or {}
+    ctx = man.get("context") or {}
+    switches = tuple(sorted((k, v) for k, v in ctx.items() if isinstance(v, str | bool | int)))
+    today = _today(str(man.get("agent", "")), switches)
+    if not today or not recorded:
+        out.changed = ["the graph's module"] if not today else []
+        return out
+    changes = code_changes(recorded, today)
+    out.changed = [c.split(" (")[0].removeprefix("hopgraph.") for c in changes]
+    if set(answered) - {today.get("fingerprint")}:  # answers made by other code than today's
+        out.changed = out.changed or [f"answers by {', '.join(sorted(answered))}"]
+    used = sorted({t for p in preds for t in p.get("by_template") or {}})
+    was, now = man.get("prompts") or {}, _templates_today(str(ctx.get("prompts_dir") or ""))
+    out.changed += [t for t in used if t in was and was[t] != now.get(t)]
+    out.current = not out.changed
+    if not out.current and revision:
+        out.commits_since = commits_since(revision, _method_paths(recorded, used))
+    return out
+
+
+def _method_paths(code: dict, templates: list[str]) -> list[str]:
+    """The files behind a fingerprint's modules and the templates used, as git names them."""
+    paths = []
+    for module in code.get("files") or {}:
+        rel = Path(*module.split(".")[1:])
+        paths.append(str(rel / "__init__.py") if (ROOT / rel).is_dir() else f"{rel}.py")
+    return paths + [f"prompts/{t}.j2" for t in templates]
+
+
+def commits_since(revision: str, paths: list[str]) -> int | None:
+    """Commits to ``paths`` after ``revision`` (None where git or that revision is not here)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-list", "--count", f"{revision}..HEAD", "--", *paths],
+            cwd=ROOT, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return int(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
