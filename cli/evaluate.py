@@ -102,10 +102,30 @@ def evaluate(
         for name, t in result["by_template"].items():
             per.add_row(name, *(f"{t.get(k, 0):g}" for k in cols))
         console.print(per)
+    from hopgraph.evals.stages import with_stages
+
+    result = with_stages(run_dir, result)
+    _print_stages(run_dir, result["stages"])
     console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
     if wrong:
         _print_wrong(run_dir, result)
+
+
+def _print_stages(run_dir: str, stages: dict[str, str]) -> None:
+    """How many questions were lost at each stage of their evidence's path, and which."""
+    from hopgraph.evals.stages import stage_counts
+
+    if not stages:
+        return
+    table = Table(title="where questions were lost (the first stage their gold evidence failed)")
+    for col in ("stage", "questions", "ids"):
+        table.add_column(col)
+    for stage, n in stage_counts(stages.values()).items():
+        ids = [q for q, s in stages.items() if s == stage]
+        table.add_row(stage, str(n), ", ".join(ids[:4]) + (f" (+{n - 4})" if n > 4 else ""))
+    console.print(table)
+    console.print(f"open them: hopgraph view {run_dir} (filter the table by stage)", markup=False)
 
 
 def _print_wrong(run_dir: str, result: dict) -> None:
@@ -216,6 +236,8 @@ def compare(
     console.print(table)
     _warn_models(runs, labels)
     _print_verdicts(done.paired, labels)
+    stages = [run_stages(r) for r in runs]
+    _print_stage_table(stages, labels)
     if not (questions or fmt == "html"):
         return
     changed = flipped(runs[0], runs[1], by)
@@ -228,10 +250,39 @@ def compare(
         for f in changed[key]:
             console.print(
                 f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
-                f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s)\n"
-                f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s)",
+                f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s; "
+                f"{stages[0].get(f.id, 'no trace')})\n"
+                f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s; "
+                f"{stages[1].get(f.id, 'no trace')})",
                 markup=False,
             )
+
+
+def run_stages(run_dir: str) -> dict[str, str]:
+    """Each question's stage (``evals.stages``): as ``eval`` last wrote it, else read now."""
+    from hopgraph.evals.evaluate import load_metrics
+    from hopgraph.evals.run_record import read_run
+    from hopgraph.evals.stages import stage_of_each
+
+    written = (load_metrics(run_dir) or {}).get("stages")
+    return written if written else stage_of_each(read_run(run_dir))
+
+
+def _print_stage_table(stages: list[dict[str, str]], labels: list[str]) -> None:
+    """Each run's questions per stage of their evidence's path, side by side."""
+    from hopgraph.evals.stages import APART, STAGES
+
+    if not any(stages):
+        return
+    table = Table(title="where questions were lost (the first stage their gold evidence failed)")
+    table.add_column("stage", no_wrap=True)
+    for col in labels:
+        table.add_column(col)
+    for stage in (*STAGES, *APART):
+        counts = [sum(s == stage for s in run.values()) for run in stages]
+        if any(counts):
+            table.add_row(stage, *map(str, counts))
+    console.print(table)
 
 
 def _saved_context(run_dir: str | Path) -> dict[str, Any]:

@@ -465,3 +465,26 @@ def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
     assert checked.returncode == 0, checked.stderr  # the pages are current; a warning only
     assert "stale headline column M: t: then (earlier at" in checked.stderr
     assert "now (today" not in checked.stderr
+
+
+def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkeypatch):
+    """Side by side, per column, the questions at each stage (as ``eval`` wrote them), over
+    the table's questions only."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    lost = {"a": ["right", "not retrieved", "right"],
+            "b": ["in the prompt, answered wrong", "not retrieved", "right"]}  # fmt: skip
+    for name, stages in lost.items():
+        (tmp_path / name).mkdir()
+        per_q = {f"q{i}": {"f1": 1.0} for i in range(3)}
+        made = {f"q{i}": s for i, s in enumerate(stages)} | {"q9": "no gold answer"}
+        (tmp_path / name / "metrics.json").write_text(
+            json.dumps({"per_question": per_q, "stages": made})
+        )
+    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1"])
+    text = "\n".join(results.run_table(table))
+    assert "| stage | A | B |" in text
+    assert "| not retrieved | 1 | 1 |" in text and "| right | 2 | 1 |" in text
+    assert "| in the prompt, answered wrong | 0 | 1 |" in text
+    assert "no gold answer" not in text  # q9 is not one of the table's questions

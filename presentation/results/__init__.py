@@ -115,6 +115,7 @@ def run_table(t: RunTable) -> list[str]:
             if any(cells):  # a metric no column recorded (e.g. an old run's decode rate)
                 out.append(f"| {metric} | " + " | ".join(cells) + " |")
         out.append("")
+        out += _stage_lines(t, have, common)
         if t.by_template:
             out += _template_rows(have)
         for c in t.claims:
@@ -203,6 +204,24 @@ def column_freshness(t: RunTable) -> dict[str, Freshness]:
     """Each measured column's record and whether its answers are today's code's."""
     return {k: freshness(records_dir() / rel, rel) for k, rel in t.rows.items()
             if (records_dir() / rel / "predictions.jsonl").is_file()}  # fmt: skip
+
+
+def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[str]:
+    """Where each column's questions were lost (``evals.stages``, as ``eval`` wrote it), on the
+    questions of the table; none where no column's record has them."""
+    from hopgraph.evals.stages import APART, STAGES
+
+    staged = {k: m["stages"] for k, m in have.items() if m.get("stages")}
+    if not staged:
+        return []
+    out = ["Where the questions were lost (the first stage their gold evidence failed; "
+           "`hopgraph view` on a record filters its questions by it):", "",
+           "| stage | " + " | ".join(staged) + " |", "|---" * (len(staged) + 1) + "|"]  # fmt: skip
+    for stage in (*STAGES, *APART):
+        counts = [sum(s.get(q) == stage for q in common) for s in staged.values()]
+        if any(counts):
+            out.append(f"| {stage} | " + " | ".join(map(str, counts)) + " |")
+    return out + [""]
 
 
 def _record_lines(t: RunTable, have: dict[str, dict]) -> list[str]:

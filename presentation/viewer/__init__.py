@@ -236,7 +236,9 @@ class RunView:
         stamp = preds_file.stat().st_mtime if preds_file.exists() else 0.0
         if self._read is None or self._read[0] != stamp:
             run = read_run(self.path, self.price)
-            self._read = (stamp, run, [self._row(run, qid) for qid in run.ids])
+            stages = (RunFolder(self.path).metrics() or {}).get("stages") or {}
+            self._read = (stamp, run, [self._row(run, qid) | {"stage": stages.get(qid, "")}
+                                       for qid in run.ids])  # fmt: skip
         return self._read[1]
 
     def manifest(self) -> dict[str, Any]:

@@ -234,7 +234,7 @@ function failures(r) {
   return out;
 }
 
-const TABLE_VIEW = ["status", "template", "node", "failure", "q", "traces", "sort", "asc"];
+const TABLE_VIEW = ["status", "stage", "template", "node", "failure", "q", "traces", "sort", "asc"];
 
 function tableView(params) {
   // the run table's filters and sort as a query a question's address carries, so the
@@ -249,11 +249,13 @@ function filterRows(rows, params, nodes, found) {
   const text = (params.get("q") || "").toLowerCase();
   const status = params.get("status") || "", template = params.get("template") || "";
   const node = params.get("node") || "", failure = params.get("failure") || "";
+  const stage = params.get("stage") || "";
   const matches = (r) => !text || (found ? found.has(r.id)
     : [r.id, r.question, r.answer, ...r.gold].some((s) => s.toLowerCase().includes(text)));
   return rows.filter((r) =>
     (!status || (status === "right" ? r.right === true : status === "wrong"
       ? r.right === false : status === "error" ? Boolean(r.error) : true))
+    && (!stage || r.stage === stage)
     && (!template || r.templates.includes(template))
     && (!node || ((nodes || {})[r.id] || []).includes(node))
     && (!failure || failures(r).includes(failure)) && matches(r));
@@ -267,6 +269,7 @@ function runColumns(run, rid, params) {
     ["question", (r) => r.question, (r) => r.question],
     ["answer", (r) => r.answer, (r) => r.answer],
     ["gold", (r) => r.gold.join(" | "), (r) => r.gold.join(" | ")],
+    ...(run.staged ? [["stage", (r) => r.stage, (r) => r.stage]] : []),
     ...scoreKeys.map((k) => [k, (r) => r.scores[k], (r) => fmt.m(r.scores[k]), true]),
     ["calls", (r) => r.calls, (r) => r.calls, true],
     ["tokens", (r) => r.tokens, (r) => fmt.n(r.tokens), true],
@@ -280,6 +283,7 @@ function runColumns(run, rid, params) {
 
 async function runPage(rid, params, started) {
   const { run, rows } = await get(`/api/questions?run=${enc(rid)}`);
+  run.staged = rows.some((r) => r.stage);
   where.textContent = `${run.name} · ${run.agent} · ${run.model}`;
   let nodes = null;
   if (params.get("node") || params.get("nodes")) nodes = await get(`/api/nodes?run=${enc(rid)}`);
@@ -338,6 +342,7 @@ async function runPage(rid, params, started) {
       `No question of this run is scored, so none can be ${status}: the filter shows none for that reason.`) : null,
     h("div", { class: "filters" }, search, traceBox,
       select("status", "answer", ["right", "wrong", "error"]),
+      run.staged ? select("stage", "lost at", [...new Set(rows.map((r) => r.stage).filter(Boolean))]) : null,
       select("template", "template", templates), nodeFilter,
       select("failure", "flag", ["fallback", "budget stop", "error", "cached"]),
       count),

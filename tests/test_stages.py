@@ -1,0 +1,144 @@
+"""Where each question was lost (``evals.stages``), on records made here by ``hopgraph run`` on
+the scripted endpoint, one question per stage: rag that never retrieves a gold passage, one that
+holds it and answers wrong, one right, one without gold evidence and one without a gold answer;
+QD-C keeping one passage of three, so a retrieved gold passage is not kept; and rag through an
+overlay whose answer prompt leaves the sources out, so a kept gold passage never reaches it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
+
+from hopgraph.evals.run_record import read_run
+from hopgraph.evals.stages import loss_stage, stage_counts, stage_of_each
+from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import Question, write_questions
+
+RIVER = "The river Elm floods the valley meadows every spring."
+
+
+def town(body: dict) -> str:
+    """The town a request's question is about ("q-right" asks of town 3)."""
+    found = re.findall(r"town (\d+)", json.dumps(body["messages"]).lower())
+    return found[-1] if found else "?"
+
+
+def short_answer(body: dict) -> str:
+    return "person 3" if town(body) == "3" else "nobody"
+
+
+def rerank(body: dict) -> float:
+    """P(Yes): only the passage of town 5 is judged relevant, whatever was asked."""
+    passage = body["messages"][0]["content"].split("Question:")[0]
+    return 0.95 if "Town 5 was" in passage else 0.05
+
+
+REPLIES = by_template(
+    {
+        "rag/answer": "The sources say so [1].",
+        "rag/short_answer": short_answer,
+        "qdrag/decompose_qdc": json.dumps(
+            {"replacements": [], "subquestions": ["Who founded Town 4?"]}
+        ),
+        "qdrag/rerank": rerank,
+        "qdrag/sub_answer": "nobody",
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("stages")
+    items = [Item("text", f"k{i}", f"Town {i} was founded by person {i}.", title=f"Town {i}")
+             for i in range(8)]  # fmt: skip
+    river = Item("text", "river", RIVER, title="Elm")
+    KnowledgeBase(root / "kb").add([*items, river])
+    ask, k3, k4 = "Who founded town {}?", [items[3].id], [items[4].id]
+    write_questions([
+        Question("q-right", ask.format(3), ["person 3"], k3),
+        Question("q-wrong", ask.format(4), ["person 4"], k4),
+        Question("q-unretrieved", ask.format(6), ["person 6"], [river.id]),
+        Question("q-no-evidence", ask.format(7), ["person 7"], []),
+        Question("q-no-gold", ask.format(2), [], []),
+    ], root / "rag.jsonl")  # fmt: skip
+    write_questions([Question("q-unkept", ask.format(4), ["person 4"], k4)], root / "qdc.jsonl")
+    write_questions([Question("q-unseen", ask.format(4), ["person 4"], k4)], root / "bare.jsonl")
+    overlay = root / "bare-prompts" / "rag"
+    overlay.mkdir(parents=True)
+    (overlay / "answer.j2").write_text("Answer from what you know.\n\nQuestion: {{ question }}\n")
+    runs = {
+        "rag": ("--agent", "rag", "--questions", "rag.jsonl", "--set", "top_k=2"),
+        "qdc": ("--agent", "qdrag", "--questions", "qdc.jsonl", "--set", "qdrag_mode=qdc",
+                "--set", "qdrag_budget=1", "--set", "qdrag_retrieve_k=3"),
+        "bare": ("--agent", "rag", "--questions", "bare.jsonl", "--set", "top_k=2",
+                 "--prompts", "bare-prompts"),
+    }  # fmt: skip
+    with ScriptedServer(REPLIES) as model:
+        for name, args in runs.items():
+            served = ("--base-url", model.base_url, "--model", "scripted")
+            done = hopgraph("run", *args, "--kb", "kb", "--out", f"runs/{name}", *served, cwd=root)
+            assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_each_question_is_placed_at_the_first_stage_its_gold_evidence_was_lost(records):
+    stages = {}
+    for name in ("rag", "qdc", "bare"):
+        stages |= stage_of_each(read_run(records / "runs" / name))
+    assert stages == {
+        "q-right": "right",
+        "q-wrong": "in the prompt, answered wrong",
+        "q-unretrieved": "not retrieved",
+        "q-no-evidence": "wrong, no gold evidence",
+        "q-no-gold": "no gold answer",
+        "q-unkept": "retrieved, not kept",
+        "q-unseen": "kept, not in the answer's prompt",
+    }, stages
+    counts = stage_counts(stage_of_each(read_run(records / "runs" / "rag")).values())
+    assert list(counts) == ["not retrieved", "in the prompt, answered wrong", "right",
+                            "wrong, no gold evidence", "no gold answer"]  # fmt: skip
+    unkept = read_run(records / "runs" / "qdc").question("q-unkept")
+    kept = [e.text for e in unkept.evidence() if e.kept]
+    assert (
+        kept == ["Town 5 was founded by person 5."] and loss_stage(unkept) == "retrieved, not kept"
+    )
+
+
+def test_eval_counts_the_stages_and_compare_names_the_stages_of_the_flips(records):
+    shown = hopgraph("eval", "runs/rag", cwd=records)
+    assert shown.returncode == 0, shown.stderr
+    text = re.sub(r"\s+", " ", shown.stdout)
+    assert "where questions were lost" in text, shown.stdout
+    for stage, n in (("not retrieved", 1), ("in the prompt, answered wrong", 1), ("right", 1),
+                     ("wrong, no gold evidence", 1), ("no gold answer", 1)):  # fmt: skip
+        assert re.search(rf"{re.escape(stage)} │ {n}\b", text), (stage, shown.stdout)
+    assert "hopgraph view runs/rag" in shown.stdout  # where to open them
+    flipped = hopgraph("compare", "runs/rag", "runs/bare", "--flips", cwd=records)
+    assert flipped.returncode == 0, flipped.stderr
+    assert "kept, not in the answer's prompt" in flipped.stdout, flipped.stdout
+
+
+def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(records):
+    """``hopgraph view`` shows each question's stage (as ``eval`` wrote it) and filters by it,
+    so a count of ``eval`` opens as the questions behind it."""
+    import httpx
+    from test_view import CHROMIUM, dom, start_view
+
+    assert hopgraph("eval", "runs/rag", cwd=records).returncode == 0
+    proc, url = start_view(records)
+    try:
+        rows = httpx.get(f"{url}api/questions", params={"run": "rag"}, timeout=60).json()["rows"]
+        assert {r["id"]: r["stage"] for r in rows}["q-unretrieved"] == "not retrieved"
+        if CHROMIUM is None:
+            pytest.skip("headless Chromium is not installed (the API was checked)")
+        page = dom(f"{url}#/run/rag?stage=not%20retrieved")
+        assert "1 of 5 questions" in page and 'data-id="q-unretrieved"' in page
+        assert 'data-id="q-right"' not in page and "lost at" in page
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
