@@ -82,6 +82,14 @@ PriceOption = Annotated[
     str, typer.Option("--price", help="the model's price: prompt=USD,completion=USD per 1M tokens")
 ]
 KbDir = Annotated[str, typer.Option("--kb", help="knowledge-base folder")]
+Fields = Annotated[
+    str,
+    typer.Option(
+        "--fields",
+        help="the question file's columns named otherwise than the fields: FIELD=COLUMN,... "
+        "(e.g. question=Query,answers=Gold); unmapped columns are kept as metadata",
+    ),
+]
 
 
 def _data_folder(value: str) -> str:

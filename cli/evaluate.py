@@ -81,9 +81,7 @@ def evaluate(
         run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
     )
     _warn_missing_gold(run_dir, kb_store, sets)
-    table = Table(
-        title=f"{run_dir}: {counted(result['questions'], 'question')}, {result['failed']} failed"
-    )
+    table = Table(title=f"{run_dir}: {gold_words(result)}, {result['failed']} failed")
     table.add_column("metric")
     table.add_column("value")
     for k, v in headline(result):
@@ -112,6 +110,19 @@ def evaluate(
         _print_wrong(run_dir, result)
 
 
+def gold_words(result: dict) -> str:
+    """How many questions a score is over: "2 questions, 1 with a gold answer (the answer
+    scores are over it)" where some have none."""
+    n, gold = result["questions"] - result["failed"], result.get("with_gold")
+    head = counted(result["questions"], "question")
+    if gold is None or gold == n:
+        return head
+    if not gold:
+        return f"{head}, none with a gold answer (answers unscored; cost and citations shown)"
+    over = "it" if gold == 1 else f"those {gold}"
+    return f"{head}, {gold} with a gold answer (the answer scores are over {over})"
+
+
 def _print_stages(run_dir: str, stages: dict[str, str]) -> None:
     """How many questions were lost at each stage of their evidence's path, and which."""
     from hopgraph.evals.stages import stage_counts
@@ -138,7 +149,11 @@ def _print_wrong(run_dir: str, result: dict) -> None:
     lines = [(qid, "wrong") for qid, sc in result["per_question"].items()
              if "em" in sc or "mmlb_acc" in sc if not answered_right(sc)]  # fmt: skip
     lines += [(qid, "failed") for qid, p in preds.items() if p.get("error")]
-    console.print(f"[bold]{len(lines)} wrong or failed[/bold]")
+    unjudged = [q for q, p in preds.items() if not p.get("error") and not p.get("gold")]
+    console.print(f"[bold]{len(lines)} wrong or failed[/bold]"
+                  + (f"; {len(unjudged)} could not be judged (no gold answer: "
+                     f"{', '.join(unjudged[:5])}{' …' if len(unjudged) > 5 else ''})"
+                     if unjudged else ""))  # fmt: skip
     for qid, why in lines:
         p = preds.get(qid, {})
         said = f"error {p['error']}" if why == "failed" else f"answered {p.get('answer', '')!r}"
@@ -236,6 +251,7 @@ def compare(
     console.print(table)
     _warn_models(runs, labels)
     _print_verdicts(done.paired, labels)
+    _note_gold(runs, labels)
     stages = [run_stages(r) for r in runs]
     _print_stage_table(stages, labels)
     if not (questions or fmt == "html"):
@@ -256,6 +272,20 @@ def compare(
                 f"{stages[1].get(f.id, 'no trace')})",
                 markup=False,
             )
+
+
+def _note_gold(runs: list[str], labels: list[str]) -> None:
+    """Where a run has questions without gold, say that its answer scores and the tests'
+    n leave them out."""
+    from hopgraph.evals.evaluate import load_metrics
+
+    for run, label in zip(runs, labels, strict=True):
+        m = load_metrics(run)
+        n, gold = m["questions"] - m["failed"], m.get("with_gold", m["questions"] - m["failed"])
+        if gold < n:
+            console.print(f"{label}: {n - gold} of its {n} answered questions have no gold "
+                          "answer: the answer scores and each test's n leave them out",
+                          markup=False)  # fmt: skip
 
 
 def run_stages(run_dir: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ import typer
 from hopgraph.cli.app import (
     BaseUrl,
     CacheDir,
+    Fields,
     ModelName,
     OtelEndpoint,
     PriceOption,
@@ -79,7 +80,9 @@ BudgetUsd = Annotated[
 
 @app.command()
 def run(
-    questions: Annotated[str, typer.Option(help="canonical question JSONL")],
+    questions: Annotated[
+        str, typer.Option(help="question file: JSONL, a JSON array or CSV (gold optional)")
+    ],
     out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
     agent: Annotated[
         str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)} (or --graph)")
@@ -88,7 +91,10 @@ def run(
     limit: Annotated[
         int | None, typer.Option(help="the first N questions", callback=within(1))
     ] = None,
-    concurrency: Annotated[int, typer.Option(callback=within(1, 1024))] = 1,
+    concurrency: Annotated[
+        int, typer.Option(help="questions answered at once", callback=within(1, 1024))
+    ] = 1,
+    fields: Fields = "",
     redo: Annotated[
         list[str] | None,
         typer.Option(help="a finished question's id to answer afresh (repeatable)"),
@@ -130,7 +136,7 @@ def run(
     budget = run_budget(budget_tokens, budget_usd, price)
     if budget and checkpointer:
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
-    read = _read_inputs(questions, kb, sets, type(ctx))
+    read = _read_inputs(questions, kb, sets, type(ctx), fields)
     endpoint = checked_endpoint(ctx)
     if not ctx.base_url and (unused := unused_cpu_features()):
         err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
@@ -194,15 +200,21 @@ def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
                f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
 
 
-def _read_inputs(questions: str, kb: str, sets, schema):  # noqa: ANN001, ANN202 - a QuestionSet
+def _read_inputs(questions: str, kb: str, sets, schema, fields: str = ""):  # noqa: ANN001, ANN202 - a QuestionSet
     """The question file, read once, and the KB a run reads, each refused (exit 2) where every
-    question would fail: a missing file, a KB that is a file, absent or empty, no valid line."""
+    question would fail: a missing file, a KB that is a file, absent or empty, no valid line,
+    a ``--fields`` mapping that names no field."""
     from hopgraph.harness.run_folder import QuestionSet
+    from hopgraph.questions.datasets import FieldSpec
 
     if not Path(questions).is_file():
         refuse(f"no questions file at {questions}")
+    try:
+        spec = FieldSpec.parse(fields)
+    except ValueError as e:
+        refuse(str(e))
     _check_kb(kb, sets, schema)
-    read = QuestionSet.read(questions)  # once: the runner takes it as it is
+    read = QuestionSet.read(questions, spec)  # once: the runner takes it as it is
     for p in read.problems:
         err.print(f"[yellow]question skipped[/yellow] {p.where}: {p.reason}")
     if not read.questions:

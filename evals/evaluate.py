@@ -188,6 +188,8 @@ def evaluate_run(
             "run": str(run_dir),
             "questions": len(preds),
             "failed": len(preds) - len(ok),
+            "with_gold": sum(bool(p.get("gold")) for p in ok),
+            "with_gold_evidence": sum(bool(gold_evidence(p)) for p in ok),
             "overall": aggregate(list(per_question.values())) if per_question else {},
             "by_type": {t: aggregate(r) | {"n": len(r)} for t, r in sorted(by_type.items())},
             "by_template": by_template(ok),

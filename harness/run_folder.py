@@ -34,7 +34,7 @@ from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
 from hopgraph.prompts import prompts_for
-from hopgraph.questions.datasets import Question, how_made, read_questions
+from hopgraph.questions.datasets import FieldSpec, Question, how_made, read_questions
 from hopgraph.questions.rebuild import how_to_rebuild
 from hopgraph.redaction import command_line, redacted
 
@@ -255,12 +255,14 @@ class QuestionSet:
     questions: list[Question]
     problems: list[Skipped]
     sha256: str
+    fields: FieldSpec = FieldSpec()
+    """The columns that differ from ``Question``'s fields (the manifest keeps them)."""
 
     @classmethod
-    def read(cls, path: str | Path) -> QuestionSet:
-        path = Path(path)
-        questions, problems = read_questions(path)
-        return cls(path, questions, problems, _sha256(path))
+    def read(cls, path: str | Path, fields: FieldSpec | None = None) -> QuestionSet:
+        path, fields = Path(path), fields or FieldSpec()
+        questions, problems = read_questions(path, fields)
+        return cls(path, questions, problems, _sha256(path), fields)
 
     def first(self, n: int | None) -> list[Question]:
         return self.questions if n is None else self.questions[:n]
@@ -276,6 +278,8 @@ class Manifest(TypedDict):
     """The question file's path, or "(asked)" for ``hopgraph ask``."""
     questions_sha256: str
     questions_made: NotRequired[str]
+    questions_fields: NotRequired[dict[str, str]]
+    """The question file's columns named other than ``Question``'s fields (``--fields``)."""
     context: dict[str, Any]
     """The Context's fields as ``Context.as_dict`` records them (secrets redacted)."""
     endpoint: str
@@ -322,6 +326,8 @@ def manifest(agent: str, questions: QuestionSet | None, ctx: Context, endpoint: 
     }
     if made:
         out["questions_made"] = made
+    if questions and questions.fields.names:
+        out["questions_fields"] = questions.fields.as_dict()
     if not ctx.base_url:
         from hopgraph.models.llama_server import engine_description
 
@@ -505,7 +511,9 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
                 )
             )
         )
-    questions = {q.id: q for q in read_questions(qfile)[0]}
+    questions = {
+        q.id: q for q in read_questions(qfile, FieldSpec.of(man.get("questions_fields")))[0]
+    }
     for qid, p in preds.items():
         q = questions.get(qid)
         if q is not None and "gold" not in p:

@@ -1,12 +1,19 @@
-"""Question files: one canonical JSONL, converters from the benchmarks, and dataset downloads.
+"""Question files: JSONL (canonical), a JSON array or CSV as users have them, converters from
+the benchmarks, and dataset downloads.
 
 Canonical line: ``{"id", "question", "answers": [...], "evidence": [item ids], "type",
-"images": [...], "doc", "meta": {...}}``. Converters compute gold evidence ids with the same key
-functions the indexer uses (``hopgraph.memory.sources``), so gold ids are ids in the index.
+"images": [...], "doc", "meta": {...}}``. Only ``question`` is required: an ``id`` is made from
+the question's text where there is none, and gold answers are optional. A file whose columns or
+keys have other names is read through a ``FieldSpec`` (``--fields question=Query,answers=Gold``);
+every column it does not map is kept in ``meta``. Converters compute gold evidence ids with the
+same key functions the indexer uses (``hopgraph.memory.sources``), so gold ids are ids in the
+index.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import itertools
 import json
 import os
@@ -25,30 +32,146 @@ from hopgraph.memory.kb import item_id
 
 @dataclass
 class Question:
+    """One question of a question file (a line of the canonical JSONL)."""
+
     id: str
+    """Unique in its file; made from the question's text (``q-`` and 10 hex) where absent."""
     question: str
+    """The question asked, the one required field."""
     answers: list[str] = field(default_factory=list)
+    """Gold answers, any of which is right; empty: the question is answered but not scored."""
     evidence: list[str] = field(default_factory=list)
+    """Gold evidence: ids of knowledge-base items (``hopgraph search`` shows them)."""
     type: str = ""
+    """A category the metrics are also split by (HotpotQA's bridge / comparison)."""
     images: list[str] = field(default_factory=list)
+    """Image files the question comes with (paths or URLs; they need a VLM)."""
     doc: str = ""
+    """The one document a question is about (MAB-DQA: a PDF's file name)."""
     meta: dict[str, Any] = field(default_factory=dict)
+    """Anything else the file holds for the question, kept as it is."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
 
 
-def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
-    """Valid questions in file order, and each bad line, duplicate id or empty question."""
+FIELDS = ("id", "question", "answers", "evidence", "type", "images", "doc", "meta")
+ALIASES = {"answers": "answer", "images": "image"}
+"""A single-valued name read where the list's own is absent (a CSV's ``answer`` column)."""
+LIST_FIELDS = ("answers", "evidence", "images")
+SEPARATOR = "|"
+"""Between values of a list field in one CSV cell (``Paris | Paris, France``)."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Which column or key of a question file holds each field of ``Question``, where its name
+    differs (``{"question": "Query", "answers": "Gold"}``); unnamed fields are read by their
+    own name (``answer`` and ``image`` too, for one value)."""
+
+    names: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> FieldSpec:
+        """``question=Query,answers=Gold`` (``--fields``); a field that ``Question`` has not, or
+        a pair without ``=``, is refused naming it."""
+        pairs = []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            ours, sep, theirs = (x.strip() for x in part.partition("="))
+            if not sep or not ours or not theirs:
+                raise ValueError(f"--fields {part!r}: write FIELD=COLUMN, e.g. question=Query")
+            if ours not in FIELDS[:-1]:
+                raise ValueError(f"--fields {ours!r} is not a question field: one of "
+                                 f"{', '.join(FIELDS[:-1])}")  # fmt: skip
+            pairs.append((ours, theirs))
+        return cls(tuple(pairs))
+
+    @classmethod
+    def of(cls, names: dict[str, str] | None) -> FieldSpec:
+        return cls(tuple((names or {}).items()))
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.names)
+
+    def canonical(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A file's row as the canonical fields, every column not mapped kept in ``meta``."""
+        named = dict(self.names)
+        out: dict[str, Any] = {}
+        used: set[str] = set()
+        for ours in FIELDS[:-1]:
+            names = [n for n in (named.get(ours, ours), ALIASES.get(ours, "")) if n in row]
+            used.update(names)
+            if names:
+                out[ours] = row[names[0]]
+        for ours in LIST_FIELDS:
+            if out.get(ours) is None:
+                out.pop(ours, None)
+            elif isinstance(out[ours], str):
+                out[ours] = _listed(out[ours])
+        meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+        extra = {k: v for k, v in row.items() if k not in used and k != "meta" and k is not None}
+        if meta or extra:
+            out["meta"] = {**extra, **meta}
+        return out
+
+
+def _listed(cell: str) -> list[str]:
+    """A list field's cell: a JSON list, else values split at ``SEPARATOR``."""
+    text = cell.strip()
+    if text.startswith("["):
+        try:
+            value = json.loads(text)
+            if isinstance(value, list):
+                return [str(v) for v in value]
+        except ValueError:
+            pass
+    return [v.strip() for v in text.split(SEPARATOR) if v.strip()]
+
+
+def made_id(question: str) -> str:
+    """The id of a question that came without one: stable under reordering of its file."""
+    return "q-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:10]
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
+    """(line number, row or ``Skipped``) of a question file: CSV (``.csv``, ``.tsv``) by its
+    header, else JSON lines or one JSON array."""
+    if path.suffix.lower() not in (".csv", ".tsv"):
+        yield from read_jsonl_lines(path)
+        return
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        if not reader.fieldnames:
+            yield 0, Skipped(str(path), "no header row: a CSV names its columns first")
+            return
+        for row in reader:
+            if None in row:
+                cells, header = len(reader.fieldnames) + len(row[None]), len(reader.fieldnames)
+                where = f"{path}:{reader.line_num}"
+                yield reader.line_num, Skipped(where, f"{cells} cells, the header has {header}")
+                continue
+            if any(v not in (None, "") for v in row.values()):
+                yield reader.line_num, dict(row)
+
+
+def read_questions(
+    path: str | Path, fields: FieldSpec | None = None
+) -> tuple[list[Question], list[Skipped]]:
+    """Valid questions in file order, and each bad line, duplicate id or empty question. A
+    ``.csv`` / ``.tsv`` file is read by its header, anything else as JSON lines or a JSON
+    array; ``fields`` names the columns that differ from ``Question``'s fields."""
     questions: list[Question] = []
     problems: list[Skipped] = []
     seen: set[str] = set()
     first: dict[str, int] = {}
-    for lineno, obj in read_jsonl_lines(Path(path)):
-        if isinstance(obj, Skipped):
-            problems.append(obj)
+    spec = fields or FieldSpec()
+    for lineno, row in _rows(Path(path)):
+        if isinstance(row, Skipped):
+            problems.append(row)
             continue
-        qid, text = _scalar(obj.get("id")), _scalar(obj.get("question"))
+        obj = spec.canonical(row)
+        text = _scalar(obj.get("question"))
+        qid = _scalar(obj.get("id")) or (made_id(text) if "id" not in obj and text else "")
         where = f"{path}:{lineno}: question {qid or '(no id)'}"
         if not qid:
             problems.append(Skipped(where, "missing id (null, empty or not a string/number)"))
@@ -61,13 +184,10 @@ def read_questions(path: str | Path) -> tuple[list[Question], list[Skipped]]:
         else:
             seen.add(qid)
             first[qid] = lineno
-            known = {
-                k: obj[k]
-                for k in ("answers", "evidence", "type", "images", "doc", "meta")
-                if k in obj
-            }
-            if isinstance(known.get("answers"), str):
-                known["answers"] = [known["answers"]]
+            known = {k: obj[k] for k in FIELDS[2:] if obj.get(k) is not None}
+            for k in ("type", "doc"):
+                if k in known:
+                    known[k] = _scalar(known[k])
             questions.append(Question(id=qid, question=text, **known))
     return questions, problems
 

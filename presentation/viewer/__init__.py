@@ -279,10 +279,10 @@ class RunView:
     def summary(self, rid: str) -> dict[str, Any]:
         """A run-list row: what made the run and its headline figures."""
         man, rows = self.manifest(), self.rows()
-        metrics = {
-            k: round(fmean(r["scores"][k] for r in rows), 4)
+        metrics = {  # each over the questions that have it (those with gold)
+            k: round(fmean(vals), 4)
             for k in SHOWN_SCORES
-            if rows and all(k in r["scores"] for r in rows)
+            if (vals := [r["scores"][k] for r in rows if k in r["scores"]])
         }
         usd = [r["usd"] for r in rows if r["usd"] is not None]
         return {

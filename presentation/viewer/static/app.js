@@ -217,7 +217,9 @@ async function optimizationPage(sid, started) {
 }
 
 function summaryLine(run) {
-  const bits = [run.scored ? `${run.right} right of ${run.scored}` : `${run.questions} questions, none scored`,
+  const bits = [run.scored ? `${run.right} right of ${run.scored}` + (run.scored < run.questions
+    ? ` scored (${run.questions - run.scored} of ${run.questions} have no gold answer; the metrics are over the scored)` : "")
+    : `${run.questions} questions, none scored`,
     `${fmt.n(run.tokens)} tokens`];
   if (run.usd !== null) bits.push(fmt.usd(run.usd));
   bits.push(fmt.s(run.seconds));

@@ -1,0 +1,87 @@
+"""Question files as users have them: a CSV with ``question,answer`` columns (one row without
+an answer), a JSON array, other column names through ``--fields``, a bad row named by file and
+line with the rest kept; and gold optional everywhere: ``eval``, ``--wrong``, ``compare`` and
+``view`` say how many questions a score is over."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scripted_server import ScriptedServer, by_template
+from servers import hopgraph
+
+from hopgraph.memory.kb import Item, KnowledgeBase
+from hopgraph.questions.datasets import FieldSpec, made_id, read_questions
+
+REPLIES = by_template({"rag/answer": "Ada Moor founded it [1].", "rag/short_answer": "Ada Moor"})
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qfiles")
+    KnowledgeBase(root / "kb").add(
+        [Item("text", "k1", "Ada Moor founded the town of Vell.", title="Vell")]
+    )
+    (root / "q.csv").write_text(
+        "question,answer,topic\n"
+        "Who founded Vell?,Ada Moor,history\n"
+        "What is Vell known for?,,culture\n"
+    )
+    return root
+
+
+def run(root, *args: str) -> None:
+    with ScriptedServer(REPLIES) as model:
+        done = hopgraph("run", "--agent", "rag", "--kb", "kb", *args, "--base-url",
+                        model.base_url, "--model", "scripted", cwd=root)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_csv_with_an_unanswered_row_runs_and_eval_says_how_many_had_gold(folder):
+    run(folder, "--questions", "q.csv", "--out", "runs/csv")
+    shown = hopgraph("eval", "runs/csv", "--wrong", cwd=folder)
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "2 questions, 1 with a gold answer (the answer scores are over it)" in text, text
+    assert "0 wrong or failed; 1 could not be judged (no gold answer:" in text
+    preds = [json.loads(line) for line in (folder / "runs/csv/predictions.jsonl").open()]
+    assert [p["id"] for p in preds] == [made_id("Who founded Vell?"),
+                                        made_id("What is Vell known for?")]  # fmt: skip
+    run(folder, "--questions", "q.csv", "--out", "runs/csv2")
+    compared = hopgraph("compare", "runs/csv", "runs/csv2", cwd=folder)
+    assert compared.returncode == 0, compared.stderr
+    assert "1 of its 2 answered questions have no gold answer" in compared.stdout
+
+    from hopgraph.presentation.viewer import RunView
+
+    summary = RunView(folder / "runs/csv").summary("csv")
+    assert summary["metrics"]["em"] == 1.0 and (summary["scored"], summary["questions"]) == (1, 2)
+
+
+def test_other_column_names_a_json_array_and_a_bad_row(folder, tmp_path):
+    (tmp_path / "q.csv").write_text(
+        "qid,Query,Gold,Pages\n7,Who founded Vell?,Ada Moor | A. Moor,k1\n8,too,many,cells,here\n"
+    )
+    spec = FieldSpec.parse("id=qid,question=Query,answers=Gold,evidence=Pages")
+    (q,), (bad,) = read_questions(tmp_path / "q.csv", spec)
+    assert (q.id, q.answers, q.evidence, q.meta) == ("7", ["Ada Moor", "A. Moor"], ["k1"], {})
+    assert bad.where == f"{tmp_path / 'q.csv'}:3" and "5 cells, the header has 4" in bad.reason
+    with pytest.raises(ValueError, match="'query' is not a question field"):
+        FieldSpec.parse("query=Query")
+    row = {"question": "Who founded Vell?", "answer": "Ada Moor", "source": "x"}
+    (tmp_path / "q.json").write_text(json.dumps([row]))
+    (q,), _ = read_questions(tmp_path / "q.json")
+    assert q.answers == ["Ada Moor"] and q.meta == {"source": "x"}
+    # a run reads through the same mapping, and eval scores with it (the manifest keeps it)
+    (folder / "renamed.csv").write_text("Query,Gold\nWho founded Vell?,Ada Moor\n")
+    run(folder, "--questions", "renamed.csv", "--fields", "question=Query,answers=Gold",
+        "--out", "runs/renamed")  # fmt: skip
+    manifest = json.loads((folder / "runs/renamed/manifest.json").read_text())
+    assert manifest["questions_fields"] == {"question": "Query", "answers": "Gold"}
+    assert hopgraph("eval", "runs/renamed", cwd=folder).returncode == 0
+    assert json.loads((folder / "runs/renamed/metrics.json").read_text())["overall"]["em"] == 1.0
+    refused = hopgraph("run", "--agent", "rag", "--kb", "kb", "--questions", "renamed.csv",
+                       "--fields", "Query", "--out", "runs/x", cwd=folder)  # fmt: skip
+    assert refused.returncode == 2 and "write FIELD=COLUMN" in refused.stderr
+    assert not (folder / "runs/x").exists()
