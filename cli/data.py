@@ -30,7 +30,7 @@ def data_convert(
             "E-VQA style: question, image, answer)"
         ),
     ],
-    source: str,
+    source: Annotated[str, typer.Argument(help="the benchmark's own question file")],
     jsonl: Annotated[str, typer.Option("--jsonl", help="the canonical JSONL to write")] = "",
     old_out: OldOut = "",
 ) -> None:
@@ -59,8 +59,8 @@ def data_convert(
 
 @data_app.command("download")
 def data_download(
-    name: str,
-    dest: Annotated[str, typer.Option("--dest")] = "data",
+    name: Annotated[str, typer.Argument(help="the dataset to download (its name as listed)")],
+    dest: Annotated[str, typer.Option("--dest", help="the folder it is written to")] = "data",
     mirror: Annotated[str, typer.Option(help="base URL of a copy of the same files")] = "",
 ) -> None:
     """Download a public dataset from its official URL (only ever on this command)."""
@@ -71,7 +71,9 @@ def data_download(
 
 
 @data_app.command("demo")
-def data_demo(dest: Annotated[str, typer.Argument()] = "demo") -> None:
+def data_demo(
+    dest: Annotated[str, typer.Argument(help="the folder the corpus and questions go to")] = "demo",
+) -> None:
     """Write the demo corpus and its questions (hopgraph's own invented data)."""
     from hopgraph.questions.demo import write_demo
 

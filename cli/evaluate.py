@@ -33,7 +33,7 @@ from hopgraph.wording import counted
 
 @app.command("eval")
 def evaluate(
-    run_dir: str,
+    run_dir: Annotated[str, typer.Argument(help="the run folder to score")],
     citations: Annotated[
         bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
     ] = False,

@@ -55,7 +55,9 @@ def grail_train(
             callback=within(1, 100_000),
         ),
     ] = 100,
-    seed: Annotated[int, typer.Option(callback=within())] = 0,
+    seed: Annotated[
+        int, typer.Option(help="seed of the train/test split and training", callback=within())
+    ] = 0,
     test_share: Annotated[
         float, typer.Option(help="share of questions held out", callback=within(0, 1))
     ] = 0.5,

@@ -25,7 +25,9 @@ from hopgraph.cli.progress import Quiet, Steps
 
 @app.command()
 def index(
-    source: str,
+    source: Annotated[
+        str, typer.Argument(help="a file, a folder of files, or a benchmark's corpus JSON")
+    ],
     kb: KbDir = "kb",
     fmt: Annotated[
         str,
@@ -51,7 +53,7 @@ def index(
         str,
         typer.Option(
             "--cache",
-            help="JSON-lines file of the triplet extractions (default <kb>/llm-cache.jsonl); "
+            help="JSON-lines file of the triplet extractions (default KB/llm-cache.jsonl); "
             "a committed one rebuilds the KB without LLM calls",
         ),
     ] = "",
@@ -253,7 +255,7 @@ def _has_content(source: Path) -> bool:
 
 @app.command()
 def search(
-    query: str,
+    query: Annotated[str, typer.Argument(help="what to find, in words")],
     kb: KbDir = "kb",
     k: Annotated[int, typer.Option("-k", help="hits at most", callback=within(1, 10_000))] = 5,
     modality: Annotated[list[str] | None, typer.Option(help="text | table | image | page")] = None,

@@ -92,7 +92,7 @@ def memory_ingest(
 
 @memory_app.command("recall")
 def memory_recall(
-    query: str,
+    query: Annotated[str, typer.Argument(help="the request in words, exclusions said plainly")],
     memory: MemoryDir = "",
     k: Annotated[int, typer.Option("-k", help="memories at most", callback=within(1, 10_000))] = 5,
     mode: Annotated[str, typer.Option(help="logic (Algorithm 1) | vanilla")] = "logic",

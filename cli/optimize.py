@@ -97,7 +97,9 @@ def optimize(
     minibatch: Minibatch = 8,
     alpha: Alpha = 0.1,
     metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
-    seed: Annotated[int, typer.Option(callback=within())] = 0,
+    seed: Annotated[
+        int, typer.Option(help="seed of the split and the minibatches", callback=within())
+    ] = 0,
     budget_tokens: Annotated[
         int, typer.Option(help="stop once the search sent N tokens", callback=within(0))
     ] = 0,

@@ -36,14 +36,18 @@ def qdrag_preferences(
     samples: Annotated[
         int, typer.Option(help="plans sampled per question", callback=within(1, 64))
     ] = 4,
-    temperature: Annotated[float, typer.Option(callback=within(0, 2))] = 0.8,
+    temperature: Annotated[
+        float, typer.Option(help="sampling temperature of the sampled plans", callback=within(0, 2))
+    ] = 0.8,
     k: Annotated[
         int,
         typer.Option(
             help="contexts retrieved per subquestion for the reward", callback=within(1, 1_000)
         ),
     ] = 5,
-    limit: Annotated[int | None, typer.Option(callback=within(1))] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="the first N questions", callback=within(1))
+    ] = None,
     base_url: BaseUrl = "",
     model: ModelName = "",
     sets: Sets = None,

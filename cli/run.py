@@ -272,7 +272,7 @@ def failed_questions(errors: list[tuple[str, str]], shown: int = 3) -> NoReturn:
 
 @app.command()
 def ask(
-    question: str,
+    question: Annotated[str, typer.Argument(help="the question to answer, in quotes")],
     agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
     graph: GraphSpec = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",

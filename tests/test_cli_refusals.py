@@ -252,6 +252,20 @@ def test_every_numeric_option_of_every_command_has_its_bounds():
     assert unbounded == []
 
 
+def test_every_option_and_argument_of_every_command_says_what_it_is():
+    """About 20 options had an empty description in ``--help`` and in the CLI reference,
+    ``run --concurrency`` among them. Every shown option and argument now has one."""
+    from hopgraph.cli import reference
+
+    shown = [(words, p) for words, command in reference.commands() for p in command.params
+             if not getattr(p, "hidden", False)]  # fmt: skip
+    bare = [(words, p.name) for words, p in shown if not (getattr(p, "help", "") or "").strip()]
+    assert bare == []
+    # help is read as Markdown, where <kb> is an HTML tag and vanished from `index --help`
+    tagged = [(words, p.name) for words, p in shown if "<" in (getattr(p, "help", "") or "")]
+    assert tagged == []
+
+
 def test_a_refused_command_leaves_no_folder(tmp_path):
     """A refused ``--checkpointer`` run left its run folder, and an index refused for its
     source's format its new KB folder, though a refused command leaves none."""
