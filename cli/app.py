@@ -202,8 +202,27 @@ def build_context(
         return schema().replace(**changes).as_operator()
 
 
+def _version(shown: bool) -> None:
+    """``--version``: the project's version (CHANGELOG.md says what each one brought)."""
+    if shown:
+        from hopgraph import __version__
+
+        print(f"hopgraph {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _setup(verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False) -> None:
+def _setup(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="log each library's INFO lines too")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print the version and exit", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
     from hopgraph.models.embedded import install_sigterm_handler
     from hopgraph.redaction import redact_logs
 

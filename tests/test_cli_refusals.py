@@ -352,3 +352,20 @@ def test_an_optimize_refused_for_its_proposer_or_model_leaves_no_folder(tmp_path
             out = hopgraph(*base, *args, "--out", "opt", cwd=tmp_path)
             assert out.returncode == 2 and "error:" in out.stderr, (args, out.stderr[-500:])
             assert not (tmp_path / "opt").exists(), (args, list((tmp_path / "opt").rglob("*")))
+
+
+def test_the_version_is_the_package_s_and_the_changelog_names_it():
+    """``hopgraph --version`` prints the version pyproject.toml declares, and CHANGELOG.md (Keep
+    a Changelog form) has a heading for it below its Unreleased one."""
+    import re
+    from pathlib import Path
+
+    import tomllib
+    from servers import hopgraph
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    shown = hopgraph("--version")
+    assert shown.returncode == 0 and shown.stdout.strip() == f"hopgraph {declared}"
+    headings = re.findall(r"^## (\S+)", (root / "CHANGELOG.md").read_text(), re.M)
+    assert headings[0] == "Unreleased" and declared in headings
