@@ -86,7 +86,12 @@ def run_table(t: RunTable) -> list[str]:
     }  # (a by_template table reads each column's whole record)
     have = {k: v for k, v in reported.items() if v.get("per_question")}
     out = [f"## {t.method}: {t.title}", ""]
-    out += [f"**History, not today's code:** {t.history}.", ""] if t.history else []
+    fresh = column_freshness(t)
+    gone = bool(fresh) and not any(f.current for f in fresh.values())
+    if t.history or gone:
+        why = t.history or ("every column was answered by method code that has changed since "
+                            "(its Records below say what changed)")  # fmt: skip
+        out += [f"{HISTORY} {why}.", ""]
     out += [f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
     if held:
@@ -101,7 +106,7 @@ def run_table(t: RunTable) -> list[str]:
         model = _manifest_model(t.rows[next(iter(have))])
         out += [_size_line(t, have, len(common), model, len(held)) + _kb_line(t, have), ""]
         builds = {} if t.speed_is_compared else build_by_question(t, have)
-        out += _record_lines(t, have)
+        out += _record_lines(fresh, have)
         out += _code_lines(t, have) + _build_lines(builds) + _trace_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
         for metric in t.metrics:
@@ -224,10 +229,12 @@ def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[
     return out + [""]
 
 
-def _record_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
+HISTORY = "**History, not today's code:**"
+
+
+def _record_lines(fresh: dict[str, Freshness], have: dict[str, dict]) -> list[str]:
     """Which record, revision and method code each column reads, and whether that code is
     today's: a stale column names what changed since."""
-    fresh = column_freshness(t)
     rows = [f"| {k} | `{f.folder}` | {f.revision[:7] or '?'} | {f.fingerprint or '?'} | "
             f"{f.words()} |" for k, f in fresh.items() if k in have]  # fmt: skip
     return ["**Records:**", "", "| column | record | revision | code | today's code? |",
@@ -539,7 +546,7 @@ def render_pages(tables: list[RunTable | BenchTable] | None = None) -> dict[str,
         name = f"{_slug(t)}.md"
         pages[name] = "\n".join([f"# {title}", "", *lines[1:]]).rstrip() + "\n"
         marked = ["- **history**: answered by code that is gone (its page says why)"]
-        index += [f"## [{title}]({name})", "", *(marked if getattr(t, "history", "") else []),
+        index += [f"## [{title}]({name})", "", *(marked if HISTORY in "".join(lines) else []),
                   *_headlines(lines), ""]  # fmt: skip
     pages["index.md"] = "\n".join(index).rstrip() + "\n"
     return pages
