@@ -15,18 +15,35 @@ as Basic auth) is a secret too."""
 SECRET_NAMES = (
     "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "key", "auth",
     "authorization", "credential", "credentials", "signature", "sig", "code", "jwt", "session",
-    "hmac",
+    "sessionid", "hmac",
 )  # fmt: skip
 """The parameter names whose value is a secret, whatever words come before them (``api_key``,
 ``X-Amz-Signature``, ``access_token``): a password, a key, a token, a signed URL's
 signature, an OAuth ``code``, a session id, a JWT, an HMAC."""
+JOINED = ("access", "api", "client", "private", "refresh", "app", "master", "auth", "secret",
+          "user", "id")  # fmt: skip
+"""Words a secret's name is written joined to, with no ``_`` or ``-`` (``accesstoken``,
+``clientsecret``, ``privatekey``): only these, so ``monkey=3`` is no secret."""
+_NAME = (r"((?:[A-Za-z0-9]+[_-])*(?:" + "|".join(JOINED) + r")?(?:" + "|".join(SECRET_NAMES)
+         + r"))")  # fmt: skip
 _SECRET_VALUE = re.compile(
-    r"(?i)\b((?:[A-Za-z0-9]+[_-])*(?:" + "|".join(SECRET_NAMES) + r"))(\s*=\s*)"
+    r"(?i)\b" + _NAME + r"(\s*=\s*)"
     r"('[^']*'|\"[^\"]*\"|(?:bearer|basic|token)(?:\s+|%20|\+)[^\s,;&#]+|[^\s,;&#]+)"
 )
 """A secret's ``name=value``: a key=value DSN, a ``--set``, a URL's query (``?key=``,
-``&api-key=``, ``access_token=``, ``sig=``), whatever joins the name's words (``_`` or ``-``);
-an ``Authorization=Bearer X`` value is masked whole."""
+``&api-key=``, ``access_token=``, ``sig=``), whatever joins the name's words (``_``, ``-`` or
+nothing: ``accesstoken=``, ``clientsecret=``); an ``Authorization=Bearer X`` value is masked
+whole."""
+_QUOTED_VALUE = re.compile(r"(?i)([\"'])" + _NAME + r"\1(\s*:\s*)([\"'])(?:(?!\4).)*\4")
+"""A secret in JSON or a quoted YAML / Python mapping: ``"api_key": "sk-..."``."""
+_HEADER = re.compile(
+    r"(?im)(^|[\s{,;\"'])((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)"
+    r"(\s*:\s*)((?:bearer|basic|token|digest)\s+)?([^\s,;\"']+)"
+)
+"""A secret HTTP header as a message or a dump writes it: ``Authorization: Basic X``,
+``x-api-key: X``."""
+_YAML_LINE = re.compile(r"(?im)^(\s*" + _NAME + r")(\s*:[ \t]*)(\S[^\n]*)$")
+"""``name: value`` on a line of its own (YAML, an env dump)."""
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+|%20|\+)([A-Za-z0-9._~+/-]{6,}=*)")
 """A bearer token wherever it stands (``Authorization: Bearer X``)."""
 
@@ -71,10 +88,30 @@ def redacted(text: str) -> str:
     if not text:
         return text
     text = _BEARER.sub(r"\1\2***", _SECRET_VALUE.sub(_masked, _URL_USERINFO.sub(_userinfo, text)))
+    text = _QUOTED_VALUE.sub(lambda m: f"{m[1]}{m[2]}{m[1]}{m[3]}{m[4]}***{m[4]}", text)
+    text = _HEADER.sub(lambda m: f"{m[1]}{m[2]}{m[3]}{m[4] or ''}***", text)
+    text = _YAML_LINE.sub(lambda m: f"{m[1]}{m[3]}***", text)
+    return masked_known(text)
+
+
+def masked_known(text: str) -> str:
+    """``text`` with every secret value met so far (``remember``) replaced by ***, and nothing
+    else touched: what a trace, a reply or a prediction line gets (their prose is kept as it
+    is; only a known key is masked)."""
     for value in sorted(_KNOWN, key=len, reverse=True):
         if value in text:
             text = text.replace(value, "***")
     return text
+
+
+def masked_known_bytes(data: bytes) -> bytes:
+    """``data`` with every known secret value overwritten by as many ``*``: the same length,
+    so a length-prefixed encoding (a checkpoint's msgpack) stays readable."""
+    for value in sorted(_KNOWN, key=len, reverse=True):
+        raw = value.encode("utf-8")
+        if raw in data:
+            data = data.replace(raw, b"*" * len(raw))
+    return data
 
 
 class RedactingFilter(logging.Filter):

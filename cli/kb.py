@@ -22,12 +22,12 @@ from hopgraph.cli.app import (
 )
 from hopgraph.cli.progress import Quiet, Steps
 
+Source = Annotated[str, typer.Argument(help="a file, a folder, or a benchmark's corpus JSON")]
+
 
 @app.command()
 def index(
-    source: Annotated[
-        str, typer.Argument(help="a file, a folder of files, or a benchmark's corpus JSON")
-    ],
+    source: Source,
     kb: KbDir = "kb",
     fmt: Annotated[
         str,

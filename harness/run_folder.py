@@ -36,7 +36,13 @@ from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Re
 from hopgraph.prompts import prompts_for
 from hopgraph.questions.datasets import FieldSpec, Question, how_made, read_questions
 from hopgraph.questions.rebuild import how_to_rebuild
-from hopgraph.redaction import command_line, redacted
+from hopgraph.redaction import (
+    command_line,
+    masked_known,
+    masked_known_bytes,
+    redacted,
+    remember,
+)
 
 log = logging.getLogger(__name__)
 
@@ -621,7 +627,10 @@ class PredictionLog:
 
     def append(self, obj: Prediction | dict[str, Any]) -> None:
         line = {k: v for k, v in obj.items() if k != "cited"}  # the line keeps ids, not text
-        data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        if line.get("error"):  # an error body may echo a header or a key=value
+            line["error"] = redacted(str(line["error"]))
+        text = masked_known(json.dumps(line, ensure_ascii=False, default=str))
+        data = (text + "\n").encode("utf-8")
         with self._lock, writing(self.path, "a prediction line"):
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -763,7 +772,33 @@ class EventCounts:
 
 
 def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=_jsonable) + "\n"
+    """A trace record's line, with any known secret value (the key sent) masked."""
+    return masked_known(json.dumps(obj, ensure_ascii=False, default=_jsonable)) + "\n"
+
+
+def remember_keys(ctx: Context) -> None:
+    """The keys a run sends (``api_key``), masked by value in everything it writes: a reply or
+    an error body that echoes one reaches no prediction, trace or checkpoint."""
+    if ctx.api_key not in ("", "EMPTY"):
+        remember(ctx.api_key)
+
+
+class MaskingSerde:
+    """A checkpointer's serializer whose every write has the known secret values overwritten
+    (``masked_known_bytes``: same length, so the encoding stays readable)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = self.inner.dumps_typed(obj)
+        return kind, masked_known_bytes(data) if isinstance(data, bytes) else data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.inner.loads_typed(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 def _jsonable(value: Any) -> Any:

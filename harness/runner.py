@@ -27,6 +27,7 @@ from hopgraph.graphs.shared import output_of
 from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     EventCounts,
+    MaskingSerde,
     Prediction,
     QuestionSet,
     RunError,
@@ -36,6 +37,7 @@ from hopgraph.harness.run_folder import (
     manifest,
     method_code,
     pack_trace,
+    remember_keys,
     settings_key,
     trace_path,
     trace_records,
@@ -173,6 +175,7 @@ class Runner:
         # as its graph's Context (its method's knobs at their defaults where ``ctx`` lacks
         # them, so the manifest names them); whoever runs a Runner is the operator
         self.ctx = context_schema(agent).adopt(ctx).as_operator()
+        remember_keys(self.ctx)  # an endpoint that echoes its key never writes it into the record
         refuse_foreign_overlay(self.ctx.prompts_dir, agent)
         self.code = method_code(agent, self.ctx).get("fingerprint", "")
         self.endpoint = endpoint
@@ -191,6 +194,7 @@ class Runner:
         else:
             conn = sqlite3.connect(self.run_dir / "checkpoints.sqlite", check_same_thread=False)
             self.saver = SqliteSaver(conn)
+        self.saver.serde = MaskingSerde(self.saver.serde)
         self.graph = self.graph_builder.builder.compile(
             checkpointer=self.saver, name=self.graph_builder.name
         )

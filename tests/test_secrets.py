@@ -260,3 +260,53 @@ def test_an_otel_endpoint_token_reaches_no_record_lock_or_stderr(tmp_path, town_
     assert out.returncode == 0, out.stderr
     assert "/otel/v1/traces" in out.stderr, out.stderr[-2000:]  # the exporter did say its URL
     assert leaks(tmp_path / "run", out.stdout, out.stderr) == []
+
+
+def test_an_endpoint_that_echoes_the_key_puts_it_in_no_file_of_the_record(tmp_path):
+    """An endpoint that answers 401 and repeats the key put ``Bearer sk-…`` into
+    predictions.jsonl, the trace and checkpoints.sqlite, and a JSON body's ``"api_key": "…"``
+    stood unmasked everywhere. The key a run sends is now masked by value in every text it
+    writes, and headers, JSON and names without separators are masked by form."""
+    from http.server import BaseHTTPRequestHandler
+
+    from scripted_server import LoopbackServer
+
+    key = f"sk-{SECRET}-echoed-9f8e7d"
+
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # noqa: ANN002, ANN202
+            pass
+
+        def _send(self, status: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802, ANN202 - the models list answers, so the run starts
+            self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+        def do_POST(self):  # noqa: N802, ANN202
+            self.rfile.read(int(self.headers["content-length"]))
+            sent = self.headers.get("authorization", "")
+            self._send(401, {"error": {"message": f"Incorrect API key provided: {sent}; "
+                                                  f'"api_key": "{sent[7:]}"',
+                                       "type": "invalid_request_error",
+                                       "code": "invalid_api_key"}})  # fmt: skip
+
+    (tmp_path / "q.jsonl").write_text('{"id": "q0", "question": "What is fact 0?"}\n')
+    server = LoopbackServer()
+    server.serve(Echo)
+    try:
+        out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                  "--base-url", server.base_url, "--model", "scripted", cwd=tmp_path,
+                  env={"HOPGRAPH_API_KEY": key})  # fmt: skip
+    finally:
+        server.stop()
+    assert out.returncode != 0 and "401" in out.stdout + out.stderr, out.stderr
+    pred = json.loads((tmp_path / "r" / "predictions.jsonl").read_text().splitlines()[0])
+    assert "Incorrect API key provided" in pred["error"], pred  # the reason kept, its key not
+    assert (tmp_path / "r" / "checkpoints.sqlite").exists()
+    assert leaks(tmp_path / "r", out.stdout, out.stderr) == []
