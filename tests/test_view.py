@@ -6,6 +6,7 @@ two runs' first divergence and a screenshot; passages, questions and replies hol
 from __future__ import annotations
 
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -662,13 +663,16 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
     manifest["context"]["kb_dir"] = str(tmp_path / "kb")
     (run / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "kb" / "pages").mkdir(parents=True)
+    (tmp_path / "kb" / "chroma").mkdir()
     png = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
     (tmp_path / "kb" / "pages" / "p1.png").write_bytes(png)
     (run / "page.png").write_bytes(png)
     (run / "evil.png").symlink_to(secret)
     (tmp_path / "elsewhere.png").write_bytes(png)
+    os.link(secret, run / "hard.png")  # a hard link served /etc/shadow's bytes as image/png
     pages = {"kb": tmp_path / "kb" / "pages" / "p1.png", "inside": run / "page.png",
-             "link": run / "evil.png", "outside": tmp_path / "elsewhere.png"}  # fmt: skip
+             "link": run / "evil.png", "outside": tmp_path / "elsewhere.png",
+             "hard": run / "hard.png"}  # fmt: skip
     kept = [{"id": cid, "modality": "page", "path": str(p), "text": cid}
             for cid, p in pages.items()]  # fmt: skip
     pred = json.loads((run / "predictions.jsonl").read_text().splitlines()[0])
@@ -694,8 +698,18 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
         "inside": 200,
         "link": 404,
         "outside": 404,
+        "hard": 404,
     }
     assert all("the host's secret" not in r.text for r in got.values())
+    from hopgraph.presentation.viewer import page_folders
+
+    # a manifest's kb_dir opens its pages only where it is a KB whose pages lie inside it
+    (tmp_path / "kb-out" / "chroma").mkdir(parents=True)
+    (tmp_path / "kb-out" / "pages").symlink_to(tmp_path)
+    for kb_dir in ("/", "~/..", str(tmp_path / "kb-out")):
+        assert page_folders([served], {"context": {"kb_dir": kb_dir}}) == [served], kb_dir
+    kb_pages = (tmp_path / "kb" / "pages").resolve()
+    assert page_folders([served], {"context": {"kb_dir": str(tmp_path / "kb")}})[-1] == kb_pages
 
 
 @needs_chromium
@@ -803,3 +817,33 @@ def test_a_gold_answer_is_marked_in_the_prompt_that_held_it_too():
         proc.wait(timeout=30)
     prompts = re.findall(r'<pre class="prompt">(.*?)</pre>', page, re.S)
     assert prompts and any('<mark class="gold">' in p for p in prompts)
+
+
+def test_an_optimize_record_reads_no_demonstrations_outside_its_folder(tmp_path):
+    """``/api/optimization`` read any ``*.jsonl`` on the host a record's ``demos`` key named
+    (``../../../…``) or a candidate's overlay linked to. Now a candidate's demonstrations are
+    read only from inside its search's folder, as its own files."""
+    import json
+
+    from hopgraph.presentation.viewer import SEARCH_RECORD, optimize_search
+
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"inputs": {"q": "the host's secret"}, "output": "x"}) + "\n")
+    search = tmp_path / "search"
+    (search / "candidates" / "c1" / "overlay").mkdir(parents=True)
+    (search / "candidates" / "c2").mkdir(parents=True)
+    (search / "candidates" / "c2" / "overlay").symlink_to(tmp_path)  # linked out
+    good = {"inputs": {"q": "a real demonstration"}, "output": "y"}
+    (search / "candidates" / "c1" / "overlay" / "qdrag.decompose.jsonl").write_text(
+        json.dumps(good) + "\n"
+    )
+    climb = "../" * 6 + str(secret.with_suffix(""))[1:]
+    record = {"agent": "qdrag", "candidates": [
+        {"id": "c1", "demos": {"qdrag.decompose": [1], climb: [1]}},
+        {"id": "c2", "demos": {"secret": [1]}},
+    ]}  # fmt: skip
+    (search / SEARCH_RECORD).write_text(json.dumps(record))
+    shown = optimize_search(search, {})
+    lines = {c["id"]: c["demo_lines"] for c in shown["candidates"]}
+    assert lines["c1"] == {"qdrag.decompose": [good]} and lines["c2"] == {}
+    assert "the host's secret" not in json.dumps(shown)

@@ -16,6 +16,8 @@ from typing import Any
 
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.run_record import PAGE_IMAGES, QuestionRecord, RunRecord, read_run
+from hopgraph.harness import bounded
+from hopgraph.harness.bounded import confined
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import RunError, RunFolder, scored_predictions
 from hopgraph.harness.trace import Call, Trace
@@ -106,7 +108,7 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
         "cut": c.get("cut") or {},
         "instructions": c.get("instructions") or {},
         "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
-        "demo_lines": _demonstrations(folder / "candidates" / str(c.get("id")), c),
+        "demo_lines": _demonstrations(folder / "candidates" / str(c.get("id")), c, folder),
         "run": run(f"candidates/{c.get('id')}"),
     } for c in record.get("candidates") or []]  # fmt: skip
     test = record.get("test") or {}
@@ -137,16 +139,17 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _demonstrations(folder: Path, c: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def _demonstrations(folder: Path, c: dict[str, Any], search: Path) -> dict[str, list[dict]]:
     """The demonstrations a candidate adds, per role, as its overlay holds them (each example's
     inputs and the output it shows); a line that cannot be read is left out."""
     out: dict[str, list[dict[str, Any]]] = {}
     for role in c.get("demos") or {}:
-        path = folder / "overlay" / f"{role}.jsonl"
-        if not path.is_file():
+        try:  # a role or candidate id naming ../.., or an overlay linked out, reads nothing
+            path = confined(folder / "overlay" / f"{role}.jsonl", search)
+        except (ValueError, OSError):
             continue
         lines = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in bounded.read_text(path).splitlines():
             try:
                 demo = json.loads(line)
             except json.JSONDecodeError:
@@ -451,19 +454,28 @@ def page_image(trace: Trace, pred: dict[str, Any], cid: str, inside: list[Path])
         or not path.is_file()
     ):
         raise KeyError(cid)
-    real = path.resolve()
-    if real.suffix.lower() not in PAGE_IMAGES or not any(
-        real.is_relative_to(root.resolve()) for root in inside
-    ):
+    try:
+        real = confined(path, *inside)
+    except (ValueError, OSError):
+        raise KeyError(cid) from None
+    if real.suffix.lower() not in PAGE_IMAGES:
         raise KeyError(cid)
     return real
 
 
 def page_folders(roots: list[Path], manifest: dict[str, Any]) -> list[Path]:
     """Where a run's page images may be read from: the folders the viewer serves, and the
-    rendered pages of the KB its manifest names (``<kb_dir>/pages``)."""
+    rendered pages of the KB its manifest names (``<kb_dir>/pages``), where that names a
+    knowledge base (it holds ``chroma/``) whose ``pages`` lie inside it, links followed: a
+    manifest naming ``/`` or a KB whose ``pages`` links out opens nothing more."""
     kb_dir = str((manifest.get("context") or {}).get("kb_dir") or "")
-    return [*roots, *([Path(kb_dir).expanduser() / "pages"] if kb_dir else [])]
+    if not kb_dir:
+        return list(roots)
+    kb = Path(kb_dir).expanduser().resolve()
+    pages = (kb / "pages").resolve()
+    if (kb / "chroma").is_dir() and pages.is_relative_to(kb) and pages != kb:
+        return [*roots, pages]
+    return list(roots)
 
 
 def pair(a: RunView, b: RunView, metric: str) -> dict[str, Any]:
