@@ -161,13 +161,13 @@ class Context:
     """Folders (``os.pathsep``-separated) a question's image files may be read from; data URLs
     and http(s) URLs need none. Served: none by default. ``hopgraph run``: the question file's
     folder when empty."""
-    limit_question_chars: int = field(default=4000, metadata=SERVING)
-    limit_memory_chars: int = field(default=20_000, metadata=SERVING)
+    limit_question_chars: int = field(default=4000, metadata=within(SERVING, 1))
+    limit_memory_chars: int = field(default=20_000, metadata=within(SERVING, 1))
     """The longest text a served client may give PolarMem (``memory_ingest``'s text,
     ``memory_recall``'s request)."""
-    limit_images: int = field(default=8, metadata=SERVING)
+    limit_images: int = field(default=8, metadata=within(SERVING, 0))
     """Images one question may carry."""
-    limit_image_pixels: int = field(default=40_000_000, metadata=SERVING)
+    limit_image_pixels: int = field(default=40_000_000, metadata=within(SERVING, 1))
     """Width x height of any one question image, as sent (before it is resized)."""
     limit_knobs: str = field(default="", metadata=SERVING)
     """The largest value a client may give a costly knob, ``name=max`` comma-separated, where

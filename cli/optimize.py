@@ -63,7 +63,7 @@ Alpha = Annotated[
     typer.Option(
         help="the sign-test level each candidate's p is reported against (information: a "
         "candidate is kept by its validation mean)",
-        callback=within(0, 1),
+        callback=within(0.001, 0.5),
     ),
 ]
 

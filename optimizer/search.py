@@ -237,17 +237,27 @@ class Plan:
         return problems
 
 
+LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝαεοριυνκτχАВЕКМНОРСТХІЈЅАΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwaeopiuvktxABEKMHOPCTXIJSABEZHIKMNOPTYX",
+)
+"""Cyrillic and Greek letters drawn as Latin ones (Cyrillic о for o): a question written with
+them is the same question to a reader."""
+
+
 def question_text(text: str) -> str:
     """A question as two files are compared: Unicode compatibility form (NFKC: fullwidth and
     composed letters as their plain ones), accents, zero-width and other format characters,
-    case, punctuation and spacing dropped."""
+    Cyrillic and Greek look-alikes of Latin letters and every script's digits (Arabic-Indic
+    ٣ as 3) as their plain forms, case, punctuation and spacing dropped."""
     import unicodedata
 
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c)
                    and unicodedata.category(c) != "Cf")  # fmt: skip
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+    text = unicodedata.normalize("NFKC", text).translate(LOOKALIKES)
+    text = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
 
 
 def shared_questions(train: Path, test: Path) -> list[str]:

@@ -1,6 +1,7 @@
 """Faults that would fail every question are refused once, before a run folder, a knowledge
 base folder or a model server exists (exit 2, one line naming the fault)."""
 
+import pytest
 from servers import hopgraph
 
 
@@ -361,7 +362,6 @@ def test_the_version_is_the_package_s_and_the_changelog_names_it():
     from pathlib import Path
 
     import tomllib
-    from servers import hopgraph
 
     root = Path(__file__).resolve().parents[1]
     declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
@@ -369,3 +369,20 @@ def test_the_version_is_the_package_s_and_the_changelog_names_it():
     assert shown.returncode == 0 and shown.stdout.strip() == f"hopgraph {declared}"
     headings = re.findall(r"^## (\S+)", (root / "CHANGELOG.md").read_text(), re.M)
     assert headings[0] == "Unreleased" and declared in headings
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+          "--set", "limit_question_chars=-1"), "'limit_question_chars' must be at least 1"),
+        (("optimize", "--agent", "rag", "--questions", "q.jsonl", "--out", "o", "--alpha", "0"),
+         "--alpha must be at least 0.001"),
+    ],
+)  # fmt: skip
+def test_an_operator_limit_or_a_test_level_of_zero_or_less_is_refused(tmp_path, args, said):
+    """``--set limit_question_chars=-1`` and ``optimize --alpha 0`` were accepted."""
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    out = hopgraph(*args, cwd=tmp_path)
+    assert out.returncode == 2 and said in out.stderr, out.stderr
+    assert not (tmp_path / "r").exists() and not (tmp_path / "o").exists()

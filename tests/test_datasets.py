@@ -211,6 +211,7 @@ def test_a_questions_file_with_a_utf8_bom_keeps_its_first_line(tmp_path):
         "Who wrote the libretto of The Lantern Bride?",  # NFD below: ó as o + a combining mark
         "Ｗｈｏ ｗｒｏｔｅ the libretto of The Lantern Bride?",  # fullwidth
         "Who wrote the lib\u200bretto of The Lantern Bride?",  # a zero-width space
+        "Whо wrоte the librettо of The Lantern Bride?",  # Cyrillic о for o
     ],
 )
 def test_a_test_question_equal_but_for_unicode_form_is_a_training_one(tmp_path, twin):
@@ -225,3 +226,14 @@ def test_a_test_question_equal_but_for_unicode_form_is_a_training_one(tmp_path, 
     for form in (variant, unicodedata.normalize("NFD", variant)):
         (tmp_path / "test.jsonl").write_text(json.dumps({"id": "x1", "question": form}) + "\n")
         assert shared_questions(tmp_path / "train.jsonl", tmp_path / "test.jsonl"), form
+
+
+def test_a_test_question_with_another_script_s_digits_is_a_training_one(tmp_path):
+    """Arabic-Indic digits (٣) for ASCII ones passed as a new question."""
+    import json
+
+    from hopgraph.optimizer.search import shared_questions
+
+    (tmp_path / "train.jsonl").write_text(json.dumps({"id": "t", "question": "Who won in 1983?"}))
+    (tmp_path / "test.jsonl").write_text(json.dumps({"id": "x", "question": "Who won in ١٩٨٣?"}))
+    assert shared_questions(tmp_path / "train.jsonl", tmp_path / "test.jsonl")

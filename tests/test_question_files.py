@@ -85,3 +85,20 @@ def test_other_column_names_a_json_array_and_a_bad_row(folder, tmp_path):
                        "--fields", "Query", "--out", "runs/x", cwd=folder)  # fmt: skip
     assert refused.returncode == 2 and "write FIELD=COLUMN" in refused.stderr
     assert not (folder / "runs/x").exists()
+
+
+def test_a_record_copied_out_of_the_checkout_is_still_scored(tmp_path):
+    """A committed record copied elsewhere showed unscored: its question file was re-made only
+    for records under benchmarks/results. It is now found by its sha256 through the registry
+    of hopgraph's own checkout (and then kept in the cache by its hash)."""
+    import shutil
+    from pathlib import Path
+
+    record = Path(__file__).resolve().parents[1] / "benchmarks/results/evidence/demo/rag"
+    shutil.copytree(record, tmp_path / "rag", ignore=shutil.ignore_patterns("metrics.json"))
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    shown = hopgraph("eval", "rag", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    metrics = json.loads((tmp_path / "rag" / "metrics.json").read_text())
+    assert metrics["with_gold"] == 14 and metrics["overall"]["em"] == 0.5
+    assert list((tmp_path / "cache" / "hopgraph" / "questions").glob("*.jsonl"))

@@ -30,5 +30,8 @@ build="$venv/src/llama-server-build"
 cmake -S "$here" -B "$build" -DLLAMA_SRC="$src" -DLLAMA_LIB="$site" >/dev/null
 cmake --build "$build" -j "$(nproc)" >"$build.log" 2>&1 \
     || { tail -30 "$build.log" >&2; echo "error: llama-server did not build (log: $build.log)" >&2; exit 1; }
-cp "$build/llama-server" "$venv/bin/llama-server"
+# beside, then renamed over: a server in use keeps its old file (cp over it failed with "Text
+# file busy" while any run used the engine), and no half-copied binary is ever in place
+cp "$build/llama-server" "$venv/bin/llama-server.new"
+mv -f "$venv/bin/llama-server.new" "$venv/bin/llama-server"
 "$venv/bin/llama-server" --version 2>&1 | head -1 | sed 's/^/    llama-server /'
