@@ -53,6 +53,7 @@ def shown_commands() -> list[tuple[Path, str]]:
         if "results" in page.parts or "reference" in page.parts:
             continue
         for block in re.findall(r"```bash\n(.*?)```", page.read_text(), re.S):
+            block = re.sub(r"\\\n\s*", " ", block)  # a command continued on the next line
             for line in block.splitlines():
                 line = line.split("  #")[0].split(" # ")[0].strip()
                 line = re.sub(r"^(\.venv/bin/|\$ )", "", line)
@@ -83,7 +84,12 @@ def test_every_command_a_page_shows_names_options_its_command_has():
         if name not in known:
             bad.append(f"{page.name}: {line} (no command {name!r})")
             continue
-        opts = {o for p in known[name].params for o in [*p.opts, *p.secondary_opts]}
+        opts = {
+            o
+            for p in known[name].params
+            for o in [*p.opts, *p.secondary_opts]
+            if not getattr(p, "hidden", False)
+        }  # an old hidden name is not one to show
         opts |= {"--help", "-v", "--verbose"}
         for w in words[len(path) :]:
             flag = w.split("=")[0]
@@ -157,3 +163,48 @@ def test_the_site_reads_in_a_browser_and_search_finds_a_knob(site):
         assert "reference/knobs/" in hits, hits
     finally:
         b.close()
+
+
+PATH_NAMED = re.compile(
+    r"`((?:benchmarks|tests|docs|examples|agents|graphs|tools|memory|models|prompts|settings|"
+    r"evals|harness|questions|optimizer|presentation|cli)/[A-Za-z0-9_./-]+)`"
+)
+
+
+def test_every_repository_path_a_page_names_exists():
+    """Pages named `benchmarks/results/hotpotqa/reevals/` (never there), `docs/RESULTS.md` (gone)
+    and README sections that no longer exist. Every path a page names in code, as a folder of
+    this repository, must be there (a placeholder such as `graphs/M.py` aside)."""
+    gone = []
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        if "results" in page.parts or "reference" in page.parts:
+            continue
+        text = page.read_text()
+        gone += [(page.name, m[1]) for m in PATH_NAMED.finditer(text)
+                 if not re.search(r"/M(\.py|/|$)|\.[a-z_]+$(?<!\.py)(?<!\.md)(?<!\.sh)"
+                                  r"(?<!\.json)(?<!\.jsonl)(?<!\.j2)(?<!\.png)", m[1])
+                 and not (ROOT / m[1].rstrip("/.")).exists()]  # fmt: skip
+        gone += [(page.name, "docs/RESULTS.md")] * ("RESULTS.md" in text)
+    assert gone == []
+
+
+def test_every_option_named_in_running_text_is_one_its_command_has():
+    """`compare --questions` (an old hidden name) stood in a page's prose; an option named
+    beside its command anywhere on a page, not only in a bash block, must be that command's."""
+    known = {words.removeprefix("hopgraph ").strip(): command
+             for words, command in reference.commands()}  # fmt: skip
+    bad = []
+    for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
+        if "results" in page.parts or "reference" in page.parts:
+            continue
+        for code in re.findall(r"`(hopgraph [^`]+)`", page.read_text()):
+            words = code.split()[1:3]
+            name = next((" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in known), None)
+            if name is None:
+                continue
+            opts = {o for p in known[name].params
+                    for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]
+                    if not getattr(p, "hidden", False)}  # fmt: skip
+            bad += [(page.name, name, o) for o in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", code)
+                    if o not in opts and o != "--help"]  # fmt: skip
+    assert bad == []
