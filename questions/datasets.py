@@ -108,7 +108,8 @@ class FieldSpec:
                 out.pop(ours, None)
             elif isinstance(out[ours], str):
                 out[ours] = _listed(out[ours])
-        meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+        given = row.get("meta")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
         extra = {k: v for k, v in row.items() if k not in used and k != "meta" and k is not None}
         if meta or extra:
             out["meta"] = {**extra, **meta}

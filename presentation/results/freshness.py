@@ -65,7 +65,7 @@ def _templates_today(prompts_dir: str) -> dict[str, str]:
 
 def freshness(folder: Path, label: str = "") -> Freshness:
     """``folder``'s record against today's code (``label``: how pages name the folder)."""
-    man = RunFolder(folder).manifest() or {}
+    man: dict[str, Any] = dict(RunFolder(folder).manifest() or {})
     preds = read_predictions(folder / "predictions.jsonl").values()
     sittings = man.get("sittings") or []
     revision = str((sittings[-1] if sittings else man).get("git_revision") or "")
