@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -451,7 +451,7 @@ SAFE_INT = 2**53
 def _out_of_range(key: str, value: Any) -> str:
     """Why a typed field's number is no count or duration ("" where it is one): an integer past
     ``SAFE_INT`` or an infinite float anywhere in it, or a negative top-level count."""
-    numbers = [value] if not isinstance(value, dict | list) else list(_numbers(value))
+    numbers = list(leaves(value))
     for n in numbers:
         if isinstance(n, int) and not isinstance(n, bool) and abs(n) > SAFE_INT:
             return f"{key} holds {str(n)[:24]}, past the range of a count"
@@ -462,13 +462,14 @@ def _out_of_range(key: str, value: Any) -> str:
     return ""
 
 
-def _numbers(value: Any) -> Any:
+def leaves(value: Any) -> Iterator[Any]:
+    """Every value inside nested dicts and lists that is neither (keys aside)."""
     if isinstance(value, dict):
         for v in value.values():
-            yield from _numbers(v)
+            yield from leaves(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _numbers(v)
+            yield from leaves(v)
     else:
         yield value
 

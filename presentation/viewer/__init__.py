@@ -19,7 +19,7 @@ from hopgraph.evals.run_record import PAGE_IMAGES, QuestionRecord, RunRecord, re
 from hopgraph.harness import bounded
 from hopgraph.harness.bounded import confined
 from hopgraph.harness.cost import Price
-from hopgraph.harness.run_folder import RunError, RunFolder, scored_predictions
+from hopgraph.harness.run_folder import RunError, RunFolder, leaves, scored_predictions
 from hopgraph.harness.trace import Call, Trace
 from hopgraph.presentation.report import (
     SHOWN_SCORES,
@@ -378,14 +378,7 @@ class RunView:
 
 def _strings(value: Any) -> Iterator[str]:
     """Every string inside a trace's records, keys aside."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
+    return (v for v in leaves(value) if isinstance(v, str))
 
 
 def call_row(c: Call, price: Price | None) -> dict[str, Any]:
