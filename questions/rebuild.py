@@ -110,8 +110,9 @@ wherever a record has been copied to."""
 def rebuilt(name: str, sha256: str, near: Path) -> Path | None:
     """The question file ``name`` (content ``sha256``): the copy re-made earlier (hopgraph's
     cache, found by its hash), else re-made from its benchmark data, where a registry above
-    ``near`` or in hopgraph's own checkout describes it and a data folder holds its file; None
-    where it cannot be (no description, no data, or data whose questions hash otherwise)."""
+    ``near`` or in hopgraph's own checkout describes it and a data folder near the record (or
+    named by ``--data`` / ``HOPGRAPH_DATA``) holds its file; None where it cannot be (no
+    description, no data, or data whose questions hash otherwise)."""
     out = cache_dir() / f"{sha256}.jsonl"
     if out.is_file() and hashlib.sha256(out.read_bytes()).hexdigest() == sha256:
         return out
@@ -121,7 +122,7 @@ def rebuilt(name: str, sha256: str, near: Path) -> Path | None:
             (s for s in sources.values() if s.sha256 == sha256), None
         )
         if source is not None and source.sha256 == sha256:
-            made = _remade(source, sha256, base, out)
+            made = _remade(source, sha256, near, out)  # its data is looked for near the record
             if made is not None:
                 return made
     return None

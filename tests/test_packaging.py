@@ -101,7 +101,8 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
     assert "Usage" in subprocess.run([hopgraph, "--help"], capture_output=True, text=True,
                                      check=True).stdout  # fmt: skip
     checkout = tmp_path / "checkout"
-    for folder in ("benchmarks", "docs", "tests"):  # benchmarks' renderers import test helpers
+    # benchmarks' renderers import test helpers; a study of examples/' Self-Ask reads its code
+    for folder in ("benchmarks", "docs", "tests", "examples"):
         shutil.copytree(ROOT / folder, checkout / folder,
                         ignore=shutil.ignore_patterns("__py*", "node_modules"))  # fmt: skip
     done = subprocess.run([hopgraph, "results", "--check"], cwd=checkout, capture_output=True,
