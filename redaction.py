@@ -20,12 +20,22 @@ SECRET_NAMES = (
 """The parameter names whose value is a secret, whatever words come before them (``api_key``,
 ``X-Amz-Signature``, ``access_token``): a password, a key, a token, a signed URL's
 signature, an OAuth ``code``, a session id, a JWT, an HMAC."""
-JOINED = ("access", "api", "client", "private", "refresh", "app", "master", "auth", "secret",
-          "user", "id")  # fmt: skip
+JOINED = (
+    "access",
+    "api",
+    "client",
+    "private",
+    "refresh",
+    "app",
+    "master",
+    "auth",
+    "secret",
+    "user",
+    "id",
+)
 """Words a secret's name is written joined to, with no ``_`` or ``-`` (``accesstoken``,
 ``clientsecret``, ``privatekey``): only these, so ``monkey=3`` is no secret."""
-_NAME = (r"((?:[A-Za-z0-9]+[_-])*(?:" + "|".join(JOINED) + r")?(?:" + "|".join(SECRET_NAMES)
-         + r"))")  # fmt: skip
+_NAME = r"((?:[A-Za-z0-9]+[_-])*(?:" + "|".join(JOINED) + r")?(?:" + "|".join(SECRET_NAMES) + r"))"
 _SECRET_VALUE = re.compile(
     r"(?i)\b" + _NAME + r"(\s*=\s*)"
     r"('[^']*'|\"[^\"]*\"|(?:bearer|basic|token)(?:\s+|%20|\+)[^\s,;&#]+|[^\s,;&#]+)"

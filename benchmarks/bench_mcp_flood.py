@@ -28,9 +28,16 @@ from hopgraph.harness.run_folder import git_revision, machine
 from hopgraph.models.embedded import free_port
 
 KEY_A, KEY_B = "flood-key-a", "flood-key-b"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "bench", "version": "0"}}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"},
+    },
+}
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -71,9 +78,21 @@ def main() -> None:
     KnowledgeBase(tmp / "kb").add([Item("text", "t1", "A lighthouse on a cliff.", title="t")])
     port = free_port()
     env = {**os.environ, "HOPGRAPH_API_KEYS": f"{KEY_A},{KEY_B}", "HOME": str(tmp)}
-    command = [sys.executable, "-m", "hopgraph.cli", "mcp", "--http", "--port", str(port),
-               "--kb", str(tmp / "kb"), "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "none"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "hopgraph.cli",
+        "mcp",
+        "--http",
+        "--port",
+        str(port),
+        "--kb",
+        str(tmp / "kb"),
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "none",
+    ]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
     with httpx.Client() as c:
@@ -92,8 +111,12 @@ def main() -> None:
             with httpx.Client() as a:
                 while not stop.is_set():
                     try:
-                        r = a.post(url, json=INIT, timeout=30,
-                                   headers={"x-api-key": KEY_A, "accept": ACCEPT})  # fmt: skip
+                        r = a.post(
+                            url,
+                            json=INIT,
+                            timeout=30,
+                            headers={"x-api-key": KEY_A, "accept": ACCEPT},
+                        )
                         a_status[r.status_code] += 1
                     except httpx.HTTPError:
                         a_status["error"] += 1

@@ -23,22 +23,16 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from pathlib import Path
 
 import httpx
 
 from hopgraph.harness.run_folder import git_revision, machine, packed, trace_path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from bombs import gzip_bomb  # noqa: E402 - the bomb the viewer's test reads
+
 RECORD = Path("benchmarks/results/engine/llama-server/rag-c4")
-
-
-def gzip_bomb(path: Path, megabytes: int = 256) -> None:
-    record = {"mode": "custom", "ns": [], "data": {"event": "note", "text": "x" * 900}}
-    line = (json.dumps(record) + "\n").encode()
-    block = line * (2**20 // len(line))
-    pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    path.write_bytes(b"".join(pack.compress(block) for _ in range(megabytes)) + pack.flush())
 
 
 def timed(client: httpx.Client, url: str, params: dict) -> float:
@@ -81,8 +75,9 @@ def main() -> None:
             def open_bomb() -> None:
                 with httpx.Client() as b:
                     while not stop.is_set():
-                        opened.append(timed(b, f"{base}api/question",
-                                            {"run": runs["bombed"], "id": ids[0]}))  # fmt: skip
+                        opened.append(
+                            timed(b, f"{base}api/question", {"run": runs["bombed"], "id": ids[0]})
+                        )
 
             worker = threading.Thread(target=open_bomb)
             worker.start()
@@ -107,7 +102,7 @@ def main() -> None:
             "expands_to_mb": 256,
             "opened": len(opened),
             "open_s": stats(opened) if opened else None,
-        },  # fmt: skip
+        },
         "reps": args.reps,
         "asked_beside": {k: len(v) for k, v in beside.items()},
         "idle": {k: stats(v) for k, v in idle.items()},

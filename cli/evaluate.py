@@ -150,10 +150,15 @@ def _print_wrong(run_dir: str, result: dict) -> None:
              if "em" in sc or "mmlb_acc" in sc if not answered_right(sc)]  # fmt: skip
     lines += [(qid, "failed") for qid, p in preds.items() if p.get("error")]
     unjudged = [q for q, p in preds.items() if not p.get("error") and not p.get("gold")]
-    console.print(f"[bold]{len(lines)} wrong or failed[/bold]"
-                  + (f"; {len(unjudged)} could not be judged (no gold answer: "
-                     f"{', '.join(unjudged[:5])}{' …' if len(unjudged) > 5 else ''})"
-                     if unjudged else ""))  # fmt: skip
+    console.print(
+        f"[bold]{len(lines)} wrong or failed[/bold]"
+        + (
+            f"; {len(unjudged)} could not be judged (no gold answer: "
+            f"{', '.join(unjudged[:5])}{' …' if len(unjudged) > 5 else ''})"
+            if unjudged
+            else ""
+        )
+    )
     for qid, why in lines:
         p = preds.get(qid, {})
         said = f"error {p['error']}" if why == "failed" else f"answered {p.get('answer', '')!r}"
@@ -227,7 +232,7 @@ def compare(
     """Runs side by side, and each run against the first on the questions both scored: better /
     worse / tied, sign test, McNemar (0/1 metrics), a 95 % bootstrap interval of the
     difference, and the questions 80 % power would need."""
-    from hopgraph.evals.evaluate import compare_runs, flipped
+    from hopgraph.evals.evaluate import compare_runs, flipped, load_metrics
 
     if len(runs) < 2:
         refuse("compare needs at least two run folders")
@@ -251,8 +256,9 @@ def compare(
     console.print(table)
     _warn_models(runs, labels)
     _print_verdicts(done.paired, labels)
-    _note_gold(runs, labels)
-    stages = [run_stages(r) for r in runs]
+    loaded = [load_metrics(r) for r in runs]  # current after compare_runs: read, not re-scored
+    _note_gold(loaded, labels)
+    stages = [run_stages(r, m) for r, m in zip(runs, loaded, strict=True)]
     _print_stage_table(stages, labels)
     if not (questions or fmt == "html"):
         return
@@ -274,28 +280,26 @@ def compare(
             )
 
 
-def _note_gold(runs: list[str], labels: list[str]) -> None:
+def _note_gold(loaded: list[dict[str, Any]], labels: list[str]) -> None:
     """Where a run has questions without gold, say that its answer scores and the tests'
     n leave them out."""
-    from hopgraph.evals.evaluate import load_metrics
-
-    for run, label in zip(runs, labels, strict=True):
-        m = load_metrics(run)
+    for m, label in zip(loaded, labels, strict=True):
         n, gold = m["questions"] - m["failed"], m.get("with_gold", m["questions"] - m["failed"])
         if gold < n:
-            console.print(f"{label}: {n - gold} of its {n} answered questions have no gold "
-                          "answer: the answer scores and each test's n leave them out",
-                          markup=False)  # fmt: skip
+            console.print(
+                f"{label}: {n - gold} of its {n} answered questions have no gold "
+                "answer: the answer scores and each test's n leave them out",
+                markup=False,
+            )
 
 
-def run_stages(run_dir: str) -> dict[str, str]:
-    """Each question's stage (``evals.stages``): as ``eval`` last wrote it, else read now."""
-    from hopgraph.evals.evaluate import load_metrics
+def run_stages(run_dir: str, metrics: dict[str, Any]) -> dict[str, str]:
+    """Each question's stage (``evals.stages``): as ``eval`` wrote it into ``metrics``, else
+    read from the run's traces now."""
     from hopgraph.evals.run_record import read_run
     from hopgraph.evals.stages import stage_of_each
 
-    written = (load_metrics(run_dir) or {}).get("stages")
-    return written if written else stage_of_each(read_run(run_dir))
+    return metrics.get("stages") or stage_of_each(read_run(run_dir))
 
 
 def _print_stage_table(stages: list[dict[str, str]], labels: list[str]) -> None:

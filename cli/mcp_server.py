@@ -446,19 +446,24 @@ class CallerLimits:
 
     def _reap(self, now: float) -> None:
         for sessions in self.open.values():
-            for sid in [s for s, t in sessions.items()
-                        if not self.busy.get(s) and now - t >= self.idle_s]:  # fmt: skip
+            for sid in [
+                s for s, t in sessions.items() if not self.busy.get(s) and now - t >= self.idle_s
+            ]:
                 del sessions[sid]
 
     def refusal(self, who: str, sid: str | None) -> str | None:
         if self.in_flight.get(who, 0) >= self.requests:
-            return (f"this caller has {self.requests} requests in flight, this server's limit "
-                    "per caller (--max-requests-per-key): wait for one to end")  # fmt: skip
+            return (
+                f"this caller has {self.requests} requests in flight, this server's limit "
+                "per caller (--max-requests-per-key): wait for one to end"
+            )
         held = len(self.open.setdefault(who, {})) + self.opening.get(who, 0)
         if sid is None and held >= self.sessions:
-            return (f"this caller has {held} open sessions, this server's limit per caller "
-                    f"(--max-sessions-per-key): end one (DELETE with its {SESSION}) or leave "
-                    f"one idle for {self.idle_s:g} s")  # fmt: skip
+            return (
+                f"this caller has {held} open sessions, this server's limit per caller "
+                f"(--max-sessions-per-key): end one (DELETE with its {SESSION}) or leave "
+                f"one idle for {self.idle_s:g} s"
+            )
         return None
 
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
@@ -469,10 +474,16 @@ class CallerLimits:
         self._reap(time.monotonic())
         why = self.refusal(who, sid)
         if why is not None:
-            body = json.dumps({"jsonrpc": "2.0", "id": None,
-                               "error": {"code": -32000, "message": why}}).encode()  # fmt: skip
-            await send({"type": "http.response.start", "status": 429,
-                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": why}}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 429,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
             return await send({"type": "http.response.body", "body": body})
         answer: dict[str, Any] = {}
 

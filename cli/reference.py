@@ -170,25 +170,37 @@ def question_page() -> str:
     docs = field_docs(d.Question)
     rows = ["| field | type | default | in a CSV cell | what |", "|---|---|---|---|---|"]
     for f in dataclasses.fields(d.Question):
-        cellwise = (f"values split at `{d.SEPARATOR}`, or a JSON list"
-                    if f.name in d.LIST_FIELDS else "its text" if f.name != "meta"
-                    else "every column not mapped to a field")  # fmt: skip
+        cellwise = (
+            f"values split at `{d.SEPARATOR}`, or a JSON list"
+            if f.name in d.LIST_FIELDS
+            else "its text"
+            if f.name != "meta"
+            else "every column not mapped to a field"
+        )
         alias = f" (or `{d.ALIASES[f.name]}`: one)" if f.name in d.ALIASES else ""
-        rows.append(f"| `{f.name}`{alias} | {cell(f.type)} | "
-                    f"{DEFAULTS.get(f.name, 'empty')} | "
-                    f"{cell(cellwise)} | {cell(docs.get(f.name, ''))} |")  # fmt: skip
-    return "\n".join([
-        "# Question files", "",
-        "Generated from `hopgraph.questions.datasets.Question` (`python -m "
-        "hopgraph.cli.reference`). `--questions` reads JSON lines (one object a line: the "
-        "canonical form, what `hopgraph data convert` writes), one JSON array of such objects, "
-        "or a CSV (`.csv`, `.tsv` by tabs) with a header row. Only `question` is required; a "
-        "question without gold answers is answered and traced, and every score over answers "
-        "says how many questions it is over. `--fields FIELD=COLUMN,...` reads columns named "
-        "otherwise (`--fields question=Query,answers=Gold`); the run's manifest keeps the "
-        "mapping, so `eval`, `compare` and `view` read the file the same way. A bad row is "
-        "named by file and line and the others are read.", "", *rows, "",
-    ])  # fmt: skip
+        rows.append(
+            f"| `{f.name}`{alias} | {cell(f.type)} | "
+            f"{DEFAULTS.get(f.name, 'empty')} | "
+            f"{cell(cellwise)} | {cell(docs.get(f.name, ''))} |"
+        )
+    return "\n".join(
+        [
+            "# Question files",
+            "",
+            "Generated from `hopgraph.questions.datasets.Question` (`python -m "
+            "hopgraph.cli.reference`). `--questions` reads JSON lines (one object a line: the "
+            "canonical form, what `hopgraph data convert` writes), one JSON array of such objects, "
+            "or a CSV (`.csv`, `.tsv` by tabs) with a header row. Only `question` is required; a "
+            "question without gold answers is answered and traced, and every score over answers "
+            "says how many questions it is over. `--fields FIELD=COLUMN,...` reads columns named "
+            "otherwise (`--fields question=Query,answers=Gold`); the run's manifest keeps the "
+            "mapping, so `eval`, `compare` and `view` read the file the same way. A bad row is "
+            "named by file and line and the others are read.",
+            "",
+            *rows,
+            "",
+        ]
+    )
 
 
 def render() -> dict[str, str]:

@@ -81,8 +81,9 @@ class FieldSpec:
             if not sep or not ours or not theirs:
                 raise ValueError(f"--fields {part!r}: write FIELD=COLUMN, e.g. question=Query")
             if ours not in FIELDS[:-1]:
-                raise ValueError(f"--fields {ours!r} is not a question field: one of "
-                                 f"{', '.join(FIELDS[:-1])}")  # fmt: skip
+                raise ValueError(
+                    f"--fields {ours!r} is not a question field: one of {', '.join(FIELDS[:-1])}"
+                )
             pairs.append((ours, theirs))
         return cls(tuple(pairs))
 

@@ -258,8 +258,12 @@ def test_every_option_and_argument_of_every_command_says_what_it_is():
     ``run --concurrency`` among them. Every shown option and argument now has one."""
     from hopgraph.cli import reference
 
-    shown = [(words, p) for words, command in reference.commands() for p in command.params
-             if not getattr(p, "hidden", False)]  # fmt: skip
+    shown = [
+        (words, p)
+        for words, command in reference.commands()
+        for p in command.params
+        if not getattr(p, "hidden", False)
+    ]
     bare = [(words, p.name) for words, p in shown if not (getattr(p, "help", "") or "").strip()]
     assert bare == []
     # help is read as Markdown, where <kb> is an HTML tag and vanished from `index --help`

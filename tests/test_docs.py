@@ -180,10 +180,16 @@ def test_every_repository_path_a_page_names_exists():
         if "results" in page.parts or "reference" in page.parts:
             continue
         text = page.read_text()
-        gone += [(page.name, m[1]) for m in PATH_NAMED.finditer(text)
-                 if not re.search(r"/M(\.py|/|$)|\.[a-z_]+$(?<!\.py)(?<!\.md)(?<!\.sh)"
-                                  r"(?<!\.json)(?<!\.jsonl)(?<!\.j2)(?<!\.png)", m[1])
-                 and not (ROOT / m[1].rstrip("/.")).exists()]  # fmt: skip
+        gone += [
+            (page.name, m[1])
+            for m in PATH_NAMED.finditer(text)
+            if not re.search(
+                r"/M(\.py|/|$)|\.[a-z_]+$(?<!\.py)(?<!\.md)(?<!\.sh)"
+                r"(?<!\.json)(?<!\.jsonl)(?<!\.j2)(?<!\.png)",
+                m[1],
+            )
+            and not (ROOT / m[1].rstrip("/.")).exists()
+        ]
         gone += [(page.name, "docs/RESULTS.md")] * ("RESULTS.md" in text)
     assert gone == []
 
@@ -191,8 +197,9 @@ def test_every_repository_path_a_page_names_exists():
 def test_every_option_named_in_running_text_is_one_its_command_has():
     """`compare --questions` (an old hidden name) stood in a page's prose; an option named
     beside its command anywhere on a page, not only in a bash block, must be that command's."""
-    known = {words.removeprefix("hopgraph ").strip(): command
-             for words, command in reference.commands()}  # fmt: skip
+    known = {
+        words.removeprefix("hopgraph ").strip(): command for words, command in reference.commands()
+    }
     bad = []
     for page in [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]:
         if "results" in page.parts or "reference" in page.parts:
@@ -202,9 +209,15 @@ def test_every_option_named_in_running_text_is_one_its_command_has():
             name = next((" ".join(words[:n]) for n in (2, 1) if " ".join(words[:n]) in known), None)
             if name is None:
                 continue
-            opts = {o for p in known[name].params
-                    for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]
-                    if not getattr(p, "hidden", False)}  # fmt: skip
-            bad += [(page.name, name, o) for o in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", code)
-                    if o not in opts and o != "--help"]  # fmt: skip
+            opts = {
+                o
+                for p in known[name].params
+                for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]
+                if not getattr(p, "hidden", False)
+            }
+            bad += [
+                (page.name, name, o)
+                for o in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", code)
+                if o not in opts and o != "--help"
+            ]
     assert bad == []

@@ -289,9 +289,16 @@ def test_over_http_a_host_the_operator_allows_is_let_in_and_dns_rebinding_is_not
     assert foreign.status_code == 403
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {},
-    "clientInfo": {"name": "probe", "version": "0"}}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
 
 
 def opened(url: str, key: str) -> httpx.Response:

@@ -33,8 +33,19 @@ def folder(tmp_path_factory):
 
 def run(root, *args: str) -> None:
     with ScriptedServer(REPLIES) as model:
-        done = hopgraph("run", "--agent", "rag", "--kb", "kb", *args, "--base-url",
-                        model.base_url, "--model", "scripted", cwd=root)  # fmt: skip
+        done = hopgraph(
+            "run",
+            "--agent",
+            "rag",
+            "--kb",
+            "kb",
+            *args,
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+            cwd=root,
+        )
     assert done.returncode == 0, done.stderr
 
 
@@ -46,8 +57,10 @@ def test_a_csv_with_an_unanswered_row_runs_and_eval_says_how_many_had_gold(folde
     assert "2 questions, 1 with a gold answer (the answer scores are over it)" in text, text
     assert "0 wrong or failed; 1 could not be judged (no gold answer:" in text
     preds = [json.loads(line) for line in (folder / "runs/csv/predictions.jsonl").open()]
-    assert [p["id"] for p in preds] == [made_id("Who founded Vell?"),
-                                        made_id("What is Vell known for?")]  # fmt: skip
+    assert [p["id"] for p in preds] == [
+        made_id("Who founded Vell?"),
+        made_id("What is Vell known for?"),
+    ]
     run(folder, "--questions", "q.csv", "--out", "runs/csv2")
     compared = hopgraph("compare", "runs/csv", "runs/csv2", cwd=folder)
     assert compared.returncode == 0, compared.stderr
@@ -75,14 +88,33 @@ def test_other_column_names_a_json_array_and_a_bad_row(folder, tmp_path):
     assert q.answers == ["Ada Moor"] and q.meta == {"source": "x"}
     # a run reads through the same mapping, and eval scores with it (the manifest keeps it)
     (folder / "renamed.csv").write_text("Query,Gold\nWho founded Vell?,Ada Moor\n")
-    run(folder, "--questions", "renamed.csv", "--fields", "question=Query,answers=Gold",
-        "--out", "runs/renamed")  # fmt: skip
+    run(
+        folder,
+        "--questions",
+        "renamed.csv",
+        "--fields",
+        "question=Query,answers=Gold",
+        "--out",
+        "runs/renamed",
+    )
     manifest = json.loads((folder / "runs/renamed/manifest.json").read_text())
     assert manifest["questions_fields"] == {"question": "Query", "answers": "Gold"}
     assert hopgraph("eval", "runs/renamed", cwd=folder).returncode == 0
     assert json.loads((folder / "runs/renamed/metrics.json").read_text())["overall"]["em"] == 1.0
-    refused = hopgraph("run", "--agent", "rag", "--kb", "kb", "--questions", "renamed.csv",
-                       "--fields", "Query", "--out", "runs/x", cwd=folder)  # fmt: skip
+    refused = hopgraph(
+        "run",
+        "--agent",
+        "rag",
+        "--kb",
+        "kb",
+        "--questions",
+        "renamed.csv",
+        "--fields",
+        "Query",
+        "--out",
+        "runs/x",
+        cwd=folder,
+    )
     assert refused.returncode == 2 and "write FIELD=COLUMN" in refused.stderr
     assert not (folder / "runs/x").exists()
 

@@ -425,13 +425,27 @@ def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
     records = tmp_path / "benchmarks" / "results"
     records.mkdir(parents=True)
     KnowledgeBase(tmp_path / "kb").add([Item("text", "k0", "Town 0 has a red bridge.")])
-    write_questions([Question("q0", "What does town 0 have?", ["a red bridge"], [])],
-                    tmp_path / "q.jsonl")  # fmt: skip
+    write_questions(
+        [Question("q0", "What does town 0 have?", ["a red bridge"], [])], tmp_path / "q.jsonl"
+    )
     script = by_template({"rag/answer": "A red bridge [1].", "rag/short_answer": "a red bridge"})
     with ScriptedServer(script) as model:
-        done = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb",
-                        "--out", "benchmarks/results/today", "--base-url", model.base_url,
-                        "--model", "scripted", cwd=tmp_path)  # fmt: skip
+        done = hopgraph(
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--kb",
+            "kb",
+            "--out",
+            "benchmarks/results/today",
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
     assert hopgraph("eval", "benchmarks/results/today", cwd=tmp_path).returncode == 0
     shutil.copytree(records / "today", records / "earlier")
@@ -473,8 +487,10 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
     import json
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    lost = {"a": ["right", "not retrieved", "right"],
-            "b": ["in the prompt, answered wrong", "not retrieved", "right"]}  # fmt: skip
+    lost = {
+        "a": ["right", "not retrieved", "right"],
+        "b": ["in the prompt, answered wrong", "not retrieved", "right"],
+    }
     for name, stages in lost.items():
         (tmp_path / name).mkdir()
         per_q = {f"q{i}": {"f1": 1.0} for i in range(3)}

@@ -291,18 +291,36 @@ def test_an_endpoint_that_echoes_the_key_puts_it_in_no_file_of_the_record(tmp_pa
         def do_POST(self):  # noqa: N802, ANN202
             self.rfile.read(int(self.headers["content-length"]))
             sent = self.headers.get("authorization", "")
-            self._send(401, {"error": {"message": f"Incorrect API key provided: {sent}; "
-                                                  f'"api_key": "{sent[7:]}"',
-                                       "type": "invalid_request_error",
-                                       "code": "invalid_api_key"}})  # fmt: skip
+            self._send(
+                401,
+                {
+                    "error": {
+                        "message": f'Incorrect API key provided: {sent}; "api_key": "{sent[7:]}"',
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
 
     (tmp_path / "q.jsonl").write_text('{"id": "q0", "question": "What is fact 0?"}\n')
     server = LoopbackServer()
     server.serve(Echo)
     try:
-        out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                  "--base-url", server.base_url, "--model", "scripted", cwd=tmp_path,
-                  env={"HOPGRAPH_API_KEY": key})  # fmt: skip
+        out = cli(
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            cwd=tmp_path,
+            env={"HOPGRAPH_API_KEY": key},
+        )
     finally:
         server.stop()
     assert out.returncode != 0 and "401" in out.stdout + out.stderr, out.stderr

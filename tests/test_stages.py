@@ -54,18 +54,23 @@ REPLIES = by_template(
 @pytest.fixture(scope="module")
 def records(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("stages")
-    items = [Item("text", f"k{i}", f"Town {i} was founded by person {i}.", title=f"Town {i}")
-             for i in range(8)]  # fmt: skip
+    items = [
+        Item("text", f"k{i}", f"Town {i} was founded by person {i}.", title=f"Town {i}")
+        for i in range(8)
+    ]
     river = Item("text", "river", RIVER, title="Elm")
     KnowledgeBase(root / "kb").add([*items, river])
     ask, k3, k4 = "Who founded town {}?", [items[3].id], [items[4].id]
-    write_questions([
-        Question("q-right", ask.format(3), ["person 3"], k3),
-        Question("q-wrong", ask.format(4), ["person 4"], k4),
-        Question("q-unretrieved", ask.format(6), ["person 6"], [river.id]),
-        Question("q-no-evidence", ask.format(7), ["person 7"], []),
-        Question("q-no-gold", ask.format(2), [], []),
-    ], root / "rag.jsonl")  # fmt: skip
+    write_questions(
+        [
+            Question("q-right", ask.format(3), ["person 3"], k3),
+            Question("q-wrong", ask.format(4), ["person 4"], k4),
+            Question("q-unretrieved", ask.format(6), ["person 6"], [river.id]),
+            Question("q-no-evidence", ask.format(7), ["person 7"], []),
+            Question("q-no-gold", ask.format(2), [], []),
+        ],
+        root / "rag.jsonl",
+    )
     write_questions([Question("q-unkept", ask.format(4), ["person 4"], k4)], root / "qdc.jsonl")
     write_questions([Question("q-unseen", ask.format(4), ["person 4"], k4)], root / "bare.jsonl")
     overlay = root / "bare-prompts" / "rag"
@@ -100,8 +105,13 @@ def test_each_question_is_placed_at_the_first_stage_its_gold_evidence_was_lost(r
         "q-unseen": "kept, not in the answer's prompt",
     }, stages
     counts = stage_counts(stage_of_each(read_run(records / "runs" / "rag")).values())
-    assert list(counts) == ["not retrieved", "in the prompt, answered wrong", "right",
-                            "wrong, no gold evidence", "no gold answer"]  # fmt: skip
+    assert list(counts) == [
+        "not retrieved",
+        "in the prompt, answered wrong",
+        "right",
+        "wrong, no gold evidence",
+        "no gold answer",
+    ]
     unkept = read_run(records / "runs" / "qdc").question("q-unkept")
     kept = [e.text for e in unkept.evidence() if e.kept]
     assert (
@@ -114,8 +124,13 @@ def test_eval_counts_the_stages_and_compare_names_the_stages_of_the_flips(record
     assert shown.returncode == 0, shown.stderr
     text = re.sub(r"\s+", " ", shown.stdout)
     assert "where questions were lost" in text, shown.stdout
-    for stage, n in (("not retrieved", 1), ("in the prompt, answered wrong", 1), ("right", 1),
-                     ("wrong, no gold evidence", 1), ("no gold answer", 1)):  # fmt: skip
+    for stage, n in (
+        ("not retrieved", 1),
+        ("in the prompt, answered wrong", 1),
+        ("right", 1),
+        ("wrong, no gold evidence", 1),
+        ("no gold answer", 1),
+    ):
         assert re.search(rf"{re.escape(stage)} │ {n}\b", text), (stage, shown.stdout)
     assert "hopgraph view runs/rag" in shown.stdout  # where to open them
     flipped = hopgraph("compare", "runs/rag", "runs/bare", "--flips", cwd=records)

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from bombs import gzip_bomb
 from conftest import SHARED_DATA
 from scripted_server import ScriptedServer, by_template
 from servers import first_line, hopgraph, started
@@ -317,18 +318,6 @@ def test_a_damaged_folder_or_trace_is_shown_and_the_rest_still_served(runs, tmp_
         proc.wait(timeout=30)
 
 
-def gzip_bomb(path: Path, megabytes: int = 256) -> None:
-    """A packed trace of about 600 KB that expands to ``megabytes`` MB of trace records."""
-    import json
-    import zlib
-
-    record = {"mode": "custom", "ns": [], "data": {"event": "note", "text": "x" * 900}}
-    line = (json.dumps(record) + "\n").encode()
-    block = line * (2**20 // len(line))
-    pack = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    path.write_bytes(b"".join(pack.compress(block) for _ in range(megabytes)) + pack.flush())
-
-
 def test_a_gzip_bomb_trace_is_refused_with_its_size_and_the_rest_is_served(runs, tmp_path):
     """A 260 KB trace that expands to 256 MB took ``hopgraph trace`` past 300 s at 2.76 GB and
     held every request of ``hopgraph view`` for over 7 minutes. Now it is read no further than
@@ -378,8 +367,9 @@ def test_one_slow_question_never_stalls_another_request(runs, monkeypatch):
 
     monkeypatch.setattr(RunView, "question", held)
     viewer = Viewer([runs / "runs"])
-    server = uvicorn.Server(uvicorn.Config(build_app(viewer), host="127.0.0.1", port=0,
-                                           log_level="warning"))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(build_app(viewer), host="127.0.0.1", port=0, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -389,8 +379,11 @@ def test_one_slow_question_never_stalls_another_request(runs, monkeypatch):
         url = f"http://127.0.0.1:{port}/"
         rid = httpx.get(f"{url}api/runs", timeout=30).json()[0]["id"]
         slow: list[httpx.Response] = []
-        asking = threading.Thread(target=lambda: slow.append(httpx.get(
-            f"{url}api/question", params={"run": rid, "id": "q1"}, timeout=150)))  # fmt: skip
+        asking = threading.Thread(
+            target=lambda: slow.append(
+                httpx.get(f"{url}api/question", params={"run": rid, "id": "q1"}, timeout=150)
+            )
+        )
         asking.start()
         assert entered.wait(60)
         listed = httpx.get(f"{url}api/runs", timeout=15)  # held for good on the old code
@@ -670,9 +663,13 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
     (run / "evil.png").symlink_to(secret)
     (tmp_path / "elsewhere.png").write_bytes(png)
     os.link(secret, run / "hard.png")  # a hard link served /etc/shadow's bytes as image/png
-    pages = {"kb": tmp_path / "kb" / "pages" / "p1.png", "inside": run / "page.png",
-             "link": run / "evil.png", "outside": tmp_path / "elsewhere.png",
-             "hard": run / "hard.png"}  # fmt: skip
+    pages = {
+        "kb": tmp_path / "kb" / "pages" / "p1.png",
+        "inside": run / "page.png",
+        "link": run / "evil.png",
+        "outside": tmp_path / "elsewhere.png",
+        "hard": run / "hard.png",
+    }
     kept = [{"id": cid, "modality": "page", "path": str(p), "text": cid}
             for cid, p in pages.items()]  # fmt: skip
     pred = json.loads((run / "predictions.jsonl").read_text().splitlines()[0])
@@ -838,10 +835,13 @@ def test_an_optimize_record_reads_no_demonstrations_outside_its_folder(tmp_path)
         json.dumps(good) + "\n"
     )
     climb = "../" * 6 + str(secret.with_suffix(""))[1:]
-    record = {"agent": "qdrag", "candidates": [
-        {"id": "c1", "demos": {"qdrag.decompose": [1], climb: [1]}},
-        {"id": "c2", "demos": {"secret": [1]}},
-    ]}  # fmt: skip
+    record = {
+        "agent": "qdrag",
+        "candidates": [
+            {"id": "c1", "demos": {"qdrag.decompose": [1], climb: [1]}},
+            {"id": "c2", "demos": {"secret": [1]}},
+        ],
+    }
     (search / SEARCH_RECORD).write_text(json.dumps(record))
     shown = optimize_search(search, {})
     lines = {c["id"]: c["demo_lines"] for c in shown["candidates"]}

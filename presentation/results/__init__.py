@@ -89,8 +89,10 @@ def run_table(t: RunTable) -> list[str]:
     fresh = column_freshness(t)
     gone = bool(fresh) and not any(f.current for f in fresh.values())
     if t.history or gone:
-        why = t.history or ("every column was answered by method code that has changed since "
-                            "(its Records below say what changed)")  # fmt: skip
+        why = t.history or (
+            "every column was answered by method code that has changed since "
+            "(its Records below say what changed)"
+        )
         out += [f"{HISTORY} {why}.", ""]
     out += [f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
@@ -205,10 +207,14 @@ def code_by_column(t: RunTable, labels: list[str]) -> dict[str, Counter]:
     return out
 
 
-def column_freshness(t: RunTable) -> dict[str, Freshness]:
-    """Each measured column's record and whether its answers are today's code's."""
-    return {k: freshness(records_dir() / rel, rel) for k, rel in t.rows.items()
-            if (records_dir() / rel / "predictions.jsonl").is_file()}  # fmt: skip
+def column_freshness(t: RunTable, commits: bool = False) -> dict[str, Freshness]:
+    """Each measured column's record and whether its answers are today's code's (``commits``:
+    with a stale one's commits since, from git)."""
+    return {
+        k: freshness(records_dir() / rel, rel, commits)
+        for k, rel in t.rows.items()
+        if (records_dir() / rel / "predictions.jsonl").is_file()
+    }
 
 
 def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[str]:
@@ -219,9 +225,13 @@ def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[
     staged = {k: m["stages"] for k, m in have.items() if m.get("stages")}
     if not staged:
         return []
-    out = ["Where the questions were lost (the first stage their gold evidence failed; "
-           "`hopgraph view` on a record filters its questions by it):", "",
-           "| stage | " + " | ".join(staged) + " |", "|---" * (len(staged) + 1) + "|"]  # fmt: skip
+    out = [
+        "Where the questions were lost (the first stage their gold evidence failed; "
+        "`hopgraph view` on a record filters its questions by it):",
+        "",
+        "| stage | " + " | ".join(staged) + " |",
+        "|---" * (len(staged) + 1) + "|",
+    ]
     for stage in (*STAGES, *APART):
         counts = [sum(s.get(q) == stage for q in common) for s in staged.values()]
         if any(counts):
@@ -235,10 +245,19 @@ HISTORY = "**History, not today's code:**"
 def _record_lines(fresh: dict[str, Freshness], have: dict[str, dict]) -> list[str]:
     """Which record, revision and method code each column reads, and whether that code is
     today's: a stale column names what changed since."""
-    rows = [f"| {k} | `{f.folder}` | {f.revision[:7] or '?'} | {f.fingerprint or '?'} | "
-            f"{f.words()} |" for k, f in fresh.items() if k in have]  # fmt: skip
-    return ["**Records:**", "", "| column | record | revision | code | today's code? |",
-            "|---|---|---|---|---|", *rows, ""]  # fmt: skip
+    rows = [
+        f"| {k} | `{f.folder}` | {f.revision[:7] or '?'} | {f.fingerprint or '?'} | {f.words()} |"
+        for k, f in fresh.items()
+        if k in have
+    ]
+    return [
+        "**Records:**",
+        "",
+        "| column | record | revision | code | today's code? |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
@@ -546,8 +565,13 @@ def render_pages(tables: list[RunTable | BenchTable] | None = None) -> dict[str,
         name = f"{_slug(t)}.md"
         pages[name] = "\n".join([f"# {title}", "", *lines[1:]]).rstrip() + "\n"
         marked = ["- **history**: answered by code that is gone (its page says why)"]
-        index += [f"## [{title}]({name})", "", *(marked if HISTORY in "".join(lines) else []),
-                  *_headlines(lines), ""]  # fmt: skip
+        index += [
+            f"## [{title}]({name})",
+            "",
+            *(marked if HISTORY in "".join(lines) else []),
+            *_headlines(lines),
+            "",
+        ]
     pages["index.md"] = "\n".join(index).rstrip() + "\n"
     return pages
 
@@ -613,26 +637,36 @@ def stale(folder: Path | None = None) -> list[str]:
     return sorted(wrong + [p.name for p in folder.glob("*.md") if p.name not in pages])
 
 
-def studies_json() -> list[dict[str, Any]]:
-    """Every study of record columns: its page, and each column's record, revision,
-    fingerprint and whether it is current (``hopgraph results --json``)."""
+def studies_json(headlines_only: bool = False) -> list[dict[str, Any]]:
+    """Every study of record columns (the headline ones only, where asked): its page, and each
+    column's record, revision, fingerprint, whether it is current and, where it is not, the
+    commits to its method since (``hopgraph results --json``)."""
     return [
-        {"page": f"docs/results/{_slug(t)}.md", "title": _title(t), "headline": t.headline,
-         "columns": [{"column": k, **f.as_dict()} for k, f in column_freshness(t).items()]}
+        {
+            "page": f"docs/results/{_slug(t)}.md",
+            "title": _title(t),
+            "headline": t.headline,
+            "columns": [{"column": k, **f.as_dict()} for k, f in column_freshness(t, True).items()],
+        }
         for t in all_tables()
-        if isinstance(t, RunTable)
-    ]  # fmt: skip
+        if isinstance(t, RunTable) and (t.headline or not headlines_only)
+    ]
 
 
 def stale_headlines() -> list[str]:
     """The headline studies' columns whose answers are not today's code's, one line each."""
     return [
         f"{s['title']}: {c['column']} ({c['folder']} at {c['revision'][:7]}; "
-        + (f"{c['commits_since']} commits to its method since" if c["commits_since"] is not None
-           else "its method changed since") + ")"
-        for s in studies_json() if s["headline"]
-        for c in s["columns"] if not c["current"]
-    ]  # fmt: skip
+        + (
+            f"{c['commits_since']} commits to its method since"
+            if c["commits_since"] is not None
+            else "its method changed since"
+        )
+        + ")"
+        for s in studies_json(headlines_only=True)
+        for c in s["columns"]
+        if not c["current"]
+    ]
 
 
 def _slug(t: RunTable | BenchTable) -> str:

@@ -63,8 +63,9 @@ def _templates_today(prompts_dir: str) -> dict[str, str]:
         return prompt_hashes(SimpleNamespace(prompts_dir=""))  # type: ignore[arg-type]
 
 
-def freshness(folder: Path, label: str = "") -> Freshness:
-    """``folder``'s record against today's code (``label``: how pages name the folder)."""
+def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness:
+    """``folder``'s record against today's code (``label``: how pages name the folder);
+    ``commits``: count a stale one's commits since (git, asked for by ``--json`` only)."""
     man: dict[str, Any] = dict(RunFolder(folder).manifest() or {})
     preds = read_predictions(folder / "predictions.jsonl").values()
     sittings = man.get("sittings") or []
@@ -87,7 +88,7 @@ def freshness(folder: Path, label: str = "") -> Freshness:
     was, now = man.get("prompts") or {}, _templates_today(str(ctx.get("prompts_dir") or ""))
     out.changed += [t for t in used if t in was and was[t] != now.get(t)]
     out.current = not out.changed
-    if not out.current and revision:
+    if commits and not out.current and revision:
         out.commits_since = commits_since(revision, _method_paths(recorded, used))
     return out
 
@@ -106,8 +107,11 @@ def commits_since(revision: str, paths: list[str]) -> int | None:
     try:
         out = subprocess.run(
             ["git", "rev-list", "--count", f"{revision}..HEAD", "--", *paths],
-            cwd=ROOT, capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return int(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None

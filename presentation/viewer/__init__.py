@@ -240,8 +240,11 @@ class RunView:
         if self._read is None or self._read[0] != stamp:
             run = read_run(self.path, self.price)
             stages = (RunFolder(self.path).metrics() or {}).get("stages") or {}
-            self._read = (stamp, run, [self._row(run, qid) | {"stage": stages.get(qid, "")}
-                                       for qid in run.ids])  # fmt: skip
+            self._read = (
+                stamp,
+                run,
+                [self._row(run, qid) | {"stage": stages.get(qid, "")} for qid in run.ids],
+            )
         return self._read[1]
 
     def manifest(self) -> dict[str, Any]:
