@@ -430,22 +430,9 @@ def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
     )
     script = by_template({"rag/answer": "A red bridge [1].", "rag/short_answer": "a red bridge"})
     with ScriptedServer(script) as model:
-        done = hopgraph(
-            "run",
-            "--agent",
-            "rag",
-            "--questions",
-            "q.jsonl",
-            "--kb",
-            "kb",
-            "--out",
-            "benchmarks/results/today",
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
-            cwd=tmp_path,
-        )
+        args = "run --agent rag --questions q.jsonl --kb kb --out benchmarks/results/today"
+        served = ("--base-url", model.base_url, "--model", "scripted")
+        done = hopgraph(*args.split(), *served, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
     assert hopgraph("eval", "benchmarks/results/today", cwd=tmp_path).returncode == 0
     shutil.copytree(records / "today", records / "earlier")
@@ -504,3 +491,24 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
     assert "| not retrieved | 1 | 1 |" in text and "| right | 2 | 1 |" in text
     assert "| in the prompt, answered wrong | 0 | 1 |" in text
     assert "no gold answer" not in text  # q9 is not one of the table's questions
+
+
+def test_a_graph_files_templates_are_judged_the_same_whatever_was_read_before():
+    """The template hashes were cached before a graph file's own templates had registered, so
+    whether Self-Ask's unchanged template read "stale" hung on which record a process read
+    first (CI's docs/results check failed on it). Each order runs in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    said = "from pathlib import Path; from hopgraph.presentation.results.freshness import freshness"
+    show = "print(freshness(Path('benchmarks/results/hotpotqa/self-ask')).changed)"
+    first = "freshness(Path('benchmarks/results/evidence/demo/rag'))"
+    alone, after = f"{said}; {show}", f"{said}; {first}; {show}"
+    cwd = results.checkout()
+    outs = [
+        subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True)
+        for code in (alone, after)
+    ]
+    assert all(o.returncode == 0 for o in outs), [o.stderr[-2000:] for o in outs]
+    assert outs[0].stdout == outs[1].stdout
+    assert "'self_ask/next'" in outs[0].stdout  # its one edited template still shows

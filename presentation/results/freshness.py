@@ -45,7 +45,7 @@ class Freshness:
         shown = ", ".join(self.changed[:4]) + (
             f" and {len(self.changed) - 4} more" if len(self.changed) > 4 else ""
         )
-        return f"**stale**: {shown or 'its code is not recorded'} changed since"
+        return f"**stale**: {shown} changed since" if shown else "**stale**: no code recorded"
 
 
 @lru_cache(maxsize=256)
@@ -54,9 +54,11 @@ def _today(agent: str, switches: tuple[tuple[str, Any], ...]) -> dict:
     return method_code(agent, SimpleNamespace(**dict(switches)))  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=8)
-def _templates_today(prompts_dir: str) -> dict[str, str]:
-    """Today's template hashes, through the record's overlay where it is still here."""
+@lru_cache(maxsize=64)
+def _templates_today(prompts_dir: str, agent: str) -> dict[str, str]:
+    """Today's template hashes, through the record's overlay where it is still here, once
+    ``agent``'s graph is loaded (a graph file's own templates register as it loads)."""
+    _today(agent, ())
     try:
         return prompt_hashes(SimpleNamespace(prompts_dir=prompts_dir))  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - an overlay no longer here: the built-in templates
@@ -76,7 +78,8 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
     recorded = man.get("code") or {}
     ctx = man.get("context") or {}
     switches = tuple(sorted((k, v) for k, v in ctx.items() if isinstance(v, str | bool | int)))
-    today = _today(str(man.get("agent", "")), switches)
+    agent = str(man.get("agent", ""))
+    today = _today(agent, switches)
     if not today or not recorded:
         out.changed = ["the graph's module"] if not today else []
         return out
@@ -85,7 +88,7 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
     if set(answered) - {today.get("fingerprint")}:  # answers made by other code than today's
         out.changed = out.changed or [f"answers by {', '.join(sorted(answered))}"]
     used = sorted({t for p in preds for t in p.get("by_template") or {}})
-    was, now = man.get("prompts") or {}, _templates_today(str(ctx.get("prompts_dir") or ""))
+    was, now = man.get("prompts") or {}, _templates_today(str(ctx.get("prompts_dir") or ""), agent)
     out.changed += [t for t in used if t in was and was[t] != now.get(t)]
     out.current = not out.changed
     if commits and not out.current and revision:
