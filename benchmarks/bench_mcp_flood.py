@@ -27,17 +27,10 @@ import httpx
 from hopgraph.harness.run_folder import git_revision, machine
 from hopgraph.models.embedded import free_port
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from servers import MCP_INITIALIZE  # noqa: E402 - the request the MCP tests send
+
 KEY_A, KEY_B = "flood-key-a", "flood-key-b"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"},
-    },
-}
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -52,7 +45,7 @@ def b_round(c: httpx.Client, url: str) -> bool:
     """Key B: open a session, list the tools, end it."""
     h = {"x-api-key": KEY_B, "accept": ACCEPT}
     try:
-        r = c.post(url, json=INIT, headers=h, timeout=30)
+        r = c.post(url, json=MCP_INITIALIZE, headers=h, timeout=30)
         sid = r.headers.get("mcp-session-id")
         if r.status_code != 200 or not sid:
             return False
@@ -113,7 +106,7 @@ def main() -> None:
                     try:
                         r = a.post(
                             url,
-                            json=INIT,
+                            json=MCP_INITIALIZE,
                             timeout=30,
                             headers={"x-api-key": KEY_A, "accept": ACCEPT},
                         )

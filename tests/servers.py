@@ -1,5 +1,6 @@
-"""Helpers the tests and benchmarks share: the ``hopgraph`` command in a subprocess, and a real
-Chroma server (``chroma run`` from this environment) on a free loopback port."""
+"""Helpers the tests and benchmarks share: the ``hopgraph`` command in a subprocess, a real
+Chroma server (``chroma run`` from this environment) on a free loopback port, and the MCP
+``initialize`` request a raw HTTP client opens a session with."""
 
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ import threading
 import time
 import weakref
 from pathlib import Path
+
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+"""An MCP ``initialize`` request: a new session where the server lets it in."""
 
 
 def hopgraph(

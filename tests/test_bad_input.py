@@ -292,23 +292,9 @@ def test_a_predictions_line_with_nan_or_a_huge_count_is_skipped_and_every_run_is
     write_questions(tmp_path / "q.jsonl", 4)
     with ScriptedServer() as server:
         for name in ("r", "other"):
-            assert (
-                hopgraph(
-                    "run",
-                    "--agent",
-                    "direct",
-                    "--questions",
-                    "q.jsonl",
-                    "--out",
-                    name,
-                    "--base-url",
-                    server.base_url,
-                    "--model",
-                    "scripted",
-                    cwd=tmp_path,
-                ).returncode
-                == 0
-            )
+            args = f"run --agent direct --questions q.jsonl --out {name} --model scripted"
+            done = hopgraph(*args.split(), "--base-url", server.base_url, cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
     preds = tmp_path / "r" / "predictions.jsonl"
     lines = preds.read_text().splitlines()
     lines[1] = re.sub(r'"seconds": [0-9.e-]+', '"seconds": NaN', lines[1])

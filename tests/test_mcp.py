@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from scripted_server import ScriptedServer, by_template, deterministic_reply
+from servers import MCP_INITIALIZE
 
 from hopgraph.graphs import every_context
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -275,36 +276,25 @@ def test_over_http_a_host_the_operator_allows_is_let_in_and_dns_rebinding_is_not
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
 
     asyncio.run(session(keyed(url, KEY, host=f"{ALLOWED}:{port}"), lists))
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"}}}  # fmt: skip
     headers = {"x-api-key": KEY, "accept": "application/json, text/event-stream"}
-    rebound = httpx.post(url, json=init, headers={**headers, "host": f"evil.example:{port}"})
+    rebound = httpx.post(
+        url, json=MCP_INITIALIZE, headers={**headers, "host": f"evil.example:{port}"}
+    )
     assert rebound.status_code == 421
     for host in (f"127.0.0.1:{port}@evil.example", "localhost:evil", f"{ALLOWED}:1{port}"):
         # the SDK matched name:* by prefix, and let these in
-        tricked = httpx.post(url, json=init, headers={**headers, "host": host})
+        tricked = httpx.post(url, json=MCP_INITIALIZE, headers={**headers, "host": host})
         assert tricked.status_code == 421, host
-    foreign = httpx.post(url, json=init, headers={**headers, "origin": "http://evil.example"})
+    foreign = httpx.post(
+        url, json=MCP_INITIALIZE, headers={**headers, "origin": "http://evil.example"}
+    )
     assert foreign.status_code == 403
-
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 
 
 def opened(url: str, key: str) -> httpx.Response:
     """An ``initialize`` with ``key``: a new session where it is let in."""
     headers = {"x-api-key": key, "accept": "application/json, text/event-stream"}
-    return httpx.post(url, json=INIT, headers=headers, timeout=30)
+    return httpx.post(url, json=MCP_INITIALIZE, headers=headers, timeout=30)
 
 
 def test_one_key_s_flood_of_sessions_never_refuses_another_key(kb, tmp_path):

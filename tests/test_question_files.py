@@ -33,19 +33,8 @@ def folder(tmp_path_factory):
 
 def run(root, *args: str) -> None:
     with ScriptedServer(REPLIES) as model:
-        done = hopgraph(
-            "run",
-            "--agent",
-            "rag",
-            "--kb",
-            "kb",
-            *args,
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
-            cwd=root,
-        )
+        served = ("--base-url", model.base_url, "--model", "scripted")
+        done = hopgraph("run", "--agent", "rag", "--kb", "kb", *args, *served, cwd=root)
     assert done.returncode == 0, done.stderr
 
 

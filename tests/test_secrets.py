@@ -306,18 +306,11 @@ def test_an_endpoint_that_echoes_the_key_puts_it_in_no_file_of_the_record(tmp_pa
     server = LoopbackServer()
     server.serve(Echo)
     try:
+        command = "run --agent direct --questions q.jsonl --out r --model scripted"
         out = cli(
-            "run",
-            "--agent",
-            "direct",
-            "--questions",
-            "q.jsonl",
-            "--out",
-            "r",
+            *command.split(),
             "--base-url",
             server.base_url,
-            "--model",
-            "scripted",
             cwd=tmp_path,
             env={"HOPGRAPH_API_KEY": key},
         )
