@@ -123,6 +123,7 @@ def run(
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
+    from hopgraph.harness.run_folder import RunFolder
     from hopgraph.harness.runner import Runner
     from hopgraph.models.embedded import unused_cpu_features
 
@@ -137,19 +138,31 @@ def run(
     if budget and checkpointer:
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
     read = _read_inputs(questions, kb, sets, type(ctx), fields)
+    otel = otel_export(otel_endpoint)
+
+    def runner_on(endpoint: str) -> Runner:
+        try:
+            return Runner(
+                agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
+                speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
+                accept_code_change=accept_code_change, exporter=otel, budget=budget,
+            )  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
+            refuse(f"checkpointer {checkpointer}: {e}")
+
+    resumed = None
+    if not checkpointer and (Path(out) / RunFolder.MANIFEST).is_file():
+        # a record's refusals, a finished record and a spent budget need no model server
+        resumed = runner_on("")
+        if (left := resumed.left(read, limit, redo or ())) is not None:
+            _report_run(left, out, budget)
+            return
     endpoint = checked_endpoint(ctx)
     if not ctx.base_url and (unused := unused_cpu_features()):
         err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
                   "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
-    otel = otel_export(otel_endpoint)
-    try:
-        runner = Runner(
-            agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
-            speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
-            accept_code_change=accept_code_change, exporter=otel, budget=budget,
-        )  # fmt: skip
-    except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
-        refuse(f"checkpointer {checkpointer}: {e}")
+    runner = resumed or runner_on(endpoint)
+    runner.endpoint = endpoint
     summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
                                     concurrency=concurrency, redo=redo or (),
                                     quiet=quiet)  # fmt: skip

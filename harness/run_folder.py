@@ -212,6 +212,20 @@ def settings_key(m: Mapping[str, Any], build: list[str] | None = None) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def settings_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The settings a run is given that differ from its record's: the GGUF and the Context
+    apart from its serving fields (``SERVING``)."""
+    changes = []
+    if old.get("gguf_sha256") and new.get("gguf_sha256") != old["gguf_sha256"]:
+        changes.append(f"GGUF {old['gguf_sha256'][:12]} (now {new.get('gguf_sha256', '')[:12]})")
+    was, now = old.get("context", {}), new.get("context", {})
+    return changes + [
+        f"{k}={was[k]!r} (now {now[k]!r})"
+        for k in sorted((was.keys() & now.keys()) - Context.serving_fields())
+        if was[k] != now[k]
+    ]
+
+
 def record_changes(
     old: Mapping[str, Any], new: Mapping[str, Any], templates: set[str]
 ) -> list[str]:
@@ -219,15 +233,7 @@ def record_changes(
     Context apart from its serving fields (``SERVING``), the GGUF, the ``templates`` its
     questions used, the KB's items and build settings. [] lets it resume. What an older
     manifest did not record is not compared, nor KB builds that one side does not know."""
-    changes = []
-    if old.get("gguf_sha256") and new.get("gguf_sha256") != old["gguf_sha256"]:
-        changes.append(f"GGUF {old['gguf_sha256'][:12]} (now {new.get('gguf_sha256', '')[:12]})")
-    was, now = old.get("context", {}), new.get("context", {})
-    changes += [
-        f"{k}={was[k]!r} (now {now[k]!r})"
-        for k in sorted((was.keys() & now.keys()) - Context.serving_fields())
-        if was[k] != now[k]
-    ]
+    changes = settings_changes(old, new)
     was, now = old.get("prompts", {}), new.get("prompts", {})
     changes += [f"template {t} (edited since)" for t in sorted(templates & was.keys())
                 if now.get(t) != was[t]]  # fmt: skip
@@ -1036,15 +1042,17 @@ class RunFolder:
                     f"({old.get('questions')}); use a new --out folder (a file that starts "
                     "with that one's lines, unchanged, would extend it)"
                 )
-            if not sitting:
-                return None
-            done = self.done().values()
-            used = {t for p in done for t in p.get("by_template", {})} or {
-                t for t in old.get("prompts", {}) if t.startswith(f"{fresh['agent']}/")
-            }  # records older than by_template: the agent's own templates
-            changes = record_changes(old, fresh, used)
+            # a finished record is refused other settings too (its code and templates may have
+            # moved on: a script re-running it to score it must not fail)
+            changes = settings_changes(old, fresh)
+            if sitting:
+                done = self.done().values()
+                used = {t for p in done for t in p.get("by_template", {})} or {
+                    t for t in old.get("prompts", {}) if t.startswith(f"{fresh['agent']}/")
+                }  # records older than by_template: the agent's own templates
+                changes = record_changes(old, fresh, used)
             code = fresh.get("code") or {}
-            if not accept_code_change and code:
+            if sitting and not accept_code_change and code:
                 if not old.get("code"):
                     changes.append("the method's code (the record predates code fingerprints)")
                 elif old["code"].get("fingerprint") != code.get("fingerprint"):
@@ -1058,6 +1066,8 @@ class RunFolder:
                     "the record's settings (--accept-code-change extends it across a code "
                     "change, and the results pages then flags its table)"
                 )
+            if not sitting:
+                return None
             fresh["created"] = old.get("created", fresh["created"])
             fresh["resumed"] = old.get("resumed", 0) + 1
             fresh["sittings"] = old.get("sittings", [])

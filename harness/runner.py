@@ -27,6 +27,7 @@ from hopgraph.graphs.shared import output_of
 from hopgraph.harness.cost import Budget
 from hopgraph.harness.run_folder import (
     EventCounts,
+    Manifest,
     MaskingSerde,
     Prediction,
     QuestionSet,
@@ -365,9 +366,35 @@ class Runner:
         with self.folder.lock():
             return self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
 
-    def _sitting(self, qs: QuestionSet, questions: list[Question], redo: Collection[str]) -> None:
-        """The record's checks (refusals come first), then this sitting in its manifest, where
-        it has questions to answer."""
+    def left(
+        self, qs: QuestionSet, limit: int | None = None, redo: Collection[str] = ()
+    ) -> RunSummary | None:
+        """A local run's checks before any model is needed: a record of another agent, question
+        file or settings is refused (``RunError``); a run with nothing left to answer (every
+        question finished, or its budget spent) gets its summary here, so it ends without a
+        model server; None: it has questions to answer."""
+        self._with_image_roots(qs)
+        questions = qs.first(limit)
+        self._checked(qs, questions, redo)
+        done = self.folder.done()
+        todo = [q for q in questions if q.id in redo or q.id not in done or done[q.id].get("error")]
+        summary = RunSummary(self.run_dir, total=len(questions), problems=qs.problems)
+        summary.skipped_done = len(questions) - len(todo)
+        summary.spent = self.budget.spent(list(done.values())) if self.budget else {}
+        if todo and self.budget and self.budget.reached(summary.spent):
+            summary.budget_stopped = len(todo)
+        return summary if not todo or summary.budget_stopped else None
+
+    def _with_image_roots(self, qs: QuestionSet) -> None:
+        """Question images come from beside the question file, unless the operator set roots."""
+        if not self.ctx.image_roots:
+            self.ctx = self.ctx.replace(image_roots=str(qs.path.resolve().parent))
+
+    def _checked(
+        self, qs: QuestionSet, questions: list[Question], redo: Collection[str]
+    ) -> tuple[Manifest | None, list[str] | None]:
+        """The record's checks (``RunFolder.check``'s refusals), and the manifest this sitting
+        writes with the llama.cpp build answering it (None: nothing to answer)."""
         unknown = sorted(set(redo) - {q.id for q in questions})
         if unknown:
             raise RunError(f"--redo names questions not in this run's set: {', '.join(unknown)}")
@@ -380,6 +407,12 @@ class Runner:
         sitting = self.folder.check(
             fresh, sitting=pending, accept_code_change=self.accept_code_change
         )
+        return sitting, build
+
+    def _sitting(self, qs: QuestionSet, questions: list[Question], redo: Collection[str]) -> None:
+        """The record's checks (refusals come first), then this sitting in its manifest, where
+        it has questions to answer."""
+        sitting, build = self._checked(qs, questions, redo)
         if sitting is not None:
             if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
                 self.speed = sitting_speed(self.ctx)
@@ -420,8 +453,7 @@ class Runner:
 
     def _run(self, qs, limit, concurrency, on_done, redo, max_consecutive_failures) -> RunSummary:  # noqa: ANN001
         began = time.perf_counter()
-        if not self.ctx.image_roots:  # question images come from beside the question file
-            self.ctx = self.ctx.replace(image_roots=str(qs.path.resolve().parent))
+        self._with_image_roots(qs)
         questions = qs.first(limit)
         self._sitting(qs, questions, redo)
         summary = RunSummary(self.run_dir, total=len(questions), problems=qs.problems)

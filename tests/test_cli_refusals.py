@@ -390,3 +390,42 @@ def test_an_operator_limit_or_a_test_level_of_zero_or_less_is_refused(tmp_path, 
     out = hopgraph(*args, cwd=tmp_path)
     assert out.returncode == 2 and said in out.stderr, out.stderr
     assert not (tmp_path / "r").exists() and not (tmp_path / "o").exists()
+
+
+def test_a_finished_record_a_spent_budget_and_other_settings_need_no_model_server(
+    tmp_path, town_kb
+):
+    """A finished record re-run started the embedded server (about 20 s) before saying "2
+    already done"; a spent budget ran 244 s before exiting 4; a settings change was accepted
+    on a finished record and refused on an unfinished one only once the server was up. A
+    record answered on a scripted endpoint is re-run on the embedded engine, whose server here
+    is a script that leaves a mark and fails: no re-run below may start it."""
+    from scripted_server import ScriptedServer
+
+    from hopgraph.questions.datasets import Question, write_questions
+
+    questions = [Question(f"q{i}", f"What is in town {i}?", [f"a{i}"], []) for i in range(3)]
+    write_questions(questions[:2], tmp_path / "two.jsonl")
+    write_questions(questions, tmp_path / "three.jsonl")
+    server = tmp_path / "llama-server"
+    server.write_text(f"#!/bin/sh\ntouch {tmp_path / 'started'}\nexit 1\n")
+    server.chmod(0o755)
+    env = {"HOPGRAPH_LLAMA_SERVER": str(server)}
+    base = ["run", "--agent", "rag", "--out", "r", "--kb", str(town_kb),
+            "--model", "smollm2-135m", "--set", "engine=llama-server"]  # fmt: skip
+    with ScriptedServer(model="smollm2-135m") as model:
+        made = hopgraph(*base, "--questions", "two.jsonl", "--base-url", model.base_url,
+                        cwd=tmp_path)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    again = hopgraph(*base, "--questions", "two.jsonl", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "2 already done" in again.stdout, again.stderr
+    spent = hopgraph(*base, "--questions", "three.jsonl", "--budget-tokens", "1", cwd=tmp_path,
+                     env=env)  # fmt: skip
+    assert spent.returncode == 4, spent.stderr
+    assert "budget reached: 1 question(s) not started" in spent.stderr
+    for qfile in ("two.jsonl", "three.jsonl"):  # finished, and with a question left
+        other = hopgraph(*base, "--questions", qfile, "--set", "top_k=3", cwd=tmp_path, env=env)
+        assert other.returncode == 2, other.stderr
+        assert "was answered with other settings than this run's: top_k=" in other.stderr
+    assert not (tmp_path / "started").exists()
+    assert len((tmp_path / "r" / "predictions.jsonl").read_text().splitlines()) == 2
