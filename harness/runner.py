@@ -141,6 +141,7 @@ class Runner:
         speed_probe: bool = False,
         accept_code_change: bool = False,
         budget: Budget | None = None,
+        notify: Callable[[str], None] | None = None,
     ):
         """``on_record(qid, ns, mode, data)`` sees every record of a question's stream as it
         happens, and each node's start (``tasks`` mode, not kept in the trace). ``exporter``
@@ -151,10 +152,13 @@ class Runner:
         sitting and every question it answers; the CLI sets it for the embedded server, whose
         speed is the host's (two hosts of one kind read prompts 1.65x apart). ``budget``: no
         question starts once the record's answered questions have spent it (questions in
-        flight finish); the summary says what was spent and how many were left unstarted."""
+        flight finish); the summary says what was spent and how many were left unstarted.
+        ``notify`` hears what a sitting waits for before its first question (the timing probe)
+        and how long it took."""
         self.agent = agent
         self.accept_code_change = accept_code_change
         self.budget = budget
+        self.notify = notify or (lambda _: None)
         self.on_record = on_record
         self.exporter = exporter
         self.graph_builder = load_graph(agent)
@@ -415,7 +419,13 @@ class Runner:
         sitting, build = self._checked(qs, questions, redo)
         if sitting is not None:
             if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
+                self.notify("timing the endpoint for the record (about 30 s on 2 cores)")
+                began = time.perf_counter()
                 self.speed = sitting_speed(self.ctx)
+                self.notify(f"timed in {time.perf_counter() - began:.0f} s: " + (
+                    f"prompts read at {self.speed['prefill_tokens_per_s']:.0f} tokens/s, "
+                    f"replies at {self.speed['decode_tokens_per_s']:.0f} tokens/s"
+                    if self.speed else "no speed recorded (the probe failed)"))  # fmt: skip
             build = build or (llama_build_features() if self.speed else None)
             self._warn_build(sitting, build)
             self.folder.record_sitting(sitting, self.speed, build)

@@ -28,7 +28,17 @@ fi
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 build="$venv/src/llama-server-build"
 cmake -S "$here" -B "$build" -DLLAMA_SRC="$src" -DLLAMA_LIB="$site" >/dev/null
-cmake --build "$build" -j "$(nproc)" >"$build.log" 2>&1 \
+echo "    compiling (a line each tenth, with the seconds this script has taken; log: $build.log)"
+compile() {  # cmake's own "[ 42%]" steps, one line a tenth: a compile that shows it is alive
+    local next=0 line
+    while IFS= read -r line; do
+        if [[ $line =~ ^\[\ *([0-9]+)%\] ]] && ((BASH_REMATCH[1] >= next)); then
+            echo "    ${BASH_REMATCH[1]}% (${SECONDS} s)"
+            next=$((BASH_REMATCH[1] + 10))
+        fi
+    done
+}
+cmake --build "$build" -j "$(nproc)" 2>&1 | tee "$build.log" | compile \
     || { tail -30 "$build.log" >&2; echo "error: llama-server did not build (log: $build.log)" >&2; exit 1; }
 # beside, then renamed over: a server in use keeps its old file (cp over it failed with "Text
 # file busy" while any run used the engine), and no half-copied binary is ever in place
