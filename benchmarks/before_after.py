@@ -6,6 +6,11 @@ and citations of the two code revisions compared question by question.
     .venv/bin/python benchmarks/before_after.py run /tmp/after
     .venv/bin/python benchmarks/before_after.py compare /tmp/before /tmp/after [--out FILE]
 
+A report committed under ``benchmarks/results/before-after/`` carries result records forward:
+each configuration whose answers were all identical names its code fingerprint before and
+after and the templates that changed, and a record answered by the code before counts as
+today's where such reports chain its fingerprint to today's (``hopgraph results`` says which).
+
 ``--only NAME`` (repeatable, both commands) limits the check to those agent configurations.
 
 The endpoint is scripted and sensitive to every prompt: a text reply names a hash of its prompt
@@ -33,7 +38,7 @@ from bench_agents import instance, setup  # noqa: E402
 from scripted_server import ScriptedServer  # noqa: E402
 
 from hopgraph.graphs import every_context  # noqa: E402
-from hopgraph.harness.run_folder import read_predictions  # noqa: E402
+from hopgraph.harness.run_folder import RunFolder, read_predictions  # noqa: E402
 from hopgraph.harness.runner import Runner  # noqa: E402
 
 Context = every_context()  # every built-in method's knobs (the runner keeps each graph's)
@@ -105,8 +110,24 @@ def compare(before: Path, after: Path, names: list[str]) -> dict[str, Any]:
         same = sum(1 for q in old.keys() & new.keys() if not any(d["id"] == q for d in differences))
         errors = sum(bool(p.get("error")) for p in [*old.values(), *new.values()])
         report["agents"][name] = {"questions": len(old.keys() | new.keys()), "identical": same,
-                                  "errors": errors, "differences": differences}  # fmt: skip
+                                  "errors": errors, "differences": differences,
+                                  **code_moved(before / name, after / name)}  # fmt: skip
     return report
+
+
+def code_moved(before: Path, after: Path) -> dict[str, Any]:
+    """The two runs' code fingerprints and the templates whose text differs: what a results
+    record answered by the one may be carried forward to the other by, where every answer
+    was identical (``presentation.results.freshness``)."""
+    was, now = RunFolder(before).manifest() or {}, RunFolder(after).manifest() or {}
+    a, b = was.get("prompts") or {}, now.get("prompts") or {}
+    return {
+        "code": {k: (m.get("code") or {}).get("fingerprint", "") for k, m in
+                 (("before", was), ("after", now))},
+        "revisions": {"before": was.get("git_revision", ""), "after": now.get("git_revision", "")},
+        "templates": {t: [a.get(t, ""), b.get(t, "")] for t in sorted(a.keys() | b.keys())
+                      if a.get(t) != b.get(t)},
+    }  # fmt: skip
 
 
 def main() -> None:

@@ -407,12 +407,10 @@ def test_a_search_under_way_says_how_far_it_has_come_not_that_it_was_never_measu
     assert "benchmarks/results/s/bootstrap" in text
 
 
-def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
-    """The README's headline read records 43-54 commits to the methods behind, and no page said
-    so. Each column now names its record, revision and code fingerprint and whether that code
-    is today's; `results --json` says the same for every study and `results --check` warns of
-    stale headline columns. A record is made here by `hopgraph run` on the scripted endpoint;
-    a copy whose graph module and answer template hashes differ stands for one made earlier."""
+def today_and_earlier(tmp_path):
+    """A record made by `hopgraph run` on the scripted endpoint (``today``) and a copy whose
+    graph module and answer template hashes differ (``earlier``); the records' folder and the
+    copy's prediction line."""
     import json
     import shutil
 
@@ -443,6 +441,20 @@ def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
     preds = records / "earlier" / "predictions.jsonl"
     line = json.loads(preds.read_text())
     preds.write_text(json.dumps(line | {"code": "000000000000"}) + "\n")
+    return records, line
+
+
+def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
+    """The README's headline read records 43-54 commits to the methods behind, and no page said
+    so. Each column now names its record, revision and code fingerprint and whether that code
+    is today's; `results --json` says the same for every study and `results --check` warns of
+    stale headline columns. A record is made here by `hopgraph run` on the scripted endpoint;
+    a copy whose graph module and answer template hashes differ stands for one made earlier."""
+    import json
+
+    from servers import hopgraph
+
+    records, line = today_and_earlier(tmp_path)
     (records / "studies.py").write_text(
         "from hopgraph.presentation.results.spec import Claim, RunTable\n"
         "TABLES = [RunTable('M', 't', 'f', {'now': 'today', 'then': 'earlier'}, ['f1'],\n"
@@ -466,6 +478,48 @@ def test_each_column_says_whether_its_answers_are_today_s_code_s(tmp_path):
     assert checked.returncode == 0, checked.stderr  # the pages are current; a warning only
     assert "stale headline column M: t: then (earlier at" in checked.stderr
     assert "now (today" not in checked.stderr
+
+
+def test_a_record_of_code_changed_answer_neutrally_is_carried_forward_by_its_reports(
+    tmp_path, monkeypatch
+):
+    """Issue 113 item 1: a change that `benchmarks/before_after.py` showed answer-neutral
+    carries a record of the code before it forward, and the page names the reports. Two
+    reports chain the earlier record's code to today's, the second with its template change;
+    a report with one answer different, or a chain that stops short, carries nothing."""
+    import importlib
+    import json
+
+    fresh = importlib.import_module("hopgraph.presentation.results.freshness")
+    records, line = today_and_earlier(tmp_path)
+    proofs = tmp_path / "before-after"
+    proofs.mkdir()
+    monkeypatch.setattr(fresh, "PROOFS", proofs)
+    today = json.loads((records / "today" / "manifest.json").read_text())
+    answer = {"rag/answer": ["0" * 64, today["prompts"]["rag/answer"]]}
+
+    def report(name: str, before: str, after: str, identical: int = 28, templates=None) -> None:
+        code = {"before": before, "after": after}
+        row = {"questions": 28, "identical": identical, "errors": 0, "code": code,
+               "templates": templates or {}}  # fmt: skip
+        (proofs / name).write_text(json.dumps({"agents": {"rag": row}}))
+        fresh._steps.cache_clear()
+
+    def earlier():  # noqa: ANN202
+        return fresh.freshness(records / "earlier", "earlier")
+
+    assert not earlier().current and not earlier().carried
+    report("a.json", "000000000000", "111111111111")
+    assert not earlier().current  # the chain stops short of today's code
+    report("b.json", "111111111111", line["code"], identical=27, templates=answer)
+    assert not earlier().current  # one answer differed
+    report("b.json", "111111111111", line["code"], templates=answer)
+    carried = earlier()
+    assert carried.current and carried.carried == ["before-after/a.json", "before-after/b.json"]
+    assert carried.changed == ["graphs.rag", "rag/answer"]  # still said, as what moved
+    assert "current: carried forward by before-after/a.json, before-after/b.json" in carried.words()
+    report("b.json", "111111111111", line["code"])  # the template's change not shown neutral
+    assert not earlier().current
 
 
 def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkeypatch):

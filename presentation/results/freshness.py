@@ -34,12 +34,17 @@ class Freshness:
     """Modules (``graphs.qdrag``) and templates (``qdrag/rerank``) that differ from today's."""
     commits_since: int | None = None
     """Commits to the method's files after ``revision`` (None: no git history here)."""
+    carried: list[str] = field(default_factory=list)
+    """The before/after reports that carry a record of changed code forward to today's: each
+    showed every answer identical across one step of the change (``benchmarks/before_after.py``)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def words(self) -> str:
         """As a page says it: "current", or "stale: what changed"."""
+        if self.current and self.carried:
+            return f"current: carried forward by {', '.join(self.carried)} (answers identical)"
         if self.current:
             return "current"
         shown = ", ".join(self.changed[:4]) + (
@@ -89,11 +94,75 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
         out.changed = out.changed or [f"answers by {', '.join(sorted(answered))}"]
     used = sorted({t for p in preds for t in p.get("by_template") or {}})
     was, now = man.get("prompts") or {}, _templates_today(str(ctx.get("prompts_dir") or ""), agent)
-    out.changed += [t for t in used if t in was and was[t] != now.get(t)]
+    moved = {t: (was[t], now.get(t, "")) for t in used if t in was and was[t] != now.get(t)}
+    out.changed += list(moved)
     out.current = not out.changed
+    if not out.current and set(answered) == {fingerprint}:
+        out.carried = carried_by(fingerprint, str(today.get("fingerprint", "")), moved) or []
+        out.current = bool(out.carried)
     if commits and not out.current and revision:
         out.commits_since = commits_since(revision, _method_paths(recorded, used))
     return out
+
+
+PROOFS = ROOT / "benchmarks" / "results" / "before-after"
+"""The committed before/after reports (``benchmarks/before_after.py compare --out``)."""
+
+
+@lru_cache(maxsize=1)
+def _steps() -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], dict[str, str]]]:
+    """Each answer-neutral step the reports show: code fingerprint -> {the one after: report},
+    and (template, hash) -> {the hash after: report}, from configurations whose answers were
+    all identical, without an error."""
+    import json
+
+    code: dict[str, dict[str, str]] = {}
+    templates: dict[tuple[str, str], dict[str, str]] = {}
+    for path in sorted(PROOFS.glob("*.json")) if PROOFS.is_dir() else []:
+        try:
+            agents = json.loads(path.read_text()).get("agents") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        name = f"before-after/{path.name}"
+        for row in agents.values():
+            neutral = row.get("identical") == row.get("questions") and not row.get("errors")
+            fp = row.get("code") or {}
+            if not neutral or not fp.get("before") or not fp.get("after"):
+                continue
+            code.setdefault(fp["before"], {})[fp["after"]] = name
+            for t, (a, b) in (row.get("templates") or {}).items():
+                templates.setdefault((t, a), {})[b] = name
+    return code, templates
+
+
+def _chain(steps: dict, start: Any, goal: Any, key: Any = None) -> list[str] | None:
+    """The reports of a shortest chain of steps from ``start`` to ``goal`` (None: none)."""
+    seen, todo = {start: []}, [start]
+    while todo:
+        here = todo.pop(0)
+        if here == goal:
+            return seen[here]
+        for nxt, report in steps.get(here if key is None else (key, here), {}).items():
+            if nxt not in seen:
+                seen[nxt] = [*seen[here], report]
+                todo.append(nxt)
+    return None
+
+
+def carried_by(was: str, now: str, templates: dict[str, tuple[str, str]]) -> list[str] | None:
+    """The reports that carry a record answered by code ``was`` (and templates at their first
+    hash) forward to code ``now`` (and their second): every step answer-neutral (None: not
+    shown)."""
+    code_steps, template_steps = _steps()
+    reports = [] if was == now else _chain(code_steps, was, now)
+    if reports is None:
+        return None
+    for t, (a, b) in templates.items():
+        more = _chain(template_steps, a, b, key=t)
+        if more is None:
+            return None
+        reports += more
+    return sorted(set(reports))
 
 
 def _method_paths(code: dict, templates: list[str]) -> list[str]:
