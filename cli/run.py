@@ -123,9 +123,7 @@ def run(
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
-    from hopgraph.harness.run_folder import RunFolder
     from hopgraph.harness.runner import Runner
-    from hopgraph.models.embedded import unused_cpu_features
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
@@ -151,23 +149,36 @@ def run(
         except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
             refuse(f"checkpointer {checkpointer}: {e}")
 
-    resumed = None
-    if not checkpointer and (Path(out) / RunFolder.MANIFEST).is_file():
-        # a record's refusals, a finished record and a spent budget need no model server
-        resumed = runner_on("")
-        if (left := resumed.left(read, limit, redo or ())) is not None:
-            _report_run(left, out, budget)
-            return
-    endpoint = started_endpoint(ctx, quiet)
-    if not ctx.base_url and (unused := unused_cpu_features()):
-        err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
-                  "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
-    runner = resumed or runner_on(endpoint)
-    runner.endpoint = endpoint
+    runner = _served_runner(runner_on, ctx, out, read, limit, redo or (), budget, quiet,
+                            shared=bool(checkpointer))  # fmt: skip
+    if runner is None:
+        return
     summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
                                     concurrency=concurrency, redo=redo or (),
                                     quiet=quiet)  # fmt: skip
     _report_run(summary, out, budget)
+
+
+def _served_runner(make, ctx, out: str, read, limit, redo, budget, quiet: bool, shared: bool):  # noqa: ANN001, ANN202 - a Runner or None
+    """The run's Runner (``make(endpoint)``) once its model endpoint is up; None where the
+    record's own checks ended the run without one (a finished record or a spent budget, each
+    reported here; a refusal exits 2): a resumed record is checked before any server starts."""
+    from hopgraph.harness.run_folder import RunFolder
+    from hopgraph.models.embedded import unused_cpu_features
+
+    resumed = None
+    if not shared and (Path(out) / RunFolder.MANIFEST).is_file():
+        resumed = make("")
+        if (left := resumed.left(read, limit, redo)) is not None:
+            _report_run(left, out, budget)
+            return None
+    endpoint = started_endpoint(ctx, quiet)
+    if not ctx.base_url and (unused := unused_cpu_features()):
+        err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
+                  "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
+    runner = resumed or make(endpoint)
+    runner.endpoint = endpoint
+    return runner
 
 
 def started_endpoint(ctx, quiet: bool) -> str:  # noqa: ANN001 - a Context

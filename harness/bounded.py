@@ -76,20 +76,3 @@ def inflate(data: bytes, name: str) -> tuple[bytes, bool]:
     if len(raw) > limit:
         raise _expands(name, len(data))
     return raw, d.eof
-
-
-def confined(path: Path, *roots: Path) -> Path:
-    """``path`` resolved (links followed), refused unless it is a regular file inside one of
-    ``roots`` (each resolved too) and its only link: a hard link in a served folder to a file
-    elsewhere (``/etc/shadow``) shares its inode and shows a link count above one. Every file
-    the product opens on a record's say (a cited page image, a candidate's demonstrations)
-    goes through here."""
-    real = Path(path).resolve()
-    if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
-        raise ValueError(f"{path} lies outside the folders it may be read from")
-    info = os.stat(real)
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{path} is not a regular file")
-    if info.st_nlink > 1:
-        raise ValueError(f"{path} is a hard link (one of {info.st_nlink}): not read")
-    return real

@@ -39,10 +39,19 @@ prompt that shares passages with an earlier one, behind a different head, is not
 
 def llama_server_binary() -> Path | None:
     """The built server: ``HOPGRAPH_LLAMA_SERVER``, else ``llama-server`` beside this Python
-    (``make install`` puts it in ``.venv/bin``), else one on ``PATH``; None where there is none."""
+    (``make install`` puts it in ``.venv/bin``), else one on ``PATH``; None where there is none.
+    A configured one that cannot run is an error naming the variable, never a quiet fall back
+    to the other engine."""
     configured = os.environ.get("HOPGRAPH_LLAMA_SERVER", "")
     if configured:
-        return Path(configured) if Path(configured).is_file() else None
+        path = Path(configured)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise ModelPackageMissing(
+                f"HOPGRAPH_LLAMA_SERVER={configured} is "
+                f"{'not executable' if path.is_file() else 'not a file'}: point it at a built "
+                "llama-server, or unset it to use the one `make install` builds"
+            )
+        return path
     beside = Path(sys.executable).with_name("llama-server")
     if beside.is_file():
         return beside

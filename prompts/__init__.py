@@ -32,6 +32,8 @@ from jinja2 import (
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 
+from hopgraph.confine import confined, inside
+
 BUILTIN_DIR = Path(__file__).resolve().parent
 
 
@@ -134,12 +136,6 @@ def name_problem(name: str) -> str:
     return ""
 
 
-def _inside(path: Path, root: Path) -> bool:
-    """``path`` (its links followed) lies inside ``root``: a template linked to a file outside
-    its folder is not read."""
-    return path.resolve().is_relative_to(root.resolve())
-
-
 class _OverlayLoader(BaseLoader):
     """Looks a template ``method/name.j2`` up in the user folder, then the folders methods of
     one's own added, then the built-ins; a name that is a path, or a file whose link leads out
@@ -157,7 +153,18 @@ class _OverlayLoader(BaseLoader):
                       (self.user_dir, self.user_dir / Path(name).name)]  # fmt: skip
         paths += [(folder, folder / name) for folder in PACKAGE_DIRS]
         paths.append((BUILTIN_DIR, BUILTIN_DIR / name))
-        return [path for root, path in paths if _inside(path, root)]
+        return [path for root, path in paths if self._readable(path, root)]
+
+    def _readable(self, path: Path, root: Path) -> bool:
+        """Inside its folder, links followed; a user's file also no hard link (``confine``).
+        An installed package's files may be hard links (an installer's cache), so not them."""
+        if root != self.user_dir or not path.is_file():
+            return inside(path, root)
+        try:
+            confined(path, root)
+        except ValueError:
+            return False
+        return True
 
     def get_source(self, environment, template):  # noqa: ANN001 - jinja2's signature
         if why := name_problem(template):
@@ -212,7 +219,12 @@ class Prompts:
         if self.user_dir is None:
             return None
         path = self.user_dir / f"{name.removesuffix('.j2')}.jsonl"
-        return path if path.is_file() else None
+        if not path.is_file():
+            return None
+        try:  # never a file linked in from outside the overlay, nor a hard link
+            return confined(path, self.user_dir)
+        except ValueError as e:
+            raise PromptError(f"demonstrations refused: {e}") from e
 
     def demos(self, name: str) -> list[dict[str, Any]]:
         path = self.demos_path(name)
@@ -272,8 +284,10 @@ class Prompts:
         problems = []
         dry = SandboxedEnvironment(undefined=_Placeholder, trim_blocks=True, lstrip_blocks=True)
         for path, names in self.overrides().items():
-            if not _inside(path, self.user_dir or path):
-                problems.append(f"{path} links to {path.resolve()}, outside the overlay")
+            try:
+                confined(path, self.user_dir or path)
+            except ValueError as e:
+                problems.append(f"{e} (links to {path.resolve()}; the overlay is {self.user_dir})")
                 continue
             if not names:
                 problems.append(f"{path} overrides no template (names: method/name.j2 or name.j2)")
@@ -285,6 +299,8 @@ class Prompts:
                 problems.append(f"{path} is invalid at line {e.lineno}: {e.message}")
                 continue
             problems += self._reference_problems(path, source)
+            if loop := self._include_loop(path):
+                problems.append(f"{path} includes itself: {' -> '.join(map(str, loop))}")
             for name in names:
                 given = meta.find_undeclared_variables(
                     self.env.parse(self.shipped(name).read_text("utf-8"))
@@ -300,7 +316,7 @@ class Prompts:
                 problems.append(f"{path} is unsafe: {e}")
             except Exception:  # noqa: BLE001 - placeholders cannot satisfy every expression
                 pass
-        problems += self._demo_problems()
+        problems += self._demo_problems() + self._linked_out_folders()
         if problems:
             raise PromptError("prompt overlay refused: " + "; ".join(problems))
 
@@ -323,6 +339,39 @@ class Prompts:
                                     "the overlay or the shipped prompts")  # fmt: skip
         return problems
 
+    def _include_loop(self, path: Path, chain: tuple[Path, ...] = ()) -> list[Path] | None:
+        """A chain of templates that ``path`` includes, extends or imports back to one already
+        on it, which would fail every question with a RecursionError (None: no loop)."""
+        path = path.resolve()
+        if path in chain:
+            return [*chain, path]
+        refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
+        try:
+            found = self.env.parse(path.read_text(encoding="utf-8")).find_all(refs)
+        except (OSError, TemplateSyntaxError):
+            return None  # said by the other checks
+        for node in found:
+            named: nodes.Expr = getattr(node, "template")  # noqa: B009 - each ref type has one
+            for ref in named.items if isinstance(named, nodes.List) else [named]:
+                if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
+                    continue
+                target = next((p for p in self._loader.candidates(ref.value) if p.is_file()), None)
+                if target is not None and (loop := self._include_loop(target, (*chain, path))):
+                    return loop
+        return None
+
+    def _linked_out_folders(self) -> list[str]:
+        """A folder of the overlay linked to one outside it: its files are never read, which
+        a user is told here rather than finding the shipped templates used instead."""
+        if self.user_dir is None:
+            return []
+        return [
+            f"{path} lies outside the folders it may be read from (links to {path.resolve()}; "
+            f"the overlay is {self.user_dir})"
+            for path in sorted(self.user_dir.rglob("*"))
+            if path.is_symlink() and path.is_dir() and not inside(path, self.user_dir)
+        ]
+
     def _demo_problems(self) -> list[str]:
         """Each demonstrations file must sit beside a template name, give only variables that
         template is given, and render through the demonstrations partial."""
@@ -330,6 +379,11 @@ class Prompts:
             return []
         problems, names = [], set(self.names())
         for path in sorted(self.user_dir.rglob("*.jsonl")):
+            try:
+                confined(path, self.user_dir)
+            except ValueError as e:
+                problems.append(f"{e} (links to {path.resolve()}; the overlay is {self.user_dir})")
+                continue
             name = str(path.relative_to(self.user_dir).with_suffix(""))
             if name not in names:
                 problems.append(

@@ -80,6 +80,8 @@ def test_run_refuses_a_broken_unsafe_or_mismatched_prompt_overlay_once(tmp_path)
         "unsafe": ("answer.j2", "{{ ''.__class__.__mro__ }}", "is unsafe"),
         "unknown": ("rag/answer.j2", "{{ questoin }}", "uses questoin, which rag/answer is never"),
         "typo": ("rag/anwser.j2", "{{ question }}", "overrides no template"),
+        # passed the check, then failed each question with a RecursionError
+        "loop": ("rag/answer.j2", '{{ question }}{% include "rag/answer.j2" %}', "includes itself"),
     }
     for name, (file, text, message) in overlays.items():
         (tmp_path / name / file).parent.mkdir(parents=True, exist_ok=True)
@@ -429,3 +431,21 @@ def test_a_finished_record_a_spent_budget_and_other_settings_need_no_model_serve
         assert "was answered with other settings than this run's: top_k=" in other.stderr
     assert not (tmp_path / "started").exists()
     assert len((tmp_path / "r" / "predictions.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_llama_server_the_operator_names_that_cannot_run_is_named_not_replaced(tmp_path):
+    """``HOPGRAPH_LLAMA_SERVER=/nonexistent`` fell back to llama-cpp-python without a word; a
+    file that is not executable failed with "Errno 13" and no variable named."""
+    (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
+    text = tmp_path / "not-a-program"
+    text.write_text("#!/bin/sh\n")
+    for path, why in (
+        ("/nonexistent/llama-server", "is not a file"),
+        (str(text), "is not executable"),
+    ):
+        out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
+                       "--model", "smollm2-135m", cwd=tmp_path,
+                       env={"HOPGRAPH_LLAMA_SERVER": path}, timeout=300)  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        assert f"HOPGRAPH_LLAMA_SERVER={path} {why}" in out.stderr, out.stderr
+        assert not (tmp_path / "r").exists()

@@ -23,7 +23,7 @@ LAYERS = (
     "models",
     "prompts",
 )
-BASE = {"config", "runtime", "pysyntax", "redaction", "wording"}
+BASE = {"config", "confine", "runtime", "pysyntax", "redaction", "wording"}
 """Under every layer: anyone may import them; they import no hopgraph module but each other."""
 OVER_BASE = {"settings": BASE}
 """Under every layer too, each importing only its own modules and those named (every method's

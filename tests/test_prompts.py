@@ -175,9 +175,43 @@ def test_a_template_linked_out_of_the_overlay_is_refused(tmp_path):
     overlay = tmp_path / "overlay"
     (overlay / "direct").mkdir(parents=True)
     (overlay / "direct" / "answer.j2").symlink_to(outside)
-    with pytest.raises(PromptError, match="outside the overlay"):
+    with pytest.raises(PromptError, match="lies outside the folders it may be read from"):
         Prompts(overlay).check_overrides()
     assert "SECRET" not in Prompts(overlay).render("direct/answer", question="q")
+
+
+@pytest.mark.parametrize("how", ["demos linked", "folder linked", "template hard", "demos hard"])
+def test_demonstrations_or_a_method_folder_from_outside_the_overlay_are_refused(tmp_path, how):
+    """An overlay's demonstrations file linked to one elsewhere, or a whole method folder
+    linked out of it, was read into prompts, requests and traces (the check covered ``.j2``
+    files only); a hard link to a file elsewhere passes any path check and is refused by its
+    link count."""
+    import json
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    demo = {"inputs": {"question": "SECRET"}, "output": "SECRET"}
+    (outside / "answer.jsonl").write_text(json.dumps(demo) + "\n")
+    (outside / "answer.j2").write_text("SECRET {{ question }}")
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    if how == "folder linked":
+        (overlay / "direct").symlink_to(outside)
+    else:
+        (overlay / "direct").mkdir()
+        name = "answer.jsonl" if how.startswith("demos") else "answer.j2"
+        if how.endswith("linked"):
+            (overlay / "direct" / name).symlink_to(outside / name)
+        else:
+            os.link(outside / name, overlay / "direct" / name)
+    with pytest.raises(PromptError, match="outside the folders|hard link"):
+        Prompts(overlay).check_overrides()
+    try:
+        shown = Prompts(overlay).render("direct/answer", question="q")
+    except PromptError:
+        shown = ""
+    assert "SECRET" not in shown
 
 
 def test_an_overlay_may_include_its_own_and_the_shipped_templates_by_name(tmp_path):

@@ -14,10 +14,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from hopgraph.confine import confined
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.run_record import PAGE_IMAGES, QuestionRecord, RunRecord, read_run
 from hopgraph.harness import bounded
-from hopgraph.harness.bounded import confined
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import RunError, RunFolder, leaves, scored_predictions
 from hopgraph.harness.trace import Call, Trace
