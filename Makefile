@@ -151,8 +151,8 @@ lint: install typecheck
 TYPED = -m hopgraph -p hopgraph.agents -p hopgraph.cli -p hopgraph.graphs -p hopgraph.harness \
 	-p hopgraph.evals -p hopgraph.memory -p hopgraph.models -p hopgraph.optimizer \
 	-p hopgraph.presentation -p hopgraph.prompts -p hopgraph.questions -p hopgraph.settings \
-	-p hopgraph.tools -m hopgraph.config -m hopgraph.pysyntax -m hopgraph.redaction \
-	-m hopgraph.runtime -m hopgraph.wording
+	-p hopgraph.tools -m hopgraph.config -m hopgraph.confine -m hopgraph.pysyntax \
+	-m hopgraph.redaction -m hopgraph.runtime -m hopgraph.wording
 typecheck: install
 	mkdir -p .typecheck && ln -sfn .. .typecheck/hopgraph
 	cd .typecheck && MYPYPATH=. ../$(BIN)/mypy --config-file ../pyproject.toml $(TYPED)

@@ -199,8 +199,9 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
 
 
 def _refuse_if_nothing(report, source: str) -> None:  # noqa: ANN001
-    """An index that stored nothing is refused (exit 2), saying why: every source failed, or
-    the source was read as another format (a new local KB folder is then removed)."""
+    """An index that stored nothing is refused (exit 2), saying why: every source failed, each
+    entry was skipped (a FIFO, a dead link), or the source was read as another format (a new
+    local KB folder is then removed)."""
     nothing = report.added == 0 and report.existing == 0 and not report.unchanged
     if nothing and report.failed:
         refuse(
@@ -208,7 +209,7 @@ def _refuse_if_nothing(report, source: str) -> None:  # noqa: ANN001
             + "; ".join(f"{f.where}: {f.reason}" for f in report.failed[:3])
             + (f" (and {len(report.failed) - 3} more)" if len(report.failed) > 3 else "")
         )
-    if nothing and _has_content(Path(source)):
+    if nothing and (report.skipped or _has_content(Path(source))):
         why = (
             f"; e.g. {report.skipped[0].where}: {report.skipped[0].reason}"
             if report.skipped

@@ -136,7 +136,7 @@ def memory_forget(
     """Forget memories: their edges and vectors go, and no writer stores them again."""
     from hopgraph.graphs.polarmem import polar_memory
 
-    gone = polar_memory(memory_context(memory, "", "", "", sets)).forget(ids)
+    gone = polar_memory(stored_memory(memory_context(memory, "", "", "", sets))).forget(ids)
     unknown = [i for i in ids if i not in gone]
     console.print(f"forgot {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}"
                   + (f"; not stored (recorded as forgotten all the same): {', '.join(unknown)}"

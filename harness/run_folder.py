@@ -559,13 +559,23 @@ def question_file(run_dir: Path, name: str, sha256: str | None, rebuild: bool = 
 
 
 def _rewrite(path: Path, keep: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with writing(path, "the prediction log"), open(tmp, "w", encoding="utf-8") as f:
-        for obj in keep:
-            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    lines = "".join(json.dumps(obj, ensure_ascii=False) + "\n" for obj in keep)
+    write_whole(path, lines, "the prediction log")
+
+
+def write_whole(path: Path, text: str, what: str) -> None:
+    """``path`` replaced whole by ``text`` (``what`` it holds) through a file beside it: a stop
+    mid-write loses nothing, and a full disk raises ``DiskFull`` naming ``path`` and leaves no
+    partial file behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with writing(path, what), open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class Counts(TypedDict):
@@ -998,9 +1008,7 @@ class RunFolder:
 
     def write_metrics(self, result: dict[str, Any]) -> None:
         """``metrics.json`` replaced whole: a stop mid-write loses nothing."""
-        tmp = self.path / "metrics.json.tmp"
-        tmp.write_text(json.dumps(result, indent=2))
-        tmp.replace(self.metrics_path)
+        write_whole(self.metrics_path, json.dumps(result, indent=2), "the run's metrics")
 
     def done(self) -> dict[str, dict[str, Any]]:
         """The finished predictions by id (failed ones included, with their error)."""

@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from hopgraph.memory.disk import named_when_full
 from hopgraph.models.errors import first_line
 from hopgraph.runtime import ProcessCache, process_cache
 
@@ -120,7 +121,7 @@ class LocalChroma:
     def use(self, version: Callable[[], int], written: Callable[[], int] | None = None):
         """The client, fresh as of ``version()`` (the folder's write counter); ``written``
         (a write) bumps that counter for the other processes on the way out."""
-        with self._flock, self._lock:
+        with self._flock, self._lock, named_when_full(local_folder(self.path)):
             seen = version()
             if self.client is None or seen != self._seen:
                 if self.client is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -25,6 +26,8 @@ from hopgraph.memory.sources import (
 )
 from hopgraph.memory.visual import VisualSpace
 from hopgraph.models.ocr import ocr_engine
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -268,12 +271,27 @@ class _Indexer:
                 self.lease.renew()
                 held = [u for u in held if not self.index_unit(u)]
             self.flush()
-        except BaseException:  # the engine or the registry lost, an interrupt: stored stays hidden
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: keep what was read whole
+            self.keep_whole()
+            self.lease.give_up()
+            raise
+        except BaseException:  # the engine or the registry lost: stored stays hidden
             self.lease.give_up()
             raise
         self.vanished(prune)
         self.report.seconds = time.perf_counter() - self.began
         return self.report
+
+    def keep_whole(self) -> None:
+        """On an interrupt, the sources read whole before it are stored and committed, and only
+        the one being read stays hidden, so a re-run reads just the rest (up to a batch of
+        sources was lost). A second interrupt, or a failure here, leaves them hidden as before."""
+        whole = {p.key for p in self.read}
+        self.buffer[:] = [b for b in self.buffer if b[1][0] in whole]
+        try:
+            self.flush()
+        except Exception as e:  # noqa: BLE001 - the interrupt is what the caller hears
+            log.warning("an interrupted index could not keep its finished sources: %s", e)
 
     def flush(self) -> None:
         """Store the buffered items (one embedding batch across sources), then commit every

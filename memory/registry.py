@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hopgraph.memory.disk import named_when_full
 from hopgraph.models.errors import first_line
 from hopgraph.redaction import redacted
 
@@ -227,9 +228,12 @@ class SourceRegistry:
         raw.execute("PRAGMA busy_timeout=60000")
         return raw
 
+    @contextmanager
     def _tx(self):  # noqa: ANN202 - a context manager
-        """One write transaction, taken at once (two writers queue rather than deadlock)."""
-        return self._db().transaction(PG_LOCK)
+        """One write transaction, taken at once (two writers queue rather than deadlock); a
+        full disk is named with the registry's file."""
+        with named_when_full(self.where), self._db().transaction(PG_LOCK) as db:
+            yield db
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

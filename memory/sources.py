@@ -615,7 +615,11 @@ def walk_folder(path: Path, follow_links: bool = False) -> Walk:
         out += [] if follow_links else [d for d in linked if not inside(d, root)]
         for name in names:
             file = Path(here, name)
-            if (why := unusable(file)) is not None:
+            if (why := unusable(file)) is not None and why.startswith("unreadable"):
+                # a folder listed but not entered (mode 444): its files are not known gone
+                bad.append(Failed(shown_path(file), why))
+                unreadable.append(Path(here))
+            elif why is not None:
                 bad.append(Skipped(shown_path(file), why))
             else:
                 (files if follow_links or inside(file, root) else out).append(file)

@@ -318,7 +318,8 @@ def test_a_predictions_line_with_nan_or_a_huge_count_is_skipped_and_every_run_is
 def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tmp_path):
     """A run whose disk fills exited 2 (the status for "refused before anything started") with
     a bare ``[Errno 28]`` or a ``cannot schedule new futures`` traceback: it names the file it
-    was writing and exits 5 (a real full disk: a 300 kB tmpfs, which root may mount)."""
+    was writing and exits 5 (a real full disk: a 300 kB tmpfs, which root may mount); so do
+    ``eval`` and ``index`` on that disk, leaving no partial file."""
     import json
     import shutil
     import subprocess
@@ -344,6 +345,15 @@ def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tm
         assert "Traceback" not in out.stderr
         assert re.search(r"no space left on the device writing .+ \(disk/r/\S+\): free space",
                          out.stderr), out.stderr  # fmt: skip
+        # eval left a 0-byte metrics.json.tmp; index ended in a chromadb traceback (exit 1)
+        scored = hopgraph("eval", "disk/r", cwd=tmp_path)
+        assert scored.returncode == 5 and "(disk/r/metrics.json)" in scored.stderr, scored.stderr
+        assert not list((disk / "r").glob("*.tmp"))
+        (tmp_path / "corpus").mkdir()
+        (tmp_path / "corpus" / "a.txt").write_text("Fact one about the harbour. " * 40)
+        indexed = hopgraph("index", "corpus", "--kb", "disk/kb", cwd=tmp_path)
+        assert indexed.returncode == 5 and "Traceback" not in indexed.stderr, indexed.stderr
+        assert "no space left on the device (disk/kb/" in indexed.stderr, indexed.stderr
     finally:
         subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(disk, ignore_errors=True)

@@ -106,6 +106,36 @@ def test_interrupted_index_resumes(tmp_path):
     assert kb.counts()["text"] == 40
 
 
+def test_an_interrupt_keeps_every_source_read_whole_before_it(tmp_path, monkeypatch):
+    """Ctrl-C 45 s into a 300-file index kept no source: the sources read whole waited in the
+    one embedding batch that the interrupt dropped. The interrupt comes here while the 31st of
+    40 files is read, before any batch filled; the 30 before it are stored and committed, the
+    31st is not, and a re-run reads only the 10 left."""
+    import hopgraph.memory.sources as sources
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"note-{i:02d}.txt").write_text(f"Note {i}: the ferry left pier {i} at dawn.")
+    real = sources.read_text_file
+
+    def read(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if path.name == "note-30.txt":
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(sources, "read_text_file", read)
+    kb = KnowledgeBase(tmp_path / "kb")
+    with pytest.raises(KeyboardInterrupt):
+        index_source(kb, folder, ocr="off")
+    kept = sorted(Path(s.path).name for s in kb.registry.sources())
+    assert kept == [f"note-{i:02d}.txt" for i in range(30)]
+    assert kb.counts()["text"] == 30
+    monkeypatch.undo()
+    rest = index_source(kb, folder, ocr="off")
+    assert (rest.added, rest.unchanged) == (10, 30)
+
+
 def test_hotpotqa_gold_evidence_ids_are_index_ids(tmp_path):
     questions = [
         {

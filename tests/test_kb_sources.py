@@ -394,6 +394,39 @@ def test_a_source_another_indexer_holds_with_other_settings_is_refused(tmp_path)
         index_source(kb, root, "folder", ocr="off", render_pages=False)
 
 
+def test_a_folder_listed_but_not_entered_keeps_its_sources_under_prune(
+    heron, tmp_path, monkeypatch
+):
+    """A folder of mode 444 can be listed but its files not reached: they were "skipped:
+    unreadable" and then "removed: gone" by ``--prune``, exit 0. Each is now a failed source
+    and nothing under that folder is reported gone. (The kernel's refusal is made at
+    ``os.stat`` / ``os.lstat`` of what lies inside; tests run as root.)"""
+    private = heron / "private"
+    private.mkdir()
+    (private / "plan.txt").write_text("The Heron rendezvous is at the old lighthouse.")
+    kb = KnowledgeBase(tmp_path / "kb")
+    index_source(kb, heron, ocr="off")
+    inner = str(private.resolve()) + os.sep
+    stat, lstat = os.stat, os.lstat
+
+    def refused(real):  # noqa: ANN001, ANN202
+        def call(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            if os.path.abspath(os.fspath(path)).startswith(inner):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(os, "stat", refused(stat))
+    monkeypatch.setattr(os, "lstat", refused(lstat))
+    report = index_source(kb, heron, ocr="off", prune=True)
+    monkeypatch.undo()
+    assert report.vanished == [] and report.pruned == [], report.as_dict()
+    assert [f.reason for f in report.failed] == ["unreadable: Permission denied"]
+    assert any("old lighthouse" in t for t in texts(kb, "Heron rendezvous"))
+    assert len(kb.registry.sources()) == 3
+
+
 def test_an_unreadable_folder_is_a_failure_and_prune_removes_nothing_of_it(
     heron, tmp_path, monkeypatch
 ):
@@ -441,11 +474,20 @@ def test_an_interrupted_index_says_what_it_kept_and_exits_by_the_signal(tmp_path
 
 
 def test_an_empty_folder_or_a_missing_memory_is_refused_and_nothing_is_made(tmp_path):
+    """``memory forget`` on a missing memory made one (exit 0), and a folder of only a FIFO
+    and a dead link an empty KB (exit 0)."""
+    import os
+
     (tmp_path / "empty").mkdir()
     out = hopgraph("index", "empty", "--kb", "kb", cwd=tmp_path)
     assert out.returncode == 2 and "nothing to index at empty: the folder is empty" in out.stderr
+    (tmp_path / "unusable").mkdir()
+    os.mkfifo(tmp_path / "unusable" / "pipe")
+    (tmp_path / "unusable" / "dead").symlink_to(tmp_path / "nowhere")
+    out = hopgraph("index", "unusable", "--kb", "kb", cwd=tmp_path)
+    assert out.returncode == 2 and "nothing was indexed from unusable" in out.stderr, out.stderr
     for args in (["memory", "stats", "--memory", "mem"], ["memory", "recall", "x", "--memory",
-                                                          "mem"]):  # fmt: skip
+                 "mem"], ["memory", "forget", "image:3f2a", "--memory", "mem"]):  # fmt: skip
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and "no memory at mem" in out.stderr, (args, out.stderr)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "unusable"]

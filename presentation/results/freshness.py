@@ -137,7 +137,8 @@ def _steps() -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], dict[str,
 
 def _chain(steps: dict, start: Any, goal: Any, key: Any = None) -> list[str] | None:
     """The reports of a shortest chain of steps from ``start`` to ``goal`` (None: none)."""
-    seen, todo = {start: []}, [start]
+    seen: dict[Any, list[str]] = {start: []}
+    todo = [start]
     while todo:
         here = todo.pop(0)
         if here == goal:
