@@ -5,7 +5,6 @@ its HTTP transport. Loaded only by the command, so the CLI starts without the SD
 
 import json
 import logging
-import os
 import threading
 import time
 import warnings
@@ -24,7 +23,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client, knobs_of
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
-from hopgraph.graphs.auth import LOOPBACK, api_keys, as_host, identity, refusal
+from hopgraph.graphs.auth import LOOPBACK, as_host, caller, identity, refusal
 from hopgraph.graphs.auth import key_check as auth_check
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
@@ -438,12 +437,6 @@ class CallerLimits:
         self.in_flight: dict[str, int] = {}  # caller -> requests in flight
         self.opening: dict[str, int] = {}  # caller -> requests in flight that may open a session
 
-    @staticmethod
-    def caller(headers: dict, scope: dict) -> str:
-        if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() != "off" and api_keys():
-            return identity(headers)
-        return "address-" + str((scope.get("client") or ("?",))[0])
-
     def _reap(self, now: float) -> None:
         for sessions in self.open.values():
             for sid in [
@@ -470,7 +463,7 @@ class CallerLimits:
         if scope["type"] != "http":
             return await self.inner(scope, receive, send)
         headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
-        who, sid = self.caller(headers, scope), headers.get(SESSION)
+        who, sid = caller(headers, scope), headers.get(SESSION)
         self._reap(time.monotonic())
         why = self.refusal(who, sid)
         if why is not None:

@@ -91,6 +91,57 @@ def identity(headers: dict) -> str:
     return "key-" + hashlib.sha256(sent_key(headers).encode()).hexdigest()[:16]
 
 
+def caller(headers: dict, scope: dict) -> str:
+    """Who a request counts against in a per-caller limit: its key's ``identity`` where keys
+    are in force, else the client's address."""
+    if os.environ.get("HOPGRAPH_AUTH", "").strip().lower() != "off" and api_keys():
+        return identity(headers)
+    return "address-" + str((scope.get("client") or ("?",))[0])
+
+
+REQUESTS_ENV = "HOPGRAPH_MAX_REQUESTS_PER_KEY"
+"""The operator's limit on one caller's requests in flight on the LangGraph server."""
+
+
+class RequestsPerCaller:
+    """ASGI middleware in front of every route of the LangGraph server (``webapp.app``): one
+    caller (``caller``) may have ``limit`` requests in flight, a stream counting until it ends;
+    past it, 429 naming the limit, while every other caller is served as before. Each answer
+    says the limit (``x-hopgraph-requests-per-key``)."""
+
+    def __init__(self, app, limit: int = 0) -> None:  # noqa: ANN001 - an ASGI app
+        self.app = app
+        self.limit = limit or int(os.environ.get(REQUESTS_ENV, "") or 16)
+        self.in_flight: dict[str, int] = {}
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        who = caller(headers, scope)
+        said = (b"x-hopgraph-requests-per-key", str(self.limit).encode())
+        if self.in_flight.get(who, 0) >= self.limit:
+            why = (f"this caller has {self.limit} requests in flight, this server's limit per "
+                   f"caller ({REQUESTS_ENV}): wait for one to end")  # fmt: skip
+            await send({"type": "http.response.start", "status": 429,
+                        "headers": [(b"content-type", b"application/json"), said]})  # fmt: skip
+            return await send({"type": "http.response.body",
+                               "body": json.dumps({"detail": why}).encode()})  # fmt: skip
+
+        async def said_too(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*(message.get("headers") or []), said]}
+            await send(message)
+
+        self.in_flight[who] = self.in_flight.get(who, 0) + 1
+        try:
+            await self.app(scope, receive, said_too)
+        finally:
+            self.in_flight[who] -= 1
+            if not self.in_flight[who]:
+                del self.in_flight[who]
+
+
 @auth.authenticate
 async def authenticate(headers: dict) -> Auth.types.MinimalUserDict:
     """The client's identity, once ``refusal`` lets its request through."""

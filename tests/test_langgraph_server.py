@@ -189,3 +189,57 @@ def test_langgraphs_own_mcp_is_off_and_no_client_schema_offers_gold(served):
         schema = client.assistants.get_schemas(assistant["assistant_id"])["input_schema"]
         assert "question" in schema["properties"]
         assert not [k for k in schema["properties"] if "gold" in k], assistant["graph_id"]
+
+
+def test_one_keys_flood_of_requests_never_refuses_another_key(monkeypatch):
+    """Issue 115: requests in flight were counted for the server, not per caller, so one key's
+    flood could starve another's. Key A fills its limit with requests held open by the app
+    behind the middleware; its next one gets 429 naming the limit, while key B's goes through;
+    once A's end, A is served again. (The served server's answers carry the limit: below.)"""
+    import asyncio
+    import json
+
+    from hopgraph.graphs.auth import RequestsPerCaller
+
+    async def scenario() -> None:
+        release, entered = asyncio.Event(), asyncio.Queue()
+
+        async def held(scope, receive, send) -> None:  # noqa: ANN001
+            await entered.put(scope)
+            await release.wait()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+
+        gate = RequestsPerCaller(held, limit=3)
+
+        async def ask(key: str) -> tuple[int, dict]:
+            said: list[dict] = []
+
+            async def send(message: dict) -> None:
+                said.append(message)
+
+            scope = {"type": "http", "method": "POST", "path": "/threads", "client": ("1.2.3.4", 1),
+                     "headers": [(b"x-api-key", key.encode())]}  # fmt: skip
+            await gate(scope, None, send)
+            return said[0]["status"], json.loads(said[1]["body"])
+
+        flood = [asyncio.create_task(ask(KEY)) for _ in range(3)]
+        for _ in range(3):
+            await entered.get()  # each of A's three is inside the app, held
+        status, body = await ask(KEY)
+        assert status == 429 and "HOPGRAPH_MAX_REQUESTS_PER_KEY" in body["detail"]
+        other = asyncio.create_task(ask(OTHER_KEY))
+        await entered.get()  # B's reached the app while A holds its limit
+        release.set()
+        assert [await t for t in flood] == [(200, {})] * 3 and await other == (200, {})
+        assert await ask(KEY) == (200, {}) and gate.in_flight == {}
+
+    monkeypatch.setenv("HOPGRAPH_API_KEYS", f"{KEY},{OTHER_KEY}")
+    asyncio.run(scenario())
+
+
+def test_the_served_server_counts_each_callers_requests(served):
+    r = httpx.post(f"{served[0]}/threads/search", json={}, headers={"x-api-key": KEY}, timeout=30)
+    assert r.status_code == 200 and r.headers.get("x-hopgraph-requests-per-key") == "16", dict(
+        r.headers
+    )
