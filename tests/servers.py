@@ -282,3 +282,41 @@ def fresh_database(postgres: str, name: str) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     return postgres.rsplit("/", 1)[0] + f"/{name}"
+
+
+def docs_env(base_url: str, model: str = "scripted") -> dict[str, str]:
+    """The shell a page's commands run in, as a user's after ``source .venv/bin/activate``:
+    ``hopgraph`` on PATH, a wide terminal, and the scripted model in place of the embedded one."""
+    bin_dir = Path(sys.executable).parent
+    return {**os.environ, "HOPGRAPH_BASE_URL": base_url, "HOPGRAPH_MODEL": model,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+
+
+def as_written(command: str, cwd: Path, env: dict[str, str], runs: set[str] = frozenset()) -> str:
+    """One line of a page, run as typed (a ``hopgraph view`` server answers with the run
+    names it lists, which must be ``runs``, then stops); fails unless it exits 0; its output."""
+    if command.startswith("hopgraph view"):
+        served = view_serves(command, cwd, env)
+        assert served == set(runs), (command, served)
+        return ""
+    out = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
+    return out.stdout + out.stderr
+
+
+def view_serves(command: str, cwd: Path, env: dict) -> set[str]:
+    """The run names ``hopgraph view`` lists, started as written (on a free port)."""
+    import re
+
+    import httpx
+
+    proc = subprocess.Popen(f"exec {command} --port 0", shell=True, cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        url = re.search(r"http://\S+/", proc.stdout.readline() if proc.stdout else "")
+        assert url, proc.stderr.read() if proc.stderr else ""
+        return {r["name"] for r in httpx.get(f"{url[0]}api/runs").json()}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -4,17 +4,14 @@ marked ``<!-- runs: tests/FILE -->`` is run by that test (which names its page);
 ``<!-- needs: ... -->`` says what it needs that a test cannot have (a GPU, the benchmark data,
 minutes on the embedded model). Transcripts are ``text`` blocks, not shell."""
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
+from servers import as_written, docs_env
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 SHELL = re.compile(r"```(?:bash|sh|shell|console)\n(.*?)```", re.S)
 MARK = re.compile(r"<!-- (runs|needs): (.+?) -->")
 
@@ -63,9 +60,6 @@ def test_every_shell_block_is_run_by_a_test_or_marked_with_what_it_needs():
 @pytest.mark.parametrize("page,block", UNMARKED, ids=[p.name for p, _ in UNMARKED])
 def test_an_unmarked_shell_block_runs_as_written(tmp_path, page, block):
     with ScriptedServer() as model:
-        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
-               "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+        env = docs_env(model.base_url)
         for command in commands(block):
-            out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                                 text=True, timeout=600)  # fmt: skip
-            assert out.returncode == 0, (page.name, command, out.stdout[-1500:], out.stderr[-1500:])
+            as_written(command, tmp_path, env)

@@ -3,16 +3,15 @@
 exits 0; and the prompts guide's optimize example the same way. The README stays a door."""
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 from scripted_server import ScriptedServer
+from servers import as_written, docs_env
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 
 
 def first_ten_minutes() -> list[str]:
@@ -29,40 +28,18 @@ def python_example() -> str:
     return block.group(1)
 
 
-def view_serves(command: str, cwd: Path, env: dict) -> set[str]:
-    """The run names ``hopgraph view`` lists, started as written (on a free port)."""
-    import httpx
-
-    proc = subprocess.Popen(f"exec {command} --port 0", shell=True, cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        url = re.search(r"http://\S+/", proc.stdout.readline())
-        assert url, proc.stderr.read()
-        return {r["name"] for r in httpx.get(f"{url[0]}api/runs").json()}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
     lines = first_ten_minutes()
     assert lines[0] == "source .venv/bin/activate"
     with ScriptedServer() as model:
-        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
-               "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+        env = docs_env(model.base_url)
         demo = [  # what `make demo` does
             "hopgraph data demo demo", "hopgraph index demo/corpus --kb demo/kb",
             "hopgraph run --agent rag --questions demo/questions.jsonl --kb demo/kb "
             "--out demo/runs/rag",
         ]  # fmt: skip
         for line in [*demo, *lines[1:]]:
-            command = line.split("  #")[0].strip()
-            if command.startswith("hopgraph view"):  # a server: it serves both runs, then stops
-                assert view_serves(command, tmp_path, env) == {"rag", "qdrag"}
-                continue
-            out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                                 text=True, timeout=600)  # fmt: skip
-            assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
+            as_written(line.split("  #")[0].strip(), tmp_path, env, runs={"rag", "qdrag"})
         script = tmp_path / "example.py"
         script.write_text(python_example())
         out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
@@ -76,17 +53,14 @@ def test_the_optimize_example_works_as_the_prompts_guide_writes_it(tmp_path):
     block = re.search(r"## Optimize a prompt.*?```bash\n(.*?)```", text, re.S)
     assert block, "the prompts guide has no optimize example"
     with ScriptedServer(model="smollm2-135m") as model:
-        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url,
-               "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+        env = docs_env(model.base_url, model="smollm2-135m")
         demo = ["hopgraph data demo demo", "hopgraph index demo/corpus --kb demo/kb"]
         for command in [*demo, *block.group(1).strip().splitlines()]:
-            out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                                 text=True, timeout=600)  # fmt: skip
-            assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
+            said = as_written(command, tmp_path, env)
     record = json.loads((tmp_path / "demo/opt/record.json").read_text())
     verdict = record["test"]  # a search that kept nothing has no verdict, and says so
     assert verdict["n"] == 4 and ("gap" in verdict or verdict["verdict"] is None)
-    assert "em" in out.stdout  # eval's scores of the test arm
+    assert "em" in said  # eval's scores of the test arm
 
 
 def test_the_readme_is_a_door_not_a_manual():

@@ -2,17 +2,13 @@
 is the question file, and every line of its shell blocks exits 0, on a scripted model in place
 of the embedded one. The page's claims about what the commands say are checked on their output."""
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from scripted_server import ScriptedServer
-from test_readme import view_serves
+from servers import as_written, docs_env
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 PAGE = ROOT / "docs" / "tutorial.md"
 
 
@@ -28,16 +24,9 @@ def test_the_tutorial_runs_as_written_from_a_folder_and_a_csv(tmp_path):
     assert lines[0] == "source .venv/bin/activate"
     said: dict[str, str] = {}
     with ScriptedServer() as model:
-        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
-               "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+        env = docs_env(model.base_url)
         for command in ["python make_docs.py", *filter(None, lines[1:])]:
-            if command.startswith("hopgraph view"):  # a server: it lists both runs, then stops
-                assert view_serves(command, tmp_path, env) == {"rag", "qdc"}
-                continue
-            out = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True,
-                                 text=True, timeout=600)  # fmt: skip
-            assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
-            said[command] = out.stdout + out.stderr
+            said[command] = as_written(command, tmp_path, env, runs={"rag", "qdc"})
     index = next(v for k, v in said.items() if k.startswith("hopgraph index"))
     assert "4 added" in index and "page 2, text 2" in index  # two notes, a PDF's two pages
     assert "5 questions, 4 with a gold answer" in said["hopgraph eval runs/qdc"]
