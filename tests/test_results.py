@@ -503,7 +503,7 @@ def test_a_record_of_code_changed_answer_neutrally_is_carried_forward_by_its_rep
         row = {"questions": 28, "identical": identical, "errors": 0, "code": code,
                "templates": templates or {}}  # fmt: skip
         (proofs / name).write_text(json.dumps({"agents": {"rag": row}}))
-        fresh._steps.cache_clear()
+        fresh._steps.cache_clear()  # (keyed by folder: the checkout's reports stay apart)
 
     def earlier():  # noqa: ANN202
         return fresh.freshness(records / "earlier", "earlier")

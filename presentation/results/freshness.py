@@ -109,8 +109,8 @@ PROOFS = ROOT / "benchmarks" / "results" / "before-after"
 """The committed before/after reports (``benchmarks/before_after.py compare --out``)."""
 
 
-@lru_cache(maxsize=1)
-def _steps() -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], dict[str, str]]]:
+@lru_cache(maxsize=4)
+def _steps(proofs: Path) -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], dict[str, str]]]:
     """Each answer-neutral step the reports show: code fingerprint -> {the one after: report},
     and (template, hash) -> {the hash after: report}, from configurations whose answers were
     all identical, without an error."""
@@ -118,7 +118,7 @@ def _steps() -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], dict[str,
 
     code: dict[str, dict[str, str]] = {}
     templates: dict[tuple[str, str], dict[str, str]] = {}
-    for path in sorted(PROOFS.glob("*.json")) if PROOFS.is_dir() else []:
+    for path in sorted(proofs.glob("*.json")) if proofs.is_dir() else []:
         try:
             agents = json.loads(path.read_text()).get("agents") or {}
         except (OSError, ValueError, AttributeError):
@@ -154,7 +154,7 @@ def carried_by(was: str, now: str, templates: dict[str, tuple[str, str]]) -> lis
     """The reports that carry a record answered by code ``was`` (and templates at their first
     hash) forward to code ``now`` (and their second): every step answer-neutral (None: not
     shown)."""
-    code_steps, template_steps = _steps()
+    code_steps, template_steps = _steps(PROOFS)
     reports = [] if was == now else _chain(code_steps, was, now)
     if reports is None:
         return None
