@@ -105,8 +105,10 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
     return out
 
 
-PROOFS = ROOT / "benchmarks" / "results" / "before-after"
-"""The committed before/after reports (``benchmarks/before_after.py compare --out``)."""
+PROOFS: Path | None = None
+"""Where the before/after reports are read (``benchmarks/before_after.py compare --out``); None:
+``before-after/`` beside the records the pages are made from (the checkout's, not the
+installed package's)."""
 
 
 @lru_cache(maxsize=4)
@@ -154,7 +156,9 @@ def carried_by(was: str, now: str, templates: dict[str, tuple[str, str]]) -> lis
     """The reports that carry a record answered by code ``was`` (and templates at their first
     hash) forward to code ``now`` (and their second): every step answer-neutral (None: not
     shown)."""
-    code_steps, template_steps = _steps(PROOFS)
+    from hopgraph.presentation.results import records_dir
+
+    code_steps, template_steps = _steps(PROOFS or records_dir() / "before-after")
     reports = [] if was == now else _chain(code_steps, was, now)
     if reports is None:
         return None
