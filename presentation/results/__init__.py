@@ -211,7 +211,7 @@ def column_freshness(t: RunTable, commits: bool = False) -> dict[str, Freshness]
     """Each measured column's record and whether its answers are today's code's (``commits``:
     with a stale one's commits since, from git)."""
     return {
-        k: freshness(records_dir() / rel, rel, commits)
+        k: freshness(records_dir() / rel, rel, commits, records_dir() / "before-after")
         for k, rel in t.rows.items()
         if (records_dir() / rel / "predictions.jsonl").is_file()
     }

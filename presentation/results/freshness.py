@@ -70,9 +70,13 @@ def _templates_today(prompts_dir: str, agent: str) -> dict[str, str]:
         return prompt_hashes(SimpleNamespace(prompts_dir=""))  # type: ignore[arg-type]
 
 
-def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness:
+def freshness(
+    folder: Path, label: str = "", commits: bool = False, proofs: Path | None = None
+) -> Freshness:
     """``folder``'s record against today's code (``label``: how pages name the folder);
-    ``commits``: count a stale one's commits since (git, asked for by ``--json`` only)."""
+    ``commits``: count a stale one's commits since (git, asked for by ``--json`` only);
+    ``proofs``: the folder of before/after reports that may carry it forward (the pages pass
+    the one beside the records; none: a changed record is not carried)."""
     man: dict[str, Any] = dict(RunFolder(folder).manifest() or {})
     preds = read_predictions(folder / "predictions.jsonl").values()
     sittings = man.get("sittings") or []
@@ -97,8 +101,9 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
     moved = {t: (was[t], now.get(t, "")) for t in used if t in was and was[t] != now.get(t)}
     out.changed += list(moved)
     out.current = not out.changed
-    if not out.current and set(answered) == {fingerprint}:
-        out.carried = carried_by(fingerprint, str(today.get("fingerprint", "")), moved) or []
+    where = PROOFS or proofs
+    if not out.current and where is not None and set(answered) == {fingerprint}:
+        out.carried = carried_by(fingerprint, str(today.get("fingerprint", "")), moved, where) or []
         out.current = bool(out.carried)
     if commits and not out.current and revision:
         out.commits_since = commits_since(revision, _method_paths(recorded, used))
@@ -106,9 +111,9 @@ def freshness(folder: Path, label: str = "", commits: bool = False) -> Freshness
 
 
 PROOFS: Path | None = None
-"""Where the before/after reports are read (``benchmarks/before_after.py compare --out``); None:
-``before-after/`` beside the records the pages are made from (the checkout's, not the
-installed package's)."""
+"""Where the before/after reports are read, where set (a test's); else where ``freshness`` is
+told: ``before-after/`` beside the records the pages are made from (the checkout's, not the
+installed package's; ``benchmarks/before_after.py compare --out`` writes them)."""
 
 
 @lru_cache(maxsize=4)
@@ -152,13 +157,13 @@ def _chain(steps: dict, start: Any, goal: Any, key: Any = None) -> list[str] | N
     return None
 
 
-def carried_by(was: str, now: str, templates: dict[str, tuple[str, str]]) -> list[str] | None:
-    """The reports that carry a record answered by code ``was`` (and templates at their first
-    hash) forward to code ``now`` (and their second): every step answer-neutral (None: not
-    shown)."""
-    from hopgraph.presentation.results import records_dir
-
-    code_steps, template_steps = _steps(PROOFS or records_dir() / "before-after")
+def carried_by(
+    was: str, now: str, templates: dict[str, tuple[str, str]], proofs: Path
+) -> list[str] | None:
+    """The reports in ``proofs`` that carry a record answered by code ``was`` (and templates at
+    their first hash) forward to code ``now`` (and their second): every step answer-neutral
+    (None: not shown)."""
+    code_steps, template_steps = _steps(proofs)
     reports = [] if was == now else _chain(code_steps, was, now)
     if reports is None:
         return None
