@@ -109,9 +109,13 @@ def compare(before: Path, after: Path, names: list[str]) -> dict[str, Any]:
                                     "after": calls_by_template(b)})  # fmt: skip
         same = sum(1 for q in old.keys() & new.keys() if not any(d["id"] == q for d in differences))
         errors = sum(bool(p.get("error")) for p in [*old.values(), *new.values()])
-        report["agents"][name] = {"questions": len(old.keys() | new.keys()), "identical": same,
-                                  "errors": errors, "differences": differences,
-                                  **code_moved(before / name, after / name)}  # fmt: skip
+        report["agents"][name] = {
+            "questions": len(old.keys() | new.keys()),
+            "identical": same,
+            "errors": errors,
+            "differences": differences,
+            **code_moved(before / name, after / name),
+        }
     return report
 
 
@@ -122,12 +126,17 @@ def code_moved(before: Path, after: Path) -> dict[str, Any]:
     was, now = RunFolder(before).manifest() or {}, RunFolder(after).manifest() or {}
     a, b = was.get("prompts") or {}, now.get("prompts") or {}
     return {
-        "code": {k: (m.get("code") or {}).get("fingerprint", "") for k, m in
-                 (("before", was), ("after", now))},
+        "code": {
+            k: (m.get("code") or {}).get("fingerprint", "")
+            for k, m in (("before", was), ("after", now))
+        },
         "revisions": {"before": was.get("git_revision", ""), "after": now.get("git_revision", "")},
-        "templates": {t: [a.get(t, ""), b.get(t, "")] for t in sorted(a.keys() | b.keys())
-                      if a.get(t) != b.get(t)},
-    }  # fmt: skip
+        "templates": {
+            t: [a.get(t, ""), b.get(t, "")]
+            for t in sorted(a.keys() | b.keys())
+            if a.get(t) != b.get(t)
+        },
+    }
 
 
 def main() -> None:

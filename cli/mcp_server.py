@@ -3,7 +3,6 @@ call into the library with the Context a caller may have (``config.for_client``)
 turned into MCP tool errors with the message the CLI gives; and the API-key check in front of
 its HTTP transport. Loaded only by the command, so the CLI starts without the SDK."""
 
-import json
 import logging
 import threading
 import time
@@ -23,7 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from hopgraph.cli.app import run_endpoint
 from hopgraph.config import Context, for_client, knobs_of
 from hopgraph.graphs import GRAPHS, load_graph, recursion_limit, spec_for
-from hopgraph.graphs.auth import LOOPBACK, as_host, caller, identity, refusal
+from hopgraph.graphs.auth import LOOPBACK, as_host, caller, identity, refusal, send_json
 from hopgraph.graphs.auth import key_check as auth_check
 from hopgraph.graphs.polarmem import ingest_text, polar_memory, recall
 from hopgraph.graphs.shared import output_of
@@ -467,17 +466,8 @@ class CallerLimits:
         self._reap(time.monotonic())
         why = self.refusal(who, sid)
         if why is not None:
-            body = json.dumps(
-                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": why}}
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 429,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            return await send({"type": "http.response.body", "body": body})
+            error = {"code": -32000, "message": why}
+            return await send_json(send, 429, {"jsonrpc": "2.0", "id": None, "error": error})
         answer: dict[str, Any] = {}
 
         async def watched(message: dict) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -123,7 +124,6 @@ def run(
     """Run an agent over a question file: checkpointed, resumable, traced. With a budget, no
     question starts once the record's answered questions have spent it (those in flight
     finish); the run then exits 4, and re-running with a larger budget goes on."""
-    from hopgraph.harness.runner import Runner
 
     # what fails every question is refused once, before a folder or a model server exists
     agent = chosen_graph(agent, graph)
@@ -138,25 +138,35 @@ def run(
     read = _read_inputs(questions, kb, sets, type(ctx), fields)
     otel = otel_export(otel_endpoint)
 
-    def runner_on(endpoint: str) -> Runner:
-        try:
-            return Runner(
-                agent, out, ctx, endpoint=endpoint, checkpointer=checkpointer, lease=lease,
-                speed_probe=not ctx.base_url,  # the embedded server runs at the host's speed
-                accept_code_change=accept_code_change, exporter=otel, budget=budget,
-                notify=None if quiet else lambda words: err.print(f"[dim]{words}[/dim]"),
-            )  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
-            refuse(f"checkpointer {checkpointer}: {e}")
-
-    runner = _served_runner(runner_on, ctx, out, read, limit, redo or (), budget, quiet,
-                            shared=bool(checkpointer))  # fmt: skip
+    options = {
+        "checkpointer": checkpointer,
+        "lease": lease,
+        "exporter": otel,
+        "budget": budget,
+        "speed_probe": not ctx.base_url,  # the embedded server runs at the host's speed
+        "accept_code_change": accept_code_change,
+        "notify": None if quiet else lambda words: err.print(f"[dim]{words}[/dim]"),
+    }
+    make = functools.partial(_runner, agent, out, ctx, options)
+    runner = _served_runner(
+        make, ctx, out, read, limit, redo or (), budget, quiet, shared=bool(checkpointer)
+    )
     if runner is None:
         return
     summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
                                     concurrency=concurrency, redo=redo or (),
                                     quiet=quiet)  # fmt: skip
     _report_run(summary, out, budget)
+
+
+def _runner(agent: str, out: str, ctx, options: dict, endpoint: str):  # noqa: ANN001, ANN202 - a Runner
+    """The run's Runner on ``endpoint``; a checkpointer that cannot be reached is refused."""
+    from hopgraph.harness.runner import Runner
+
+    try:
+        return Runner(agent, out, ctx, endpoint=endpoint, **options)
+    except Exception as e:  # noqa: BLE001 - a database that cannot be reached or used
+        refuse(f"checkpointer {options['checkpointer']}: {e}")
 
 
 def _served_runner(make, ctx, out: str, read, limit, redo, budget, quiet: bool, shared: bool):  # noqa: ANN001, ANN202 - a Runner or None
@@ -174,8 +184,10 @@ def _served_runner(make, ctx, out: str, read, limit, redo, budget, quiet: bool, 
             return None
     endpoint = started_endpoint(ctx, quiet)
     if not ctx.base_url and (unused := unused_cpu_features()):
-        err.print(f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
-                  "this CPU unused: `make native` reads prompts about 1.9x faster")  # fmt: skip
+        err.print(
+            f"[yellow]note[/yellow] this llama.cpp build leaves {', '.join(unused)} of "
+            "this CPU unused: `make native` reads prompts about 1.9x faster"
+        )
     runner = resumed or make(endpoint)
     runner.endpoint = endpoint
     return runner

@@ -76,12 +76,22 @@ def key_check(inner, why):  # noqa: ANN001, ANN201 - ASGI apps; why(headers, sco
         reason = why(headers, scope)
         if reason is None:
             return await inner(scope, receive, send)
-        body = json.dumps({"detail": reason}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, 401, {"detail": reason})
 
     return app
+
+
+async def send_json(send, status: int, body: object, headers: tuple = ()) -> None:  # noqa: ANN001
+    """An ASGI answer of ``status`` with ``body`` as JSON (and any ``headers`` beside it): how
+    each guard in front of a served app refuses a request."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
 
 
 def identity(headers: dict) -> str:
@@ -121,12 +131,11 @@ class RequestsPerCaller:
         who = caller(headers, scope)
         said = (b"x-hopgraph-requests-per-key", str(self.limit).encode())
         if self.in_flight.get(who, 0) >= self.limit:
-            why = (f"this caller has {self.limit} requests in flight, this server's limit per "
-                   f"caller ({REQUESTS_ENV}): wait for one to end")  # fmt: skip
-            await send({"type": "http.response.start", "status": 429,
-                        "headers": [(b"content-type", b"application/json"), said]})  # fmt: skip
-            return await send({"type": "http.response.body",
-                               "body": json.dumps({"detail": why}).encode()})  # fmt: skip
+            why = (
+                f"this caller has {self.limit} requests in flight, this server's limit per "
+                f"caller ({REQUESTS_ENV}): wait for one to end"
+            )
+            return await send_json(send, 429, {"detail": why}, (said,))
 
         async def said_too(message: dict) -> None:
             if message["type"] == "http.response.start":

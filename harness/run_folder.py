@@ -30,6 +30,7 @@ from hopgraph.config import Context
 from hopgraph.harness import bounded
 from hopgraph.harness.code_fingerprint import code_changes, code_fingerprint
 from hopgraph.harness.cost import critical_path_depth
+from hopgraph.memory.disk import store_says_full
 from hopgraph.memory.evidence import Evidence
 from hopgraph.memory.files import Skipped
 from hopgraph.models.events import EmptyReply, Fallback, LLMCall, LLMRequest, Retrieval
@@ -376,7 +377,7 @@ def as_disk_full(e: BaseException, path: str | Path, what: str) -> OSError | Non
     if isinstance(e, DiskFull):
         return e
     full = disk_full(e)
-    if full is None and not (isinstance(e, sqlite3.OperationalError) and "is full" in str(e)):
+    if full is None and not store_says_full(e):
         return None
     return DiskFull(errno.ENOSPC, f"no space left on the device writing {what}", str(path))
 

@@ -85,6 +85,13 @@ class RunSummary:
     """Questions the budget left unstarted (0: it did not stop the run)."""
 
 
+def unanswered(
+    questions: list[Question], done: Mapping[str, Mapping[str, Any]], redo: Collection[str] = ()
+) -> list[Question]:
+    """The questions a sitting answers: not finished, failed before, or named to answer again."""
+    return [q for q in questions if q.id in redo or q.id not in done or done[q.id].get("error")]
+
+
 def preflight(ctx: Context) -> None:
     """What would fail every question, checked once before the first: the prompt overlay, and
     the model endpoint (it answers and serves the model; the VLM's too when one is set).
@@ -381,7 +388,7 @@ class Runner:
         questions = qs.first(limit)
         self._checked(qs, questions, redo)
         done = self.folder.done()
-        todo = [q for q in questions if q.id in redo or q.id not in done or done[q.id].get("error")]
+        todo = unanswered(questions, done, redo)
         summary = RunSummary(self.run_dir, total=len(questions), problems=qs.problems)
         summary.skipped_done = len(questions) - len(todo)
         summary.spent = self.budget.spent(list(done.values())) if self.budget else {}
@@ -422,10 +429,15 @@ class Runner:
                 self.notify("timing the endpoint for the record (about 30 s on 2 cores)")
                 began = time.perf_counter()
                 self.speed = sitting_speed(self.ctx)
-                self.notify(f"timed in {time.perf_counter() - began:.0f} s: " + (
-                    f"prompts read at {self.speed['prefill_tokens_per_s']:.0f} tokens/s, "
-                    f"replies at {self.speed['decode_tokens_per_s']:.0f} tokens/s"
-                    if self.speed else "no speed recorded (the probe failed)"))  # fmt: skip
+                self.notify(
+                    f"timed in {time.perf_counter() - began:.0f} s: "
+                    + (
+                        f"prompts read at {self.speed['prefill_tokens_per_s']:.0f} tokens/s, "
+                        f"replies at {self.speed['decode_tokens_per_s']:.0f} tokens/s"
+                        if self.speed
+                        else "no speed recorded (the probe failed)"
+                    )
+                )
             build = build or (llama_build_features() if self.speed else None)
             self._warn_build(sitting, build)
             self.folder.record_sitting(sitting, self.speed, build)
@@ -457,9 +469,8 @@ class Runner:
             done.pop(qid, None)
             self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
             self.folder.forget(qid)
-        failed_before = {qid for qid, p in done.items() if p.get("error")}
-        self.folder.keep([p for qid, p in done.items() if qid not in failed_before])
-        return [q for q in questions if q.id not in done or q.id in failed_before]
+        self.folder.keep([p for p in done.values() if not p.get("error")])
+        return unanswered(questions, done)
 
     def _run(self, qs, limit, concurrency, on_done, redo, max_consecutive_failures) -> RunSummary:  # noqa: ANN001
         began = time.perf_counter()

@@ -11,14 +11,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def store_says_full(e: BaseException) -> bool:
+    """A store's own error for a full disk (SQLite's and Chroma's "database or disk is full")."""
+    return not isinstance(e, OSError) and "disk is full" in str(e)
+
+
 @contextmanager
 def named_when_full(where: str | Path) -> Iterator[None]:
     """Inside this block, a store's "disk is full" is an ``OSError`` naming ``where``."""
     try:
         yield
-    except OSError:
-        raise
     except Exception as e:
-        if "disk is full" not in str(e):
+        if not store_says_full(e):
             raise
         raise OSError(errno.ENOSPC, "no space left on the device", str(where)) from e

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -324,19 +325,15 @@ class Prompts:
         """Each ``include``, ``extends`` or ``import`` of ``source`` must name, literally, a
         template of the overlay or a shipped one: never a path, ``..`` or a computed name."""
         problems = []
-        refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
-        for node in self.env.parse(source).find_all(refs):
-            named: nodes.Expr = getattr(node, "template")  # noqa: B009 - each ref type has one
-            names = named.items if isinstance(named, nodes.List) else [named]
-            for ref in names:
-                if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
-                    why = "a template is named by a computed value; name it literally"
-                    problems.append(f"{path} line {node.lineno}: {why} (method/name.j2)")
-                elif why := name_problem(ref.value):
-                    problems.append(f"{path} line {node.lineno}: {why}")
-                elif not any(p.is_file() for p in self._loader.candidates(ref.value)):
-                    problems.append(f"{path} line {node.lineno}: no template {ref.value!r} in "
-                                    "the overlay or the shipped prompts")  # fmt: skip
+        for node, ref in self._references(source):
+            if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
+                why = "a template is named by a computed value; name it literally"
+                problems.append(f"{path} line {node.lineno}: {why} (method/name.j2)")
+            elif why := name_problem(ref.value):
+                problems.append(f"{path} line {node.lineno}: {why}")
+            elif not any(p.is_file() for p in self._loader.candidates(ref.value)):
+                problems.append(f"{path} line {node.lineno}: no template {ref.value!r} in "
+                                "the overlay or the shipped prompts")  # fmt: skip
         return problems
 
     def _include_loop(self, path: Path, chain: tuple[Path, ...] = ()) -> list[Path] | None:
@@ -345,20 +342,25 @@ class Prompts:
         path = path.resolve()
         if path in chain:
             return [*chain, path]
-        refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
         try:
-            found = self.env.parse(path.read_text(encoding="utf-8")).find_all(refs)
+            found = list(self._references(path.read_text(encoding="utf-8")))
         except (OSError, TemplateSyntaxError):
             return None  # said by the other checks
-        for node in found:
+        for _, ref in found:
+            if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
+                continue
+            target = next((p for p in self._loader.candidates(ref.value) if p.is_file()), None)
+            if target is not None and (loop := self._include_loop(target, (*chain, path))):
+                return loop
+        return None
+
+    def _references(self, source: str) -> Iterator[tuple[nodes.Node, nodes.Expr]]:
+        """Each template name ``source`` includes, extends or imports, with its node."""
+        refs = (nodes.Include, nodes.Extends, nodes.Import, nodes.FromImport)
+        for node in self.env.parse(source).find_all(refs):
             named: nodes.Expr = getattr(node, "template")  # noqa: B009 - each ref type has one
             for ref in named.items if isinstance(named, nodes.List) else [named]:
-                if not isinstance(ref, nodes.Const) or not isinstance(ref.value, str):
-                    continue
-                target = next((p for p in self._loader.candidates(ref.value) if p.is_file()), None)
-                if target is not None and (loop := self._include_loop(target, (*chain, path))):
-                    return loop
-        return None
+                yield node, ref
 
     def _linked_out_folders(self) -> list[str]:
         """A folder of the overlay linked to one outside it: its files are never read, which

@@ -288,8 +288,13 @@ def docs_env(base_url: str, model: str = "scripted") -> dict[str, str]:
     """The shell a page's commands run in, as a user's after ``source .venv/bin/activate``:
     ``hopgraph`` on PATH, a wide terminal, and the scripted model in place of the embedded one."""
     bin_dir = Path(sys.executable).parent
-    return {**os.environ, "HOPGRAPH_BASE_URL": base_url, "HOPGRAPH_MODEL": model,
-            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "120"}  # fmt: skip
+    return {
+        **os.environ,
+        "HOPGRAPH_BASE_URL": base_url,
+        "HOPGRAPH_MODEL": model,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "COLUMNS": "120",
+    }
 
 
 def as_written(command: str, cwd: Path, env: dict[str, str], runs: set[str] = frozenset()) -> str:
@@ -299,8 +304,9 @@ def as_written(command: str, cwd: Path, env: dict[str, str], runs: set[str] = fr
         served = view_serves(command, cwd, env)
         assert served == set(runs), (command, served)
         return ""
-    out = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+    out = subprocess.run(
+        command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, (command, out.stdout[-1500:], out.stderr[-1500:])
     return out.stdout + out.stderr
 
@@ -311,8 +317,15 @@ def view_serves(command: str, cwd: Path, env: dict) -> set[str]:
 
     import httpx
 
-    proc = subprocess.Popen(f"exec {command} --port 0", shell=True, cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        f"exec {command} --port 0",
+        shell=True,
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         url = re.search(r"http://\S+/", proc.stdout.readline() if proc.stdout else "")
         assert url, proc.stderr.read() if proc.stderr else ""

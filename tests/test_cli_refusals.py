@@ -413,16 +413,29 @@ def test_a_finished_record_a_spent_budget_and_other_settings_need_no_model_serve
     server.write_text(f"#!/bin/sh\ntouch {tmp_path / 'started'}\nexit 1\n")
     server.chmod(0o755)
     env = {"HOPGRAPH_LLAMA_SERVER": str(server)}
-    base = ["run", "--agent", "rag", "--out", "r", "--kb", str(town_kb),
-            "--model", "smollm2-135m", "--set", "engine=llama-server"]  # fmt: skip
+    base = [
+        "run",
+        "--agent",
+        "rag",
+        "--out",
+        "r",
+        "--kb",
+        str(town_kb),
+        "--model",
+        "smollm2-135m",
+        "--set",
+        "engine=llama-server",
+    ]
     with ScriptedServer(model="smollm2-135m") as model:
-        made = hopgraph(*base, "--questions", "two.jsonl", "--base-url", model.base_url,
-                        cwd=tmp_path)  # fmt: skip
+        made = hopgraph(
+            *base, "--questions", "two.jsonl", "--base-url", model.base_url, cwd=tmp_path
+        )
     assert made.returncode == 0, made.stderr
     again = hopgraph(*base, "--questions", "two.jsonl", cwd=tmp_path, env=env)
     assert again.returncode == 0 and "2 already done" in again.stdout, again.stderr
-    spent = hopgraph(*base, "--questions", "three.jsonl", "--budget-tokens", "1", cwd=tmp_path,
-                     env=env)  # fmt: skip
+    spent = hopgraph(
+        *base, "--questions", "three.jsonl", "--budget-tokens", "1", cwd=tmp_path, env=env
+    )
     assert spent.returncode == 4, spent.stderr
     assert "budget reached: 1 question(s) not started" in spent.stderr
     for qfile in ("two.jsonl", "three.jsonl"):  # finished, and with a question left
@@ -443,9 +456,20 @@ def test_a_llama_server_the_operator_names_that_cannot_run_is_named_not_replaced
         ("/nonexistent/llama-server", "is not a file"),
         (str(text), "is not executable"),
     ):
-        out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                       "--model", "smollm2-135m", cwd=tmp_path,
-                       env={"HOPGRAPH_LLAMA_SERVER": path}, timeout=300)  # fmt: skip
+        out = hopgraph(
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--model",
+            "smollm2-135m",
+            cwd=tmp_path,
+            env={"HOPGRAPH_LLAMA_SERVER": path},
+            timeout=300,
+        )
         assert out.returncode == 2, out.stderr
         assert f"HOPGRAPH_LLAMA_SERVER={path} {why}" in out.stderr, out.stderr
         assert not (tmp_path / "r").exists()

@@ -486,8 +486,11 @@ def test_an_empty_folder_or_a_missing_memory_is_refused_and_nothing_is_made(tmp_
     (tmp_path / "unusable" / "dead").symlink_to(tmp_path / "nowhere")
     out = hopgraph("index", "unusable", "--kb", "kb", cwd=tmp_path)
     assert out.returncode == 2 and "nothing was indexed from unusable" in out.stderr, out.stderr
-    for args in (["memory", "stats", "--memory", "mem"], ["memory", "recall", "x", "--memory",
-                 "mem"], ["memory", "forget", "image:3f2a", "--memory", "mem"]):  # fmt: skip
+    for args in (
+        ["memory", "stats", "--memory", "mem"],
+        ["memory", "recall", "x", "--memory", "mem"],
+        ["memory", "forget", "image:3f2a", "--memory", "mem"],
+    ):
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and "no memory at mem" in out.stderr, (args, out.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "unusable"]

@@ -218,8 +218,13 @@ def test_one_keys_flood_of_requests_never_refuses_another_key(monkeypatch):
             async def send(message: dict) -> None:
                 said.append(message)
 
-            scope = {"type": "http", "method": "POST", "path": "/threads", "client": ("1.2.3.4", 1),
-                     "headers": [(b"x-api-key", key.encode())]}  # fmt: skip
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": "/threads",
+                "client": ("1.2.3.4", 1),
+                "headers": [(b"x-api-key", key.encode())],
+            }
             await gate(scope, None, send)
             return said[0]["status"], json.loads(said[1]["body"])
 

@@ -500,8 +500,13 @@ def test_a_record_of_code_changed_answer_neutrally_is_carried_forward_by_its_rep
 
     def report(name: str, before: str, after: str, identical: int = 28, templates=None) -> None:
         code = {"before": before, "after": after}
-        row = {"questions": 28, "identical": identical, "errors": 0, "code": code,
-               "templates": templates or {}}  # fmt: skip
+        row = {
+            "questions": 28,
+            "identical": identical,
+            "errors": 0,
+            "code": code,
+            "templates": templates or {},
+        }
         (proofs / name).write_text(json.dumps({"agents": {"rag": row}}))
         fresh._steps.cache_clear()  # (keyed by folder: the checkout's reports stay apart)
 
