@@ -528,11 +528,25 @@ def scored_predictions(run_dir: str | Path) -> dict[str, dict[str, Any]]:
     questions = {
         q.id: q for q in read_questions(qfile, FieldSpec.of(man.get("questions_fields")))[0]
     }
+    sittings = man.get("sittings") or []
     for qid, p in preds.items():
         q = questions.get(qid)
         if q is not None and "gold" not in p:
             p |= {"question": q.question, "gold": q.answers}
+        if "speed" not in p and (speed := sitting_of(p, sittings).get("speed")):
+            p["speed"] = speed
     return preds
+
+
+def sitting_of(pred: dict[str, Any], sittings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sitting (an entry of a manifest's ``sittings``) that answered ``pred``: the one it
+    names, or, for a line written before answers named it, the one whose timed speed it
+    carries; {} when neither says."""
+    at = pred.get("sitting")
+    if isinstance(at, int) and 0 <= at < len(sittings):
+        return sittings[at]
+    speed = pred.get("speed")
+    return next((s for s in reversed(sittings) if speed and s.get("speed") == speed), {})
 
 
 def question_file(run_dir: Path, name: str, sha256: str | None, rebuild: bool = True) -> Path:
@@ -621,7 +635,11 @@ class Prediction(Counts):
     """The numbered contexts the response was written from: [n] is ``contexts_ids[n-1]``."""
     cited: NotRequired[list[Evidence]]
     seconds: float
+    sitting: NotRequired[int]
+    """The manifest's sitting that answered it (its index in ``sittings``), whose record holds
+    the endpoint's timed rates and llama.cpp build."""
     speed: NotRequired[dict[str, float]]
+    """The sitting's rates, on lines written before the sitting was timed after its answers."""
     code: str
     """The method's code fingerprint: a table shows if its columns mix them."""
     error: str | None
@@ -993,6 +1011,15 @@ class RunFolder:
         path = self.path / self.MANIFEST
         return json.loads(bounded.read_text(path)) if path.exists() else None
 
+    def time_sitting(self, index: int, speed: dict[str, float]) -> None:
+        """The endpoint's rates, timed once sitting ``index``'s questions were answered, written
+        into that sitting of the manifest."""
+        m = self.manifest()
+        sittings = m.get("sittings", []) if m is not None else []
+        if m is not None and 0 <= index < len(sittings):
+            sittings[index]["speed"] = speed
+            self.write_manifest(m)
+
     def write_manifest(self, m: Manifest) -> None:
         (self.path / self.MANIFEST).write_text(json.dumps(m, indent=2) + "\n")
 
@@ -1086,16 +1113,14 @@ class RunFolder:
                 fresh["extends"] = extended
         return fresh if sitting else None
 
-    def record_sitting(
-        self, fresh: Manifest, speed: dict[str, float], build: list[str] | None
-    ) -> None:
+    def record_sitting(self, fresh: Manifest, build: list[str] | None) -> None:
         """Write the manifest with this sitting appended: its revision, machine, command, code
-        fingerprint and, where probed, its speed and the llama.cpp build (CPU features) that
-        answered it."""
+        fingerprint and, where known, the llama.cpp build (CPU features) that answers it (its
+        speed comes once its questions are answered: ``time_sitting``)."""
         fresh.setdefault("sittings", []).append(
             {k: fresh[k] for k in ("git_revision", "machine", "command")}
             | {"code": (fresh.get("code") or {}).get("fingerprint", "")}
             | {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-            | ({"speed": speed, "llama_cpp_build": build} if speed else {})
+            | ({"llama_cpp_build": build} if build is not None else {})
         )
         self.write_manifest(fresh)

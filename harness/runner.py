@@ -155,13 +155,13 @@ class Runner:
         (an ``harness.otel.OtelExport``) gets each finished question's trace records.
         ``checkpointer`` a ``postgres://`` URL: the run is shared with every worker that names
         the same database, agent and run folder name (``harness.shared_run``). ``speed_probe``:
-        time the endpoint once per sitting (``measure_speed``) and record its rates with the
-        sitting and every question it answers; the CLI sets it for the embedded server, whose
-        speed is the host's (two hosts of one kind read prompts 1.65x apart). ``budget``: no
-        question starts once the record's answered questions have spent it (questions in
-        flight finish); the summary says what was spent and how many were left unstarted.
-        ``notify`` hears what a sitting waits for before its first question (the timing probe)
-        and how long it took."""
+        time the endpoint once per sitting, after its questions (``measure_speed``), and record
+        its rates with the sitting, which every question it answers names; the CLI sets it for
+        the embedded server, whose speed is the host's (two hosts of one kind read prompts 1.65x
+        apart). ``budget``: no question starts once the record's answered questions have spent
+        it (questions in flight finish); the summary says what was spent and how many were left
+        unstarted. ``notify`` hears what a sitting waits for beyond its questions (the timing
+        probe) and how long it took."""
         self.agent = agent
         self.accept_code_change = accept_code_change
         self.budget = budget
@@ -192,7 +192,7 @@ class Runner:
         self.code = method_code(agent, self.ctx).get("fingerprint", "")
         self.endpoint = endpoint
         self.speed_probe = speed_probe
-        self.speed: dict[str, float] = {}
+        self.sitting_at: int | None = None  # this sitting's place in the manifest's sittings
         self.run_name = self.folder.name
         self.predictions = self.folder.predictions
         self.shared = None
@@ -301,8 +301,8 @@ class Runner:
         }
         if "invalid_citations" in out:
             pred["invalid_citations"] = out["invalid_citations"]
-        if self.speed:
-            pred["speed"] = self.speed
+        if self.sitting_at is not None:
+            pred["sitting"] = self.sitting_at
         return pred, records
 
     def _stop_if_disk_full(self, e: Exception) -> None:
@@ -373,9 +373,13 @@ class Runner:
         refused, naming the first."""
         qs = questions if isinstance(questions, QuestionSet) else QuestionSet.read(questions)
         if self.shared is not None:  # workers share by claims in the database
-            return self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
+            summary = self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
+            self._time_sitting(summary)
+            return summary
         with self.folder.lock():
-            return self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
+            summary = self._run(qs, limit, concurrency, on_done, redo, max_consecutive_failures)
+            self._time_sitting(summary)
+            return summary
 
     def left(
         self, qs: QuestionSet, limit: int | None = None, redo: Collection[str] = ()
@@ -425,22 +429,36 @@ class Runner:
         it has questions to answer."""
         sitting, build = self._checked(qs, questions, redo)
         if sitting is not None:
-            if self.speed_probe:  # ~30 s, so not for a sitting with nothing to do
-                self.notify("timing the endpoint for the record (about 30 s on 2 cores)")
-                began = time.perf_counter()
-                self.speed = sitting_speed(self.ctx)
-                self.notify(
-                    f"timed in {time.perf_counter() - began:.0f} s: "
-                    + (
-                        f"prompts read at {self.speed['prefill_tokens_per_s']:.0f} tokens/s, "
-                        f"replies at {self.speed['decode_tokens_per_s']:.0f} tokens/s"
-                        if self.speed
-                        else "no speed recorded (the probe failed)"
-                    )
-                )
-            build = build or (llama_build_features() if self.speed else None)
+            build = build or (llama_build_features() if self.speed_probe else None)
             self._warn_build(sitting, build)
-            self.folder.record_sitting(sitting, self.speed, build)
+            self.folder.record_sitting(sitting, build)
+            self.sitting_at = len(sitting["sittings"]) - 1
+
+    def _time_sitting(self, summary: RunSummary) -> None:
+        """The endpoint timed for the record once the sitting's questions are answered (about
+        30 s), never before the first: the rates go to the manifest's sitting, which each of its
+        answers names (``sitting``). A sitting that answered nothing is not timed; Ctrl-C skips
+        the timing and keeps the answers."""
+        if not (self.speed_probe and summary.finished and self.sitting_at is not None):
+            return
+        self.notify("timing the endpoint for the record (about 30 s on 2 cores; Ctrl-C skips it)")
+        began = time.perf_counter()
+        try:
+            speed = sitting_speed(self.ctx)
+        except KeyboardInterrupt:
+            self.notify("timing skipped: the answers are kept, the sitting records no speed")
+            return
+        self.notify(
+            f"timed in {time.perf_counter() - began:.0f} s: "
+            + (
+                f"prompts read at {speed['prefill_tokens_per_s']:.0f} tokens/s, "
+                f"replies at {speed['decode_tokens_per_s']:.0f} tokens/s"
+                if speed
+                else "no speed recorded (the probe failed)"
+            )
+        )
+        if speed:
+            self.folder.time_sitting(self.sitting_at, speed)
 
     @staticmethod
     def _build(fresh: Mapping[str, Any]) -> list[str] | None:

@@ -336,21 +336,24 @@ def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
 ):
     """rag's record was answered half on the portable AVX2 wheel and half on the AVX-512
     build, and a build can change a greedy answer; the page said nothing. Each answer is
-    matched to its sitting's build by the probe speed both recorded."""
+    matched to its sitting's build: by the sitting it names, or (lines written before answers
+    named it) by the probe speed both recorded."""
     import json
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     avx2, avx512 = ["AVX2"], ["AVX2", "AVX_VNNI", "AVX512", "AVX512_VNNI", "AVX512_BF16"]
 
-    def record(name, sittings):  # sittings: (build, prefill rate, answers)
+    def record(name, sittings, named=False):  # sittings: (build, prefill rate, answers)
         (tmp_path / name).mkdir()
         man, preds, per_q = {"model": "m", "sittings": []}, [], {}
-        for build, rate, n in sittings:
+        for at, (build, rate, n) in enumerate(sittings):
             speed = {"prefill_tokens_per_s": rate, "decode_tokens_per_s": 9.0}
             man["sittings"].append({"speed": speed, "llama_cpp_build": build})
             for _ in range(n):
                 q = f"q{len(preds)}"
-                preds.append({"id": q, "answer": "a", "speed": speed})
+                preds.append(
+                    {"id": q, "answer": "a"} | ({"sitting": at} if named else {"speed": speed})
+                )
                 per_q[q] = {"f1": 1.0}
         (tmp_path / name / "manifest.json").write_text(json.dumps(man))
         (tmp_path / name / "predictions.jsonl").write_text(
@@ -358,7 +361,7 @@ def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
         )
         (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
 
-    record("rag", [(avx2, 33.1, 40), (avx512, 160.1, 40)])
+    record("rag", [(avx2, 33.1, 40), (avx512, 160.1, 40)], named=True)
     record("peer", [(avx512, 162.4, 80)])
     record("qdc", [(avx2, 33.2, 30), (avx2, 34.0, 10)])
     record("old", [(None, 80.0, 80)])  # sittings from before builds were recorded

@@ -92,28 +92,36 @@ def test_run_writes_predictions_traces_and_manifest(tmp_path, kb_dir):
     assert "speed" not in p and "speed" not in manifest["sittings"][-1]  # no probe asked for
 
 
-def test_a_timed_sitting_records_the_endpoints_speed_with_each_question(tmp_path, kb_dir):
+def test_a_timed_sitting_asks_its_questions_first_and_records_the_endpoints_speed(tmp_path, kb_dir):
     """Seconds measured on two hosts differ by the hosts' speed: a sitting with the probe on
     (the CLI's choice for the embedded server) times the endpoint once and every question it
-    answers carries that speed into eval. The latency model sleeps 2 ms per token, so neither
-    rate can exceed 500 tokens/s."""
+    answers carries that speed into eval. The probe (about 30 s) ran before the first question,
+    which a user waited on for nothing: it runs once the questions are answered, and each answer
+    names its sitting. The latency model sleeps 2 ms per token, so neither rate can exceed 500
+    tokens/s."""
+    asked = []
 
     def reply(body):  # the probe's count runs to its token limit, as a real model's does
+        asked.append(body["_template"])
         return "1 2 3 4 " * 40 if body["_template"] == "probe" else deterministic_reply(body)
 
+    told = []
     with ScriptedServer(reply, per_token=0.002) as server:
-        Runner("rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True).run(
-            questions(tmp_path, n=2)
-        )
-        # the probe (a warm-up, 3 reads, 3 counts), then two calls per question
-        assert server.calls == 1 + 3 + 3 + 2 * 2
+        Runner(
+            "rag", tmp_path / "run", ctx_for(server, kb_dir), speed_probe=True, notify=told.append
+        ).run(questions(tmp_path, n=2))
+        # two calls per question, then the probe (a warm-up, 3 reads, 3 counts)
+        assert server.calls == 2 * 2 + 1 + 3 + 3
+    assert "probe" not in asked[:4], asked
+    assert asked[4:] == ["probe"] * 7, asked
+    assert told[0].startswith("timing the endpoint") and told[1].startswith("timed in"), told
     sitting = json.loads((tmp_path / "run" / "manifest.json").read_text())["sittings"][-1]
     speed = sitting["speed"]
     assert set(speed) == {"prefill_tokens_per_s", "decode_tokens_per_s"}
     assert isinstance(sitting["llama_cpp_build"], list)  # which vector extensions it used
     assert 0 < speed["prefill_tokens_per_s"] <= 500 and speed["decode_tokens_per_s"] > 0
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
-    assert all(p["speed"] == speed for p in preds.values())
+    assert all(p["sitting"] == 0 and "speed" not in p for p in preds.values())
     per_q = evaluate_run(tmp_path / "run")["per_question"]
     assert per_q["q0"]["prefill_tokens_per_s"] == speed["prefill_tokens_per_s"]
     with ScriptedServer(reply) as server:  # a sitting with nothing left to answer: no probe

@@ -22,7 +22,7 @@ from statistics import mean
 from typing import Any
 
 from hopgraph.evals.stats import fmt, paired
-from hopgraph.harness.run_folder import RunFolder, read_predictions
+from hopgraph.harness.run_folder import RunFolder, read_predictions, sitting_of
 from hopgraph.presentation.results.freshness import Freshness, freshness
 from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
 
@@ -298,26 +298,20 @@ def _trace_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
 
 def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str, str]]:
     """The llama.cpp build of the embedded model's server behind each reported answer, per
-    column. An answer keeps its sitting's probe speed, and the manifest lists each sitting's
-    speed beside the build it ran (``llama_cpp_build``: the CPU features it uses); an answer
-    whose sitting recorded no build (an older sitting, or another server) is "unrecorded"."""
+    column: the manifest lists each sitting's build (``llama_cpp_build``: the CPU features it
+    uses) and each answer names its sitting (older lines carry the sitting's speed instead);
+    an answer whose sitting recorded no build (an older sitting, or another server) is
+    "unrecorded"."""
     out = {}
     for k, m in have.items():
         sittings = _manifest(t.rows[k]).get("sittings") or []
-        build = {
-            _speed_key(s.get("speed")): _build_name(s.get("llama_cpp_build")) for s in sittings
-        }
         preds = read_predictions(records_dir() / t.rows[k] / "predictions.jsonl")
         out[k] = {
-            q: build.get(_speed_key(preds[q].get("speed")), "unrecorded")
+            q: _build_name(sitting_of(preds[q], sittings).get("llama_cpp_build"))
             for q in m["per_question"]
             if q in preds
         }
     return out
-
-
-def _speed_key(speed: dict | None) -> str:
-    return json.dumps(speed or {}, sort_keys=True)
 
 
 def _build_name(features: list[str] | None) -> str:
