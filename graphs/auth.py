@@ -170,10 +170,68 @@ def owned(ctx: Auth.types.AuthContext, value: Mapping[str, Any]) -> dict:
     return {"owner": ctx.user.identity}
 
 
+THREADS_ENV = "HOPGRAPH_MAX_THREADS_PER_KEY"
+"""The operator's limit on the threads one key keeps on the LangGraph server."""
+
+
+class ThreadsPerCaller:
+    """The threads each caller (its key's ``identity``) keeps on the LangGraph server: a thread
+    it makes past ``limit`` is refused with 429, so one key's flood of threads (each a record
+    the server holds until it is deleted: ``langgraph dev``'s in-memory runtime sweeps no TTL)
+    never fills the server for the others. Counted from the thread actions the server hands
+    ``auth`` (made, made by a run, deleted); a stateless run's thread is the server's own,
+    gone when the run ends, and is not counted."""
+
+    def __init__(self, limit: int = 0) -> None:
+        self.limit = limit or int(os.environ.get(THREADS_ENV, "") or 1000)
+        self.owner: dict[str, str] = {}
+        self.kept: dict[str, int] = {}
+
+    def make(self, who: str, thread_id: object) -> None:
+        """``who`` makes ``thread_id`` (one it already has, or another key's, counts nothing)."""
+        tid = str(thread_id)
+        if thread_id is None or tid in self.owner:
+            return
+        if self.kept.get(who, 0) >= self.limit:
+            raise Auth.exceptions.HTTPException(
+                status_code=429,
+                detail=f"this key keeps {self.limit} threads, this server's limit per key "
+                f"({THREADS_ENV}): delete one it no longer needs",
+            )
+        self.owner[tid] = who
+        self.kept[who] = self.kept.get(who, 0) + 1
+
+    def gone(self, who: str, thread_id: object) -> None:
+        """``who`` deletes ``thread_id`` (another key's is not its to count down)."""
+        tid = str(thread_id)
+        if self.owner.get(tid) == who:
+            del self.owner[tid]
+            self.kept[who] -= 1
+
+
+THREADS = ThreadsPerCaller()
+
+
 @auth.on.threads
 async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
     """Every thread action: the caller's own threads only (``owned``)."""
     return owned(ctx, value)
+
+
+@auth.on.threads.create
+async def made_threads(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate) -> dict:
+    """A thread the caller makes is its own, within its count (``THREADS``)."""
+    THREADS.make(ctx.user.identity, value.get("thread_id"))
+    return owned(ctx, value)
+
+
+@auth.on.threads.delete
+async def deleted_threads(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsDelete) -> dict:
+    """Deleting its own thread gives the caller one back (a run's deletion is not a thread's)."""
+    filters = owned(ctx, value)
+    if not value.get("run_id"):
+        THREADS.gone(ctx.user.identity, value.get("thread_id"))
+    return filters
 
 
 SYSTEM_ASSISTANTS = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -203,11 +261,14 @@ def context_refusal(assistant_id: object, context: object) -> str | None:
 
 @auth.on.threads.create_run
 async def checked_runs(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> dict:
-    """A run in the caller's own thread (as ``own_threads``), its context refused before any
-    work where it names what its graph does not take."""
+    """A run in the caller's own thread (as ``own_threads``; one that makes its thread counts
+    it, as ``made_threads``), its context refused before any work where it names what its
+    graph does not take."""
     why = context_refusal(value.get("assistant_id"), (value.get("kwargs") or {}).get("context"))
     if why is not None:
         raise Auth.exceptions.HTTPException(status_code=422, detail=why)
+    if value.get("if_not_exists") == "create":  # a run that makes its thread
+        THREADS.make(ctx.user.identity, value.get("thread_id"))
     return owned(ctx, value)
 
 

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -15,7 +16,8 @@ from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-KEY, OTHER_KEY = "hg-test-key-one", "hg-test-key-two"
+KEY, OTHER_KEY, THIRD_KEY = "hg-test-key-one", "hg-test-key-two", "hg-test-key-three"
+THREADS_PER_KEY = 40  # the served server's limit here: more than any other test makes
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 
 pytestmark = pytest.mark.skipif(
@@ -35,7 +37,9 @@ def served(tmp_path_factory):
         roots.mkdir()
         env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
                "HOPGRAPH_KB_DIR": str(tmp / "kb"), "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-               "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOPGRAPH_IMAGE_ROOTS": str(roots),
+               "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY},{THIRD_KEY}",
+               "HOPGRAPH_MAX_THREADS_PER_KEY": str(THREADS_PER_KEY),
+               "HOPGRAPH_IMAGE_ROOTS": str(roots),
                "HOPGRAPH_VLM_MODEL": "scripted-vl", "HOPGRAPH_BACKEND": "vllm"}  # fmt: skip
         log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
@@ -248,3 +252,29 @@ def test_the_served_server_counts_each_callers_requests(served):
     assert r.status_code == 200 and r.headers.get("x-hopgraph-requests-per-key") == "16", dict(
         r.headers
     )
+
+
+def test_one_keys_threads_never_keep_another_key_from_making_one(served):
+    """A key could make threads without end, each held by ``langgraph dev`` until deleted (its
+    in-memory runtime sweeps no TTL), so one key's flood filled the server for every other: a
+    key keeps ``HOPGRAPH_MAX_THREADS_PER_KEY`` threads, counting those its runs make, and past
+    that it alone is refused until it deletes one."""
+    url = served[0]
+
+    def make(key, **run):  # a thread, made by itself or (``run``) by a run that names it
+        path = f"/threads/{uuid.uuid4()}/runs" if run else "/threads"
+        body = {"assistant_id": "rag", "if_not_exists": "create", **run} if run else {}
+        return httpx.post(f"{url}{path}", json=body, headers={"x-api-key": key}, timeout=30)
+
+    made = [make(THIRD_KEY) for _ in range(THREADS_PER_KEY - 1)]
+    assert all(r.status_code == 200 for r in made), made[-1].text
+    question = {"id": "q", "question": "What about town 2?"}
+    assert make(THIRD_KEY, input=question).status_code == 200  # its run made the last one
+    for refused in (make(THIRD_KEY), make(THIRD_KEY, input=question)):
+        assert refused.status_code == 429, refused.text
+        assert "HOPGRAPH_MAX_THREADS_PER_KEY" in refused.json()["detail"]
+    assert make(OTHER_KEY).status_code == 200  # another key is served as before
+    first = made[0].json()["thread_id"]
+    gone = httpx.delete(f"{url}/threads/{first}", headers={"x-api-key": THIRD_KEY}, timeout=30)
+    assert gone.status_code in (200, 204), gone.text
+    assert make(THIRD_KEY).status_code == 200  # one deleted, one made
