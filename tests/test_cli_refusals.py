@@ -452,18 +452,13 @@ def test_a_llama_server_the_operator_names_that_cannot_run_is_named_not_replaced
     (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
     text = tmp_path / "not-a-program"
     text.write_text("#!/bin/sh\n")
+    run = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r"]
     for path, why in (
         ("/nonexistent/llama-server", "is not a file"),
         (str(text), "is not executable"),
     ):
         out = hopgraph(
-            "run",
-            "--agent",
-            "direct",
-            "--questions",
-            "q.jsonl",
-            "--out",
-            "r",
+            *run,
             "--model",
             "smollm2-135m",
             cwd=tmp_path,

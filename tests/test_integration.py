@@ -421,39 +421,13 @@ def test_a_run_on_the_embedded_model_says_what_it_waits_for_and_how_long(tmp_pat
     """The first answer came minutes after the command with no word of the server's start or
     the timing probe behind it."""
     (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "What is 2+2?"}\n')
-    out = hopgraph(
-        "run",
-        "--agent",
-        "direct",
-        "--questions",
-        "q.jsonl",
-        "--out",
-        "r",
-        "--model",
-        SMALL,
-        "--set",
-        "n_ctx=512",
-        cwd=tmp_path,
-        timeout=300,
-    )
+    run = ["run", "--agent", "direct", "--questions", "q.jsonl", "--model", SMALL]
+    out = hopgraph(*run, "--out", "r", "--set", "n_ctx=512", cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "starting the embedded model server (smollm2-135m)" in out.stderr
     assert re.search(r"model server ready in \d+ s", out.stderr), out.stderr
     assert re.search(r"timed in \d+ s: prompts read at \d+ tokens/s", out.stderr), out.stderr
     quiet = hopgraph(
-        "run",
-        "--agent",
-        "direct",
-        "--questions",
-        "q.jsonl",
-        "--out",
-        "r2",
-        "--model",
-        SMALL,
-        "--set",
-        "n_ctx=512",
-        "--quiet",
-        cwd=tmp_path,
-        timeout=300,
+        *run, "--out", "r2", "--set", "n_ctx=512", "--quiet", cwd=tmp_path, timeout=300
     )
     assert quiet.returncode == 0 and "timed in" not in quiet.stderr, quiet.stderr
