@@ -38,14 +38,21 @@ def within(
 ) -> dict[str, Any]:
     """An operator field's metadata with the range a value given to it must lie in (checked
     when a Context is made, as a knob's ``least`` and ``ceiling``)."""
-    return {**meta, **({"minimum": least} if least is not None else {}),
-            **({"maximum": ceiling} if ceiling is not None else {})}  # fmt: skip
+    return {
+        **meta,
+        **({"minimum": least} if least is not None else {}),
+        **({"maximum": ceiling} if ceiling is not None else {}),
+    }
 
 
 def knob(  # noqa: ANN201
-    default: Any, *, least: float | None = None, most: float | None = None,
-    ceiling: float | None = None, **kw: Any,
-):  # fmt: skip
+    default: Any,
+    *,
+    least: float | None = None,
+    most: float | None = None,
+    ceiling: float | None = None,
+    **kw: Any,
+):
     """A method's knob: ``least`` and ``ceiling`` are checked when a Context is made; ``most``
     is the served default of the largest value one client request may ask (the operator's
     ``limit_knobs`` overrides it)."""
@@ -274,8 +281,12 @@ class Context:
             value = getattr(self, f.name)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 least = f.metadata.get("minimum", -math.inf)
-                bounded(f"Context field {f.name!r}", value, least=least,
-                        most=f.metadata.get("maximum", math.inf))  # fmt: skip
+                bounded(
+                    f"Context field {f.name!r}",
+                    value,
+                    least=least,
+                    most=f.metadata.get("maximum", math.inf),
+                )
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied (values may be strings, as from ``--set k=v``); a
@@ -321,10 +332,17 @@ def client_of(cls: type[Context]) -> type[Context]:
         self.check_floors()
         refuse_gated(self, given)
 
-    made = type(f"Client{cls.__name__}", (cls,), {
-        "__init__": __init__, "__module__": cls.__module__, "_client": True,
-        "_operator_class": cls, "__doc__": client_of.__doc__,
-    })  # fmt: skip
+    made = type(
+        f"Client{cls.__name__}",
+        (cls,),
+        {
+            "__init__": __init__,
+            "__module__": cls.__module__,
+            "_client": True,
+            "_operator_class": cls,
+            "__doc__": client_of.__doc__,
+        },
+    )
     setattr(cls, "_client_class", made)  # noqa: B010 - the class's own cache, not a field
     return made
 

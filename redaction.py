@@ -13,10 +13,26 @@ _URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s]*)@")
 password holding ``@`` is one password, and a user name alone (``http://TOKEN@host``, sent
 as Basic auth) is a secret too."""
 SECRET_NAMES = (
-    "password", "passwd", "pwd", "pass", "secret", "token", "apikey", "key", "auth",
-    "authorization", "credential", "credentials", "signature", "sig", "code", "jwt", "session",
-    "sessionid", "hmac",
-)  # fmt: skip
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "secret",
+    "token",
+    "apikey",
+    "key",
+    "auth",
+    "authorization",
+    "credential",
+    "credentials",
+    "signature",
+    "sig",
+    "code",
+    "jwt",
+    "session",
+    "sessionid",
+    "hmac",
+)
 """The parameter names whose value is a secret, whatever words come before them (``api_key``,
 ``X-Amz-Signature``, ``access_token``): a password, a key, a token, a signed URL's
 signature, an OAuth ``code``, a session id, a JWT, an HMAC."""

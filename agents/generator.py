@@ -58,8 +58,12 @@ def short_answer(question: str, text: str, ctx: Context, *, model: ChatModel | N
     """The short answer EM/F1 score, extracted from a method's final reply by one shared call:
     every method in a comparison is scored by this one rule."""
     short = SHORT_ANSWER.complete(
-        ctx, pictures=(), model=model, max_tokens=32, question=question,
+        ctx,
+        pictures=(),
+        model=model,
+        max_tokens=32,
+        question=question,
         answer=strip_citations(text),
-    )  # fmt: skip
+    )
     lines = [ln.strip() for ln in short.strip().splitlines() if ln.strip()]
     return (strip_citations(lines[0]) if lines else strip_citations(text)).rstrip(".")

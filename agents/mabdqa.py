@@ -63,8 +63,12 @@ def _reading(
     views = [_page_view(p, ctx) for p in pages]
     if vlm is not None and len(images) == len(pages) and pages:
         return {"model": vlm, "pictures": [*images, *pictures], "described": False, "pages": views}
-    return {"model": vlm if pictures else chat_model(ctx), "pictures": list(pictures),
-            "described": True, "pages": views}  # fmt: skip
+    return {
+        "model": vlm if pictures else chat_model(ctx),
+        "pictures": list(pictures),
+        "described": True,
+        "pages": views,
+    }
 
 
 def aspects(question: str, ctx: Context) -> list[str]:
@@ -104,8 +108,15 @@ def judge_page(question: str, page: Evidence, ctx: Context) -> float:
     score = parse_score(reply)
     if score is None:
         log.warning("page judgement without a 1-5 score (read as %d): %r", UNPARSED_SCORE, reply)
-        emit(Fallback(JUDGE.name, f"no 1-5 score for page {page['page']}", UNPARSED_SCORE,
-                      JUDGE.template, reply[-200:]))  # fmt: skip
+        emit(
+            Fallback(
+                JUDGE.name,
+                f"no 1-5 score for page {page['page']}",
+                UNPARSED_SCORE,
+                JUDGE.template,
+                reply[-200:],
+            )
+        )
         score = UNPARSED_SCORE
     return (score - 1) / 4
 
@@ -119,9 +130,12 @@ def answer(
     """An answer from the pages only (and the question's own pictures), or "Not answerable"
     (App. C.4)."""
     reply = ANSWERER.complete(
-        ctx, max_tokens=64, **_reading(pages, ctx, pictures), question=question,
+        ctx,
+        max_tokens=64,
+        **_reading(pages, ctx, pictures),
+        question=question,
         picture=bool(pictures),
-    )  # fmt: skip
+    )
     text = reply.strip().splitlines()[0].strip() if reply.strip() else ""
     if not text or "not answerable" in text.lower():
         return NOT_ANSWERABLE
@@ -153,11 +167,18 @@ def refine_answer(
     """A better answer from the pages, the first answer and the summary (App. C.8); its last
     ``Answer:`` line, or "Not answerable"."""
     reply = REFINER.complete(
-        ctx, max_tokens=200, **_reading(pages, ctx), question=question, first_answer=first,
+        ctx,
+        max_tokens=200,
+        **_reading(pages, ctx),
+        question=question,
+        first_answer=first,
         summary=summary,
-    )  # fmt: skip
-    marked = [ln.split(":", 1)[1].strip() for ln in reply.splitlines()
-              if ln.strip().lower().startswith("answer:")]  # fmt: skip
+    )
+    marked = [
+        ln.split(":", 1)[1].strip()
+        for ln in reply.splitlines()
+        if ln.strip().lower().startswith("answer:")
+    ]
     if not marked:  # no answer line: the refinement cannot be read, the first answer stands
         emit(Fallback(REFINER.name, "no Answer: line", first, REFINER.template, reply[-200:]))
         return first

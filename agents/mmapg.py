@@ -130,31 +130,49 @@ class DescribedImage(BaseModel):
 
 
 SPLIT = Role(
-    "retriever", "mmapg/decompose", inputs=("instruction", "parents"), schema=Split,
+    "retriever",
+    "mmapg/decompose",
+    inputs=("instruction", "parents"),
+    schema=Split,
     fallback=lambda given: Split(text_part=given["instruction"]),
-)  # fmt: skip
+)
 KEY_PHRASES = Role(
-    "retriever", "mmapg/keyphrases", inputs=("instruction", "parents"), schema=Phrases,
+    "retriever",
+    "mmapg/keyphrases",
+    inputs=("instruction", "parents"),
+    schema=Phrases,
     fallback=Phrases(),
-)  # fmt: skip
+)
 IMAGE_QUERIES: dict[str, Role] = {
     "targeted": Role(
-        "retriever", "mmapg/image_target", inputs=("instruction",), schema=TargetedImage,
+        "retriever",
+        "mmapg/image_target",
+        inputs=("instruction",),
+        schema=TargetedImage,
         fallback=TargetedImage(),
     ),
     "descriptive": Role(
-        "retriever", "mmapg/image_describe", inputs=("instruction",), schema=DescribedImage,
+        "retriever",
+        "mmapg/image_describe",
+        inputs=("instruction",),
+        schema=DescribedImage,
         fallback=DescribedImage(),
     ),
-}  # fmt: skip
+}
 EXAMINE_TEXT = Role(
-    "examiner", "mmapg/examine_text", inputs=("instruction", "title", "text"),
-    schema=Examination, fallback=Examination(),
-)  # fmt: skip
+    "examiner",
+    "mmapg/examine_text",
+    inputs=("instruction", "title", "text"),
+    schema=Examination,
+    fallback=Examination(),
+)
 EXAMINE_IMAGE = Role(
-    "examiner", "mmapg/examine_image", inputs=("question", "described", "title", "text"),
-    schema=Examination, fallback=Examination(),
-)  # fmt: skip
+    "examiner",
+    "mmapg/examine_image",
+    inputs=("question", "described", "title", "text"),
+    schema=Examination,
+    fallback=Examination(),
+)
 EXTRACT = Role("retriever", "mmapg/extract", inputs=("instruction", "findings"))
 
 
@@ -169,9 +187,11 @@ def key_phrases(instruction: str, ctx: Context, parents: list[str] | tuple = ())
     answer can name what the instruction refers to. Fallback: no phrase (the caller then
     searches with the text part itself)."""
     out = KEY_PHRASES.structured(
-        ctx, max_tokens=120, instruction=instruction,
+        ctx,
+        max_tokens=120,
+        instruction=instruction,
         parents=[p for p in parents if p],
-    )  # fmt: skip
+    )
     return _clean(out.phrases)
 
 
@@ -194,9 +214,12 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
     title, text = candidate.get("title", ""), candidate.get("text", "")
     if candidate.get("modality") != "image":
         out = EXAMINE_TEXT.structured(
-            ctx, max_tokens=120,
-            instruction=instruction, title=title, text=text,
-        )  # fmt: skip
+            ctx,
+            max_tokens=120,
+            instruction=instruction,
+            title=title,
+            text=text,
+        )
     else:
         seen = bool(vlm_model(ctx) is not None and candidate.get("path"))
         if not seen:
@@ -205,10 +228,14 @@ def examine(candidate: Evidence, instruction: str, question: str, ctx: Context) 
                 Fallback("examiner", f"{reason} for {candidate.get('id')}", "its title and caption")
             )
         out = EXAMINE_IMAGE.structured(
-            ctx, max_tokens=120,
-            pictures=[candidate["path"]] if seen else [], question=question,
-            described=not seen, title=title, text=text,
-        )  # fmt: skip
+            ctx,
+            max_tokens=120,
+            pictures=[candidate["path"]] if seen else [],
+            question=question,
+            described=not seen,
+            title=title,
+            text=text,
+        )
     return out
 
 
@@ -232,9 +259,12 @@ NO_ANSWER = "unknown"
 
 
 REASONER = Role(
-    "reasoner", "mmapg/reason", inputs=("instruction", "nodes", "picture"), schema=Reasoned,
+    "reasoner",
+    "mmapg/reason",
+    inputs=("instruction", "nodes", "picture"),
+    schema=Reasoned,
     fallback=Reasoned(rationale="the reasoning reply was malformed", answer=NO_ANSWER),
-)  # fmt: skip
+)
 
 
 def reason(
@@ -279,9 +309,12 @@ def extract_triplets(item: Item, ctx: Context, cache: JsonCache | None = None) -
         return hit
     try:
         found = TRIPLETS.structured(
-            ctx, repair=False,
-            examples=EXAMPLES, title=item.title, text=item.text,
-        ).facts  # fmt: skip
+            ctx,
+            repair=False,
+            examples=EXAMPLES,
+            title=item.title,
+            text=item.text,
+        ).facts
     except StructuredOutputError as e:  # cut at max_tokens: the complete triplets still count
         found = complete_triplets(e.raw)
         if not found:

@@ -73,9 +73,13 @@ def propose_concepts(image: str | Path, ctx: Context, caption: str = "") -> list
     """C_prop: the VLM's open-set concept proposal (App. B, offline concept extraction)."""
     most = knobs_of(ctx, PolarMemSettings).polar_max_concepts
     reply = PROPOSER.complete(
-        ctx, pictures=[str(image)], model=need_vlm(ctx), max_tokens=200,
-        max_concepts=most, caption=caption,
-    )  # fmt: skip
+        ctx,
+        pictures=[str(image)],
+        model=need_vlm(ctx),
+        max_tokens=200,
+        max_concepts=most,
+        caption=caption,
+    )
     seen: dict[str, None] = {}
     for part in reply.replace("\n", ",").split(","):
         phrase = part.strip().strip("-*•.").strip()
@@ -124,9 +128,11 @@ def extract_entities(text: str, ctx: Context, max_entities: int = 12) -> list[En
     """Phi_ext of Sec. 3.2.2 with each entity's polarity, in one call. A name given two
     polarities in one chunk asserts neither: it is kept as a mention."""
     out = ENTITIES.structured(
-        ctx, max_tokens=400,
-        text=text, max_entities=max_entities,
-    )  # fmt: skip
+        ctx,
+        max_tokens=400,
+        text=text,
+        max_entities=max_entities,
+    )
     seen: dict[str, Entity] = {}
     for e in out.entities:
         name = e.name.strip()

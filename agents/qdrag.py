@@ -38,9 +38,12 @@ class QDCOutput(BaseModel):
 
 
 DECOMPOSE_QDC = Role(
-    "decomposer", "qdrag/decompose_qdc", inputs=("question", "contexts", "picture"),
-    schema=QDCOutput, fallback=QDCOutput(),
-)  # fmt: skip
+    "decomposer",
+    "qdrag/decompose_qdc",
+    inputs=("question", "contexts", "picture"),
+    schema=QDCOutput,
+    fallback=QDCOutput(),
+)
 
 
 PLAN_SHOWN = [
@@ -69,9 +72,12 @@ def decompose_qdc(
     its output becomes subquestions by ``qdc_subquestions``. Fallback: no subquestion, so the
     raw question alone reranks (recorded)."""
     out = DECOMPOSE_QDC.structured(
-        ctx, pictures=images,
-        question=question, contexts=contexts, picture=bool(images),
-    )  # fmt: skip
+        ctx,
+        pictures=images,
+        question=question,
+        contexts=contexts,
+        picture=bool(images),
+    )
     subs, dropped, rebuilt = qdc_subquestions(out, question)
     if dropped:
         emit(Repair("decomposer", {"dropped": dropped}))
@@ -81,9 +87,12 @@ def decompose_qdc(
 
 
 PLAN_QDR = Role(
-    "decomposer", "qdrag/plan_qdr", inputs=("question", "picture"), schema=QDRPlan,
+    "decomposer",
+    "qdrag/plan_qdr",
+    inputs=("question", "picture"),
+    schema=QDRPlan,
     fallback=QDRPlan(subquestions=[]),
-)  # fmt: skip
+)
 
 
 def plan_qdr(
@@ -101,9 +110,13 @@ def plan_qdr(
         from hopgraph.models.chat import parse_reply
 
         text = PLAN_QDR.complete(
-            ctx, pictures=images, temperature=temperature, max_tokens=300,
-            question=question, picture=picture,
-        )  # fmt: skip
+            ctx,
+            pictures=images,
+            temperature=temperature,
+            max_tokens=300,
+            question=question,
+            picture=picture,
+        )
         plan = parse_reply(QDRPlan, text)
     else:
         plan = PLAN_QDR.structured(ctx, pictures=images, question=question, picture=picture)

@@ -188,15 +188,20 @@ class Role:
     ) -> float:
         """P(Yes) of the rendered question, from the first token's log-probabilities."""
         return (model or self.model(ctx, pictures)).p_yes(
-            self.messages(ctx, pictures, **variables), role=self.name, template=self.template,
+            self.messages(ctx, pictures, **variables),
+            role=self.name,
+            template=self.template,
             inputs=variables,
-        )  # fmt: skip
+        )
 
 
 def roles_in(module: ModuleType) -> list[Role]:
     """The roles a module declares, at its top level or in its tables (a dict of roles)."""
     found = []
     for value in vars(module).values():
-        found += [v for v in (value.values() if isinstance(value, dict) else [value])
-                  if isinstance(v, Role)]  # fmt: skip
+        found += [
+            v
+            for v in (value.values() if isinstance(value, dict) else [value])
+            if isinstance(v, Role)
+        ]
     return found

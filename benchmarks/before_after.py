@@ -79,8 +79,7 @@ def run(out: Path, names: list[str]) -> None:
         with ScriptedServer(reply) as server:
             for name in names:
                 agent, fields = AGENTS[name]
-                ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
-                              **fields)  # fmt: skip
+                ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb), **fields)
                 questions = qdoc if agent == "mabdqa" else qfile
                 summary = Runner(agent, out / name, ctx).run(questions)
                 print(f"{name}: {summary.finished} finished, {summary.failed} failed", flush=True)
@@ -101,12 +100,18 @@ def compare(before: Path, after: Path, names: list[str]) -> dict[str, Any]:
             a, b = old.get(qid, {}), new.get(qid, {})
             for key in COMPARED:
                 if a.get(key) != b.get(key):
-                    differences.append({"id": qid, "field": key, "before": a.get(key),
-                                        "after": b.get(key)})  # fmt: skip
+                    differences.append(
+                        {"id": qid, "field": key, "before": a.get(key), "after": b.get(key)}
+                    )
             if calls_by_template(a) != calls_by_template(b):
-                differences.append({"id": qid, "field": "calls by template",
-                                    "before": calls_by_template(a),
-                                    "after": calls_by_template(b)})  # fmt: skip
+                differences.append(
+                    {
+                        "id": qid,
+                        "field": "calls by template",
+                        "before": calls_by_template(a),
+                        "after": calls_by_template(b),
+                    }
+                )
         same = sum(1 for q in old.keys() & new.keys() if not any(d["id"] == q for d in differences))
         errors = sum(bool(p.get("error")) for p in [*old.values(), *new.values()])
         report["agents"][name] = {
@@ -149,8 +154,13 @@ def main() -> None:
     cmp.add_argument("after", type=Path)
     cmp.add_argument("--out", type=Path)
     for p in (run_ap, cmp):
-        p.add_argument("--only", action="append", choices=list(AGENTS), metavar="NAME",
-                       help="only this agent configuration (repeatable)")  # fmt: skip
+        p.add_argument(
+            "--only",
+            action="append",
+            choices=list(AGENTS),
+            metavar="NAME",
+            help="only this agent configuration (repeatable)",
+        )
     args = ap.parse_args()
     names = args.only or list(AGENTS)
     if args.command == "run":

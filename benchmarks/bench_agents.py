@@ -91,8 +91,11 @@ def setup(root: Path) -> tuple[Path, Path, Path]:
     twice over (distinct ids), and the same with the document named for MAB-DQA."""
     write_demo(root / "demo")
     hop = [sys.executable, "-m", "hopgraph.cli"]
-    subprocess.run([*hop, "index", str(root / "demo" / "corpus"), "--kb", str(root / "kb")],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*hop, "index", str(root / "demo" / "corpus"), "--kb", str(root / "kb")],
+        check=True,
+        capture_output=True,
+    )
     KnowledgeBase(root / "kb").add(
         [
             Item(
@@ -104,7 +107,7 @@ def setup(root: Path) -> tuple[Path, Path, Path]:
                 page=n,
             )
             for n, (title, text) in enumerate(PASSAGES.items(), 1)
-        ]  # fmt: skip
+        ]
     )
     demo, _ = read_questions(root / "demo" / "questions.jsonl")
     qs = [Question(f"{q.id}-{r}", q.question, q.answers) for r in (1, 2) for q in demo]
@@ -113,8 +116,9 @@ def setup(root: Path) -> tuple[Path, Path, Path]:
     return root / "kb", root / "q.jsonl", root / "qd.jsonl"
 
 
-def measure(name: str, root: Path, kb: Path, qfile: Path, url: str, first: int,
-            sets: dict[str, str]) -> dict:  # fmt: skip
+def measure(
+    name: str, root: Path, kb: Path, qfile: Path, url: str, first: int, sets: dict[str, str]
+) -> dict:
     agent, fields = AGENTS[name]
     ctx = Context(base_url=url, model="scripted", kb_dir=str(kb), **fields).replace(**sets)
     n_all = len(read_questions(qfile)[0])
@@ -123,8 +127,7 @@ def measure(name: str, root: Path, kb: Path, qfile: Path, url: str, first: int,
     for c in (1, 8, 32):
         run = root / f"{name.replace(' ', '-')}-c{c}"
         began = time.perf_counter()
-        summary = Runner(agent, run, ctx).run(qfile, limit=first if c == 1 else None,
-                                              concurrency=c)  # fmt: skip
+        summary = Runner(agent, run, ctx).run(qfile, limit=first if c == 1 else None, concurrency=c)
         wall = time.perf_counter() - began
         n = first if c == 1 else n_all
         row[f"questions_per_s_c{c}"] = round(n / wall, 2)
@@ -163,15 +166,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hopgraph-agents-") as tmp:
         root = Path(tmp)
         kb, qfile, qdoc = setup(root)
-        with ScriptedServer(reply, delay=args.latency, per_token=args.per_token,
-                            slots=args.slots) as server:  # fmt: skip
+        with ScriptedServer(
+            reply, delay=args.latency, per_token=args.per_token, slots=args.slots
+        ) as server:
             for name in args.agents:
                 questions = qdoc if AGENTS[name][0] == "mabdqa" else qfile
                 row = measure(name, root, kb, questions, server.base_url, args.first, sets)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    report = {"server": {"latency_s": args.latency, "per_token_s": args.per_token,
-                         "slots": args.slots}, "set": sets, "rows": rows}  # fmt: skip
+    report = {
+        "server": {"latency_s": args.latency, "per_token_s": args.per_token, "slots": args.slots},
+        "set": sets,
+        "rows": rows,
+    }
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 

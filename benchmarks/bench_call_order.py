@@ -99,9 +99,15 @@ def main() -> None:
         name: round(max(abs(a - b) for a, b in zip(values["in_order"], v, strict=True)), 4)
         for name, v in values.items()
     }
-    report = {"engine": args.engine, "model": args.model, "workers": args.workers,
-              "calls": len(pairs), "seconds": seconds, "prompt_tokens_read": read,
-              "largest_p_yes_gap_to_in_order": gap}  # fmt: skip
+    report = {
+        "engine": args.engine,
+        "model": args.model,
+        "workers": args.workers,
+        "calls": len(pairs),
+        "seconds": seconds,
+        "prompt_tokens_read": read,
+        "largest_p_yes_gap_to_in_order": gap,
+    }
     print(json.dumps(report))
     if args.out:
         with open(args.out, "a") as f:

@@ -71,8 +71,9 @@ def one_path(path: str, ctx: Context, queries: np.ndarray) -> dict[str, Any]:
     kb = KnowledgeBase.from_context(ctx)
     held = [f"text-{i:08d}" for i in range(3)]
     assert kb.embedder.dim == DIM and kb.counts()  # the embedder and Chroma loaded before
-    steerable_search(queries[0], ctx.replace(grail_weights=""), k=10, held=held,
-                     steer="gap-fixed")  # GRAIL's code and torch warm, no adapter  # fmt: skip
+    steerable_search(
+        queries[0], ctx.replace(grail_weights=""), k=10, held=held, steer="gap-fixed"
+    )  # GRAIL's code and torch warm, no adapter
     before = rss_mb(os.getpid())
     if path == "projected":
 
@@ -89,21 +90,33 @@ def one_path(path: str, ctx: Context, queries: np.ndarray) -> dict[str, Any]:
             grail.search(torch.as_tensor(q), held, 10, "gap-fixed")
 
     ms = statistics.median(timed(lambda q=q: step(q)) for q in queries[1:]) * 1000
-    return {f"{path}_open_s": round(load, 2), f"{path}_step_ms": round(ms, 2),
-            f"{path}_rss_growth_mb": round(rss_mb(os.getpid()) - before)}  # fmt: skip
+    return {
+        f"{path}_open_s": round(load, 2),
+        f"{path}_step_ms": round(ms, 2),
+        f"{path}_rss_growth_mb": round(rss_mb(os.getpid()) - before),
+    }
 
 
 def measure(ctx: Context, queries: np.ndarray) -> dict[str, Any]:
     """The first steered search here (it builds the projection for this KB state), then each
     path in a fresh process."""
     held = [f"text-{i:08d}" for i in range(3)]
-    row: dict[str, Any] = {"projected_first_s": round(timed(lambda: steerable_search(
-        queries[0], ctx, k=10, held=held, steer="gap-fixed")), 2)}  # fmt: skip
+    row: dict[str, Any] = {
+        "projected_first_s": round(
+            timed(lambda: steerable_search(queries[0], ctx, k=10, held=held, steer="gap-fixed")), 2
+        )
+    }
     for path in ("projected", "matrix"):
-        spec = json.dumps({"path": path, "context": {k: getattr(ctx, k) for k in FIELDS},
-                           "steps": len(queries) - 1})  # fmt: skip
-        out = subprocess.run([sys.executable, __file__, "--one", spec], capture_output=True,
-                             text=True, check=True)  # fmt: skip
+        spec = json.dumps(
+            {
+                "path": path,
+                "context": {k: getattr(ctx, k) for k in FIELDS},
+                "steps": len(queries) - 1,
+            }
+        )
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", spec], capture_output=True, text=True, check=True
+        )
         row |= json.loads(out.stdout.strip().splitlines()[-1])
     return row
 
@@ -123,8 +136,9 @@ def grow_and_measure(place: str, root: Path, weights: Path, a, queries) -> list[
     if server is not None:  # a server KB keeps its registry in PostgreSQL (issue 58 item 2)
         pg, stop = start_postgres()
         registry = fresh_database(pg, "grail_projected")
-    ctx = Context(kb_dir=str(root / "kb"), chroma_url=url, registry_url=registry,
-                  grail_weights=str(weights))  # fmt: skip
+    ctx = Context(
+        kb_dir=str(root / "kb"), chroma_url=url, registry_url=registry, grail_weights=str(weights)
+    )
     rows, have = [], 0
     try:
         for size in [int(s) for s in a.sizes.split(",")]:

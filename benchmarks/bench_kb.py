@@ -119,8 +119,9 @@ def bench_search(root: Path, n: int, dim: int = 384, queries: int = 200) -> dict
     vecs = rng.standard_normal((n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     ids = [Item("text", f"synthetic-{j}", f"row {j}").id for j in range(n)]
-    kb.add_vectors("text", ids, vecs, [{"modality": "text", "source": f"s{j % 50}"}
-                                       for j in range(n)])  # fmt: skip
+    kb.add_vectors(
+        "text", ids, vecs, [{"modality": "text", "source": f"s{j % 50}"} for j in range(n)]
+    )
     load_s = time.perf_counter() - began
     qs = rng.standard_normal((queries, dim)).astype(np.float32)
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
@@ -205,8 +206,12 @@ def render_reindex(reports: list[dict[str, Any] | None]) -> list[str]:
         "old items removed |",
         "|---|---|---|---|---|---|---|",
     ]
-    rows = {"first": "first_index", "unchanged": "unchanged", "one mtime touched": "one_touched",
-            "one file changed": "one_changed"}  # fmt: skip
+    rows = {
+        "first": "first_index",
+        "unchanged": "unchanged",
+        "one mtime touched": "one_touched",
+        "one file changed": "one_changed",
+    }
     for label, key in rows.items():
         row = r[key]
         out.append(

@@ -45,8 +45,10 @@ def index_with(workers: int, corpus: Path, root: Path, pg: str) -> dict:
     cmd = [sys.executable, "-m", "hopgraph.cli", "index", str(corpus), "--no-ocr", *sets]
     try:
         began = time.perf_counter()
-        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True) for _ in range(workers)]  # fmt: skip
+        procs = [
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            for _ in range(workers)
+        ]
         outs = [p.communicate(timeout=3600)[0] for p in procs]
         wall = time.perf_counter() - began
         assert all(p.returncode == 0 for p in procs), outs
@@ -54,8 +56,12 @@ def index_with(workers: int, corpus: Path, root: Path, pg: str) -> dict:
         server.terminate()
         server.wait(timeout=60)
     added = sum(int(o.split(" added")[0].rsplit(" ", 1)[-1]) for o in outs if " added" in o)
-    return {"workers": workers, "seconds": round(wall, 2), "items": added,
-            "items_per_s": round(added / wall, 2)}  # fmt: skip
+    return {
+        "workers": workers,
+        "seconds": round(wall, 2),
+        "items": added,
+        "items_per_s": round(added / wall, 2),
+    }
 
 
 def main() -> None:

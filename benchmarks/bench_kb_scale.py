@@ -68,8 +68,9 @@ def grow(kb: KnowledgeBase, rng: np.random.Generator, start: int, end: int) -> f
     for lo in range(start, end, CHUNK * 8):
         hi = min(end, lo + CHUNK * 8)
         ids = [f"text-{i:08d}" for i in range(lo, hi)]
-        metas = [{"source": f"s{i % 1000}.txt", "parent": "", "src_hash": "v1"}
-                 for i in range(lo, hi)]  # fmt: skip
+        metas = [
+            {"source": f"s{i % 1000}.txt", "parent": "", "src_hash": "v1"} for i in range(lo, hi)
+        ]
         kb.add_vectors("text", ids, unit_vectors(rng, hi - lo), metas)
     return time.perf_counter() - began
 
@@ -86,8 +87,11 @@ def side_by_side(kb: KnowledgeBase, queries: np.ndarray) -> dict[str, Any]:
     def direct(q: np.ndarray) -> None:
         with kb._chroma():
             col = kb.collection("text", create=False)
-            col.query(query_embeddings=q[None, :], n_results=10,
-                      include=["documents", "metadatas", "distances"])  # fmt: skip
+            col.query(
+                query_embeddings=q[None, :],
+                n_results=10,
+                include=["documents", "metadatas", "distances"],
+            )
 
     for n, q in enumerate(queries):
         pair = [("ours", lambda q=q: kb.search(q, k=10)), ("engine", lambda q=q: direct(q))]

@@ -63,9 +63,12 @@ def main() -> None:
         scores = late_interaction(qv, pages.vectors)
         ranking = [pages.pages[p]["id"] for p in np.argsort(-scores, kind="stable")]
         latency = time.perf_counter() - t
-        row = {f"{name}@{k}": fn(ranking, q.evidence, k)
-               for name, fn in m.RETRIEVAL.items() if name in ("recall", "precision", "ndcg", "mrr")
-               for k in KS}  # fmt: skip
+        row = {
+            f"{name}@{k}": fn(ranking, q.evidence, k)
+            for name, fn in m.RETRIEVAL.items()
+            if name in ("recall", "precision", "ndcg", "mrr")
+            for k in KS
+        }
         row["latency_ms"] = 1000 * latency
         rows.append(row)
         per_question[q.id] = {

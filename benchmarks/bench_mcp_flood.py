@@ -58,34 +58,15 @@ def b_round(c: httpx.Client, url: str) -> bool:
         return False
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=90)
-    ap.add_argument("--threads", type=int, default=8)
-    ap.add_argument("--label", default="")
-    ap.add_argument("--out", default="benchmarks/results/mcp-flood.json")
-    args = ap.parse_args()
+def start_server(tmp: Path) -> tuple[subprocess.Popen, str]:
+    """``hopgraph mcp --http`` over a one-item KB, with keys A and B; returns once it answers."""
     from hopgraph.memory.kb import Item, KnowledgeBase
 
-    tmp = Path(tempfile.mkdtemp())
     KnowledgeBase(tmp / "kb").add([Item("text", "t1", "A lighthouse on a cliff.", title="t")])
     port = free_port()
     env = {**os.environ, "HOPGRAPH_API_KEYS": f"{KEY_A},{KEY_B}", "HOME": str(tmp)}
-    command = [
-        sys.executable,
-        "-m",
-        "hopgraph.cli",
-        "mcp",
-        "--http",
-        "--port",
-        str(port),
-        "--kb",
-        str(tmp / "kb"),
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--model",
-        "none",
-    ]
+    command = [sys.executable, "-m", "hopgraph.cli", "mcp", "--http", "--port", str(port)]
+    command += ["--kb", str(tmp / "kb"), "--base-url", "http://127.0.0.1:9/v1", "--model", "none"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
     with httpx.Client() as c:
@@ -93,37 +74,53 @@ def main() -> None:
             assert proc.poll() is None, "the server exited"
             try:
                 c.post(url, json={}, timeout=2)
-                break
+                return proc, url
             except httpx.HTTPError:
                 time.sleep(0.2)
-        before = rss_mb(proc.pid)
-        stop, a_status, b_rounds = threading.Event(), Counter(), []
-        began = time.monotonic()
 
-        def flood() -> None:
-            with httpx.Client() as a:
-                while not stop.is_set():
-                    try:
-                        r = a.post(
-                            url,
-                            json=MCP_INITIALIZE,
-                            timeout=30,
-                            headers={"x-api-key": KEY_A, "accept": ACCEPT},
-                        )
-                        a_status[r.status_code] += 1
-                    except httpx.HTTPError:
-                        a_status["error"] += 1
 
-        workers = [threading.Thread(target=flood) for _ in range(args.threads)]
-        for w in workers:
-            w.start()
-        while time.monotonic() - began < args.seconds:
+def flood(url: str, stop: threading.Event, status: Counter) -> None:
+    """Key A: sessions opened and never ended, until ``stop``; each answer's status counted."""
+    headers = {"x-api-key": KEY_A, "accept": ACCEPT}
+    with httpx.Client() as a:
+        while not stop.is_set():
+            try:
+                status[
+                    a.post(url, json=MCP_INITIALIZE, timeout=30, headers=headers).status_code
+                ] += 1
+            except httpx.HTTPError:
+                status["error"] += 1
+
+
+def measure(url: str, seconds: float, threads: int) -> tuple[Counter, list[tuple[float, bool]]]:
+    """A floods from ``threads`` clients for ``seconds`` while B goes round every 0.5 s:
+    A's answers by status and B's rounds (when, whether it succeeded)."""
+    stop, a_status, b_rounds = threading.Event(), Counter(), []
+    workers = [threading.Thread(target=flood, args=(url, stop, a_status)) for _ in range(threads)]
+    began = time.monotonic()
+    for w in workers:
+        w.start()
+    with httpx.Client() as c:
+        while time.monotonic() - began < seconds:
             b_rounds.append((time.monotonic() - began, b_round(c, url)))
             time.sleep(0.5)
-        stop.set()
-        for w in workers:
-            w.join()
-        after = rss_mb(proc.pid)
+    stop.set()
+    for w in workers:
+        w.join()
+    return a_status, b_rounds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=90)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--label", default="")
+    ap.add_argument("--out", default="benchmarks/results/mcp-flood.json")
+    args = ap.parse_args()
+    proc, url = start_server(Path(tempfile.mkdtemp()))
+    before = rss_mb(proc.pid)
+    a_status, b_rounds = measure(url, args.seconds, args.threads)
+    after = rss_mb(proc.pid)
     proc.terminate()
     proc.wait(30)
 

@@ -55,8 +55,16 @@ THEMES = {
     "bathroom": "sink toilet mirror towel toothbrush bathtub bottle shower curtain soap cup plant",
     "classroom": "desk chair book laptop clock blackboard backpack lamp poster globe pencil bottle",
 }
-MULTI = ("traffic light", "stop sign", "lamp post", "fire hydrant", "remote control",
-         "picnic basket", "hay bale", "shower curtain")  # fmt: skip
+MULTI = (
+    "traffic light",
+    "stop sign",
+    "lamp post",
+    "fire hydrant",
+    "remote control",
+    "picnic basket",
+    "hay bale",
+    "shower curtain",
+)
 
 
 def vocab(theme: str) -> list[str]:
@@ -253,7 +261,7 @@ def run_scenes(args) -> dict:
                 "edges": {k: v for k, v in stats["edges"].items() if v},
                 "disk_mb": round(
                     sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20, 1
-                ),  # fmt: skip
+                ),
                 "k": args.k,
                 "queries": len(queries),
                 **evaluate(mem, queries, truth.__getitem__, args.k),

@@ -75,11 +75,13 @@ def summary(runs: list[dict], reference: list[str]) -> dict:
         "prompts": len(reference),
         "same_in_every_run": sum(len(set(p)) == 1 for p in by_prompt),
         "same_as_one_at_a_time_in_every_run": sum(
-            all(x == ref for x in p) for p, ref in zip(by_prompt, reference, strict=True)),
+            all(x == ref for x in p) for p, ref in zip(by_prompt, reference, strict=True)
+        ),
         "replies_differing_from_one_at_a_time": sum(
-            x != ref for p, ref in zip(by_prompt, reference, strict=True) for x in p),
+            x != ref for p, ref in zip(by_prompt, reference, strict=True) for x in p
+        ),
         "seconds": [r["seconds"] for r in runs],
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -93,8 +95,10 @@ def main() -> None:
     from bench_threads import examinations  # beside this file: run as a script
 
     names = [n for n in SETTINGS if not args.only or n in args.only.split(";")]
-    prompts = [[{"role": "user", "content": p[0]["content"].split("] ", 1)[1]}]
-               for p in examinations(args.kb)]  # the same prompts every run: no nonce  # fmt: skip
+    prompts = [
+        [{"role": "user", "content": p[0]["content"].split("] ", 1)[1]}]
+        for p in examinations(args.kb)
+    ]  # the same prompts every run: no nonce
     old = json.loads(args.out.read_text()) if args.only and args.out and args.out.exists() else {}
     reference = old.get("reference") or one_run(args.model, 1, (), prompts, clients=1)
     print(json.dumps({"reference_seconds": reference["seconds"]}), flush=True)
@@ -103,14 +107,28 @@ def main() -> None:
         for name in names:
             slots, extra, clients = SETTINGS[name]
             runs[name].append(one_run(args.model, slots, extra, prompts, clients))
-            print(json.dumps({"setting": name, "run": i + 1, "seconds": runs[name][-1]["seconds"]}),
-                  flush=True)  # fmt: skip
-    rows = {n: {"slots": SETTINGS[n][0], "flags": list(SETTINGS[n][1]), "clients": SETTINGS[n][2],
-                **summary(runs[n], reference["replies"])} for n in names}  # fmt: skip
-    report = {"model": args.model, "reference": reference,
-              "settings": {**old.get("settings", {}), **rows},
-              "replies": {**old.get("replies", {}),
-                          **{n: [r["replies"] for r in runs[n]] for n in names}}}  # fmt: skip
+            print(
+                json.dumps({"setting": name, "run": i + 1, "seconds": runs[name][-1]["seconds"]}),
+                flush=True,
+            )
+    rows = {
+        n: {
+            "slots": SETTINGS[n][0],
+            "flags": list(SETTINGS[n][1]),
+            "clients": SETTINGS[n][2],
+            **summary(runs[n], reference["replies"]),
+        }
+        for n in names
+    }
+    report = {
+        "model": args.model,
+        "reference": reference,
+        "settings": {**old.get("settings", {}), **rows},
+        "replies": {
+            **old.get("replies", {}),
+            **{n: [r["replies"] for r in runs[n]] for n in names},
+        },
+    }
     print(json.dumps(rows, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")

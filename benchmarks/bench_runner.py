@@ -61,8 +61,12 @@ def content_tracing(root: Path, qfile: Path, n: int, rounds: int = 3) -> dict:
         with ScriptedServer(delay=delay) as server:
             for r in range(rounds):
                 for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
-                    ctx = Context(base_url=server.base_url, model="scripted",
-                                  kb_dir=str(root / "kb"), trace_content=mode == "on")  # fmt: skip
+                    ctx = Context(
+                        base_url=server.base_url,
+                        model="scripted",
+                        kb_dir=str(root / "kb"),
+                        trace_content=mode == "on",
+                    )
                     run = root / f"content-{mode}-{key}-{r}"
                     began = time.perf_counter()
                     Runner("rag", run, ctx).run(qfile)

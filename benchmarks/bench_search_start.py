@@ -47,10 +47,17 @@ def main() -> None:
     wall(cli), wall(torch)  # the page cache warmed for both
     rows = [{"search": wall(cli), "torch_embedder": wall(torch)} for _ in range(args.reps)]
     one, full = (statistics.median(r[k] for r in rows) for k in ("search", "torch_embedder"))
-    record = {"kb": args.kb, "query": QUERY, "reps": rows, "median_search_s": one,
-              "median_torch_embedder_s": full, "ratio": round(one / full, 3),
-              "git_revision": git_revision(), "machine": machine(),
-              "command": " ".join(["benchmarks/bench_search_start.py", *sys.argv[1:]])}  # fmt: skip
+    record = {
+        "kb": args.kb,
+        "query": QUERY,
+        "reps": rows,
+        "median_search_s": one,
+        "median_torch_embedder_s": full,
+        "ratio": round(one / full, 3),
+        "git_revision": git_revision(),
+        "machine": machine(),
+        "command": " ".join(["benchmarks/bench_search_start.py", *sys.argv[1:]]),
+    }
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(
         f"hopgraph search: median {one:.2f} s; with the torch embedder {full:.2f} s "

@@ -51,8 +51,9 @@ def measure(model_name: str, threads: int, batch: int, load: int, reps: int) -> 
     for h in hogs:
         h.start()
     try:
-        with EmbeddedServer(model_name, cache_dir=Context().cache_dir, n_threads=threads,
-                            n_threads_batch=batch) as s:  # fmt: skip
+        with EmbeddedServer(
+            model_name, cache_dir=Context().cache_dir, n_threads=threads, n_threads_batch=batch
+        ) as s:
             model = ChatModel(s.base_url, model_name, backend="llamacpp", timeout=1800)
             rates = measure_speed(model, reads=reps)
     finally:
@@ -75,17 +76,29 @@ def examinations(kb: str, n: int = 8) -> list[list[dict[str, str]]]:
     instruction = "Find the year the first album of the band was released and its label."
     hits = knowledge_base(ctx).search("debut album release year record label", k=n)
     return [
-        [{"role": "user", "content": f"[{uuid.uuid4().hex[:8]}] " + EXAMINE_TEXT.render(
-            ctx, instruction=instruction, title=c.get("title", ""), text=c["text"])}]
+        [
+            {
+                "role": "user",
+                "content": f"[{uuid.uuid4().hex[:8]}] "
+                + EXAMINE_TEXT.render(
+                    ctx, instruction=instruction, title=c.get("title", ""), text=c["text"]
+                ),
+            }
+        ]
         for c in hits
-    ]  # fmt: skip
+    ]
 
 
 def measure_slots(model_name: str, slots: int, threads: int, batch: int, kb: str) -> dict:
     """Seconds for 8 examinations from 4 clients and from 1 (fresh prompts for each)."""
     row: dict = {"slots": slots, "n_threads": threads, "n_threads_batch": batch}
-    with LlamaServer(model_name, cache_dir=Context().cache_dir, slots=slots, n_threads=threads,
-                     n_threads_batch=batch) as s:  # fmt: skip
+    with LlamaServer(
+        model_name,
+        cache_dir=Context().cache_dir,
+        slots=slots,
+        n_threads=threads,
+        n_threads_batch=batch,
+    ) as s:
         model = ChatModel(s.base_url, model_name, backend="llamacpp", timeout=1800)
 
         def call(messages: list[dict[str, str]]) -> None:
@@ -125,12 +138,15 @@ def main() -> None:
             rows.append(measure_slots(args.model, slots, threads, batch, args.kb))
             print(json.dumps(rows[-1]), flush=True)
         if args.out:
-            args.out.write_text(json.dumps({"model": args.model, "cores": cores, "rows": rows},
-                                           indent=2) + "\n")  # fmt: skip
+            args.out.write_text(
+                json.dumps({"model": args.model, "cores": cores, "rows": rows}, indent=2) + "\n"
+            )
         return
     rows = []
-    configs = sorted({(cores, cores), (max(1, cores - 1), max(1, cores - 1)),
-                      (max(1, cores - 1), cores)}, reverse=True)  # fmt: skip
+    configs = sorted(
+        {(cores, cores), (max(1, cores - 1), max(1, cores - 1)), (max(1, cores - 1), cores)},
+        reverse=True,
+    )
     if args.only_default:
         configs = [(max(1, cores - 1), max(1, cores - 1))]
     for load in sorted({0, 1, cores}):

@@ -45,18 +45,42 @@ def trace_records(qid: str, rng: random.Random) -> list[dict]:
         node = ("plan", "retrieve", "answer")[c % 3]
         prompt = " ".join(f"word{rng.randrange(5000)}" for _ in range(300))
         out += [
-            {"t": t, "ns": [], "mode": "task",
-             "data": {"id": task, "name": node, "event": "start"}},
-            {"t": t + 0.9, "ns": [], "mode": "custom", "data": {
-                "event": "llm_call", "role": node, "template": f"mmapg/{node}", "model": "m",
-                "kind": "text", "prompt_tokens": 600, "completion_tokens": 40, "latency_s": 0.9,
-                "attempts": 1, "error": None, "extra": {"cached": c % 5 == 0},
-                "messages": [{"role": "user", "content": prompt}], "sampling": {"max_tokens": 64},
-                "reply": f"reply {c} " * 20, "parsed": {"step": c}}},
+            {
+                "t": t,
+                "ns": [],
+                "mode": "task",
+                "data": {"id": task, "name": node, "event": "start"},
+            },
+            {
+                "t": t + 0.9,
+                "ns": [],
+                "mode": "custom",
+                "data": {
+                    "event": "llm_call",
+                    "role": node,
+                    "template": f"mmapg/{node}",
+                    "model": "m",
+                    "kind": "text",
+                    "prompt_tokens": 600,
+                    "completion_tokens": 40,
+                    "latency_s": 0.9,
+                    "attempts": 1,
+                    "error": None,
+                    "extra": {"cached": c % 5 == 0},
+                    "messages": [{"role": "user", "content": prompt}],
+                    "sampling": {"max_tokens": 64},
+                    "reply": f"reply {c} " * 20,
+                    "parsed": {"step": c},
+                },
+            },
             {"t": t + 0.95, "ns": [], "mode": "updates", "data": {node: {"step": c}}},
-            {"t": t + 1.0, "ns": [], "mode": "task",
-             "data": {"id": task, "name": node, "event": "end"}},
-        ]  # fmt: skip
+            {
+                "t": t + 1.0,
+                "ns": [],
+                "mode": "task",
+                "data": {"id": task, "name": node, "event": "end"},
+            },
+        ]
         t += 1.0
     return out
 
@@ -71,16 +95,30 @@ def make_run(folder: Path, n: int, seed: int) -> None:
         text = "\n".join(json.dumps(r) for r in records) + "\n"
         path = trace_path(folder, qid)
         Path(f"{path}.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
-        lines.append(json.dumps({
-            "id": qid, "question": f"Question {i} about thing {rng.randrange(100)}?",
-            "answer": f"ans{rng.randrange(3)}", "gold": [f"ans{rng.randrange(3)}"],
-            "llm_calls": CALLS, "prompt_tokens": 600 * CALLS, "completion_tokens": 40 * CALLS,
-            "fallbacks": rng.randrange(2), "seconds": float(CALLS),
-            "by_template": {"mmapg/plan": {}, "mmapg/answer": {}}, "error": None,
-        }))  # fmt: skip
+        lines.append(
+            json.dumps(
+                {
+                    "id": qid,
+                    "question": f"Question {i} about thing {rng.randrange(100)}?",
+                    "answer": f"ans{rng.randrange(3)}",
+                    "gold": [f"ans{rng.randrange(3)}"],
+                    "llm_calls": CALLS,
+                    "prompt_tokens": 600 * CALLS,
+                    "completion_tokens": 40 * CALLS,
+                    "fallbacks": rng.randrange(2),
+                    "seconds": float(CALLS),
+                    "by_template": {"mmapg/plan": {}, "mmapg/answer": {}},
+                    "error": None,
+                }
+            )
+        )
     (folder / "predictions.jsonl").write_text("\n".join(lines) + "\n")
-    manifest = {"agent": "mmapg", "model": "m", "created": "2026-11-28T00:00:00+0000",
-                "code": {"fingerprint": "synthetic"}}  # fmt: skip
+    manifest = {
+        "agent": "mmapg",
+        "model": "m",
+        "created": "2026-11-28T00:00:00+0000",
+        "code": {"fingerprint": "synthetic"},
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -88,9 +126,20 @@ def chromium(url: str) -> tuple[str, float]:
     """The DOM Chromium dumps once the page has loaded and its fetches are done; wall seconds."""
     began = time.perf_counter()
     page = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=60000",
-         "--dump-dom", url], capture_output=True, text=True, check=True, timeout=300,
-    ).stdout  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=60000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     return page, round(time.perf_counter() - began, 3)
 
 
@@ -116,8 +165,10 @@ def measure(root: Path, name: str, reps: int) -> dict:
         began = time.perf_counter()
         proc = subprocess.Popen(
             [sys.executable, "-m", "hopgraph.cli", "view", str(root / name), "--port", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         url = re.search(r"http://\S+/", proc.stdout.readline())[0]
         rows.setdefault("serve_start_s", []).append(round(time.perf_counter() - began, 3))
         try:
@@ -163,8 +214,12 @@ def main() -> None:
             began = time.perf_counter()
             make_run(root / f"run-{n}", n, seed=n)
             size = sum(p.stat().st_size for p in (root / f"run-{n}").rglob("*") if p.is_file())
-            sizes[str(n)] = {"questions": n, "calls_per_question": CALLS, "folder_bytes": size,
-                             "made_s": round(time.perf_counter() - began, 1)}  # fmt: skip
+            sizes[str(n)] = {
+                "questions": n,
+                "calls_per_question": CALLS,
+                "folder_bytes": size,
+                "made_s": round(time.perf_counter() - began, 1),
+            }
             sizes[str(n)] |= measure(root, f"run-{n}", args.reps)
             print(json.dumps(sizes[str(n)]), flush=True)
     finally:

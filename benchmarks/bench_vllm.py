@@ -42,8 +42,14 @@ LEVELS = (1, 8, 32)
 def measure(engine: str, server: Any, root: Path, kb: Path, qfile: Path, sizes: dict) -> list:
     rows = []
     for name, (agent, fields) in AGENTS.items():
-        ctx = Context(base_url=server.base_url, model=MODEL, kb_dir=str(kb),
-                      request_timeout=1200, max_retries=0, **fields)  # fmt: skip
+        ctx = Context(
+            base_url=server.base_url,
+            model=MODEL,
+            kb_dir=str(kb),
+            request_timeout=1200,
+            max_retries=0,
+            **fields,
+        )
         Runner(agent, root / f"{engine}-{name}-warm", ctx).run(qfile, limit=1)
         row: dict[str, Any] = {"engine": engine, "agent": name, "questions": sizes[name]}
         for c in LEVELS:
@@ -90,8 +96,13 @@ def main() -> None:
 def sitting_report(out: Path | None, engines: list[str]) -> dict[str, Any]:
     """The report this sitting writes: an earlier record at ``out`` keeps the rows of the
     engines not measured again (same machine only), so one engine can be re-measured."""
-    report: dict[str, Any] = {"model": MODEL, "machine": machine(), "rows": [], "startup_s": {},
-                              "code": {}}  # fmt: skip
+    report: dict[str, Any] = {
+        "model": MODEL,
+        "machine": machine(),
+        "rows": [],
+        "startup_s": {},
+        "code": {},
+    }
     if out is None or not out.exists():
         return report
     old = json.loads(out.read_text())
@@ -127,8 +138,10 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     for r in rep["rows"]:
         rates = " / ".join(f"{r[f'questions_per_s_c{c}']:.3f}" for c in LEVELS)
         failed = sum(r[f"failed_c{c}"] for c in LEVELS)
-        out.append(f"| {r['engine']} | {r['agent']} | {r['questions']} | {r['llm_calls']:g} | "
-                   f"{rates} | {r['speedup_c32']:g}x | {failed} |")  # fmt: skip
+        out.append(
+            f"| {r['engine']} | {r['agent']} | {r['questions']} | {r['llm_calls']:g} | "
+            f"{rates} | {r['speedup_c32']:g}x | {failed} |"
+        )
     notes = [f"- {n}" for n in rep.get("notes", [])]  # what the sittings' rows mean
     return [*out, "", *notes, ""] if notes else [*out, ""]
 

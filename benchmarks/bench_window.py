@@ -58,17 +58,28 @@ def one(n_ctx: int, sizes: list[int], threads: int) -> dict:
         reads = {}
         for size in sizes:
             text = prompt(size, f"{n_ctx}-{size}")
-            body = {"model": ctx.model, "max_tokens": 1, "temperature": 0,
-                    "messages": [{"role": "user", "content": text}]}  # fmt: skip
+            body = {
+                "model": ctx.model,
+                "max_tokens": 1,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": text}],
+            }
             began = time.perf_counter()
             reply = httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=3600)
             reply.raise_for_status()
             seconds = time.perf_counter() - began
             used = reply.json()["usage"]["prompt_tokens"]
-            reads[size] = {"prompt_tokens": used, "seconds": round(seconds, 1),
-                           "tokens_per_s": round(used / seconds, 1)}  # fmt: skip
-        return {"n_ctx": n_ctx, "rss_loaded_mib": loaded, "rss_peak_mib": _status(pid, "VmHWM"),
-                "reads": reads}  # fmt: skip
+            reads[size] = {
+                "prompt_tokens": used,
+                "seconds": round(seconds, 1),
+                "tokens_per_s": round(used / seconds, 1),
+            }
+        return {
+            "n_ctx": n_ctx,
+            "rss_loaded_mib": loaded,
+            "rss_peak_mib": _status(pid, "VmHWM"),
+            "reads": reads,
+        }
 
 
 def manifest() -> dict:
@@ -80,8 +91,12 @@ def manifest() -> dict:
 
     from hopgraph.harness.run_folder import git_revision, machine
 
-    return {"command": " ".join(["python", *sys.argv]), "git_revision": git_revision(),
-            "machine": machine(), "llama_cpp": llama_cpp.__file__}  # fmt: skip
+    return {
+        "command": " ".join(["python", *sys.argv]),
+        "git_revision": git_revision(),
+        "machine": machine(),
+        "llama_cpp": llama_cpp.__file__,
+    }
 
 
 def main() -> None:
@@ -117,8 +132,13 @@ def main() -> None:
     summary["small_read_ratio_8192_over_4096"] = round(
         summary["reads_small_8192_tokens_per_s"] / summary["reads_small_4096_tokens_per_s"], 3
     )
-    out = {"cores": threads, "reps": args.reps, "runs": runs, "summary": summary,
-           "manifest": manifest()}  # fmt: skip
+    out = {
+        "cores": threads,
+        "reps": args.reps,
+        "runs": runs,
+        "summary": summary,
+        "manifest": manifest(),
+    }
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 

@@ -36,15 +36,19 @@ def record(out: str, wall_s: float) -> dict[str, Any]:
             waited += float(c.served.get("queued_s", 0.0))
     n = len(answers)
     return {
-        "out": out, "questions": n, "wall_s": wall_s,
+        "out": out,
+        "questions": n,
+        "wall_s": wall_s,
         "questions_per_min": round(60 * n / wall_s, 3) if wall_s else None,
         "seconds_per_question": round(wall_s / n, 1) if n else None,
         "f1": round(fmean(scores), 4) if scores else None,
-        "prompt_tokens_reused": reused, "prompt_tokens_read": read,
+        "prompt_tokens_reused": reused,
+        "prompt_tokens_read": read,
         "waited_for_a_slot_s": round(waited, 1),
-        "answers": answers, "seconds": seconds,
+        "answers": answers,
+        "seconds": seconds,
         "revision": str(run.manifest.get("git_revision", ""))[:7],
-    }  # fmt: skip
+    }
 
 
 def compare(times: list[dict[str, Any]]) -> dict[str, Any]:
@@ -58,18 +62,31 @@ def compare(times: list[dict[str, Any]]) -> dict[str, Any]:
         old = record(by[(workload, conc, OLD)]["out"], by[(workload, conc, OLD)]["wall_s"])
         new = record(t["out"], t["wall_s"])
         common = sorted(old["answers"].keys() & new["answers"].keys())
-        differ = {q: [old["answers"][q], new["answers"][q]] for q in common
-                  if old["answers"][q] != new["answers"][q]}  # fmt: skip
-        faster = paired([old["seconds"][q] for q in common], [new["seconds"][q] for q in common],
-                        lower=True)  # fmt: skip
-        rows.append({
-            "workload": workload, "concurrency": conc, OLD: old, NEW: new,
-            "per_question": {"faster": faster.better, "slower": faster.worse,
-                             "sign_p": round(faster.sign_p, 4)},
-            "speedup": round(old["wall_s"] / new["wall_s"], 2),
-            "same_answers": len(common) - len(differ), "common": len(common),
-            "differences": differ,
-        })  # fmt: skip
+        differ = {
+            q: [old["answers"][q], new["answers"][q]]
+            for q in common
+            if old["answers"][q] != new["answers"][q]
+        }
+        faster = paired(
+            [old["seconds"][q] for q in common], [new["seconds"][q] for q in common], lower=True
+        )
+        rows.append(
+            {
+                "workload": workload,
+                "concurrency": conc,
+                OLD: old,
+                NEW: new,
+                "per_question": {
+                    "faster": faster.better,
+                    "slower": faster.worse,
+                    "sign_p": round(faster.sign_p, 4),
+                },
+                "speedup": round(old["wall_s"] / new["wall_s"], 2),
+                "same_answers": len(common) - len(differ),
+                "common": len(common),
+                "differences": differ,
+            }
+        )
     return {"rows": rows, "old": OLD, "new": NEW, "spread": spread(by)}
 
 
@@ -87,9 +104,16 @@ def spread(by: dict[tuple, dict[str, Any]]) -> list[dict[str, Any]]:
         answers = sum(a.predictions[q]["answer"] != b.predictions[q]["answer"] for q in common)
         calls = [(a.trace(q).calls, b.trace(q).calls) for q in common]
         pairs = [(x, y) for ca, cb in calls for x, y in zip(ca, cb, strict=False)]
-        out.append({"workload": workload, "engine": engine, "questions": len(common),
-                    "answers_differ": answers, "calls": len(pairs),
-                    "replies_differ": sum(x.reply != y.reply for x, y in pairs)})  # fmt: skip
+        out.append(
+            {
+                "workload": workload,
+                "engine": engine,
+                "questions": len(common),
+                "answers_differ": answers,
+                "calls": len(pairs),
+                "replies_differ": sum(x.reply != y.reply for x, y in pairs),
+            }
+        )
     return out
 
 
@@ -127,11 +151,18 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
         for qid, (a, b) in r["differences"].items():
             out.append(f"- {r['workload']} c{r['concurrency']} `{qid}`: {a!r} → {b!r}")
     if rep.get("spread"):
-        out += ["", "The same engine at run concurrency 1 and 4 (greedy, the same requests):", "",
-                "| workload | engine | replies that differ | answers that differ |",
-                "|---|---|---|---|"]  # fmt: skip
-        out += [f"| {x['workload']} | {x['engine']} | {x['replies_differ']} of {x['calls']} | "
-                f"{x['answers_differ']} of {x['questions']} |" for x in rep["spread"]]  # fmt: skip
+        out += [
+            "",
+            "The same engine at run concurrency 1 and 4 (greedy, the same requests):",
+            "",
+            "| workload | engine | replies that differ | answers that differ |",
+            "|---|---|---|---|",
+        ]
+        out += [
+            f"| {x['workload']} | {x['engine']} | {x['replies_differ']} of {x['calls']} | "
+            f"{x['answers_differ']} of {x['questions']} |"
+            for x in rep["spread"]
+        ]
     return [*out, ""]
 
 

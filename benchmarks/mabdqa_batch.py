@@ -80,9 +80,11 @@ def recorded_walks(run: Path, out: Path, predictions: dict[str, dict]) -> dict[s
         if not pred.get("error") and has_trace(trace):
             subqueries, judged, ranking = first_walk(trace)
             walks[qid] = {
-                "code": pred.get("code"), "subqueries": subqueries, "judged": judged,
+                "code": pred.get("code"),
+                "subqueries": subqueries,
+                "judged": judged,
                 "ranking": ranking,
-            }  # fmt: skip
+            }
     path.write_text(json.dumps(walks, indent=1, sort_keys=True) + "\n")
     return walks
 
@@ -105,10 +107,14 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
         pages = document_pages(kb, q.doc, ctx.page_embedder)
         atoms = arms_of_run if ctx.mabdqa_atoms_only else arms_of_run[:-1]
         h = build_hypergraph(
-            atoms, [query_vectors(kb, a, ctx.page_embedder) for a in atoms], pages.vectors,
-            theta_g=ctx.mabdqa_theta_g, theta_h=ctx.mabdqa_theta_h,
-            atoms_only=ctx.mabdqa_atoms_only, with_page_graph=ctx.mabdqa_page_graph,
-        )  # fmt: skip
+            atoms,
+            [query_vectors(kb, a, ctx.page_embedder) for a in atoms],
+            pages.vectors,
+            theta_g=ctx.mabdqa_theta_g,
+            theta_h=ctx.mabdqa_theta_h,
+            atoms_only=ctx.mabdqa_atoms_only,
+            with_page_graph=ctx.mabdqa_page_graph,
+        )
         assert h.subqueries == arms_of_run, (qid, h.subqueries, arms_of_run)
         ids = [p["id"] for p in pages.pages]
         live = cache.setdefault(qid, {})
@@ -125,9 +131,16 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
         row = {"id": qid, "doc": q.doc, "evidence": q.evidence}
         for b in batches:
             walk = bandit_retrieve(
-                h, judge, m=ctx.mabdqa_m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
-                lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed, batch=b, workers=1,
-            )  # fmt: skip
+                h,
+                judge,
+                m=ctx.mabdqa_m,
+                alpha=ctx.mabdqa_alpha,
+                beta=ctx.mabdqa_beta,
+                lam=ctx.mabdqa_lambda,
+                seed=ctx.mabdqa_seed,
+                batch=b,
+                workers=1,
+            )
             ranking = [ids[p] for p in walk.ranking]
             if b == 1:  # the recorded s_vlm are rounded to 4 places: near-ties may flip
                 row["reproduced"] = ranking[:5] == recorded_ranking[:5]

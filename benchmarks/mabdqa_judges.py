@@ -88,9 +88,14 @@ def report(lines: list[dict]) -> dict:
     if ids:
         for a, b in (("scale", "p_yes"), ("li", "p_yes"), ("li", "scale")):
             c = paired([auc[a][q] for q in ids], [auc[b][q] for q in ids])
-            out[f"{b}_vs_{a}"] = {"better": c.better, "worse": c.worse, "tied": c.tied,
-                                  "sign_p": round(c.sign_p, 4), "ci": c.ci,
-                                  "needed_n": c.needed_n}  # fmt: skip
+            out[f"{b}_vs_{a}"] = {
+                "better": c.better,
+                "worse": c.worse,
+                "tied": c.tied,
+                "sign_p": round(c.sign_p, 4),
+                "ci": c.ci,
+                "needed_n": c.needed_n,
+            }
     return out
 
 
@@ -119,8 +124,9 @@ def judge_all(args: argparse.Namespace) -> None:
     install_sigterm_handler()
     from hopgraph.settings.mabdqa import MABDQAContext
 
-    ctx = build_context(args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"],
-                        schema=MABDQAContext)  # fmt: skip
+    ctx = build_context(
+        args.base_url, args.model, sets=[*args.set, f"kb_dir={args.kb}"], schema=MABDQAContext
+    )
     kb = knowledge_base(ctx)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -144,10 +150,17 @@ def judge_all(args: argparse.Namespace) -> None:
                     continue
                 began = time.perf_counter()
                 s = judge_page(q.question, page, judged_by[judge])
-                line = {"id": q.id, "page_id": page["id"], "page": page["page"],
-                        "evidence": p in evidence, "li": round(float(li[p]), 6), "judge": judge,
-                        "s": s, "seconds": round(time.perf_counter() - began, 2),
-                        "model": ctx.model}  # fmt: skip
+                line = {
+                    "id": q.id,
+                    "page_id": page["id"],
+                    "page": page["page"],
+                    "evidence": p in evidence,
+                    "li": round(float(li[p]), 6),
+                    "judge": judge,
+                    "s": s,
+                    "seconds": round(time.perf_counter() - began, 2),
+                    "model": ctx.model,
+                }
                 with record.open("a") as f:
                     f.write(json.dumps(line) + "\n")
         rep = write_report(out, args.others)
@@ -175,15 +188,23 @@ def render(reports: list[dict | None]) -> list[str]:
     ]
     for key, name in NAMES.items():
         r = rep[key]
-        out.append(f"| {name} | {fmt(r['auc_within_question'])} | {fmt(r['tied_pairs'])} | "
-                   f"{fmt(r.get('seconds_a_page'))} |")  # fmt: skip
+        out.append(
+            f"| {name} | {fmt(r['auc_within_question'])} | {fmt(r['tied_pairs'])} | "
+            f"{fmt(r.get('seconds_a_page'))} |"
+        )
     out.append("")
-    for key, (a, b) in {"p_yes_vs_scale": ("scale", "p_yes"), "p_yes_vs_li": ("li", "p_yes"),
-                        "scale_vs_li": ("li", "scale")}.items():  # fmt: skip
+    for key, (a, b) in {
+        "p_yes_vs_scale": ("scale", "p_yes"),
+        "p_yes_vs_li": ("li", "p_yes"),
+        "scale_vs_li": ("li", "scale"),
+    }.items():
         c = rep[key]
         ci = f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c["ci"] else "none"
-        verdict = "holds" if c["sign_p"] < 0.05 and c["better"] > c["worse"] else (
-            "fails" if c["sign_p"] < 0.05 else "not significant")  # fmt: skip
+        verdict = (
+            "holds"
+            if c["sign_p"] < 0.05 and c["better"] > c["worse"]
+            else ("fails" if c["sign_p"] < 0.05 else "not significant")
+        )
         out.append(
             f"- {NAMES[b]} beats {NAMES[a]} on AUC within question: **{verdict}** "
             f"({fmt(rep[b]['auc_within_question'])} vs {fmt(rep[a]['auc_within_question'])}; "

@@ -51,22 +51,40 @@ def rerank(qid: str, walk: dict[str, Any], question, ctx: Context) -> dict[str, 
     if remade:
         atoms = roles.aspects(question.question, ctx)
     h = build_hypergraph(
-        atoms, [query_vectors(kb, a, ctx.page_embedder) for a in atoms], pages.vectors,
-        theta_g=ctx.mabdqa_theta_g, theta_h=ctx.mabdqa_theta_h,
-        atoms_only=ctx.mabdqa_atoms_only, with_page_graph=ctx.mabdqa_page_graph,
-    )  # fmt: skip
+        atoms,
+        [query_vectors(kb, a, ctx.page_embedder) for a in atoms],
+        pages.vectors,
+        theta_g=ctx.mabdqa_theta_g,
+        theta_h=ctx.mabdqa_theta_h,
+        atoms_only=ctx.mabdqa_atoms_only,
+        with_page_graph=ctx.mabdqa_page_graph,
+    )
     judged = {ids.index(pid): s for pid, s in walk["judged"].items()}
     arms = Arms.uniform(len(h.subqueries))
     for page, s in judged.items():
         arms.update(h.arms_of(page), s)
-    again = bandit_retrieve(h, lambda p: 1 / 0, m=0, alpha=ctx.mabdqa_alpha,
-                            beta=ctx.mabdqa_beta, lam=ctx.mabdqa_lambda, arms=arms,
-                            judged=judged)  # fmt: skip
+    again = bandit_retrieve(
+        h,
+        lambda p: 1 / 0,
+        m=0,
+        alpha=ctx.mabdqa_alpha,
+        beta=ctx.mabdqa_beta,
+        lam=ctx.mabdqa_lambda,
+        arms=arms,
+        judged=judged,
+    )
     new = [ids[p] for p in again.ranking]
     old = walk["ranking"]
-    row = {"id": qid, "doc": question.doc, "evidence": question.evidence, "judged": len(judged),
-           "subqueries_remade": h.subqueries if remade else None,
-           "top5_old": old[:5], "top5_new": new[:5], "top5_same": old[:5] == new[:5]}  # fmt: skip
+    row = {
+        "id": qid,
+        "doc": question.doc,
+        "evidence": question.evidence,
+        "judged": len(judged),
+        "subqueries_remade": h.subqueries if remade else None,
+        "top5_old": old[:5],
+        "top5_new": new[:5],
+        "top5_same": old[:5] == new[:5],
+    }
     for k in KS:
         row[f"old recall@{k}"] = recall_at_k(old, question.evidence, k)
         row[f"new recall@{k}"] = recall_at_k(new, question.evidence, k)
@@ -92,11 +110,20 @@ def main() -> None:
         old = [r[f"old recall@{k}"] for r in rows]
         new = [r[f"new recall@{k}"] for r in rows]
         better, worse, p = sign_test(new, old)
-        summary[f"recall@{k}"] = {"old": round(statistics.fmean(old), 3),
-                                  "new": round(statistics.fmean(new), 3),
-                                  "better": better, "worse": worse, "p": round(p, 3)}  # fmt: skip
-    report = {"run": str(args.run), "questions": len(rows), "summary": summary, "rows": rows,
-              "code": sorted({str(w["code"]) for w in walks.values()})}  # fmt: skip
+        summary[f"recall@{k}"] = {
+            "old": round(statistics.fmean(old), 3),
+            "new": round(statistics.fmean(new), 3),
+            "better": better,
+            "worse": worse,
+            "p": round(p, 3),
+        }
+    report = {
+        "run": str(args.run),
+        "questions": len(rows),
+        "summary": summary,
+        "rows": rows,
+        "code": sorted({str(w["code"]) for w in walks.values()}),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
@@ -120,8 +147,10 @@ def render(reports: list[dict[str, Any] | None]) -> list[str]:
     ]
     for k in KS:
         c = s[f"recall@{k}"]
-        out.append(f"| @{k} | {fmt(c['old'])} | {fmt(c['new'])} | "
-                   f"{c['better']} / {c['worse']}, p = {c['p']:.3g} |")  # fmt: skip
+        out.append(
+            f"| @{k} | {fmt(c['old'])} | {fmt(c['new'])} | "
+            f"{c['better']} / {c['worse']}, p = {c['p']:.3g} |"
+        )
     out += [
         "",
         "What this record cannot tell: which pages a walk scored by Eq. 8 from its first step "

@@ -33,9 +33,10 @@ def question_ending(pred: dict[str, Any], records: list[dict[str, Any]], cap: in
     summary = next((d for d in reversed(data) if d.get("event") == "run_summary"), {})
     steps = summary.get("iterations", 0)
     told_end = [d["stopped"] for d in data if "stopped" in d] + [
-        r["data"]["stopped"] for r in records
+        r["data"]["stopped"]
+        for r in records
         if r.get("mode") == "values" and isinstance(r.get("data"), dict) and "stopped" in r["data"]
-    ]  # fmt: skip
+    ]
     said = told_end[-1] if told_end else ("max_iterations" if summary.get("hit_cap") else "stop")
     stopped = said in ("stop", "planner_stop", "rule_stop", "malformed")
     last = [r for r in repairs if r.get("iteration") == steps + 1]
@@ -43,17 +44,26 @@ def question_ending(pred: dict[str, Any], records: list[dict[str, Any]], cap: in
     if not stopped and pred.get("budget_stops"):
         reason = "budget_stop"
     told = sum(r["kind"] == "repeat_told" for r in repairs)
-    return {"id": pred["id"], "ending": reason, "rule_chain": chain, "steps": steps,
-            "re_asks": told, "repairs": len(repairs) - told,
-            "repeats_mended": sum(r["kind"] in REPEATS for r in repairs)}  # fmt: skip
+    return {
+        "id": pred["id"],
+        "ending": reason,
+        "rule_chain": chain,
+        "steps": steps,
+        "re_asks": told,
+        "repairs": len(repairs) - told,
+        "repeats_mended": sum(r["kind"] in REPEATS for r in repairs),
+    }
 
 
 def record_endings(folder: Path) -> dict[str, Any]:
     manifest = RunFolder(folder).manifest()
     cap = int(manifest["context"].get("mmapg_max_iterations", 10))
     preds = read_predictions(folder / "predictions.jsonl")
-    rows = [question_ending(p, trace_records(trace_path(folder, q)), cap)
-            for q, p in sorted(preds.items()) if p.get("error") is None]  # fmt: skip
+    rows = [
+        question_ending(p, trace_records(trace_path(folder, q)), cap)
+        for q, p in sorted(preds.items())
+        if p.get("error") is None
+    ]
     counts = Counter(r["ending"] for r in rows)
     chains = Counter(" > ".join(r["rule_chain"]) for r in rows if r["rule_chain"])
     return {

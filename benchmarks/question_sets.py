@@ -17,8 +17,10 @@ from hopgraph.harness.run_folder import RunFolder, question_file
 from hopgraph.questions.rebuild import DEMO, REGISTRY, QuestionSetSource, data_dirs
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = {"hotpot": ("hotpotqa", "hotpotqa/hotpotqa_train.json"),
-            "mmlb": ("mmlongbench", "mmlongbench/samples.json")}  # fmt: skip
+DATASETS = {
+    "hotpot": ("hotpotqa", "hotpotqa/hotpotqa_train.json"),
+    "mmlb": ("mmlongbench", "mmlongbench/samples.json"),
+}
 
 
 def describe(name: str, path: Path, sha256: str, data: Path) -> QuestionSetSource | None:

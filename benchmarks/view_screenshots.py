@@ -43,22 +43,36 @@ def pages(url: str) -> dict[str, tuple[str, str]]:
         "view-two-methods.png": (f"#/compare/{enc(RAG)}/{enc(FULL)}/q/{LOSS}", "1400,1300"),
         "view-optimize.png": (f"#/optimization/{enc('hotpotqa/optimize/mmapg')}", "1400,1100"),
         "view-pdf-region.png": (f"#/run/{enc('mmlongbench/mabdqa-traced')}/q/{cited}", "1400,2400"),
-    }  # fmt: skip
+    }
 
 
 def shoot(url: str, out: Path, window: str) -> None:
     subprocess.run(
-        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--virtual-time-budget=20000", f"--window-size={window}", f"--screenshot={out}", url],
-        check=True, capture_output=True, timeout=180,
-    )  # fmt: skip
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--virtual-time-budget=20000",
+            f"--window-size={window}",
+            f"--screenshot={out}",
+            url,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
 
 
 def main() -> None:
     proc = subprocess.Popen(
         [str(ROOT / ".venv/bin/hopgraph"), "view", "benchmarks/results", "--port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         found = re.search(r"http://\S+/", line)

@@ -44,9 +44,11 @@ def stop(e: Exception) -> NoReturn:
 
     if (full := disk_full(e)) is not None:
         where = f" ({full.filename})" if full.filename else ""
-        err.print(f"[red]error:[/red] {redacted((full.strerror or str(full)) + where)}: free "
-                  "space, then re-run the same command: what was written is kept and the rest "
-                  "resumes")  # fmt: skip
+        err.print(
+            f"[red]error:[/red] {redacted((full.strerror or str(full)) + where)}: free "
+            "space, then re-run the same command: what was written is kept and the rest "
+            "resumes"
+        )
         sys.exit(DISK_FULL)
     err.print(f"[red]error:[/red] {redacted(str(e))}")
     sys.exit(2)

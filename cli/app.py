@@ -186,8 +186,12 @@ def build_context(
     """``schema`` (a graph's Context class, or a command's) from defaults, HOPGRAPH_*
     environment, then command-line options (which win): ``--set`` names only its fields."""
     changes: dict[str, str] = parse_sets(sets)
-    options = (("base_url", base_url), ("model", model), ("prompts_dir", prompts),
-               ("response_cache", cache))  # fmt: skip
+    options = (
+        ("base_url", base_url),
+        ("model", model),
+        ("prompts_dir", prompts),
+        ("response_cache", cache),
+    )
     for key, value in options:
         if value:
             changes[key] = value

@@ -90,11 +90,17 @@ def evaluate(
     if result["by_template"]:
         per = Table(title="per question, by prompt template")
         timed = any("waited_s" in t for t in result["by_template"].values())
-        waits = {"waited_s": "of which waiting for a slot",
-                 "prompt_reused": "prompt tokens from the server's cache"}  # fmt: skip
-        cols = {"calls": "calls", "prompt_tokens": "prompt tokens",
-                "completion_tokens": "completion tokens", "seconds": "LLM seconds",
-                **(waits if timed else {})}  # fmt: skip
+        waits = {
+            "waited_s": "of which waiting for a slot",
+            "prompt_reused": "prompt tokens from the server's cache",
+        }
+        cols = {
+            "calls": "calls",
+            "prompt_tokens": "prompt tokens",
+            "completion_tokens": "completion tokens",
+            "seconds": "LLM seconds",
+            **(waits if timed else {}),
+        }
         for col in ("template", *cols.values()):
             per.add_column(col)
         for name, t in result["by_template"].items():
@@ -146,8 +152,12 @@ def _print_wrong(run_dir: str, result: dict) -> None:
     from hopgraph.harness.run_folder import scored_predictions
 
     preds = scored_predictions(run_dir)
-    lines = [(qid, "wrong") for qid, sc in result["per_question"].items()
-             if "em" in sc or "mmlb_acc" in sc if not answered_right(sc)]  # fmt: skip
+    lines = [
+        (qid, "wrong")
+        for qid, sc in result["per_question"].items()
+        if "em" in sc or "mmlb_acc" in sc
+        if not answered_right(sc)
+    ]
     lines += [(qid, "failed") for qid, p in preds.items() if p.get("error")]
     unjudged = [q for q, p in preds.items() if not p.get("error") and not p.get("gold")]
     console.print(
@@ -169,8 +179,10 @@ def _print_wrong(run_dir: str, result: dict) -> None:
 
 def cost_text(cost: dict) -> str:
     """A run's cost in one line: calls, tokens, USD where priced, budget stops."""
-    text = (f"{counted(cost['llm_calls'], 'LLM call')}, {cost['prompt_tokens']:,} prompt + "
-            f"{cost['completion_tokens']:,} completion tokens")  # fmt: skip
+    text = (
+        f"{counted(cost['llm_calls'], 'LLM call')}, {cost['prompt_tokens']:,} prompt + "
+        f"{cost['completion_tokens']:,} completion tokens"
+    )
     text += f", ${cost['usd']:.4f}" if "usd" in cost else ""
     stops = cost.get("budget_stops", 0)
     return text + (f"; {stops} question(s) stopped by max_question_tokens" if stops else "")
@@ -340,12 +352,16 @@ def _warn_models(runs: list[str], labels: list[str]) -> None:
     models = []
     for run in runs:
         m: Mapping[str, Any] = RunFolder(run).manifest() or {}
-        models.append(f"{m.get('model', '?')}" + (f" ({m['gguf_sha256'][:12]})"
-                                                   if m.get("gguf_sha256") else ""))  # fmt: skip
+        models.append(
+            f"{m.get('model', '?')}"
+            + (f" ({m['gguf_sha256'][:12]})" if m.get("gguf_sha256") else "")
+        )
     if len(set(models)) > 1:
-        err.print("[yellow]warning[/yellow] the runs used different models ("
-                  + ", ".join(f"{label}: {m}" for label, m in zip(labels, models, strict=True))
-                  + "): a difference is the model's as much as the method's")  # fmt: skip
+        err.print(
+            "[yellow]warning[/yellow] the runs used different models ("
+            + ", ".join(f"{label}: {m}" for label, m in zip(labels, models, strict=True))
+            + "): a difference is the model's as much as the method's"
+        )
 
 
 VERDICT_NOTE = (
@@ -374,17 +390,32 @@ def _print_verdicts(paired, labels: list[str]) -> None:  # noqa: ANN001
         console.print(VERDICT_NOTE, style="dim")
         return
     verdicts = Table(title=f"paired, against {labels[0]} (questions both scored)")
-    for col in ("metric", "run", "n", "better/worse/tied", "sign p", "McNemar p",
-                "difference [95 % CI]", "verdict", "n for 80 % power"):  # fmt: skip
+    for col in (
+        "metric",
+        "run",
+        "n",
+        "better/worse/tied",
+        "sign p",
+        "McNemar p",
+        "difference [95 % CI]",
+        "verdict",
+        "n for 80 % power",
+    ):
         verdicts.add_column(col, overflow="fold")
     for metric, i, r in paired:
         ci = f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]" if r.ci else ""
         needed = "-" if r.needed_n is None or r.verdict != "not significant" else f"{r.needed_n}"
         verdicts.add_row(
-            metric, labels[i], str(r.n), f"{r.better}/{r.worse}/{r.tied}", f"{r.sign_p:.3g}",
-            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}", f"{r.diff:+.3f}{ci}",
-            r.verdict, needed,
-        )  # fmt: skip
+            metric,
+            labels[i],
+            str(r.n),
+            f"{r.better}/{r.worse}/{r.tied}",
+            f"{r.sign_p:.3g}",
+            "" if r.mcnemar_p is None else f"{r.mcnemar_p:.3g}",
+            f"{r.diff:+.3f}{ci}",
+            r.verdict,
+            needed,
+        )
     console.print(verdicts)
     console.print(VERDICT_NOTE, style="dim")
 
@@ -441,8 +472,9 @@ def results(
         for line in stale_headlines():
             err.print(f"[yellow]stale headline column[/yellow] {line}")
         if wrong := stale(folder):
-            err.print(f"{folder} is stale ({', '.join(wrong[:5])}): run `hopgraph results` "
-                      "and commit it")  # fmt: skip
+            err.print(
+                f"{folder} is stale ({', '.join(wrong[:5])}): run `hopgraph results` and commit it"
+            )
             raise typer.Exit(1)
         console.print(f"{folder} is current")
         return

@@ -86,9 +86,21 @@ def index(
     new_folder = not Path(kb).exists()
     store = open_kb(kb, sets)
     try:
-        report = _index_into(store, source, fmt, triplets, sets, cache, limit=limit,
-                             images_dir=images or None, render_pages=not no_render, ocr=ocr,
-                             prune=prune, follow_links=follow_links, quiet=quiet)  # fmt: skip
+        report = _index_into(
+            store,
+            source,
+            fmt,
+            triplets,
+            sets,
+            cache,
+            limit=limit,
+            images_dir=images or None,
+            render_pages=not no_render,
+            ocr=ocr,
+            prune=prune,
+            follow_links=follow_links,
+            quiet=quiet,
+        )
     except KeyboardInterrupt:
         interrupted(130, kept=INDEX_KEPT)
     except SystemExit as e:  # SIGTERM (install_sigterm_handler)
@@ -135,9 +147,12 @@ def _index_showing_progress(store, source: str, fmt: str, quiet: bool = False, *
     with Steps(f"indexing {source}", quiet=quiet, every=10.0, unit="items") as steps:
 
         def show(r):  # noqa: ANN001, ANN202
-            steps.step(r.items, f"{r.added} new, {r.existing} already there, "
-                       f"{len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.3g} "
-                       "items/s")  # fmt: skip
+            steps.step(
+                r.items,
+                f"{r.added} new, {r.existing} already there, "
+                f"{len(r.skipped)} skipped, {r.items / max(r.seconds, 1e-9):.3g} "
+                "items/s",
+            )
 
         return index_source(store, source, fmt, on_batch=show, **options)
 
@@ -183,8 +198,11 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
         console.print(f"  [cyan]note[/cyan] {note}")
     root = str(Path(source).resolve())
     for gone in report.pruned:
-        where = (f"its copy {report.copied[gone]} is indexed" if gone in report.copied
-                 else f"gone from {source}")  # fmt: skip
+        where = (
+            f"its copy {report.copied[gone]} is indexed"
+            if gone in report.copied
+            else f"gone from {source}"
+        )
         console.print(f"  [red]removed[/red] {gone}: {where}")
     for gone in report.vanished:
         where = (
@@ -194,8 +212,10 @@ def _print_report(report, location: str, source: str, triplets: bool) -> None:  
             if gone.startswith(root + "/")
             else "no longer on disk"
         )
-        console.print(f"  [yellow]vanished[/yellow] {gone}: {where}, its items kept "
-                      "(--prune, or `hopgraph kb rm`, removes them)")  # fmt: skip
+        console.print(
+            f"  [yellow]vanished[/yellow] {gone}: {where}, its items kept "
+            "(--prune, or `hopgraph kb rm`, removes them)"
+        )
 
 
 def _refuse_if_nothing(report, source: str) -> None:  # noqa: ANN001
@@ -396,8 +416,10 @@ def kb_drop(
     names = [n for n in names if n.startswith(COLLECTION_PREFIX)]
     sources = store.registry.sources() if store.registry is not None else []
     if not yes:
-        refuse(f"this would drop {len(names)} collection(s) and {len(sources)} registered "
-               f"source(s) of {store.location}: add --yes")  # fmt: skip
+        refuse(
+            f"this would drop {len(names)} collection(s) and {len(sources)} registered "
+            f"source(s) of {store.location}: add --yes"
+        )
     for s in sources:
         remove_source(store, s.path)
     for name in names:

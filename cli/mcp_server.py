@@ -187,8 +187,10 @@ class Operator:
         graph = load_graph(method)
         payload = {"id": "mcp", "question": question, **({"doc": doc} if doc else {})}
         counts, final, steps = EventCounts(), {}, 0
-        config = {"recursion_limit": recursion_limit(method, ctx),
-                  "max_concurrency": ctx.max_concurrency}  # fmt: skip
+        config = {
+            "recursion_limit": recursion_limit(method, ctx),
+            "max_concurrency": ctx.max_concurrency,
+        }
         with question_spend():  # the caller's max_question_tokens counts this question
             for mode, chunk in graph.stream(
                 payload, config, context=ctx, stream_mode=["custom", "values", "updates"]
@@ -223,10 +225,16 @@ class Operator:
                 "this knowledge base keeps no source registry (a Chroma server needs registry_url)"
             )
         return [
-            {"path": s.path, "format": s.format, "bytes": s.size, "sha256": s.sha256,
-             "items": s.counts, "unfinished": bool(s.pending)}
+            {
+                "path": s.path,
+                "format": s.format,
+                "bytes": s.size,
+                "sha256": s.sha256,
+                "items": s.counts,
+                "unfinished": bool(s.pending),
+            }
             for s in kb.registry.sources()
-        ]  # fmt: skip
+        ]
 
 
 def settings_model() -> type[pydantic.BaseModel]:
@@ -345,9 +353,13 @@ def add_memory_tools(server: MCPServer, op: Operator) -> None:
             ctx = op.caller_ctx(call)
             got = recall(within(query, "the request", ctx), ctx, k=k)
             note = {"note": got.note} if got.note else {}
-            return {"memories": [r.evidence() for r in got.items],
-                    "ids": [r.id for r in got.items], "wanted": got.positive,
-                    "excluded": got.negative, **note}  # fmt: skip
+            return {
+                "memories": [r.evidence() for r in got.items],
+                "ids": [r.id for r in got.items],
+                "wanted": got.positive,
+                "excluded": got.negative,
+                **note,
+            }
 
         return guarded(run)()
 

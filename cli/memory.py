@@ -44,8 +44,9 @@ def stored_memory(ctx: PolarMemContext) -> PolarMemContext:
     (exit 2), and no empty memory is made there."""
     folder = str(ctx.polar_dir)
     if "://" not in folder and not Path(folder).expanduser().exists():
-        refuse(f"no memory at {folder}: `hopgraph memory ingest SOURCE --memory {folder}` "
-               "makes one")  # fmt: skip
+        refuse(
+            f"no memory at {folder}: `hopgraph memory ingest SOURCE --memory {folder}` makes one"
+        )
     return ctx
 
 
@@ -79,9 +80,14 @@ def memory_ingest(
         )
 
     done = ingest_sources(
-        [Path(s) for s in sources], ctx, present=present or [], absent=absent or [],
-        caption=caption, limit=limit, on_progress=show,
-    )  # fmt: skip
+        [Path(s) for s in sources],
+        ctx,
+        present=present or [],
+        absent=absent or [],
+        caption=caption,
+        limit=limit,
+        on_progress=show,
+    )
     console.print(
         f"{done.stored} memories stored, {done.skipped} already there, {done.failed} failed "
         f"-> {ctx.polar_dir}"
@@ -108,8 +114,14 @@ def memory_recall(
 
     ctx = stored_memory(memory_context(memory, base_url, model, prompts, sets))
     given = positive is not None or negative is not None
-    out = recall(query, ctx, k=k, mode=mode, positive=positive if given else None,
-                 negative=(negative or []) if given else None)  # fmt: skip
+    out = recall(
+        query,
+        ctx,
+        k=k,
+        mode=mode,
+        positive=positive if given else None,
+        negative=(negative or []) if given else None,
+    )
     console.print(f"Q+ {out.positive}  Q- {out.negative}  ({out.mode})")
     if out.note:
         err.print(f"note: {out.note}")
@@ -138,6 +150,11 @@ def memory_forget(
 
     gone = polar_memory(stored_memory(memory_context(memory, "", "", "", sets))).forget(ids)
     unknown = [i for i in ids if i not in gone]
-    console.print(f"forgot {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}"
-                  + (f"; not stored (recorded as forgotten all the same): {', '.join(unknown)}"
-                     if unknown else ""))  # fmt: skip
+    console.print(
+        f"forgot {len(gone)} memor{'y' if len(gone) == 1 else 'ies'}"
+        + (
+            f"; not stored (recorded as forgotten all the same): {', '.join(unknown)}"
+            if unknown
+            else ""
+        )
+    )

@@ -138,9 +138,22 @@ def optimize(
             refuse(f"no test questions file at {test}")
         roles = list(roles or roles_of(agent, ctx))
         test_file = Path(test) if test else None
-        plan = Plan(agent, Path(questions), Path(out), roles, budget=budget, test=test_file,
-                    metric=metric, rounds=rounds, demos=demos, val_share=val_share,
-                    minibatch=minibatch, candidates=candidates, alpha=alpha, seed=seed)  # fmt: skip
+        plan = Plan(
+            agent,
+            Path(questions),
+            Path(out),
+            roles,
+            budget=budget,
+            test=test_file,
+            metric=metric,
+            rounds=rounds,
+            demos=demos,
+            val_share=val_share,
+            minibatch=minibatch,
+            candidates=candidates,
+            alpha=alpha,
+            seed=seed,
+        )
         if problems := plan.check(ctx):
             refuse("; ".join(problems))
         proposer = None

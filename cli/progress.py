@@ -32,8 +32,15 @@ class Steps:
     fewest seconds between two plain lines (0: a line a step), for steps that come in
     bursts, such as an index's batches; ``unit``: what the count counts."""
 
-    def __init__(self, what: str, total: int | None = None, *, quiet: bool = False,
-                 every: float = 0.0, unit: str = "done") -> None:  # fmt: skip
+    def __init__(
+        self,
+        what: str,
+        total: int | None = None,
+        *,
+        quiet: bool = False,
+        every: float = 0.0,
+        unit: str = "done",
+    ) -> None:
         self.what, self.total, self.quiet, self.every = what, total, quiet, every
         self.unit = unit
         self.began = time.monotonic()
@@ -54,9 +61,15 @@ class Steps:
 
             counted = [BarColumn(), MofNCompleteColumn()] if self.total is not None else []
             left = [TimeRemainingColumn()] if self.total is not None else []
-            bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), *counted,
-                           TextColumn("{task.fields[note]}"), TimeElapsedColumn(), *left,
-                           console=err)  # fmt: skip
+            bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                *counted,
+                TextColumn("{task.fields[note]}"),
+                TimeElapsedColumn(),
+                *left,
+                console=err,
+            )
             bar.start()
             self.task = bar.add_task(self.what, total=self.total, note="")
             self.bar = bar

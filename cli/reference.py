@@ -67,11 +67,16 @@ def _default(param: Any) -> str:
 
 def command_page() -> str:
     """``cli.md``: each command, its help and a table of its arguments and options."""
-    lines = ["# Commands", "", "Every `hopgraph` command and option, generated from the CLI "
-             "itself (`python -m hopgraph.cli.reference`). Exit statuses: 0 done; 1 a run "
-             "stopped (5 questions in a row failed); 2 refused before anything started; 3 "
-             "done, some questions or sources failed; 4 a budget left questions unstarted; 5 "
-             "the disk filled; 130 / 143 interrupted.", ""]  # fmt: skip
+    lines = [
+        "# Commands",
+        "",
+        "Every `hopgraph` command and option, generated from the CLI "
+        "itself (`python -m hopgraph.cli.reference`). Exit statuses: 0 done; 1 a run "
+        "stopped (5 questions in a row failed); 2 refused before anything started; 3 "
+        "done, some questions or sources failed; 4 a budget left questions unstarted; 5 "
+        "the disk filled; 130 / 143 interrupted.",
+        "",
+    ]
     for words, command in commands():
         lines += [f"## `{words}`", "", textwrap.dedent(command.help or "").strip(), ""]
         params = [p for p in command.params if p.name != "help"]
@@ -81,8 +86,10 @@ def command_page() -> str:
         for p in params:
             names = ", ".join(f"`{o}`" for o in [*p.opts, *getattr(p, "secondary_opts", [])])
             shown = names if p.param_type_name == "option" else f"`{p.name.upper()}`"
-            lines.append(f"| {shown} | {cell(_type_name(p))} | {cell(_default(p))} | "
-                         f"{cell(getattr(p, 'help', '') or '')} |")  # fmt: skip
+            lines.append(
+                f"| {shown} | {cell(_type_name(p))} | {cell(_default(p))} | "
+                f"{cell(getattr(p, 'help', '') or '')} |"
+            )
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -98,9 +105,13 @@ def field_docs(cls: type) -> dict[str, str]:
             continue
         body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
         for here, after in zip(body, body[1:], strict=False):
-            if (isinstance(here, ast.AnnAssign) and isinstance(here.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):  # fmt: skip
+            if (
+                isinstance(here, ast.AnnAssign)
+                and isinstance(here.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
                 docs[here.target.id] = after.value.value
     return docs
 
@@ -131,8 +142,10 @@ def knob_table(cls: type, own: set[str] | None = None) -> list[str]:
             continue
         who = "operator" if f.metadata.get("owner") == "operator" else "anyone (a knob)"
         what = cell(docs.get(f.name, ""))
-        rows.append(f"| `{f.name}` | {cell(hints[f.name])} | {cell(_field_default(f))} | "
-                    f"{cell(_bounds(f.metadata))} | {who} | {what} |")  # fmt: skip
+        rows.append(
+            f"| `{f.name}` | {cell(hints[f.name])} | {cell(_field_default(f))} | "
+            f"{cell(_bounds(f.metadata))} | {who} | {what} |"
+        )
     return rows
 
 
@@ -142,21 +155,33 @@ def knob_page() -> str:
     from hopgraph.graphs import every_context  # noqa: F401 - every method's settings imported
     from hopgraph.settings import grail, mabdqa, mmapg, polarmem, qdrag
 
-    lines = ["# Knobs", "", "Every setting a graph reads, generated from `config.py` and "
-             "`settings/` (`python -m hopgraph.cli.reference`). Set any of them with `--set "
-             "name=value` on a command, `HOPGRAPH_<NAME>` in the environment, or a field of "
-             "the method's Context in Python. A value outside its bounds is refused before "
-             "anything runs (exit 2). A served graph's client may set only the knobs; the "
-             "operator's fields stay the operator's.", "", "## Shared by every graph (`Context`)",
-             "", *knob_table(Context), ""]  # fmt: skip
+    lines = [
+        "# Knobs",
+        "",
+        "Every setting a graph reads, generated from `config.py` and "
+        "`settings/` (`python -m hopgraph.cli.reference`). Set any of them with `--set "
+        "name=value` on a command, `HOPGRAPH_<NAME>` in the environment, or a field of "
+        "the method's Context in Python. A value outside its bounds is refused before "
+        "anything runs (exit 2). A served graph's client may set only the knobs; the "
+        "operator's fields stay the operator's.",
+        "",
+        "## Shared by every graph (`Context`)",
+        "",
+        *knob_table(Context),
+        "",
+    ]
     for module in (mmapg, qdrag, mabdqa, polarmem, grail):
         for name, cls in inspect.getmembers(module, inspect.isclass):
             if name.endswith("Settings") and cls.__module__ == module.__name__:
                 own = set(getattr(cls, "__dataclass_fields__", {}))
-                lines += [f"## {name.removesuffix('Settings')}", "",
-                          f"`{module.__name__}.{name}`: {' '.join((cls.__doc__ or '').split())}",
-                          "",
-                          *knob_table(cls, own), ""]  # fmt: skip
+                lines += [
+                    f"## {name.removesuffix('Settings')}",
+                    "",
+                    f"`{module.__name__}.{name}`: {' '.join((cls.__doc__ or '').split())}",
+                    "",
+                    *knob_table(cls, own),
+                    "",
+                ]
     return "\n".join(lines).rstrip() + "\n"
 
 

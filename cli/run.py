@@ -129,9 +129,13 @@ def run(
     agent = chosen_graph(agent, graph)
     refuse_foreign_overlay(prompts, agent)  # before a folder or a model server exists
     ctx = build_context(
-        base_url, model, prompts, [*(sets or []), *([f"kb_dir={kb}"] if kb else [])], cache,
+        base_url,
+        model,
+        prompts,
+        [*(sets or []), *([f"kb_dir={kb}"] if kb else [])],
+        cache,
         schema=schema_of(agent),
-    )  # fmt: skip
+    )
     budget = run_budget(budget_tokens, budget_usd, price)
     if budget and checkpointer:
         refuse("a budget applies to a local run: --budget-* and --checkpointer do not mix")
@@ -153,9 +157,16 @@ def run(
     )
     if runner is None:
         return
-    summary = _run_showing_progress(runner, read, agent, otel, limit=limit,
-                                    concurrency=concurrency, redo=redo or (),
-                                    quiet=quiet)  # fmt: skip
+    summary = _run_showing_progress(
+        runner,
+        read,
+        agent,
+        otel,
+        limit=limit,
+        concurrency=concurrency,
+        redo=redo or (),
+        quiet=quiet,
+    )
     _report_run(summary, out, budget)
 
 
@@ -244,8 +255,10 @@ def _check_kb(kb: str, sets, schema) -> None:  # noqa: ANN001
     if kb and not local_folder(kb).is_dir():
         refuse(f"no knowledge base at {kb}: build one with `hopgraph index SOURCE --kb {kb}`")
     if kb and not any(open_kb(kb, sets, schema=schema).counts().values()):
-        refuse(f"the knowledge base at {kb} holds no item: every answer would be made up; "
-               f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)")  # fmt: skip
+        refuse(
+            f"the knowledge base at {kb} holds no item: every answer would be made up; "
+            f"index a source into it first (`hopgraph index SOURCE --kb {kb}`)"
+        )
 
 
 def _read_inputs(questions: str, kb: str, sets, schema, fields: str = ""):  # noqa: ANN001, ANN202 - a QuestionSet
@@ -282,8 +295,10 @@ def _report_run(summary, out: str, budget) -> None:  # noqa: ANN001
     if summary.failed:
         failed_questions(summary.errors)
     if summary.budget_stopped:
-        err.print(f"[yellow]budget reached:[/yellow] {summary.budget_stopped} question(s) not "
-                  "started; re-run with a larger budget to answer them")  # fmt: skip
+        err.print(
+            f"[yellow]budget reached:[/yellow] {summary.budget_stopped} question(s) not "
+            "started; re-run with a larger budget to answer them"
+        )
         raise typer.Exit(BUDGET_SPENT)
 
 
@@ -397,8 +412,12 @@ def ask(
     if pred.get("error"):
         err.print(f"[red]error:[/red] {pred['error']}")
         raise typer.Exit(1)
-    _print_answer(pred, f"{agent} on {ctx.model}", time.perf_counter() - began,
-                  packed(trace_path(run_dir, qid)))  # fmt: skip
+    _print_answer(
+        pred,
+        f"{agent} on {ctx.model}",
+        time.perf_counter() - began,
+        packed(trace_path(run_dir, qid)),
+    )
 
 
 def _print_answer(pred: Prediction, who: str, seconds: float, trace: Path) -> None:

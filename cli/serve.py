@@ -59,15 +59,22 @@ def serve(
         if engine == "vllm":
             from hopgraph.models.vllm_server import VllmServer
 
-            server = VllmServer(ctx.model, cache_dir=ctx.cache_dir, python=vllm_python,
-                                n_ctx=ctx.n_ctx, weights_dir=weights).start()  # fmt: skip
+            server = VllmServer(
+                ctx.model,
+                cache_dir=ctx.cache_dir,
+                python=vllm_python,
+                n_ctx=ctx.n_ctx,
+                weights_dir=weights,
+            ).start()
         else:
             server = embedded_server(ctx)
     except HopgraphModelError as e:
         refuse(str(e))
     slots = getattr(server, "slots", 0)
-    console.print(f"{server.engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s"
-                  + (f" ({slots} parallel slots)" if slots else ""))  # fmt: skip
+    console.print(
+        f"{server.engine} {ctx.model} ready in {time.perf_counter() - began:.1f}s"
+        + (f" ({slots} parallel slots)" if slots else "")
+    )
     console.print(f"HOPGRAPH_BASE_URL={server.base_url} HOPGRAPH_MODEL={ctx.model}")
     console.print("Ctrl-C stops it.")
     try:

@@ -39,8 +39,10 @@ def view(
 
     given = runs or [p for p in ("runs", "demo/runs") if Path(p).is_dir()]
     if not given:
-        refuse("no run folders named, and neither runs/ nor demo/runs/ is here: "
-               "hopgraph view RUN_DIR ...")  # fmt: skip
+        refuse(
+            "no run folders named, and neither runs/ nor demo/runs/ is here: "
+            "hopgraph view RUN_DIR ..."
+        )
     try:
         found = find_runs([Path(p) for p in given])
     except RunError as e:
@@ -49,8 +51,10 @@ def view(
     if host not in LOOPBACK:
         keys = api_keys()
         if not keys:
-            refuse(f"--host {host} serves runs off this machine: set HOPGRAPH_API_KEYS (comma-"
-                   "separated) first; a browser opens /?key=KEY once")  # fmt: skip
+            refuse(
+                f"--host {host} serves runs off this machine: set HOPGRAPH_API_KEYS (comma-"
+                "separated) first; a browser opens /?key=KEY once"
+            )
     viewer = Viewer([Path(p) for p in given], parsed_price(price))
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -60,7 +64,10 @@ def view(
     except OSError as e:
         refuse(f"cannot listen on {host}:{port}: {e.strerror or e}")
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"hopgraph view: {len(found)} run(s) at http://{shown}:{sock.getsockname()[1]}/"
-                  + ("  (open /?key=KEY once)" if keys else ""), markup=False)  # fmt: skip
+    console.print(
+        f"hopgraph view: {len(found)} run(s) at http://{shown}:{sock.getsockname()[1]}/"
+        + ("  (open /?key=KEY once)" if keys else ""),
+        markup=False,
+    )
     server = uvicorn.Server(uvicorn.Config(build_app(viewer, host, keys), log_level="warning"))
     server.run(sockets=[sock])

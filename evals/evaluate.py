@@ -118,8 +118,13 @@ def by_template(preds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     listed = [p["by_template"] for p in preds if "by_template" in p]
     names = sorted({name for t in listed for name in t})
     timed = any("waited_s" in x for t in listed for x in t.values())
-    keys = ("calls", "prompt_tokens", "completion_tokens", "seconds",
-            *(("waited_s", "prompt_reused") if timed else ()))  # fmt: skip
+    keys = (
+        "calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+        *(("waited_s", "prompt_reused") if timed else ()),
+    )
     return {
         name: {
             key: round(sum(t.get(name, {}).get(key, 0) for t in listed) / len(listed), 3)
@@ -274,16 +279,35 @@ def restrict(result: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     }
 
 
-JUDGED = ("em", "f1", "keyword_em", "mmlb_acc", "kept_recall", "recall@5", "set_recall@5",
-          "citation_recall", "citation_precision")  # fmt: skip
+JUDGED = (
+    "em",
+    "f1",
+    "keyword_em",
+    "mmlb_acc",
+    "kept_recall",
+    "recall@5",
+    "set_recall@5",
+    "citation_recall",
+    "citation_precision",
+)
 """The answer and evidence metrics ``compare`` tests pairwise by default: the headline's
 counts, costs and engine speeds are shown beside them, not judged, unless asked for."""
 
 
 LOWER_IS_BETTER = {
-    "llm_calls", "prompt_tokens", "completion_tokens", "depth", "fallbacks", "empty_replies",
-    "seconds", "invalid_citations", "hit_cap", "planner_repairs", "usd", "budget_stops",
-}  # fmt: skip
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "depth",
+    "fallbacks",
+    "empty_replies",
+    "seconds",
+    "invalid_citations",
+    "hit_cap",
+    "planner_repairs",
+    "usd",
+    "budget_stops",
+}
 """Metrics where a smaller value is the better one (costs and faults)."""
 
 

@@ -84,8 +84,12 @@ def pools(
         pool = [i for s in steps for i in s.ids]
         set_rec = len(set(pool) & gold) / len(gold_all)
         set_rec_q0 = len(set(base_k) & gold) / len(gold_all)
-        row = {"set_rec": set_rec, "set_rec_q0": set_rec_q0, "gold": len(gold_all),
-               "absent": len(gold_all - gold)}  # fmt: skip
+        row = {
+            "set_rec": set_rec,
+            "set_rec_q0": set_rec_q0,
+            "gold": len(gold_all),
+            "absent": len(gold_all - gold),
+        }
         elevated = (set(pool) & gold) - set(base_k)  # S, Eq. 16
         if elevated:
             ranks = searcher.rank_of(qv, sorted(elevated))
@@ -149,8 +153,16 @@ def run_eval(
     qvecs = embed_questions(kb, qs)
     results: dict = {"split": split, "questions": len(qs), "completion": {}, "pools": {}}
     if weights:  # how the weights were trained, so a table can say so
-        keys = ("epochs", "align_epochs", "gap_trained_on", "gap_instances", "instances", "lr",
-                "batch_size", "router")  # fmt: skip
+        keys = (
+            "epochs",
+            "align_epochs",
+            "gap_trained_on",
+            "gap_instances",
+            "instances",
+            "lr",
+            "batch_size",
+            "router",
+        )
         results["training"] = {k: model.card[k] for k in keys if k in model.card}
     for mode in modes:
         runs, why = model.mode_for(mode)
@@ -256,9 +268,12 @@ def _composition_caveat(name: str, rep: dict[str, Any]) -> list[str]:
 def _grail_pools(rep: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for schedule, per_mode in rep["pools"].items():
-        out += [f"Pool {schedule} (Set-Rec@K, change against query-only, Jump, NRM):", "",
-                "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
-                "|---|---|---|---|---|---|"]  # fmt: skip
+        out += [
+            f"Pool {schedule} (Set-Rec@K, change against query-only, Jump, NRM):",
+            "",
+            "| mode | Set-Rec | Δ vs query (pp) | Jump mean | NRM (pp) | noisy |",
+            "|---|---|---|---|---|---|",
+        ]
         absent = None
         for mode, per in per_mode.items():
             o = per.get("overall", {})
@@ -269,11 +284,17 @@ def _grail_pools(rep: dict[str, Any]) -> list[str]:
             )
             absent = absent or (o.get("gold_absent"), o.get("gold_total"))
         if absent and absent[1] is not None:
-            out += ["", f"Set-Rec divides by all {absent[1]} gold items (|E*|, Eq. 14), "
-                    f"{absent[0]} of which are not in the knowledge base."]  # fmt: skip
+            out += [
+                "",
+                f"Set-Rec divides by all {absent[1]} gold items (|E*|, Eq. 14), "
+                f"{absent[0]} of which are not in the knowledge base.",
+            ]
         else:
-            out += ["", "Set-Rec here divides by the gold items the knowledge base holds (this "
-                    "record predates the |E*| denominator of Eq. 14)."]  # fmt: skip
+            out += [
+                "",
+                "Set-Rec here divides by the gold items the knowledge base holds (this "
+                "record predates the |E*| denominator of Eq. 14).",
+            ]
         out.append("")
     return out
 
@@ -288,8 +309,10 @@ def _grail_claims(inst: dict[str, list[dict[str, float]]]) -> list[str]:
         d = [r["d_esc"] for r in rows if "d_esc" in r]
         pos, neg, p = sign_test(d, [0.0] * len(d))
         sign = "positive" if mean(d) > 0 else "negative"
-        out.append(f"- {mode}: Δesc {sign} ({fmt(mean(d))}; above 0 in {pos}, below in {neg} "
-                   f"of {len(d)} instances; sign test p = {p:.3g}).")  # fmt: skip
+        out.append(
+            f"- {mode}: Δesc {sign} ({fmt(mean(d))}; above 0 in {pos}, below in {neg} "
+            f"of {len(d)} instances; sign test p = {p:.3g})."
+        )
     add = inst.get("additive")
     for mode in ("gap-fixed", "gap", "hybrid"):
         if add and mode in inst:
@@ -297,8 +320,11 @@ def _grail_claims(inst: dict[str, list[dict[str, float]]]) -> list[str]:
                 a = [r[metric] for r in inst[mode]]
                 b = [r[metric] for r in add]
                 wins, losses, p = sign_test(a, b)
-                verdict = "holds" if p < 0.05 and wins > losses else (
-                    "reversed" if p < 0.05 else "not significant")  # fmt: skip
+                verdict = (
+                    "holds"
+                    if p < 0.05 and wins > losses
+                    else ("reversed" if p < 0.05 else "not significant")
+                )
                 out.append(
                     f"- {mode} beats additive on {metric}: **{verdict}** ({fmt(mean(a))} vs "
                     f"{fmt(mean(b))}; better on {wins}, worse on {losses} of {len(a)}; "

@@ -112,11 +112,17 @@ class QuestionRecord:
         for i in sorted(best, key=lambda i: -best[i]):
             e = known.get(i) or {}
             row = Evidence(
-                id=i, title=str(e.get("title", "")), text=str(e.get("text", "")),
-                source=str(e.get("source", "")), page=e.get("page"),
+                id=i,
+                title=str(e.get("title", "")),
+                text=str(e.get("text", "")),
+                source=str(e.get("source", "")),
+                page=e.get("page"),
                 score=None if best[i] == float("-inf") else round(best[i], 4),
-                kept=i in kept, cited=i in cited, gold=i in gold, retrieved=i in retrieved,
-            )  # fmt: skip
+                kept=i in kept,
+                cited=i in cited,
+                gold=i in gold,
+                retrieved=i in retrieved,
+            )
             if i in pages:
                 page, boxes = pages[i]
                 row.page_image = Path(str(page["path"])).suffix.lower() in PAGE_IMAGES
@@ -194,8 +200,10 @@ class RunRecord:
         kb = Path(self.kb_dir).expanduser() if self.kb_dir else None
         if kb is None or not (kb / "chroma").is_dir():
             named = self.kb_dir or "none named"
-            return (f"{len(missing)} retrieved passage(s) are named by id only in the trace, "
-                    f"and the run's knowledge base ({named}) is not here")  # fmt: skip
+            return (
+                f"{len(missing)} retrieved passage(s) are named by id only in the trace, "
+                f"and the run's knowledge base ({named}) is not here"
+            )
         try:
             found = {h["id"]: h for h in self._kb(str(kb)).get([e.id for e in missing])}
         except Exception as err:  # noqa: BLE001 - a KB of another embedder or version: say so
@@ -236,5 +244,6 @@ def read_run(folder: str | Path, price: Price | None = None) -> RunRecord:
     try:
         return RunRecord(path, manifest, scored_predictions(path), "", price)
     except RunError as e:
-        return RunRecord(path, manifest, read_predictions(path / "predictions.jsonl"), str(e),
-                         price)  # fmt: skip
+        return RunRecord(
+            path, manifest, read_predictions(path / "predictions.jsonl"), str(e), price
+        )

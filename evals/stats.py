@@ -75,9 +75,13 @@ def bootstrap_ci(diffs: Sequence[float], seed: int = 0) -> tuple[float, float] |
     if np.all(d == d[0]):
         return float(d[0]), float(d[0])
     res = stats.bootstrap(
-        (d,), np.mean, n_resamples=RESAMPLES, confidence_level=0.95, method="percentile",
+        (d,),
+        np.mean,
+        n_resamples=RESAMPLES,
+        confidence_level=0.95,
+        method="percentile",
         rng=np.random.default_rng(seed),
-    )  # fmt: skip
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 

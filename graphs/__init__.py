@@ -105,8 +105,10 @@ def contract_problems(graph: Any) -> list[str]:
         problems.append("its input schema has no 'question' (use graphs.shared.InputState)")
     missing = [k for k in ("answer", "response") if k not in outputs]
     if missing:
-        problems.append(f"its output schema has no {', '.join(map(repr, missing))} "
-                        "(use graphs.shared.OutputState)")  # fmt: skip
+        problems.append(
+            f"its output schema has no {', '.join(map(repr, missing))} "
+            "(use graphs.shared.OutputState)"
+        )
     return problems
 
 

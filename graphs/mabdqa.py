@@ -142,16 +142,33 @@ def _walk(state: State, ctx: MABDQAContext, question: str, m: int, seed_offset: 
         emit(Step("bandit_step", {"page_id": pages.pages[step["page"]]["id"], **step}))
 
     walk = bandit_retrieve(
-        h, judge, m=m, alpha=ctx.mabdqa_alpha, beta=ctx.mabdqa_beta,
-        lam=ctx.mabdqa_lambda, seed=ctx.mabdqa_seed + seed_offset, arms=arms, judged=judged,
-        start=start, on_step=on_step, batch=max(1, ctx.mabdqa_batch),
-        workers=parallel_calls(ctx), stop=lambda: over_budget(ctx, "bandit"),
-    )  # fmt: skip
+        h,
+        judge,
+        m=m,
+        alpha=ctx.mabdqa_alpha,
+        beta=ctx.mabdqa_beta,
+        lam=ctx.mabdqa_lambda,
+        seed=ctx.mabdqa_seed + seed_offset,
+        arms=arms,
+        judged=judged,
+        start=start,
+        on_step=on_step,
+        batch=max(1, ctx.mabdqa_batch),
+        workers=parallel_calls(ctx),
+        stop=lambda: over_budget(ctx, "bandit"),
+    )
     ids = [pages.pages[p]["id"] for p in walk.ranking]
     if not prior:
-        emit(Step("hypergraph", {"subqueries": h.subqueries,
-              "hyperedges": [[pages.pages[p]["page"] for p in e] for e in h.edges],
-              "page_graph_edges": sum(len(a) for a in h.graph) // 2}))  # fmt: skip
+        emit(
+            Step(
+                "hypergraph",
+                {
+                    "subqueries": h.subqueries,
+                    "hyperedges": [[pages.pages[p]["page"] for p in e] for e in h.edges],
+                    "page_graph_edges": sum(len(a) for a in h.graph) // 2,
+                },
+            )
+        )
         ranked = [
             rescored(pages.pages[p], s) for p, s in zip(walk.ranking, walk.scores, strict=True)
         ]
@@ -202,8 +219,14 @@ def answer(state: State, runtime: Runtime[MABDQAContext]) -> State:
     text = roles.answer(question, top, ctx, state.get("images", []))
     attempt = Attempt(question=question, pages=[h["page"] for h in top], answer=text)
     cited = [h["id"] for h in top]
-    return {"answer": text, "response": text, "attempts": [attempt], "kept": top, "evidence": top,
-            "citations": cited}  # fmt: skip
+    return {
+        "answer": text,
+        "response": text,
+        "attempts": [attempt],
+        "kept": top,
+        "evidence": top,
+        "citations": cited,
+    }
 
 
 def reflect_answer(state: State, runtime: Runtime[MABDQAContext]) -> State:

@@ -162,8 +162,11 @@ def examine(state: ExamineInput, runtime: Runtime[MMAPGContext]) -> RetrievalSta
     if ctx.mmapg_examine_filter and not found.helps:
         emit(Step("dropped_candidate", {"id": c["id"], "facts": facts}))
         return {"findings": []}
-    return {"findings": [{"id": c["id"], "title": c.get("title", ""), "text": facts,
-                          "helps": found.helps}]}  # fmt: skip
+    return {
+        "findings": [
+            {"id": c["id"], "title": c.get("title", ""), "text": facts, "helps": found.helps}
+        ]
+    }
 
 
 def extract(state: RetrievalState, runtime: Runtime[MMAPGContext]) -> RetrievalState:
@@ -265,14 +268,23 @@ def planner(state: State, runtime: Runtime[MMAPGContext]) -> State:
         repeat = next((r for r in repairs if r["kind"] in REPEATS), None)
         if repeat is not None and not problems:
             of = next(n for n in nodes if n["id"] == repeat["of"])
-            told = {"type": raw["type"], "instruction": raw.get("instruction", ""),
-                    "of": of["id"], "found": of.get("content", "")}  # fmt: skip
+            told = {
+                "type": raw["type"],
+                "instruction": raw.get("instruction", ""),
+                "of": of["id"],
+                "found": of.get("content", ""),
+            }
             raw, problems = _proposed(state, ctx, repeated=told)
             step, again = check_step(raw, nodes, state["question"], ctx.mmapg_single_path)
             repairs = [{"kind": "repeat_told", "of": of["id"], "proposed": told["type"]}, *again]
             if (mended := next((r for r in again if r["kind"] in REPEATS), None)) is not None:
-                emit(Fallback("planner", f"the step repeated {mended['of']} again: "
-                              f"{mended['kind']} mended by rule", step["type"]))  # fmt: skip
+                emit(
+                    Fallback(
+                        "planner",
+                        f"the step repeated {mended['of']} again: {mended['kind']} mended by rule",
+                        step["type"],
+                    )
+                )
     repairs = [*problems, *repairs]
     for r in repairs:
         r["iteration"] = len(nodes)
@@ -286,8 +298,14 @@ def _proposed(
     """The planner's step as it proposed it, or the fallback for a malformed one."""
     nodes = state["nodes"]
     try:
-        proposed = plan_step(state["question"], state.get("plan", ""), nodes, ctx,
-                             single_path=ctx.mmapg_single_path, repeated=repeated)  # fmt: skip
+        proposed = plan_step(
+            state["question"],
+            state.get("plan", ""),
+            nodes,
+            ctx,
+            single_path=ctx.mmapg_single_path,
+            repeated=repeated,
+        )
         return proposed.model_dump(), []
     except StructuredOutputError as e:
         raw = fallback_step(nodes, state["question"])

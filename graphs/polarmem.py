@@ -122,8 +122,11 @@ def ingest_sources(
         try:
             if path.suffix.lower() in IMAGE_SUFFIXES:
                 p = ingest_image(path, ctx, caption=caption).partition
-                on_progress("image", f"{path.name}: has {p.has}, not_has {p.not_has}, uncertain "
-                            f"{p.uncertain} (tau {p.tau:.3f}, delta {p.delta:.3f})")  # fmt: skip
+                on_progress(
+                    "image",
+                    f"{path.name}: has {p.has}, not_has {p.not_has}, uncertain "
+                    f"{p.uncertain} (tau {p.tau:.3f}, delta {p.delta:.3f})",
+                )
                 done.stored += 1
                 continue
             texts = 0
@@ -306,8 +309,11 @@ def _grounded(concepts: list[str], query: str) -> list[str]:
     """The parsed concepts whose every word stands in the query (plural or singular)."""
     words = set(normalize_concept(query).split()) | set(query.lower().split())
     words |= {normalize_concept(w) for w in words}
-    return [c for c in concepts if normalize_concept(c) and
-            all(w in words for w in normalize_concept(c).split())]  # fmt: skip
+    return [
+        c
+        for c in concepts
+        if normalize_concept(c) and all(w in words for w in normalize_concept(c).split())
+    ]
 
 
 def _overlap(pos: list[str], neg: list[str]) -> set[str]:
@@ -336,9 +342,11 @@ def memory_tools(ctx: Context) -> list:
     from langchain_core.tools import StructuredTool
 
     def memory_ingest_text(
-        text: str, source: str = "", present: list[str] | None = None,
+        text: str,
+        source: str = "",
+        present: list[str] | None = None,
         absent: list[str] | None = None,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """Store a text in the memory. Optionally list things the text asserts are present
         or absent."""
         report = ingest_text(text, ctx, source=source, present=present or [], absent=absent or [])
@@ -350,9 +358,15 @@ def memory_tools(ctx: Context) -> list:
         done = ingest_image(path, ctx, caption=caption)
         p = done.partition
         return json.dumps(
-            {"has": p.has, "not_has": p.not_has, "uncertain": p.uncertain,
-             "tau": round(p.tau, 4), "delta": round(p.delta, 4), **asdict(done.report)}
-        )  # fmt: skip
+            {
+                "has": p.has,
+                "not_has": p.not_has,
+                "uncertain": p.uncertain,
+                "tau": round(p.tau, 4),
+                "delta": round(p.delta, 4),
+                **asdict(done.report),
+            }
+        )
 
     def memory_recall(query: str, k: int = 0) -> str:
         """Recall memories for a query; state exclusions in words ("... but no cars").

@@ -63,8 +63,11 @@ def over_budget(ctx: Context, at: str) -> bool:
         return False
     if not spend["stopped"]:
         spend["stopped"] = True
-        emit(Step("budget_stop", {"at": at, "spent": spend["tokens"],
-                                  "cap": ctx.max_question_tokens}))  # fmt: skip
+        emit(
+            Step(
+                "budget_stop", {"at": at, "spent": spend["tokens"], "cap": ctx.max_question_tokens}
+            )
+        )
     return True
 
 
@@ -151,9 +154,11 @@ def contract_builder(
     added under their function names. Its entry is the question's admission
     (``admit_question``), then ``first``: a graph adds no edge from ``START``."""
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(  # a client's context: its class
-        state, context_schema=client_of(context), input_schema=InputState,
+        state,
+        context_schema=client_of(context),
+        input_schema=InputState,
         output_schema=OutputState,
-    )  # fmt: skip
+    )
     for node in (admit_question, first, *nodes):
         builder.add_node(node)
     add_chain(builder, START, "admit_question", first.__name__)

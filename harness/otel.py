@@ -33,8 +33,13 @@ def traces_url(endpoint: str) -> str:
     from hopgraph.redaction import SECRET_NAMES, remember
 
     parts = urlsplit(endpoint)
-    remember(*(v for k, v in parse_qsl(parts.query)
-               if k.lower().replace("-", "_").split("_")[-1] in SECRET_NAMES))  # fmt: skip
+    remember(
+        *(
+            v
+            for k, v in parse_qsl(parts.query)
+            if k.lower().replace("-", "_").split("_")[-1] in SECRET_NAMES
+        )
+    )
     path = parts.path.rstrip("/")
     path = path if path.endswith("/v1/traces") else path + "/v1/traces"
     return urlunsplit(parts._replace(path=path))
@@ -46,8 +51,11 @@ personal data): ``true``, ``SPAN_ONLY`` or ``SPAN_AND_EVENT`` turn it on."""
 
 
 def content_wanted() -> bool:
-    return os.environ.get(CONTENT_SWITCH, "").strip().lower() in ("true", "span_only",
-                                                                  "span_and_event")  # fmt: skip
+    return os.environ.get(CONTENT_SWITCH, "").strip().lower() in (
+        "true",
+        "span_only",
+        "span_and_event",
+    )
 
 
 class OtelExport:
@@ -120,9 +128,11 @@ def export_question(
         ns = tuple(rec.get("ns", []))
         if mode == "task" and data.get("event") == "start":
             span = tracer.start_span(
-                data.get("name", "node"), context=set_span_in_context(parent_for(ns, root)),
-                start_time=_ns(at), attributes={"hopgraph.node": data.get("name", "")},
-            )  # fmt: skip
+                data.get("name", "node"),
+                context=set_span_in_context(parent_for(ns, root)),
+                start_time=_ns(at),
+                attributes={"hopgraph.node": data.get("name", "")},
+            )
             tasks[data.get("id", "")] = span
             stack.append((ns, span))
         elif mode == "task":
@@ -136,12 +146,15 @@ def export_question(
             _llm_span(tracer, parent_for(ns, root), data, content)
         elif mode == "custom" and data.get("event") == "retrieval":
             span = tracer.start_span(
-                "retrieval", context=set_span_in_context(parent_for(ns, root)),
+                "retrieval",
+                context=set_span_in_context(parent_for(ns, root)),
                 start_time=_ns(at - data.get("latency_s", 0.0)),
-                attributes={"hopgraph.retrieval.query": str(data.get("query", ""))[:500],
-                            "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
-                            "hopgraph.role": data.get("role", "")},
-            )  # fmt: skip
+                attributes={
+                    "hopgraph.retrieval.query": str(data.get("query", ""))[:500],
+                    "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
+                    "hopgraph.role": data.get("role", ""),
+                },
+            )
             span.end(end_time=_ns(at))
         elif mode == "custom":
             parent_for(ns, root).add_event(str(data.get("event", "event")), timestamp=_ns(at))
@@ -172,8 +185,10 @@ def genai_messages(e: dict[str, Any]) -> dict[str, str]:
             for p in content
         ]
 
-    given = [{"role": m.get("role", "user"), "parts": parts(m.get("content"))}
-             for m in e.get("messages", [])]  # fmt: skip
+    given = [
+        {"role": m.get("role", "user"), "parts": parts(m.get("content"))}
+        for m in e.get("messages", [])
+    ]
     out: dict[str, str] = {"gen_ai.input.messages": json.dumps(given, ensure_ascii=False)}
     if e.get("reply") is not None:
         said = [{"role": "assistant", "parts": parts(e["reply"]), "finish_reason": "stop"}]

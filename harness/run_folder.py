@@ -165,8 +165,12 @@ def machine() -> dict[str, Any]:
         pass
     gpu = ""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         gpu = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -236,8 +240,11 @@ def record_changes(
     manifest did not record is not compared, nor KB builds that one side does not know."""
     changes = settings_changes(old, new)
     was, now = old.get("prompts", {}), new.get("prompts", {})
-    changes += [f"template {t} (edited since)" for t in sorted(templates & was.keys())
-                if now.get(t) != was[t]]  # fmt: skip
+    changes += [
+        f"template {t} (edited since)"
+        for t in sorted(templates & was.keys())
+        if now.get(t) != was[t]
+    ]
     was, now = old.get("kb") or {}, new.get("kb") or {}
     if was and now and was.get("counts") != now.get("counts"):
         changes.append(f"KB items {was.get('counts')} (now {now.get('counts')})")
@@ -420,8 +427,11 @@ def read_predictions(path: Path) -> dict[str, dict[str, Any]]:
         log.warning(
             "%s:%d is unreadable (%s) and left out: its question counts as unanswered. "
             "Re-running the run (the same `hopgraph run` command) answers it again and repairs "
-            "the file", path, number, why,
-        )  # fmt: skip
+            "the file",
+            path,
+            number,
+            why,
+        )
     return out
 
 

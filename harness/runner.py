@@ -259,8 +259,12 @@ class Runner:
                     trace.flush()
                 records.append(record)
 
-            keep({"mode": "start", "data": {"id": q.id, "resume": payload is None,
-                                            "wall": round(time.time(), 4)}})  # fmt: skip
+            keep(
+                {
+                    "mode": "start",
+                    "data": {"id": q.id, "resume": payload is None, "wall": round(time.time(), 4)},
+                }
+            )
             before = EventCounts.of(records).stats() if records else None
             spent = before["prompt_tokens"] + before["completion_tokens"] if before else 0
             try:
@@ -333,8 +337,14 @@ class Runner:
                         **({"error": str(chunk["error"])} if chunk.get("error") else {}),
                     },
                 )
-            keep({"t": round(time.perf_counter() - began, 4), "ns": list(ns),
-                  "mode": mode, "data": chunk})  # fmt: skip
+            keep(
+                {
+                    "t": round(time.perf_counter() - began, 4),
+                    "ns": list(ns),
+                    "mode": mode,
+                    "data": chunk,
+                }
+            )
 
     def accept(self, pred: Prediction, records: list[dict[str, Any]]) -> None:
         """A finished question's line goes to the record, its trace is packed (a result record
@@ -476,8 +486,10 @@ class Runner:
                 "%s was answered on a llama.cpp build using %s; this sitting's uses %s, and a "
                 "build can change a greedy answer, so the record will mix the two (the "
                 "portable wheel: PYTHONPATH=runs/llama-portable, see benchmarks/hotpot_data.sh)",
-                self.run_dir, "+".join(before[-1]) or "none", "+".join(build) or "none",
-            )  # fmt: skip
+                self.run_dir,
+                "+".join(before[-1]) or "none",
+                "+".join(build) or "none",
+            )
 
     def _todo(self, questions: list[Question], redo: Collection[str]) -> list[Question]:
         """The questions this sitting answers: those not finished, failed ones (from their

@@ -80,9 +80,12 @@ class SharedRun:
         from psycopg_pool import ConnectionPool
 
         pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
-            self.pool.conninfo, min_size=1, max_size=8, open=True,
+            self.pool.conninfo,
+            min_size=1,
+            max_size=8,
+            open=True,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-        )  # fmt: skip
+        )
         self._pools.append(pool)
         saver = PostgresSaver(pool)
         with self._setup_lock():
@@ -120,9 +123,14 @@ class SharedRun:
         with self.pool.connection() as conn:
             cur = conn.execute(
                 FINISH,
-                {"ok": not pred.get("error"), "pred": json.dumps(pred, default=str),
-                 "run": self.run, "qid": pred["id"], "worker": self.worker},
-            )  # fmt: skip
+                {
+                    "ok": not pred.get("error"),
+                    "pred": json.dumps(pred, default=str),
+                    "run": self.run,
+                    "qid": pred["id"],
+                    "worker": self.worker,
+                },
+            )
             return cur.rowcount == 1
 
     def status(self) -> dict[str, dict[str, Any]]:

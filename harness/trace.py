@@ -127,14 +127,20 @@ class Span:
     first_token_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"label": self.label, "kind": self.kind, "start": round(self.start, 4),
-               "end": round(self.end, 4), "depth": self.depth}  # fmt: skip
+        out = {
+            "label": self.label,
+            "kind": self.kind,
+            "start": round(self.start, 4),
+            "end": round(self.end, 4),
+            "depth": self.depth,
+        }
         if self.kind != "node":
             out["node"] = self.node
         if self.kind == "llm":
             out |= {"call": self.call, "cached": self.cached}
-            out |= {k: v for k in ("queued_s", "first_token_s")
-                    if (v := getattr(self, k)) is not None}  # fmt: skip
+            out |= {
+                k: v for k in ("queued_s", "first_token_s") if (v := getattr(self, k)) is not None
+            }
         return out
 
 
@@ -271,14 +277,34 @@ def _timeline(trace: Trace) -> None:
             call = _call(data, len(trace.calls), where, t)
             trace.calls.append(call)
             trace.events.append(call)
-            trace.spans.append(Span(call.template, "llm", call.started, t, inner, where,
-                                    call.index, call.cached, call.served.get("queued_s"),
-                                    call.served.get("first_token_s")))  # fmt: skip
+            trace.spans.append(
+                Span(
+                    call.template,
+                    "llm",
+                    call.started,
+                    t,
+                    inner,
+                    where,
+                    call.index,
+                    call.cached,
+                    call.served.get("queued_s"),
+                    call.served.get("first_token_s"),
+                )
+            )
         elif event == "retrieval":
             ids = [str(i) for i in data.get("ids") or []]
             scores = [float(s) for s in data.get("scores") or []]
-            search = Search(len(trace.searches), where, str(data.get("role", "")),
-                            str(data.get("query", "")), ids, scores, took, t, data)  # fmt: skip
+            search = Search(
+                len(trace.searches),
+                where,
+                str(data.get("role", "")),
+                str(data.get("query", "")),
+                ids,
+                scores,
+                took,
+                t,
+                data,
+            )
             trace.searches.append(search)
             trace.events.append(search)
             label = f"search: {str(data.get('query', ''))[:80]}"

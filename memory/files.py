@@ -89,8 +89,12 @@ def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped
                 try:
                     line = raw.removeprefix(BOM if lineno == 1 else b"").decode("utf-8")
                 except UnicodeDecodeError as e:
-                    yield lineno, Skipped(where, f"not UTF-8 (byte 0x{raw[e.start]:02x} at "
-                                                 f"column {e.start + 1})")  # fmt: skip
+                    yield (
+                        lineno,
+                        Skipped(
+                            where, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
+                        ),
+                    )
                     continue
                 if not line.strip():
                     continue

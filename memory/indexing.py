@@ -205,20 +205,46 @@ def index_source(
 
     A file under a folder that a link leads to outside it is skipped and listed, unless
     ``follow_links``: a corpus folder says what may be served from it."""
-    return _Indexer(kb, Path(source), fmt, limit=limit, batch_size=batch_size,
-                    images_dir=images_dir, render_pages=render_pages, page_pixels=page_pixels,
-                    derive=derive, ocr=ocr, on_batch=on_batch, worker=worker,
-                    lease_seconds=lease_seconds, follow_links=follow_links).run(prune)  # fmt: skip
+    return _Indexer(
+        kb,
+        Path(source),
+        fmt,
+        limit=limit,
+        batch_size=batch_size,
+        images_dir=images_dir,
+        render_pages=render_pages,
+        page_pixels=page_pixels,
+        derive=derive,
+        ocr=ocr,
+        on_batch=on_batch,
+        worker=worker,
+        lease_seconds=lease_seconds,
+        follow_links=follow_links,
+    ).run(prune)
 
 
 class _Indexer:
     """One ``index_source`` call: its build settings, the buffer of items to store, the sources
     read whole and waiting for their last items, and this indexer's leases."""
 
-    def __init__(self, kb: KnowledgeBase, path: Path, fmt: str, *, limit: int | None,
-                 batch_size: int, images_dir, render_pages: bool, page_pixels: int, derive,
-                 ocr: str, on_batch, worker: str, lease_seconds: float,
-                 follow_links: bool):  # fmt: skip  # noqa: ANN001
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        path: Path,
+        fmt: str,
+        *,
+        limit: int | None,
+        batch_size: int,
+        images_dir,
+        render_pages: bool,
+        page_pixels: int,
+        derive,
+        ocr: str,
+        on_batch,
+        worker: str,
+        lease_seconds: float,
+        follow_links: bool,
+    ):  # noqa: ANN001
         self.began = time.perf_counter()
         self.kb, self.path, self.batch_size = kb, path, batch_size
         self.resolved = detect_format(path) if fmt == "auto" and path.exists() else fmt
@@ -263,8 +289,11 @@ class _Indexer:
         """Every source unit once (those another indexer holds when the rest is done: theirs
         when they commit, ours if they die), then what vanished from the folder."""
         try:
-            held = [u for u in self.units
-                    if (self.left is None or self.left > 0) and not self.index_unit(u)]  # fmt: skip
+            held = [
+                u
+                for u in self.units
+                if (self.left is None or self.left > 0) and not self.index_unit(u)
+            ]
             while held:
                 self.flush()
                 time.sleep(min(2.0, self.lease.seconds / 4))
@@ -325,8 +354,14 @@ class _Indexer:
             registry.discard(done.key)
         else:
             keep_shared(self.kb, done.key, done.version)
-            registry.commit(done.key, done.version, done.sha256, done.size, done.mtime,
-                                 complete=done.key not in self.underived)  # fmt: skip
+            registry.commit(
+                done.key,
+                done.version,
+                done.sha256,
+                done.size,
+                done.mtime,
+                complete=done.key not in self.underived,
+            )
             if done.was is not None and done.was.hash:
                 self.report.replaced.append(done.key)
         self.lease.release(done.key)

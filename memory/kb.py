@@ -167,9 +167,13 @@ def _unhidden(where: dict | None, hidden: Sequence[str]) -> dict | None:
 
 
 def _nearest(
-    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None = None,
+    col: Any,
+    vec: np.ndarray,
+    n: int,
+    radius: float | None,
+    where: dict | None = None,
     keep: dict[str, np.ndarray] | None = None,
-) -> list[Row]:  # fmt: skip
+) -> list[Row]:
     """A collection's ``n`` nearest items to ``vec``, best first; with ``radius``, only those
     within that cosine distance. ``keep`` receives each hit's stored vector (asked of the
     engine with the hits, not fetched by id afterwards)."""
@@ -189,17 +193,25 @@ def _nearest(
     return [
         (id_, doc or "", md or {}, float(dist))
         for id_, doc, md, dist in zip(
-            res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0],
+            res["ids"][0],
+            res["documents"][0],
+            res["metadatas"][0],
+            res["distances"][0],
             strict=True,
         )
         if radius is None or dist <= radius
-    ]  # fmt: skip
+    ]
 
 
 def nearest_visible(
-    col: Any, vec: np.ndarray, n: int, radius: float | None, where: dict | None, hidden: list[str],
+    col: Any,
+    vec: np.ndarray,
+    n: int,
+    radius: float | None,
+    where: dict | None,
+    hidden: list[str],
     keep: dict[str, np.ndarray] | None = None,
-) -> list[Row]:  # fmt: skip
+) -> list[Row]:
     """``_nearest`` less the hidden versions' items. While some are hidden (a source being
     written or replaced), twice ``n`` are fetched and filtered here; only where that leaves
     fewer than ``n`` is the query repeated with the filter in the engine, whose ``$nin`` over
@@ -335,9 +347,11 @@ class KnowledgeBase:
             sources = self._own_registry().sources()
         except Exception:  # noqa: BLE001 - the registry may be damaged too
             sources = []
-        roots = list(dict.fromkeys(
-            str(Path(s.path).parent) if s.format == "folder" else s.path for s in sources
-        ))  # fmt: skip
+        roots = list(
+            dict.fromkeys(
+                str(Path(s.path).parent) if s.format == "folder" else s.path for s in sources
+            )
+        )
         again = "; ".join(f"`hopgraph index {root} --kb {folder}`" for root in roots[:3])
         if len(roots) > 3:
             again += f" and {len(roots) - 3} more (`hopgraph kb ls --kb {folder}.damaged`)"
@@ -578,8 +592,12 @@ class KnowledgeBase:
         key = (name, embedder, json.dumps(metadata, sort_keys=True))
         with self._lock:  # one per name: it keeps its collection's handle between uses
             if key not in self._stores:
-                self._stores[key] = Store(self.guarded, COLLECTION_PREFIX + name,
-                                          embedder or self.embedder_name, **metadata)  # fmt: skip
+                self._stores[key] = Store(
+                    self.guarded,
+                    COLLECTION_PREFIX + name,
+                    embedder or self.embedder_name,
+                    **metadata,
+                )
             return self._stores[key]
 
     def drop_stores(self, prefix: str, keep: str = "") -> None:
@@ -611,8 +629,11 @@ class KnowledgeBase:
         with self._chroma(write=True):
             col = self.collection(modality)
             for i in range(0, len(ids), 4096):
-                col.add(ids=list(ids[i : i + 4096]), embeddings=vectors[i : i + 4096],
-                        metadatas=metadatas[i : i + 4096])  # fmt: skip
+                col.add(
+                    ids=list(ids[i : i + 4096]),
+                    embeddings=vectors[i : i + 4096],
+                    metadatas=metadatas[i : i + 4096],
+                )
 
     # -- reading ----------------------------------------------------------------------------
     HIT_VECTORS = 20_000

@@ -95,8 +95,16 @@ def normalize_concept(name: str) -> str:
     return " ".join([*words[:-1], _singular(words[-1])])
 
 
-PLURALS = (("ives", "ife"), ("lves", "lf"), ("ies", "y"), ("oes", "o"), ("ches", "ch"),
-           ("shes", "sh"), ("sses", "ss"), ("xes", "x"))  # fmt: skip
+PLURALS = (
+    ("ives", "ife"),
+    ("lves", "lf"),
+    ("ies", "y"),
+    ("oes", "o"),
+    ("ches", "ch"),
+    ("shes", "sh"),
+    ("sses", "ss"),
+    ("xes", "x"),
+)
 
 
 def _singular(word: str) -> str:
@@ -303,8 +311,13 @@ class PolarMemory:
     def from_context(cls, ctx: Context) -> PolarMemory:
         """The memory a Context names (PolarMem's ``polar_dir``)."""
         folder = knobs_of(ctx, PolarMemSettings).polar_dir
-        return cls(folder, embedder=ctx.text_embedder, batch_size=ctx.embed_batch_size,
-                   chroma_url=ctx.chroma_url, db_url=ctx.registry_url)  # fmt: skip
+        return cls(
+            folder,
+            embedder=ctx.text_embedder,
+            batch_size=ctx.embed_batch_size,
+            chroma_url=ctx.chroma_url,
+            db_url=ctx.registry_url,
+        )
 
     # -- plumbing ---------------------------------------------------------------------------
     def _db(self) -> Db:
@@ -451,8 +464,10 @@ class PolarMemory:
         with self._chroma() as col, self._tx() as db:
             present = sorted(_existing(db, ids))
             now = time.time()
-            db.executemany("INSERT INTO forgotten VALUES (?, ?) ON CONFLICT DO NOTHING",
-                           [(i, now) for i in ids])  # fmt: skip
+            db.executemany(
+                "INSERT INTO forgotten VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(i, now) for i in ids],
+            )
             for i in present:
                 db.execute("DELETE FROM edges WHERE src = ? OR dst = ?", (i, i))
                 db.execute("DELETE FROM nodes WHERE id = ?", (i,))

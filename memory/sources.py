@@ -650,8 +650,13 @@ def unusable(file: Path) -> str | None:
         return "a link loop" if e.errno == 40 else f"unreadable: {e.strerror or e}"
     if stat.S_ISREG(mode):
         return None
-    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
-             (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"))  # fmt: skip
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISDIR, "a folder"),
+    )
     kind = next((name for test, name in kinds if test(mode)), "not a file")
     return f"not a regular file ({kind})"
 

@@ -39,12 +39,26 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CapabilityError", "ChatModel", "ContextWindowError", "EmbeddedServer",
-    "EmbeddedServerError", "EndpointError", "HopgraphModelError", "ImageInputError",
-    "ModelIntegrityError", "ModelNotServedError",
-    "ModelPackageMissing", "ModelWeightsMissing", "StructuredOutputError", "chat_model",
-    "embedded_server", "question_model", "system", "user", "vlm_model",
-]  # fmt: skip
+    "CapabilityError",
+    "ChatModel",
+    "ContextWindowError",
+    "EmbeddedServer",
+    "EmbeddedServerError",
+    "EndpointError",
+    "HopgraphModelError",
+    "ImageInputError",
+    "ModelIntegrityError",
+    "ModelNotServedError",
+    "ModelPackageMissing",
+    "ModelWeightsMissing",
+    "StructuredOutputError",
+    "chat_model",
+    "embedded_server",
+    "question_model",
+    "system",
+    "user",
+    "vlm_model",
+]
 
 _servers: ProcessCache[tuple, EmbeddedServer] = process_cache(
     "embedded servers", lambda s: s.stop()
@@ -60,8 +74,9 @@ def embedded_server(ctx: Context) -> EmbeddedServer:
     def start() -> EmbeddedServer:
         threads = {"n_threads": ctx.n_threads, "n_threads_batch": ctx.n_threads_batch}
         if engine_for(ctx.engine) == "llama-server":
-            return LlamaServer(ctx.model, cache_dir=ctx.cache_dir, slots=ctx.slots,
-                               n_ctx=ctx.n_ctx, **threads)  # fmt: skip
+            return LlamaServer(
+                ctx.model, cache_dir=ctx.cache_dir, slots=ctx.slots, n_ctx=ctx.n_ctx, **threads
+            )
         return EmbeddedServer(ctx.model, cache_dir=ctx.cache_dir, n_ctx=ctx.n_ctx, **threads)
 
     return _servers.get((ctx.model, engine_for(ctx.engine), ctx.slots), start).start()
@@ -73,28 +88,43 @@ def _model(
     from hopgraph.models.chat import ChatModel
     from hopgraph.models.response_cache import ResponseCache
 
-    key = (base_url, name, backend, ctx.api_key, ctx.request_timeout, ctx.max_retries,
-           ctx.temperature, ctx.max_tokens, ctx.max_image_pixels, ctx.prompts_dir,
-           ctx.response_cache, ctx.trace_content, ctx.trace_text_cap)  # fmt: skip
-    return _models.get(key, lambda: ChatModel(
+    key = (
         base_url,
         name,
-        api_key=ctx.api_key,
-        backend=backend,
-        timeout=ctx.request_timeout,
-        max_retries=ctx.max_retries,
-        temperature=ctx.temperature,
-        max_tokens=ctx.max_tokens,
-        max_image_pixels=ctx.max_image_pixels,
-        prompts_dir=ctx.prompts_dir,
-        # the embedded server is judged by progress (streamed; see models.chat)
-        stream=server is not None,
-        count_prompt_tokens=server.prompt_tokens if server is not None else None,
-        context_window=server.n_ctx if server is not None else 0,
-        cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
-        trace_cap=ctx.trace_text_cap if ctx.trace_content else -1,
-        server=server,
-    ))  # fmt: skip
+        backend,
+        ctx.api_key,
+        ctx.request_timeout,
+        ctx.max_retries,
+        ctx.temperature,
+        ctx.max_tokens,
+        ctx.max_image_pixels,
+        ctx.prompts_dir,
+        ctx.response_cache,
+        ctx.trace_content,
+        ctx.trace_text_cap,
+    )
+    return _models.get(
+        key,
+        lambda: ChatModel(
+            base_url,
+            name,
+            api_key=ctx.api_key,
+            backend=backend,
+            timeout=ctx.request_timeout,
+            max_retries=ctx.max_retries,
+            temperature=ctx.temperature,
+            max_tokens=ctx.max_tokens,
+            max_image_pixels=ctx.max_image_pixels,
+            prompts_dir=ctx.prompts_dir,
+            # the embedded server is judged by progress (streamed; see models.chat)
+            stream=server is not None,
+            count_prompt_tokens=server.prompt_tokens if server is not None else None,
+            context_window=server.n_ctx if server is not None else 0,
+            cache=ResponseCache(ctx.response_cache) if ctx.response_cache else None,
+            trace_cap=ctx.trace_text_cap if ctx.trace_content else -1,
+            server=server,
+        ),
+    )
 
 
 def chat_model(ctx: Context) -> ChatModel:

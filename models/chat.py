@@ -266,10 +266,16 @@ class ChatModel:
         self.trace_cap = trace_cap
         """Characters of each traced message and reply (0: whole; -1: none kept)."""
         self.transport = Transport(
-            self.base_url, model, api_key=api_key, timeout=timeout, max_retries=max_retries,
-            http_client=http_client, stream=stream, count_prompt_tokens=count_prompt_tokens,
+            self.base_url,
+            model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+            stream=stream,
+            count_prompt_tokens=count_prompt_tokens,
             context_window=context_window,
-        )  # fmt: skip
+        )
 
     def __repr__(self) -> str:
         return f"ChatModel({self.model!r} at {self.shown_url})"
@@ -473,16 +479,24 @@ class ChatModel:
         sent = {k: v for k, v in kwargs.items() if k != "extra_body"} | (
             kwargs.get("extra_body") or {}
         )  # as the wire carries them: the client merges extra_body into the body
-        content = {"messages": traced_messages(messages, self.trace_cap) if self.trace_cap >= 0
-                   else [], "sampling": json.loads(json.dumps(sent, default=str))}  # fmt: skip
+        content = {
+            "messages": traced_messages(messages, self.trace_cap) if self.trace_cap >= 0 else [],
+            "sampling": json.loads(json.dumps(sent, default=str)),
+        }
         full = request_key(self.model, messages, kwargs)
         extra["request"] = full[:16]  # a resumed question's replayed calls are known by it
         key = ""
         if self.cache is not None and self.cache.cacheable(kwargs):
             key = full
             if (hit := self.cache.get(key)) is not None:
-                call = LLMCall(role=role, template=template, model=self.model, kind=kind,
-                               extra=extra | {"cached": True}, **content)  # fmt: skip
+                call = LLMCall(
+                    role=role,
+                    template=template,
+                    model=self.model,
+                    kind=kind,
+                    extra=extra | {"cached": True},
+                    **content,
+                )
                 call.started, call.latency_s = round(time.time(), 4), 0.0
                 if hit.usage is not None:
                     call.prompt_tokens = hit.usage.prompt_tokens or 0

@@ -54,18 +54,28 @@ def diagnose_vlm(model: ChatModel, images: int) -> list[Probe]:
     (a server limited to fewer refuses MAB-DQA's page calls with 400s), and gives P(Yes)."""
     rows: list[Probe] = []
     model.check()
-    rows.append(Probe("VLM endpoint", True, f"{model.base_url} ({model.dialect.name}); "
-                      f"serves {model.model!r}"))  # fmt: skip
+    rows.append(
+        Probe(
+            "VLM endpoint", True, f"{model.base_url} ({model.dialect.name}); serves {model.model!r}"
+        )
+    )
 
     def attempt(name: str, fn) -> None:
         rows.append(_attempted(name, fn))
 
     def many_images():
         resp = model.request(
-            [user("How many pictures are there? Answer with a number.",
-                  images=[_probe_image()] * images)],
-            role="doctor", template="probe", kind="probe", max_tokens=8,
-        )  # fmt: skip
+            [
+                user(
+                    "How many pictures are there? Answer with a number.",
+                    images=[_probe_image()] * images,
+                )
+            ],
+            role="doctor",
+            template="probe",
+            kind="probe",
+            max_tokens=8,
+        )
         text = (resp.choices[0].message.content or "").strip()[:40]
         return True, f"{images} images in one request accepted (reply {text!r})"
 
@@ -76,22 +86,36 @@ def diagnose_vlm(model: ChatModel, images: int) -> list[Probe]:
 
 def _p_yes_probe(model: ChatModel, images: list | None = None) -> tuple[bool, str]:
     resp = model.request(
-        [user("Is Paris the capital of France? Reply with one word, Yes or No.",
-              images=images or [])],
-        role="doctor", template="probe", kind="probe",
-        max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20,
-    )  # fmt: skip
+        [
+            user(
+                "Is Paris the capital of France? Reply with one word, Yes or No.",
+                images=images or [],
+            )
+        ],
+        role="doctor",
+        template="probe",
+        kind="probe",
+        max_tokens=1,
+        temperature=0.0,
+        logprobs=True,
+        top_logprobs=20,
+    )
     if token_ids_instead_of_text(resp):
-        return False, ("top tokens come back as token ids (token_id:N), so no Yes / No can be "
-                       "read: start vLLM without --return-tokens-as-token-ids")  # fmt: skip
+        return False, (
+            "top tokens come back as token ids (token_id:N), so no Yes / No can be "
+            "read: start vLLM without --return-tokens-as-token-ids"
+        )
     p, found = p_yes_from_response(resp)
     return found, f"top_logprobs returned; P(Yes)={p:.3f}" if found else "no Yes/No in top tokens"
 
 
 def diagnose(
-    model: ChatModel, *, embedded: bool = False, vlm: bool = False,
+    model: ChatModel,
+    *,
+    embedded: bool = False,
+    vlm: bool = False,
     on_probe: Callable[[str], None] | None = None,
-) -> list[Probe]:  # fmt: skip
+) -> list[Probe]:
     """Run each probe; a failing probe is reported, not raised (an unreachable endpoint is).
     ``embedded``: the endpoint is hopgraph's own llama.cpp server, whose build is checked
     against this CPU too. ``vlm``: images go to a separate VLM (``diagnose_vlm``), so this
@@ -117,8 +141,10 @@ def diagnose(
 def _chat(model: ChatModel) -> tuple[bool, str]:
     text = model.complete(
         [user("What is the capital of France? Answer with one word.")],
-        role="doctor", template="probe", max_tokens=8,
-    )  # fmt: skip
+        role="doctor",
+        template="probe",
+        max_tokens=8,
+    )
     return bool(text.strip()), f"reply: {text.strip()[:40]!r}"
 
 
@@ -126,19 +152,28 @@ def _structured(model: ChatModel) -> tuple[bool, str]:
     mode = "json_schema" if model.dialect.json_schema else "json_object + schema"
     out = model.structured(
         [user("Give the country France and its capital as JSON.")],
-        _Capital, role="doctor", template="probe", max_tokens=60,
-    )  # fmt: skip
+        _Capital,
+        role="doctor",
+        template="probe",
+        max_tokens=60,
+    )
     return True, f"{mode}: {out.model_dump()}"
 
 
 def _image(model: ChatModel) -> tuple[bool, str]:
     if not model.dialect.images:  # known without asking: no request, no retries
-        return False, (f"{model.dialect.name} serves this model as text only: questions and "
-                       "pages with images need a VLM (vlm_base_url / vlm_model)")  # fmt: skip
+        return False, (
+            f"{model.dialect.name} serves this model as text only: questions and "
+            "pages with images need a VLM (vlm_base_url / vlm_model)"
+        )
     resp = model.request(
         [user("What color is the square? One word.", images=[_probe_image()])],
-        role="doctor", template="probe", kind="probe", check_images=False, max_tokens=8,
-    )  # fmt: skip
+        role="doctor",
+        template="probe",
+        kind="probe",
+        check_images=False,
+        max_tokens=8,
+    )
     return True, f"reply: {(resp.choices[0].message.content or '').strip()[:40]!r}"
 
 
@@ -179,11 +214,15 @@ def _engine(model: ChatModel) -> tuple[bool, str]:
     rev = LLAMA_CPP_REVISION[:7]
     threads = f"{server.n_threads} generation / {server.n_threads_batch} prompt thread(s)"
     if server.engine == "llama-server":
-        return True, (f"llama-server (llama.cpp {rev}, {server.binary}): {server.slots} "
-                      f"parallel slots of {server.n_ctx} tokens, prompt prefixes reused; "
-                      f"{threads}")  # fmt: skip
-    return False, (f"{server.engine} (llama.cpp {rev}): one request at a time; {threads}. "
-                   "`make install` builds llama-server, which answers several at once")  # fmt: skip
+        return True, (
+            f"llama-server (llama.cpp {rev}, {server.binary}): {server.slots} "
+            f"parallel slots of {server.n_ctx} tokens, prompt prefixes reused; "
+            f"{threads}"
+        )
+    return False, (
+        f"{server.engine} (llama.cpp {rev}): one request at a time; {threads}. "
+        "`make install` builds llama-server, which answers several at once"
+    )
 
 
 def _machine() -> tuple[bool, str]:
@@ -191,8 +230,10 @@ def _machine() -> tuple[bool, str]:
     busy = load > 0.8 * cores
     detail = f"load {load:.1f} on {cores} cores"
     if busy:
-        detail += (": other work competes for the CPU; an embedded model runs several "
-                   "times slower (set request_timeout higher, or wait)")  # fmt: skip
+        detail += (
+            ": other work competes for the CPU; an embedded model runs several "
+            "times slower (set request_timeout higher, or wait)"
+        )
     return not busy, detail
 
 
@@ -239,11 +280,18 @@ def measure_speed(model: ChatModel, entries: int = 20, reads: int = 3) -> dict[s
         began = time.perf_counter()
         resp = model.request(
             [user(f"Probe {time.time_ns()}. {text}")],  # a fresh prefix: no cached prompt
-            role="doctor", template="probe", kind="probe", max_tokens=max_tokens, temperature=0.0,
-        )  # fmt: skip
+            role="doctor",
+            template="probe",
+            kind="probe",
+            max_tokens=max_tokens,
+            temperature=0.0,
+        )
         usage = resp.usage
-        return (time.perf_counter() - began, usage.prompt_tokens if usage else 0,
-                usage.completion_tokens if usage else 0)  # fmt: skip
+        return (
+            time.perf_counter() - began,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+        )
 
     filler = " ".join(
         f"Entry {i}: at dusk the keeper trimmed lamp {i % 7}, wiped the glass, and logged the wind."

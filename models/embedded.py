@@ -355,18 +355,28 @@ class EmbeddedServer:
     def command(self, gguf: Path) -> list[str]:
         """The server's command line, serving ``gguf`` on ``self.port``."""
         return [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(gguf),
-            "--model_alias", self.model,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.n_threads),
-            "--n_threads_batch", str(self.n_threads_batch),
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(gguf),
+            "--model_alias",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads_batch),
             # by default the server ends a streamed reply early (an empty or cut reply,
             # with [DONE]) as soon as another request waits: concurrent calls must queue
-            "--interrupt_requests", "False",
-        ]  # fmt: skip
+            "--interrupt_requests",
+            "False",
+        ]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -394,8 +404,10 @@ class EmbeddedServer:
             return ""
         code = proc.returncode
         how = f"was killed (signal {-code})" if code < 0 else f"exited with code {code}"
-        return (f"the embedded {self.engine} server for {self.model!r} (pid {proc.pid}) {how}; "
-                f"its log ({self.log_path}) ends:\n{self.log_tail(8)}")  # fmt: skip
+        return (
+            f"the embedded {self.engine} server for {self.model!r} (pid {proc.pid}) {how}; "
+            f"its log ({self.log_path}) ends:\n{self.log_tail(8)}"
+        )
 
     def log_tail(self, lines: int = 20) -> str:
         if self.log_path is None or not self.log_path.exists():

@@ -92,9 +92,13 @@ class LlamaServer(EmbeddedServer):
         startup_timeout: float = 180.0,
     ) -> None:
         super().__init__(
-            model, cache_dir=cache_dir, n_ctx=n_ctx, n_threads=n_threads,
-            n_threads_batch=n_threads_batch, startup_timeout=startup_timeout,
-        )  # fmt: skip
+            model,
+            cache_dir=cache_dir,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads_batch,
+            startup_timeout=startup_timeout,
+        )
         self.slots = max(1, slots)
         self.binary: Path | None = None
 
@@ -118,16 +122,25 @@ class LlamaServer(EmbeddedServer):
         assert self.binary is not None
         return [
             str(self.binary),
-            "--model", str(gguf),
-            "--alias", self.model,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--ctx-size", str(self.n_ctx * self.slots),
-            "--parallel", str(self.slots),
+            "--model",
+            str(gguf),
+            "--alias",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ctx-size",
+            str(self.n_ctx * self.slots),
+            "--parallel",
+            str(self.slots),
             "--cont-batching",
-            "--cache-reuse", str(CACHE_REUSE),
-            "--threads", str(self.n_threads),
-            "--threads-batch", str(self.n_threads_batch),
+            "--cache-reuse",
+            str(CACHE_REUSE),
+            "--threads",
+            str(self.n_threads),
+            "--threads-batch",
+            str(self.n_threads_batch),
             "--no-webui",
             "--metrics",
-        ]  # fmt: skip
+        ]

@@ -52,9 +52,11 @@ class NumpyMiniLM:
 
     def _encode_one(self, ids: list[int]) -> np.ndarray:
         w, n = self.w, len(ids)
-        x = (w["embeddings.word_embeddings.weight"][ids]
-             + w["embeddings.position_embeddings.weight"][:n]
-             + w["embeddings.token_type_embeddings.weight"][0])  # fmt: skip
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:n]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
         x = _layer_norm(
             x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps
         )
@@ -65,14 +67,20 @@ class NumpyMiniLM:
             def dense(h: np.ndarray, name: str, p: str = p) -> np.ndarray:
                 return h @ w[f"{p}{name}.weight"].T + w[f"{p}{name}.bias"]
 
-            q, k, v = (dense(x, f"attention.self.{m}").reshape(n, self.heads, hd).transpose(1, 0, 2)
-                       for m in ("query", "key", "value"))  # fmt: skip
+            q, k, v = (
+                dense(x, f"attention.self.{m}").reshape(n, self.heads, hd).transpose(1, 0, 2)
+                for m in ("query", "key", "value")
+            )
             scores = q @ k.transpose(0, 2, 1) / np.sqrt(hd)
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             att = (scores / scores.sum(-1, keepdims=True)) @ v
             att = dense(att.transpose(1, 0, 2).reshape(n, self.dim), "attention.output.dense")
-            x = _layer_norm(x + att, w[f"{p}attention.output.LayerNorm.weight"],
-                            w[f"{p}attention.output.LayerNorm.bias"], self.eps)  # fmt: skip
+            x = _layer_norm(
+                x + att,
+                w[f"{p}attention.output.LayerNorm.weight"],
+                w[f"{p}attention.output.LayerNorm.bias"],
+                self.eps,
+            )
             out = dense(_gelu(dense(x, "intermediate.dense")), "output.dense")
             x = _layer_norm(
                 x + out, w[f"{p}output.LayerNorm.weight"], w[f"{p}output.LayerNorm.bias"], self.eps

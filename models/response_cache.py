@@ -30,8 +30,12 @@ FILE = "responses.sqlite"
 def request_key(model: str, messages: Sequence[Any], params: dict[str, Any]) -> str:
     """sha256 of everything a reply depends on: model, messages (images as they are sent),
     sampling settings, response format, logprobs, stop sequences."""
-    blob = json.dumps({"model": model, "messages": list(messages), "params": params},
-                      sort_keys=True, default=str, ensure_ascii=False)  # fmt: skip
+    blob = json.dumps(
+        {"model": model, "messages": list(messages), "params": params},
+        sort_keys=True,
+        default=str,
+        ensure_ascii=False,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -44,8 +48,10 @@ class ResponseCache:
         self._local = threading.local()
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
-                       "model TEXT, body TEXT, created REAL)")  # fmt: skip
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, "
+                "model TEXT, body TEXT, created REAL)"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)

@@ -313,19 +313,29 @@ class _Reply:
         # llama-server counts the tokens it generated (a chunk may carry several, or none of
         # a grammar's); llama-cpp-python's server sends one chunk per token and no count
         made = self.timings.get("predicted_n", self.tokens) if self.timings else self.tokens
-        return ChatCompletion.model_validate({
-            **({"timings": self.timings} if self.timings else {}),
-            **({"hopgraph_wait": waited} if waited else {}),
-            "id": self.cid, "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{
-                "index": 0, "finish_reason": self.finish,
-                "message": {"role": "assistant", "content": "".join(self.text)},
-                "logprobs": {"content": self.logprobs} if self.logprobs else None,
-            }],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": made,
-                      "total_tokens": prompt + made},
-        })  # fmt: skip
+        return ChatCompletion.model_validate(
+            {
+                **({"timings": self.timings} if self.timings else {}),
+                **({"hopgraph_wait": waited} if waited else {}),
+                "id": self.cid,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": self.finish,
+                        "message": {"role": "assistant", "content": "".join(self.text)},
+                        "logprobs": {"content": self.logprobs} if self.logprobs else None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": made,
+                    "total_tokens": prompt + made,
+                },
+            }
+        )
 
 
 def served_times(resp: Any) -> dict[str, float]:

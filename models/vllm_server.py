@@ -91,8 +91,10 @@ class VllmServer(EmbeddedServer):
         out = self.cache_dir / "hf" / self.model
         done = subprocess.run(
             [self.python, str(CONVERTER), str(gguf), str(out), "--dtype", "float32"],
-            capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if done.returncode != 0:
             raise ModelPackageMissing(
                 f"converting {gguf.name} for vLLM failed (transformers, gguf and accelerate in "
@@ -102,18 +104,30 @@ class VllmServer(EmbeddedServer):
 
     def command(self, source: Path) -> list[str]:
         return [
-            self.python, "-m", "vllm.entrypoints.openai.api_server",
-            "--model", str(source),
-            "--served-model-name", self.model,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--dtype", "float32",
-            "--max-model-len", str(self.n_ctx),
-            "--max-num-seqs", str(self.max_num_seqs),
-            "--generation-config", "vllm",
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(source),
+            "--served-model-name",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            str(self.n_ctx),
+            "--max-num-seqs",
+            str(self.max_num_seqs),
+            "--generation-config",
+            "vllm",
             # no free whitespace between JSON tokens (docs/serving.md): a small model can
             # spend max_tokens on it
-            "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS),
-            "--gpu-memory-utilization", str(self.memory_fraction),
+            "--structured-outputs-config",
+            json.dumps(STRUCTURED_OUTPUTS),
+            "--gpu-memory-utilization",
+            str(self.memory_fraction),
             *(["--enforce-eager"] if self.eager else []),
-        ]  # fmt: skip
+        ]

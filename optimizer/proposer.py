@@ -19,10 +19,12 @@ class Proposal(BaseModel):
 
 
 PROPOSER = Role(
-    "proposer", "optimize/propose", inputs=("template", "source", "failures", "tip"),
+    "proposer",
+    "optimize/propose",
+    inputs=("template", "source", "failures", "tip"),
     schema=Proposal,
     fallback=Proposal(),
-)  # fmt: skip
+)
 """Fallback: an empty proposal (recorded; the optimizer skips it)."""
 
 
@@ -34,5 +36,10 @@ def propose_instruction(
     direction for this proposal (MIPROv2's grounded proposer), none by default. An unreadable
     reply gives an empty proposal (recorded as a fallback; the optimizer skips it)."""
     return PROPOSER.structured(
-        ctx, max_tokens=400, template=template, source=source, failures=failures, tip=tip,
-    )  # fmt: skip
+        ctx,
+        max_tokens=400,
+        template=template,
+        source=source,
+        failures=failures,
+        tip=tip,
+    )

@@ -253,8 +253,9 @@ def question_text(text: str) -> str:
     import unicodedata
 
     text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)
-                   and unicodedata.category(c) != "Cf")  # fmt: skip
+    text = "".join(
+        c for c in text if not unicodedata.combining(c) and unicodedata.category(c) != "Cf"
+    )
     text = unicodedata.normalize("NFKC", text).translate(LOOKALIKES)
     text = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
     return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
@@ -321,8 +322,10 @@ def halve(cands: list[Candidate]) -> list[Candidate]:
     for i, c in enumerate(sorted(cands, key=lambda c: -ahead[id(c)])):
         mb = c.minibatch
         if ahead[id(c)] < 0:
-            c.stopped = (f"below the incumbent on the minibatch ({mb['mean']:.3f} against "
-                         f"{mb['incumbent_mean']:.3f} on {mb['n']})")  # fmt: skip
+            c.stopped = (
+                f"below the incumbent on the minibatch ({mb['mean']:.3f} against "
+                f"{mb['incumbent_mean']:.3f} on {mb['n']})"
+            )
         elif i >= room:
             c.stopped = f"not among the best {room} of {len(cands)} on the minibatch"
         else:
@@ -488,13 +491,18 @@ class Optimizer:
         if best.id == "hand-written":  # nothing kept: no second arm, and nothing to compare
             scores = [score_prediction(p).get(self.plan.metric, 0.0) for p in hand.values()]
             self.record["test"] = questions | {
-                "n": len(scores), "hand_written": round(fmean(scores), 4) if scores else None,
-                "same_prompts": True, "kept": "hand-written", "verdict": None,
+                "n": len(scores),
+                "hand_written": round(fmean(scores), 4) if scores else None,
+                "same_prompts": True,
+                "kept": "hand-written",
+                "verdict": None,
                 "sent": list(sent_tokens(hand)),
-            }  # fmt: skip
-            self.say(f"verdict: none; nothing was kept, so the test split answered the "
-                     f"hand-written prompts only ({self.plan.metric} "
-                     f"{self.record['test']['hand_written']})")  # fmt: skip
+            }
+            self.say(
+                f"verdict: none; nothing was kept, so the test split answered the "
+                f"hand-written prompts only ({self.plan.metric} "
+                f"{self.record['test']['hand_written']})"
+            )
             self.save()
             return
         opt = self._answer("test/optimized", test, self.out / "overlay")
@@ -505,18 +513,28 @@ class Optimizer:
         t = paired(a, b)
         won = next((c for c in self.record["candidates"] if c["id"] == best.id), None)
         self.record["test"] = questions | {
-            "n": t.n, "hand_written": round(t.mean_a, 4), "optimized": round(t.mean_b, 4),
-            "better": t.better, "worse": t.worse, "sign_p": round(t.sign_p, 4),
-            "ci": [round(x, 4) for x in t.ci] if t.ci else None, "needed_n": t.needed_n,
-            "same_prompts": False, "kept": best.id,
+            "n": t.n,
+            "hand_written": round(t.mean_a, 4),
+            "optimized": round(t.mean_b, 4),
+            "better": t.better,
+            "worse": t.worse,
+            "sign_p": round(t.sign_p, 4),
+            "ci": [round(x, 4) for x in t.ci] if t.ci else None,
+            "needed_n": t.needed_n,
+            "same_prompts": False,
+            "kept": best.id,
             "sent": [sum(n) for n in zip(*map(sent_tokens, arms), strict=True)],
-            "gap": {"validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
-                    "test": round(t.diff, 4)},
-        }  # fmt: skip
+            "gap": {
+                "validation": round(won["mean"] - won["incumbent_mean"], 4) if won else 0.0,
+                "test": round(t.diff, 4),
+            },
+        }
         ci = f", 95 % CI [{t.ci[0]:+.3f}, {t.ci[1]:+.3f}]" if t.ci else ""
-        self.say(f"verdict: {self.plan.metric} {t.mean_a:.3f} hand-written, {t.mean_b:.3f} "
-                 f"optimized ({best.id}) on {t.n} test questions: {t.better} better, "
-                 f"{t.worse} worse, sign p {t.sign_p:.3g}{ci}")  # fmt: skip
+        self.say(
+            f"verdict: {self.plan.metric} {t.mean_a:.3f} hand-written, {t.mean_b:.3f} "
+            f"optimized ({best.id}) on {t.n} test questions: {t.better} better, "
+            f"{t.worse} worse, sign p {t.sign_p:.3g}{ci}"
+        )
         self.save()
 
     def redecide(self) -> bool:
@@ -646,10 +664,19 @@ class Optimizer:
                 cand.skipped = "no demonstration fits the context window beside the role's prompt"
         elif not self._propose(cand, role, k, base, boot, r):
             return None
-        twin = next((c for c in self.record["candidates"] if c["id"][:2] == cid[:2]
-                     and c["role"] == role and c["kind"] == kind and not c.get("skipped")
-                     and c["demos"] == cand.demos and c["instructions"] == cand.instructions),
-                    None)  # fmt: skip
+        twin = next(
+            (
+                c
+                for c in self.record["candidates"]
+                if c["id"][:2] == cid[:2]
+                and c["role"] == role
+                and c["kind"] == kind
+                and not c.get("skipped")
+                and c["demos"] == cand.demos
+                and c["instructions"] == cand.instructions
+            ),
+            None,
+        )
         if twin is not None and not cand.skipped:
             cand.skipped = f"the same prompts as {twin['id']}"
         self.record["candidates"].append(asdict(cand))
@@ -744,10 +771,15 @@ class Optimizer:
         b = [score_prediction(preds[i]).get(self.plan.metric, 0.0) for i in ids]
         test = paired(a, b)
         if limit:
-            cand.stage, cand.minibatch = "minibatch", {
-                "n": len(ids), "mean": round(test.mean_b, 4),
-                "incumbent_mean": round(test.mean_a, 4), "scores": dict(zip(ids, b, strict=True)),
-            }  # fmt: skip
+            cand.stage, cand.minibatch = (
+                "minibatch",
+                {
+                    "n": len(ids),
+                    "mean": round(test.mean_b, 4),
+                    "incumbent_mean": round(test.mean_a, 4),
+                    "scores": dict(zip(ids, b, strict=True)),
+                },
+            )
         else:
             cand.stage, cand.scores = "validation", dict(zip(ids, b, strict=True))
             cand.better, cand.worse, cand.p = test.better, test.worse, round(test.sign_p, 4)
@@ -837,11 +869,15 @@ class Optimizer:
                 if right and answered and role in self.plan.roles and "inputs" in call["extra"]:
                     n = made[role] = made.get(role, 0) + 1
                     pool.calls.setdefault(role, []).append(
-                        {"id": qid if n == 1 else f"{qid}#{n}", "qid": qid,
-                         "inputs": call["extra"]["inputs"], "output": call["reply"],
-                         "choice": choice_of(self.roles.get(role), call["reply"]),
-                         "tokens": demo_tokens(call)}
-                    )  # fmt: skip
+                        {
+                            "id": qid if n == 1 else f"{qid}#{n}",
+                            "qid": qid,
+                            "inputs": call["extra"]["inputs"],
+                            "output": call["reply"],
+                            "choice": choice_of(self.roles.get(role), call["reply"]),
+                            "tokens": demo_tokens(call),
+                        }
+                    )
         self.record["demo_candidates"] = {r: len(pool.calls.get(r, [])) for r in self.plan.roles}
         return pool
 
@@ -988,11 +1024,22 @@ def candidate_rows(record: dict[str, Any]) -> list[tuple[str, ...]]:
         elif is_under_way(c):
             val = "under way"
         else:
-            val = (f"{c['mean']:.3f} vs {c['incumbent_mean']:.3f} ({len(c['scores'])}): "
-                   f"{c['better']} better / {c['worse']} worse, sign p {c['p']:.3g}")  # fmt: skip
+            val = (
+                f"{c['mean']:.3f} vs {c['incumbent_mean']:.3f} ({len(c['scores'])}): "
+                f"{c['better']} better / {c['worse']} worse, sign p {c['p']:.3g}"
+            )
         kept = ("yes" if c.get("won") else "no") if scored(c) else ""
-        rows.append((c["id"], c["kind"], mini, val, kept, f"{c.get('tokens', 0):,}",
-                     f"{c.get('seconds', 0.0):.0f}"))  # fmt: skip
+        rows.append(
+            (
+                c["id"],
+                c["kind"],
+                mini,
+                val,
+                kept,
+                f"{c.get('tokens', 0):,}",
+                f"{c.get('seconds', 0.0):.0f}",
+            )
+        )
     return rows
 
 

@@ -17,8 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 plt.rcParams["svg.hashsalt"] = "hopgraph"
 plt.rcParams["font.size"] = 9
 
-COSTS = (("llm_calls", "LLM calls per question"), ("prompt_tokens", "prompt tokens per question"),
-         ("seconds", "seconds per question"))  # fmt: skip
+COSTS = (
+    ("llm_calls", "LLM calls per question"),
+    ("prompt_tokens", "prompt tokens per question"),
+    ("seconds", "seconds per question"),
+)
 COLOURS = {"better": "#16a34a", "worse": "#dc2626", "tied": "#d1d5db"}
 
 
@@ -84,12 +87,18 @@ def win_loss_strip(rows: Sequence[tuple[str, Sequence[str]]]) -> str:
 def verdicts(a: Sequence[float], b: Sequence[float], lower: bool = False) -> list[str]:
     """Per question, whether B did better, worse or the same as A."""
     sign = -1 if lower else 1
-    return ["better" if sign * (y - x) > 0 else "worse" if sign * (y - x) < 0 else "tied"
-            for x, y in zip(a, b, strict=True)]  # fmt: skip
+    return [
+        "better" if sign * (y - x) > 0 else "worse" if sign * (y - x) < 0 else "tied"
+        for x, y in zip(a, b, strict=True)
+    ]
 
 
-def comparison(scores: Sequence[dict[str, dict[str, float]]], labels: Sequence[str], metric: str,
-               lower: bool = False) -> list[str]:  # fmt: skip
+def comparison(
+    scores: Sequence[dict[str, dict[str, float]]],
+    labels: Sequence[str],
+    metric: str,
+    lower: bool = False,
+) -> list[str]:
     """The two plots of a comparison of runs (per-question scores, the first run the base):
     quality against cost, and each run's win / loss strip against the base, on the questions
     every run scored."""

@@ -168,8 +168,10 @@ def format_call_diff(rows: list[CallDiff], hashes: tuple[dict, dict] = ({}, {}))
         lines.append("every reply is the same")
         return "\n".join(lines)
     r = rows[first]
-    lines.append(f"first reply that differs: call {first} ({r.template})"
-                 + (", whose prompt changed" if r.prompt_changed else ", same prompt"))  # fmt: skip
+    lines.append(
+        f"first reply that differs: call {first} ({r.template})"
+        + (", whose prompt changed" if r.prompt_changed else ", same prompt")
+    )
     for label, call in (("a", r.a), ("b", r.b)):
         reply = "(no such call)" if call is None else (call.reply or "(none)")
         lines.append(f"  {label}: {_brief(reply, 300)}")
@@ -399,8 +401,16 @@ def _calls_table(trace: Trace, price: Price | None = None) -> str:
         )
     if not rows:
         return "<p>No LLM calls.</p>"
-    names = ("node", "role", "template", "prompt tok", "completion tok", "s",
-             *(("USD",) if price else ()), "cache")  # fmt: skip
+    names = (
+        "node",
+        "role",
+        "template",
+        "prompt tok",
+        "completion tok",
+        "s",
+        *(("USD",) if price else ()),
+        "cache",
+    )
     head = "".join(f"<th>{c}</th>" for c in names)
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -475,8 +485,10 @@ def _event_html(e: dict[str, Any], known: dict, kept: set, cited: set) -> str:
         return _call_html(e)
     if kind == "retrieval":
         ids = e.get("ids", [])
-        hits = "".join(_hit_html(i, score, known, kept, cited)
-                       for i, score in zip(ids, e.get("scores", []), strict=False))  # fmt: skip
+        hits = "".join(
+            _hit_html(i, score, known, kept, cited)
+            for i, score in zip(ids, e.get("scores", []), strict=False)
+        )
         return (
             f"<div class='retrieval'>retrieve <q>{_esc(e.get('query', ''))}</q> "
             f"({_esc(e.get('role', ''))}, {len(ids)} hits)<ol>{hits}</ol></div>"
@@ -541,8 +553,10 @@ def judged(scores: dict[str, float]) -> bool:
 def _cost_line(pred: dict[str, Any], score: dict[str, float]) -> str:
     """A question's calls and tokens, USD where the run was scored with a price, and whether
     its token cap stopped it."""
-    text = (f"{pred.get('llm_calls', 0)} calls, {pred.get('prompt_tokens', 0)} + "
-            f"{pred.get('completion_tokens', 0)} tokens")  # fmt: skip
+    text = (
+        f"{pred.get('llm_calls', 0)} calls, {pred.get('prompt_tokens', 0)} + "
+        f"{pred.get('completion_tokens', 0)} tokens"
+    )
     text += f", ${score['usd']:.5f}" if "usd" in score else ""
     return text + (" (stopped by max_question_tokens)" if pred.get("budget_stops") else "")
 
@@ -585,9 +599,12 @@ def _first_screen(preds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> 
     return (
         f"<p class='summary'>{html.escape(line)}</p>"
         + (f"<p class='metrics'>{html.escape(shown)}</p>" if shown else "")
-        + (f"<details><summary>every metric</summary><table>{cells}</table></details>"
-           if cells else "")
-    )  # fmt: skip
+        + (
+            f"<details><summary>every metric</summary><table>{cells}</table></details>"
+            if cells
+            else ""
+        )
+    )
 
 
 def render_html(run_dir: str | Path, metrics: dict[str, Any] | None = None) -> Path:
@@ -708,8 +725,11 @@ def step_retrieved(step: Step) -> list[list[str]]:
 
 
 def _written(step: Step) -> dict[str, str]:
-    return {k: json.dumps(v, sort_keys=True, default=str) for k, v in step.update.items()
-            if k != "graph_view"}  # fmt: skip
+    return {
+        k: json.dumps(v, sort_keys=True, default=str)
+        for k, v in step.update.items()
+        if k != "graph_view"
+    }
 
 
 def _difference(a: Step, b: Step, hashes: tuple[dict, dict]) -> str:
@@ -750,13 +770,19 @@ def _step_cell(step: Step | None, hashes: dict) -> str:
         f"{t} {hashes.get(t, '')[:8]}".strip() for t in dict.fromkeys(step_templates(step))
     )
     hits = sum(len(ids) for ids in step_retrieved(step))
-    return "/".join([*step.ns, step.node]) + (f" [{used}]" if used else "") + (
-        f" {hits} ids" if hits else ""
-    )  # fmt: skip
+    return (
+        "/".join([*step.ns, step.node])
+        + (f" [{used}]" if used else "")
+        + (f" {hits} ids" if hits else "")
+    )
 
 
-def format_trace_diff(rows: list[StepDiff], first: int | None, labels: tuple[str, str],
-                      hashes: tuple[dict, dict] = ({}, {})) -> str:  # fmt: skip
+def format_trace_diff(
+    rows: list[StepDiff],
+    first: int | None,
+    labels: tuple[str, str],
+    hashes: tuple[dict, dict] = ({}, {}),
+) -> str:
     """The diff as text: one line per step, both runs' node, prompts (hash) and ids, and the
     first divergence marked."""
     width = max([len(labels[0]), *(len(_step_cell(r.a, hashes[0])) for r in rows)]) + 2
@@ -767,15 +793,21 @@ def format_trace_diff(rows: list[StepDiff], first: int | None, labels: tuple[str
         lines.append(
             f"{mark}{i:>2} {_step_cell(r.a, hashes[0]):<{width}}{_step_cell(r.b, hashes[1])}{note}"
         )
-    lines.append("the executions never diverge" if first is None else
-                 f"first divergence at step {first}: {rows[first].differs}")  # fmt: skip
+    lines.append(
+        "the executions never diverge"
+        if first is None
+        else f"first divergence at step {first}: {rows[first].differs}"
+    )
     return "\n".join(lines)
 
 
 def render_trace_diff_html(
-    traces: tuple[Trace, Trace], labels: tuple[str, str], qid: str, out: Path,
+    traces: tuple[Trace, Trace],
+    labels: tuple[str, str],
+    qid: str,
+    out: Path,
     hashes: tuple[dict, dict] = ({}, {}),
-) -> Path:  # fmt: skip
+) -> Path:
     """The two executions side by side: each run's drawing (MMAPG: its planning graph), then
     the step table with the first divergence marked."""
     rows, first = trace_diff(*traces, hashes)

@@ -80,8 +80,11 @@ def read_demos(path: Path) -> list[dict[str, Any]]:
             demo = json.loads(line)
         except json.JSONDecodeError as e:
             raise PromptError(f"{path} line {n} is not JSON: {e.msg}") from e
-        if not (isinstance(demo, dict) and isinstance(demo.get("inputs"), dict)
-                and isinstance(demo.get("output"), str)):  # fmt: skip
+        if not (
+            isinstance(demo, dict)
+            and isinstance(demo.get("inputs"), dict)
+            and isinstance(demo.get("output"), str)
+        ):
             raise PromptError(
                 f'{path} line {n}: a demonstration is {{"inputs": {{...}}, "output": "..."}}'
             )
@@ -150,8 +153,10 @@ class _OverlayLoader(BaseLoader):
             return []
         paths = []
         if self.user_dir is not None:
-            paths += [(self.user_dir, self.user_dir / name),
-                      (self.user_dir, self.user_dir / Path(name).name)]  # fmt: skip
+            paths += [
+                (self.user_dir, self.user_dir / name),
+                (self.user_dir, self.user_dir / Path(name).name),
+            ]
         paths += [(folder, folder / name) for folder in PACKAGE_DIRS]
         paths.append((BUILTIN_DIR, BUILTIN_DIR / name))
         return [path for root, path in paths if self._readable(path, root)]
@@ -332,8 +337,10 @@ class Prompts:
             elif why := name_problem(ref.value):
                 problems.append(f"{path} line {node.lineno}: {why}")
             elif not any(p.is_file() for p in self._loader.candidates(ref.value)):
-                problems.append(f"{path} line {node.lineno}: no template {ref.value!r} in "
-                                "the overlay or the shipped prompts")  # fmt: skip
+                problems.append(
+                    f"{path} line {node.lineno}: no template {ref.value!r} in "
+                    "the overlay or the shipped prompts"
+                )
         return problems
 
     def _include_loop(self, path: Path, chain: tuple[Path, ...] = ()) -> list[Path] | None:
@@ -402,8 +409,10 @@ class Prompts:
                 continue
             for n, demo in enumerate(demos, 1):
                 if extra := set(demo["inputs"]) - given:
-                    problems.append(f"{path} demonstration {n} gives {', '.join(sorted(extra))}, "
-                                    f"which {name} is never given")  # fmt: skip
+                    problems.append(
+                        f"{path} demonstration {n} gives {', '.join(sorted(extra))}, "
+                        f"which {name} is never given"
+                    )
                     continue
                 try:  # rendered once here, not failing every question of a run
                     self._render(DEMOS, demos=[demo], prompt="")

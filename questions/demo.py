@@ -182,9 +182,16 @@ def _questions(image_ids: dict[str, str]) -> list[dict]:
             return image_ids[name]
         return _row_id(year_row[name]) if kind == "row" else p[ref]
 
-    return [{"id": qid, "question": question, "answers": answers,
-             "evidence": [item(ref) for ref in evidence], "type": qtype}
-            for qid, question, answers, evidence, qtype in QUESTIONS]  # fmt: skip
+    return [
+        {
+            "id": qid,
+            "question": question,
+            "answers": answers,
+            "evidence": [item(ref) for ref in evidence],
+            "type": qtype,
+        }
+        for qid, question, answers, evidence, qtype in QUESTIONS
+    ]
 
 
 def write_demo(folder: str | Path) -> tuple[Path, Path]:

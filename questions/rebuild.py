@@ -43,12 +43,22 @@ class QuestionSetSource:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> QuestionSetSource:
-        return cls(str(obj["convert"]), str(obj["data"]), tuple(obj["ids"]), str(obj["sha256"]),
-                   str(obj.get("form", "lines")))  # fmt: skip
+        return cls(
+            str(obj["convert"]),
+            str(obj["data"]),
+            tuple(obj["ids"]),
+            str(obj["sha256"]),
+            str(obj.get("form", "lines")),
+        )
 
     def as_json(self) -> dict[str, Any]:
-        return {"convert": self.convert, "data": self.data, "sha256": self.sha256,
-                "form": self.form, "ids": list(self.ids)}  # fmt: skip
+        return {
+            "convert": self.convert,
+            "data": self.data,
+            "sha256": self.sha256,
+            "form": self.form,
+            "ids": list(self.ids),
+        }
 
     def text(self, data_file: Path) -> str:
         """The question file's text, from the benchmark's file (the demo's, from the code
@@ -154,6 +164,8 @@ def how_to_rebuild(name: str, near: Path) -> str:
     if source is None:
         return ""
     looked = ", ".join(str(d) for d in data_dirs(near)) or "no data folder found"
-    return (f"it is made from {source.data} ({source.convert}); put that benchmark's data in "
-            f"../shared/data beside the checkout, or name its folder with --data or "
-            f"HOPGRAPH_DATA (looked in: {looked})")  # fmt: skip
+    return (
+        f"it is made from {source.data} ({source.convert}); put that benchmark's data in "
+        f"../shared/data beside the checkout, or name its folder with --data or "
+        f"HOPGRAPH_DATA (looked in: {looked})"
+    )

@@ -16,8 +16,15 @@ from typing import Any
 from websockets.sync.client import connect
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run")  # fmt: skip
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 class Browser:
@@ -26,10 +33,16 @@ class Browser:
     def __init__(self) -> None:
         self.profile = Path(tempfile.mkdtemp(prefix="hopgraph-chromium-"))
         self.proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-port=0",
-             "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                CHROMIUM,
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                "--remote-debugging-port=0",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         port_file = self.profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -54,8 +67,9 @@ class Browser:
                 return msg.get("result", {})
 
     def eval(self, expression: str) -> Any:
-        out = self.send("Runtime.evaluate", expression=expression, returnByValue=True,
-                        awaitPromise=True)  # fmt: skip
+        out = self.send(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
         return out["result"].get("value")
 
     def ready(self, timeout: float = 30) -> None:
@@ -77,10 +91,16 @@ class Browser:
 
     def press(self, key: str) -> None:
         codes = {"ArrowRight": 39, "ArrowLeft": 37, "j": 74, "k": 75}
-        self.send("Input.dispatchKeyEvent", type="keyDown", key=key, text=key if len(key) == 1
-                  else "", windowsVirtualKeyCode=codes.get(key, 0))  # fmt: skip
-        self.send("Input.dispatchKeyEvent", type="keyUp", key=key,
-                  windowsVirtualKeyCode=codes.get(key, 0))  # fmt: skip
+        self.send(
+            "Input.dispatchKeyEvent",
+            type="keyDown",
+            key=key,
+            text=key if len(key) == 1 else "",
+            windowsVirtualKeyCode=codes.get(key, 0),
+        )
+        self.send(
+            "Input.dispatchKeyEvent", type="keyUp", key=key, windowsVirtualKeyCode=codes.get(key, 0)
+        )
 
     def close(self) -> None:
         self._connection.__exit__(None, None, None)

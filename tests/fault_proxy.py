@@ -79,9 +79,11 @@ class FaultProxy(LoopbackServer):
                 with proxy._lock:
                     proxy.forwarded += 1
                 r = httpx.post(
-                    proxy.upstream + self.path.removeprefix("/v1"), content=raw, timeout=60,
+                    proxy.upstream + self.path.removeprefix("/v1"),
+                    content=raw,
+                    timeout=60,
                     headers={"content-type": "application/json"},
-                )  # fmt: skip
+                )
                 data = r.content
                 if kind == "truncated":
                     data = data[: len(data) // 2]

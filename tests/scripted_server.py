@@ -136,8 +136,11 @@ class ScriptedServer(LoopbackServer):
                 if server.per_token:  # the latency model
                     n_in = len(json.dumps(body["messages"])) // 4
                     n_out = 1 if body.get("logprobs") else len(str(content)) // 4 + 1
-                    usage = {"prompt_tokens": n_in, "completion_tokens": n_out,
-                             "total_tokens": n_in + n_out}  # fmt: skip
+                    usage = {
+                        "prompt_tokens": n_in,
+                        "completion_tokens": n_out,
+                        "total_tokens": n_in + n_out,
+                    }
                     with server._slots or contextlib.nullcontext():
                         time.sleep(server.delay + server.per_token * (n_in + n_out))
                 if body.get("stream"):
@@ -202,15 +205,22 @@ class ScriptedServer(LoopbackServer):
                     words = content.split(" ")
                     for i, word in enumerate(words):
                         piece = word if i == 0 else " " + word
-                        chunk = {"id": "s", "choices": [{"index": 0, "delta": {"content": piece},
-                                                         "finish_reason": None}]}  # fmt: skip
+                        chunk = {
+                            "id": "s",
+                            "choices": [
+                                {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                            ],
+                        }
                         self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
                         self.wfile.flush()
                         if i == 0:
                             self._wait(server.stall)
                     if server.timings:
-                        last = {"id": "s", "choices": [{"index": 0, "delta": {},
-                                "finish_reason": "stop"}], "timings": server.timings}  # fmt: skip
+                        last = {
+                            "id": "s",
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                            "timings": server.timings,
+                        }
                         self.wfile.write(f"data: {json.dumps(last)}\r\n\r\n".encode())
                     self.wfile.write(b"data: [DONE]\r\n\r\n")
                 except OSError:  # the client gave up

@@ -71,10 +71,14 @@ def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
             else ["-m", "hopgraph.cli"]
         )
         return subprocess.Popen(
-            [sys.executable, *head, *argv], cwd=cwd, env=env, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, *head, *argv],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             preexec_fn=sigint_as_in_a_terminal,
-        )  # fmt: skip
+        )
     with _IDLE_LOCK:
         zygote = _IDLE.pop() if _IDLE else None
     if zygote is None:  # every one busy: commands at once
@@ -108,8 +112,9 @@ class Zygote:
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("zygote.py"))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         self._buffer = b""
         self.line(600)  # ready once its imports are done
 
@@ -162,8 +167,17 @@ class Forked:
         self._out.touch()
         self._err.touch()
         weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)  # read or not
-        zygote.send({**request, "args": argv, "cwd": str(cwd), "env": env, "stdin": os.devnull,
-                     "stdout": str(self._out), "stderr": str(self._err)})  # fmt: skip
+        zygote.send(
+            {
+                **request,
+                "args": argv,
+                "cwd": str(cwd),
+                "env": env,
+                "stdin": os.devnull,
+                "stdout": str(self._out),
+                "stderr": str(self._err),
+            }
+        )
         forked = zygote.line(60)
         assert forked is not None, "tests/zygote.py did not fork"
         self.pid: int = forked["pid"]
@@ -228,8 +242,9 @@ def start_chroma(folder: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
         [str(CHROMA), "run", "--path", str(folder), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -264,8 +279,17 @@ def start_postgres():  # noqa: ANN201 - (url, stop)
         subprocess.run([*as_pg, *cmd], check=True, capture_output=True, timeout=120)
 
     run(str(PG_BIN[-1] / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust")
-    run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-w", "-l", str(data.parent / "log"), "-o",
-        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1", "start")  # fmt: skip
+    run(
+        str(PG_BIN[-1] / "pg_ctl"),
+        "-D",
+        str(data),
+        "-w",
+        "-l",
+        str(data.parent / "log"),
+        "-o",
+        f"-p {port} -k {data.parent} -c listen_addresses=127.0.0.1",
+        "start",
+    )
 
     def stop() -> None:
         run(str(PG_BIN[-1] / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")

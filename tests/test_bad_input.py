@@ -111,8 +111,19 @@ def test_a_second_local_run_on_a_folder_in_use_is_refused_naming_the_first(tmp_p
 
     write_questions(tmp_path / "q.jsonl", 3)
     with ScriptedServer(held) as server:
-        args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        args = [
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         first = started(*args, cwd=tmp_path)
         try:
             assert arrived.wait(120), "the first run never called the model"
@@ -139,9 +150,22 @@ def test_a_run_with_a_failed_question_exits_3_and_says_why(tmp_path):
 
     write_questions(tmp_path / "q.jsonl", 3)
     with ScriptedServer(reply) as server:
-        out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                       "--base-url", server.base_url, "--model", "scripted",
-                       "--set", "max_retries=0", cwd=tmp_path)  # fmt: skip
+        out = hopgraph(
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--set",
+            "max_retries=0",
+            cwd=tmp_path,
+        )
     assert out.returncode == 3, out.stdout + out.stderr
     assert "2 finished, 1 failed" in out.stdout
     assert "1 question(s) failed; the first:" in out.stderr
@@ -153,8 +177,19 @@ def test_a_truncated_predictions_line_is_named_in_a_warning(tmp_path):
 
     write_questions(tmp_path / "q.jsonl", 3)
     with ScriptedServer() as server:
-        run = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-               "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        run = [
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         assert hopgraph(*run, cwd=tmp_path).returncode == 0
         lines = (tmp_path / "r" / "predictions.jsonl").read_text()
         (tmp_path / "r" / "predictions.jsonl").write_text(lines[: len(lines) - 40])  # torn
@@ -182,9 +217,22 @@ def test_a_damaged_kb_is_named_with_how_to_rebuild_it(tmp_path):
         ["kb", "ls", "--kb", "kb"],
         ["kb", "stats", "--kb", "kb"],
         ["index", "corpus", "--kb", "kb"],
-        ["run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb", "--out", "r",
-         "--base-url", "http://127.0.0.1:9/v1", "--model", "m"],
-    ]  # fmt: skip
+        [
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--kb",
+            "kb",
+            "--out",
+            "r",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ],
+    ]
     for command in commands:
         out = hopgraph(*command, cwd=tmp_path)
         assert out.returncode == 2, (command, out.stderr)
@@ -200,8 +248,19 @@ def test_a_damaged_kb_is_named_with_how_to_rebuild_it(tmp_path):
 
 def test_the_minor_refusals_exit_2_and_say_what_is_wrong(tmp_path):
     write_questions(tmp_path / "q.jsonl", 1)
-    base = ["run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-            "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
+    base = [
+        "run",
+        "--agent",
+        "direct",
+        "--questions",
+        "q.jsonl",
+        "--out",
+        "r",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+    ]
     for n in ("0", "-3"):
         out = hopgraph(*base, "--concurrency", n, cwd=tmp_path)
         assert out.returncode == 2, out.stderr
@@ -214,8 +273,17 @@ def test_the_minor_refusals_exit_2_and_say_what_is_wrong(tmp_path):
         assert out.returncode == 2 and "afile is a file, not a knowledge-base folder" in out.stderr
         assert "File exists" not in out.stderr
     (tmp_path / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    out = hopgraph("ask", "What is shown?", "--image", "pic.png", "--base-url",
-                   "http://127.0.0.1:9/v1", "--model", "m", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "ask",
+        "What is shown?",
+        "--image",
+        "pic.png",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "--image needs a vision-language model" in out.stderr
     assert not (tmp_path / "r").exists()
 
@@ -231,9 +299,21 @@ def test_an_over_long_question_fails_at_once_with_the_context_window_reason(tmp_
     context window. It is counted before it is sent, and refused without a retry."""
 
     write_questions(tmp_path / "q.jsonl", 1, long=200_000)
-    out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                   "--set", "model=smollm2-135m", "--set", "n_ctx=2048", cwd=tmp_path,
-                   timeout=600)  # fmt: skip
+    out = hopgraph(
+        "run",
+        "--agent",
+        "direct",
+        "--questions",
+        "q.jsonl",
+        "--out",
+        "r",
+        "--set",
+        "model=smollm2-135m",
+        "--set",
+        "n_ctx=2048",
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert out.returncode == 3, out.stdout + out.stderr
     assert "1 finished, 1 failed" in out.stdout
     assert "long: ContextWindowError: the prompt is " in out.stderr
@@ -261,9 +341,23 @@ def test_a_wrongly_typed_predictions_line_is_skipped_by_eval_and_the_viewer(tmp_
 
     write_questions(tmp_path / "q.jsonl", 3)
     with ScriptedServer() as server:
-        assert hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                        "--base-url", server.base_url, "--model", "scripted",
-                        cwd=tmp_path).returncode == 0  # fmt: skip
+        assert (
+            hopgraph(
+                "run",
+                "--agent",
+                "direct",
+                "--questions",
+                "q.jsonl",
+                "--out",
+                "r",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "scripted",
+                cwd=tmp_path,
+            ).returncode
+            == 0
+        )
     preds = tmp_path / "r" / "predictions.jsonl"
     lines = [json.loads(line) for line in preds.read_text().splitlines()]
     lines[1]["llm_calls"], lines[2]["seconds"] = None, "slow"
@@ -328,23 +422,45 @@ def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tm
 
     disk = tmp_path / "disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
     try:
         with open(tmp_path / "q.jsonl", "w") as f:
             for i in range(200):
-                f.write(json.dumps({"id": f"q{i}", "question": f"Fact {i}? " + "pad " * 50,
-                                    "answers": ["x"]}) + "\n")  # fmt: skip
+                f.write(
+                    json.dumps(
+                        {"id": f"q{i}", "question": f"Fact {i}? " + "pad " * 50, "answers": ["x"]}
+                    )
+                    + "\n"
+                )
         with ScriptedServer() as server:
-            out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out",
-                           "disk/r", "--base-url", server.base_url, "--model", "scripted",
-                           "--concurrency", "2", "--quiet", cwd=tmp_path)  # fmt: skip
+            out = hopgraph(
+                "run",
+                "--agent",
+                "direct",
+                "--questions",
+                "q.jsonl",
+                "--out",
+                "disk/r",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "scripted",
+                "--concurrency",
+                "2",
+                "--quiet",
+                cwd=tmp_path,
+            )
         assert out.returncode == 5, out.stderr[-1500:]
         assert "Traceback" not in out.stderr
-        assert re.search(r"no space left on the device writing .+ \(disk/r/\S+\): free space",
-                         out.stderr), out.stderr  # fmt: skip
+        assert re.search(
+            r"no space left on the device writing .+ \(disk/r/\S+\): free space", out.stderr
+        ), out.stderr
         # eval left a 0-byte metrics.json.tmp; index ended in a chromadb traceback (exit 1)
         scored = hopgraph("eval", "disk/r", cwd=tmp_path)
         assert scored.returncode == 5 and "(disk/r/metrics.json)" in scored.stderr, scored.stderr

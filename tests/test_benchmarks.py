@@ -20,26 +20,51 @@ def test_bench_mabdqa_reports_li_recall_per_question(tmp_path):
     topics = ["installing the pump", "cleaning the filter", "warranty terms", "spare parts list"]
     KnowledgeBase(tmp_path / "kb").add(
         [
-            Item("page", page_key(doc, n), f"Manual page {n}.\nThis page covers {t} in detail.",
-                 source=doc, page=n)
+            Item(
+                "page",
+                page_key(doc, n),
+                f"Manual page {n}.\nThis page covers {t} in detail.",
+                source=doc,
+                page=n,
+            )
             for n, t in enumerate(topics, 1)
         ]
-    )  # fmt: skip
+    )
     data = tmp_path / "data" / "mmlongbench"
     data.mkdir(parents=True)
     samples = [
-        {"doc_id": doc, "question": "How do I clean the filter?", "answer": "rinse it",
-         "evidence_pages": "[2]", "answer_format": "Str"},
-        {"doc_id": doc, "question": "What do the warranty terms say?", "answer": "two years",
-         "evidence_pages": "[3]", "answer_format": "Str"},
-    ]  # fmt: skip
+        {
+            "doc_id": doc,
+            "question": "How do I clean the filter?",
+            "answer": "rinse it",
+            "evidence_pages": "[2]",
+            "answer_format": "Str",
+        },
+        {
+            "doc_id": doc,
+            "question": "What do the warranty terms say?",
+            "answer": "two years",
+            "evidence_pages": "[3]",
+            "answer_format": "Str",
+        },
+    ]
     (data / "samples.json").write_text(json.dumps(samples))
     out = tmp_path / "li.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_mabdqa.py"), "--kb", str(tmp_path / "kb"),
-         "--data", str(tmp_path / "data"), "--out", str(out)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_mabdqa.py"),
+            "--kb",
+            str(tmp_path / "kb"),
+            "--data",
+            str(tmp_path / "data"),
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     report = json.loads(out.read_text())
     assert report["questions_with_evidence"] == 2 and report["pages"] == 4
     assert report["li"]["recall@1"] == 1.0
@@ -52,16 +77,28 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
     from scripted_server import ScriptedServer, by_template
 
     doc = "report.pdf"
-    topics = ["the annual budget of the harbour", "ferry timetables for the summer",
-              "the budget of the harbour in 2021 was 4.2 million crowns", "staff and offices",
-              "a list of harbour budget committees", "weather records"]  # fmt: skip
+    topics = [
+        "the annual budget of the harbour",
+        "ferry timetables for the summer",
+        "the budget of the harbour in 2021 was 4.2 million crowns",
+        "staff and offices",
+        "a list of harbour budget committees",
+        "weather records",
+    ]
     KnowledgeBase(tmp_path / "kb").add(
-        [Item("page", page_key(doc, n), f"Page {n}.\n{t}.", source=doc, page=n)
-         for n, t in enumerate(topics, 1)]
-    )  # fmt: skip
+        [
+            Item("page", page_key(doc, n), f"Page {n}.\n{t}.", source=doc, page=n)
+            for n, t in enumerate(topics, 1)
+        ]
+    )
     questions = tmp_path / "q.jsonl"
-    question = {"id": "report-0001", "question": "What was the harbour budget in 2021?",
-                "answers": ["4.2 million"], "evidence": [page_id(doc, 3)], "doc": doc}  # fmt: skip
+    question = {
+        "id": "report-0001",
+        "question": "What was the harbour budget in 2021?",
+        "answers": ["4.2 million"],
+        "evidence": [page_id(doc, 3)],
+        "doc": doc,
+    }
     questions.write_text(json.dumps(question) + "\n")
 
     def shows(body: dict) -> bool:
@@ -73,9 +110,20 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
     }
     out = tmp_path / "judges"
     with ScriptedServer(by_template(script)) as server:
-        command = [sys.executable, str(ROOT / "benchmarks" / "mabdqa_judges.py"),
-                   "--questions", str(questions), "--kb", str(tmp_path / "kb"), "--out", str(out),
-                   "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        command = [
+            sys.executable,
+            str(ROOT / "benchmarks" / "mabdqa_judges.py"),
+            "--questions",
+            str(questions),
+            "--kb",
+            str(tmp_path / "kb"),
+            "--out",
+            str(out),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         subprocess.run(command, check=True, capture_output=True, text=True)
         record = out / "judgements.jsonl"
         lines = [json.loads(x) for x in record.read_text().splitlines()]
@@ -105,10 +153,22 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
 def test_bench_kb_scale_measures_a_small_kb_and_renders(tmp_path):
     out = tmp_path / "scale.json"
     run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_kb_scale.py"), "--sizes", "300,600",
-         "--places", "local", "--queries", "6", "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_kb_scale.py"),
+            "--sizes",
+            "300,600",
+            "--places",
+            "local",
+            "--queries",
+            "6",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(out.read_text())
     assert [r["vectors"] for r in report["rows"]] == [300, 600]

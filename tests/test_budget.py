@@ -24,9 +24,21 @@ def question_file(tmp_path, n=8):
 def test_a_budget_stops_a_run_about_half_way_and_a_larger_one_finishes_it(tmp_path, town_kb):
     qfile, out = question_file(tmp_path), tmp_path / "run"
     with ScriptedServer() as model:
-        base = ["run", "--agent", "rag", "--questions", str(qfile), "--out", str(out),
-                "--kb", str(town_kb), "--base-url", model.base_url,
-                "--model", "scripted"]  # fmt: skip
+        base = [
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            str(qfile),
+            "--out",
+            str(out),
+            "--kb",
+            str(town_kb),
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+        ]
         first = hopgraph(*base, "--budget-tokens", "1", cwd=tmp_path)
         assert first.returncode == 4, first.stderr
         assert "budget reached: 7 question(s) not started" in first.stderr
@@ -48,8 +60,17 @@ def test_a_budget_stops_a_run_about_half_way_and_a_larger_one_finishes_it(tmp_pa
 
 def test_a_money_budget_needs_a_price_and_a_price_both_parts(tmp_path, town_kb):
     qfile = question_file(tmp_path, 2)
-    base = ["run", "--agent", "rag", "--questions", str(qfile), "--out", str(tmp_path / "r"),
-            "--kb", str(town_kb)]  # fmt: skip
+    base = [
+        "run",
+        "--agent",
+        "rag",
+        "--questions",
+        str(qfile),
+        "--out",
+        str(tmp_path / "r"),
+        "--kb",
+        str(town_kb),
+    ]
     no_price = hopgraph(*base, "--budget-usd", "1", cwd=tmp_path)
     assert no_price.returncode == 2 and "--budget-usd needs --price" in no_price.stderr
     half = hopgraph(*base, "--budget-usd", "1", "--price", "prompt=0.5", cwd=tmp_path)
@@ -84,9 +105,24 @@ def test_a_money_budget_needs_a_price_and_a_price_both_parts(tmp_path, town_kb):
 def test_eval_report_and_compare_show_what_each_question_cost(tmp_path, town_kb):
     qfile, out = question_file(tmp_path, 3), tmp_path / "run"
     with ScriptedServer() as model:
-        ran = hopgraph("run", "--agent", "rag", "--questions", str(qfile), "--out", str(out),
-                       "--kb", str(town_kb), "--base-url", model.base_url, "--model", "scripted",
-                       "--set", "max_question_tokens=1", cwd=tmp_path)  # fmt: skip
+        ran = hopgraph(
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            str(qfile),
+            "--out",
+            str(out),
+            "--kb",
+            str(town_kb),
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+            "--set",
+            "max_question_tokens=1",
+            cwd=tmp_path,
+        )
         assert ran.returncode == 0, ran.stderr
     scored = hopgraph("eval", str(out), "--price", "prompt=2,completion=6", cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr

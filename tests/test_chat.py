@@ -228,8 +228,15 @@ def test_extract_json():
 def _llamacpp(server, timeout, *, stream):
     from scripted_server import ScriptedServer  # noqa: F401 - the server is the caller's
 
-    return ChatModel(server.base_url, "scripted", backend="llamacpp", timeout=timeout,
-                     max_retries=3, stream=stream, count_prompt_tokens=lambda m: 7)  # fmt: skip
+    return ChatModel(
+        server.base_url,
+        "scripted",
+        backend="llamacpp",
+        timeout=timeout,
+        max_retries=3,
+        stream=stream,
+        count_prompt_tokens=lambda m: 7,
+    )
 
 
 def test_a_long_prefill_under_keepalive_pings_is_progress_not_a_timeout():
@@ -340,8 +347,13 @@ def test_yes_and_no_are_read_through_byte_level_markers():
 def test_a_500_that_refuses_an_image_is_not_sent_again(endpoint):
     import httpx
 
-    refusal = httpx.Response(500, json={"message": "height:10 or width:3000 must be larger "
-                                        "than factor:28", "type": "BadRequestError"})  # fmt: skip
+    refusal = httpx.Response(
+        500,
+        json={
+            "message": "height:10 or width:3000 must be larger than factor:28",
+            "type": "BadRequestError",
+        },
+    )
     ep = endpoint([refusal, completion("late")])
     with pytest.raises(EndpointError, match="HTTP 500"):
         ep.model_client(max_retries=3).complete([user("x")], role="r")
@@ -387,8 +399,12 @@ def test_doctor_probes_the_vlm_with_as_many_images_as_one_call_sends(endpoint):
     assert n == Context().mabdqa_top_pages + 1
 
     def limited(body):  # a vLLM started with --limit-mm-per-prompt '{"image": 2}'
-        pictures = sum(p.get("type") == "image_url" for m in body["messages"]
-                       if isinstance(m["content"], list) for p in m["content"])  # fmt: skip
+        pictures = sum(
+            p.get("type") == "image_url"
+            for m in body["messages"]
+            if isinstance(m["content"], list)
+            for p in m["content"]
+        )
         if pictures > 2:
             return httpx.Response(400, json={"message": "At most 2 image(s) may be provided"})
         return completion("Yes", top=[("token_id:9454", -0.1)])
@@ -413,13 +429,26 @@ def test_doctor_says_which_methods_the_endpoint_serves():
     def method_support(rows):
         return support(rows, endpoint_needs())
 
-    llama = [Probe("chat", True, ""), Probe("structured output", True, ""),
-             Probe("logprobs / P(Yes)", True, ""), Probe("image input", False, "")]  # fmt: skip
+    llama = [
+        Probe("chat", True, ""),
+        Probe("structured output", True, ""),
+        Probe("logprobs / P(Yes)", True, ""),
+        Probe("image input", False, ""),
+    ]
     verdicts = {m: v for m, v, _ in method_support(llama)}
-    assert verdicts == {"direct": "text only", "rag": "text only", "qdrag": "text only",
-                        "mmapg": "text only", "mabdqa": "text only", "polarmem": "no"}  # fmt: skip
-    with_vlm = [*llama[:3], Probe("VLM image input (5 per call)", True, ""),
-                Probe("VLM logprobs / P(Yes)", True, "")]  # fmt: skip
+    assert verdicts == {
+        "direct": "text only",
+        "rag": "text only",
+        "qdrag": "text only",
+        "mmapg": "text only",
+        "mabdqa": "text only",
+        "polarmem": "no",
+    }
+    with_vlm = [
+        *llama[:3],
+        Probe("VLM image input (5 per call)", True, ""),
+        Probe("VLM logprobs / P(Yes)", True, ""),
+    ]
     assert {v for _, v, _ in method_support(with_vlm)} == {"yes"}
     no_logprobs = [llama[0], llama[1], Probe("logprobs / P(Yes)", False, ""), with_vlm[3]]
     rows = {m: (v, d) for m, v, d in method_support(no_logprobs)}

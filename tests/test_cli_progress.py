@@ -11,16 +11,29 @@ from servers import hopgraph
 from hopgraph.cli.progress import Steps, clock
 from hopgraph.questions.datasets import Question, write_questions
 
-LINE = re.compile(r"^rag: (\d)/3 done, failed 0, last [\d.]+s, mean [\d.]+s/question, "
-                  r"0:00:\d\d elapsed(, about 0:\d\d:\d\d left)?$")  # fmt: skip
+LINE = re.compile(
+    r"^rag: (\d)/3 done, failed 0, last [\d.]+s, mean [\d.]+s/question, "
+    r"0:00:\d\d elapsed(, about 0:\d\d:\d\d left)?$"
+)
 
 
 def test_a_piped_run_prints_a_line_per_question_and_quiet_prints_none(tmp_path, town_kb):
     qfile = tmp_path / "q.jsonl"
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(3)], qfile)
     with ScriptedServer() as model:
-        common = ("run", "--agent", "rag", "--questions", str(qfile), "--kb", str(town_kb),
-                  "--base-url", model.base_url, "--model", "scripted")  # fmt: skip
+        common = (
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            str(qfile),
+            "--kb",
+            str(town_kb),
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+        )
         out = hopgraph(*common, "--out", "r1", cwd=tmp_path)
         quiet = hopgraph(*common, "--out", "r2", "--quiet", cwd=tmp_path)
     assert out.returncode == 0 and quiet.returncode == 0, out.stderr + quiet.stderr
@@ -39,11 +52,11 @@ def test_a_piped_index_and_doctor_say_what_they_do(tmp_path):
     assert out.returncode == 0, out.stderr
     assert re.search(r"indexing corpus: \d+ items, \d+ new, 0 already there", out.stderr)
     with ScriptedServer() as model:
-        doc = hopgraph("doctor", "--base-url", model.base_url, "--model", "scripted",
-                       cwd=tmp_path)  # fmt: skip
+        doc = hopgraph("doctor", "--base-url", model.base_url, "--model", "scripted", cwd=tmp_path)
     assert doc.returncode == 0, doc.stderr
-    probes = re.findall(r"^doctor: (\d+) probes done, probing (.+), 0:\d\d:\d\d elapsed$",
-                        doc.stderr, re.M)  # fmt: skip
+    probes = re.findall(
+        r"^doctor: (\d+) probes done, probing (.+), 0:\d\d:\d\d elapsed$", doc.stderr, re.M
+    )
     assert probes[0] == ("0", "the endpoint") and len(probes) >= 3, doc.stderr
 
 

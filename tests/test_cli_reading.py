@@ -15,8 +15,10 @@ from hopgraph.questions.datasets import Question, write_questions
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, town_kb):
     root = tmp_path_factory.mktemp("reading")
-    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
-                     for i in range(3)], root / "q.jsonl")  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], []) for i in range(3)],
+        root / "q.jsonl",
+    )
     for name, wrong_on in (("a", -1), ("b", 1)):
 
         def reply(body: dict, wrong_on=wrong_on) -> str:
@@ -25,9 +27,22 @@ def two_runs(tmp_path_factory, town_kb):
 
         script = by_template({"rag/answer": "The sources say so [1].", "rag/short_answer": reply})
         with ScriptedServer(script) as model:
-            done = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--kb",
-                            str(town_kb), "--out", name, "--base-url", model.base_url,
-                            "--model", "scripted", cwd=root)  # fmt: skip
+            done = hopgraph(
+                "run",
+                "--agent",
+                "rag",
+                "--questions",
+                "q.jsonl",
+                "--kb",
+                str(town_kb),
+                "--out",
+                name,
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+                cwd=root,
+            )
             assert done.returncode == 0, done.stderr
     return root
 
@@ -36,8 +51,12 @@ def test_trace_of_one_question_heads_with_its_question_answer_gold_and_verdict(t
     out = hopgraph("trace", "b", "q1", cwd=two_runs)
     assert out.returncode == 0, out.stderr
     head = out.stdout.splitlines()[:4]
-    assert head == ["q1: wrong", "  question: What about town 1?", "  answer:   'wrong'",
-                    "  gold:     'answer-1'  (EM 0, F1 0.000)"], out.stdout[:600]  # fmt: skip
+    assert head == [
+        "q1: wrong",
+        "  question: What about town 1?",
+        "  answer:   'wrong'",
+        "  gold:     'answer-1'  (EM 0, F1 0.000)",
+    ], out.stdout[:600]
     right = hopgraph("trace", "a", "q1", cwd=two_runs)
     assert right.stdout.startswith("q1: right\n")
 

@@ -34,14 +34,26 @@ def test_reading_commands_refuse_a_folder_no_run_wrote_and_ask_a_missing_kb_firs
     """eval / compare printed "[Errno 2] ... metrics.json.tmp"; trace printed nothing (exit
     0) or blamed the question; ask started the graph before finding no KB (exit 1)."""
     (tmp_path / "empty").mkdir()
-    for args in (["eval", "nowhere"], ["compare", "nowhere", "empty"], ["trace", "nowhere"],
-                 ["trace", "nowhere", "q1"], ["trace", "nowhere", "empty", "q1"]):  # fmt: skip
+    for args in (
+        ["eval", "nowhere"],
+        ["compare", "nowhere", "empty"],
+        ["trace", "nowhere"],
+        ["trace", "nowhere", "q1"],
+        ["trace", "nowhere", "empty", "q1"],
+    ):
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and "no run folder at nowhere" in out.stderr, (args, out.stderr)
     out = hopgraph("eval", "empty", cwd=tmp_path)
     assert out.returncode == 2 and "empty is not a run folder" in out.stderr
-    out = hopgraph("ask", "Who wrote Nineteen Eighty-Four?", "--kb", "nokb",
-                   "--base-url", "http://127.0.0.1:9/v1", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "ask",
+        "Who wrote Nineteen Eighty-Four?",
+        "--kb",
+        "nokb",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "no knowledge base at nokb" in out.stderr
     assert "cannot reach" not in out.stderr  # refused before the endpoint is asked
 
@@ -86,9 +98,22 @@ def test_run_refuses_a_broken_unsafe_or_mismatched_prompt_overlay_once(tmp_path)
     for name, (file, text, message) in overlays.items():
         (tmp_path / name / file).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name / file).write_text(text)
-        out = hopgraph("run", "--agent", "rag", "--questions", "q.jsonl", "--out", f"runs/{name}",
-                       "--prompts", name, "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                       cwd=tmp_path)  # fmt: skip
+        out = hopgraph(
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            f"runs/{name}",
+            "--prompts",
+            name,
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            cwd=tmp_path,
+        )
         assert out.returncode == 2, (name, out.stderr)
         assert message in out.stderr and out.stderr.count("error:") == 1, (name, out.stderr)
     assert not (tmp_path / "runs").exists()
@@ -109,12 +134,15 @@ def test_run_refuses_an_unreachable_endpoint_or_an_unserved_model_once(tmp_path)
 
 
 MUSIQUE = {
-    "id": "2hop__1_2", "question": "Who founded the town where Ada was born?", "answer": "Bo",
-    "answer_aliases": [], "paragraphs": [
+    "id": "2hop__1_2",
+    "question": "Who founded the town where Ada was born?",
+    "answer": "Bo",
+    "answer_aliases": [],
+    "paragraphs": [
         {"title": "Ada", "paragraph_text": "Ada was born in Lund.", "is_supporting": True},
         {"title": "Lund", "paragraph_text": "Lund was founded by Bo.", "is_supporting": True},
     ],
-}  # fmt: skip
+}
 
 
 def test_a_source_that_yields_nothing_is_an_error_and_json_arrays_are_read(tmp_path):
@@ -143,8 +171,18 @@ def test_a_source_that_yields_nothing_is_an_error_and_json_arrays_are_read(tmp_p
 
     KnowledgeBase(tmp_path / "empty").add([])  # a KB folder with nothing in it
     (tmp_path / "one.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
-    out = hopgraph("run", "--agent", "rag", "--questions", "one.jsonl", "--kb", "empty",
-                   "--out", "r", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "run",
+        "--agent",
+        "rag",
+        "--questions",
+        "one.jsonl",
+        "--kb",
+        "empty",
+        "--out",
+        "r",
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and "holds no item" in out.stderr and not (tmp_path / "r").exists()
 
 
@@ -154,8 +192,18 @@ def test_serve_refuses_weights_for_llama_cpp_and_a_folder_that_is_no_model(tmp_p
     (tmp_path / "vpy").write_text("")  # a vLLM environment is named; it is never run
     out = hopgraph("serve", "--weights", str(tmp_path), cwd=tmp_path)
     assert out.returncode == 2 and "--weights is for --engine vllm" in out.stderr
-    out = hopgraph("serve", "--engine", "vllm", "--vllm-python", str(tmp_path / "vpy"),
-                   "--weights", str(tmp_path), "--model", "mine", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "serve",
+        "--engine",
+        "vllm",
+        "--vllm-python",
+        str(tmp_path / "vpy"),
+        "--weights",
+        str(tmp_path),
+        "--model",
+        "mine",
+        cwd=tmp_path,
+    )
     assert out.returncode == 2, out.stderr
     assert f"{tmp_path} is not a Hugging Face model folder (no config.json)" in out.stderr
 
@@ -165,8 +213,21 @@ def test_run_takes_its_methods_knobs_with_a_knowledge_base(tmp_path, town_kb):
     unknown field (the KB was opened with the shared Context), so benchmarks/mmapg_hotpot.sh
     answered nothing; another method's knob is still refused, naming whose it is."""
     (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
-    args = ["run", "--agent", "mmapg", "--questions", "q.jsonl", "--out", "runs/x", "--kb",
-            str(town_kb), "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]  # fmt: skip
+    args = [
+        "run",
+        "--agent",
+        "mmapg",
+        "--questions",
+        "q.jsonl",
+        "--out",
+        "runs/x",
+        "--kb",
+        str(town_kb),
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+    ]
     out = hopgraph(*args, "--set", "mmapg_max_iterations=10", cwd=tmp_path)
     assert out.returncode == 2 and "cannot reach model endpoint" in out.stderr, out.stderr
     out = hopgraph(*args, "--set", "qdrag_budget=3", cwd=tmp_path)
@@ -200,8 +261,10 @@ def test_every_number_is_bounded_where_it_is_read_flags_and_knobs_alike(tmp_path
         (run + ["--set", "max_retries=-1"], "'max_retries' must be at least 0 (range 0..100)"),
         (run + ["--set", "max_tokens=0"], "'max_tokens' must be at least 1"),
         (run + ["--set", "max_tokens=-1"], "'max_tokens' must be at least 1"),
-        (run + ["--set", "temperature=2.0000001"],
-         "'temperature' must be at most 2 (range 0..2), not 2.0000001"),
+        (
+            run + ["--set", "temperature=2.0000001"],
+            "'temperature' must be at most 2 (range 0..2), not 2.0000001",
+        ),
         (opt + ["--alpha", "nan"], "--alpha must be a finite number, not nan"),
         (opt + ["--alpha", "inf"], "--alpha must be a finite number, not inf"),
         (opt + ["--alpha", "-1"], "--alpha must be at least 0.001 (range 0.001..0.5), not -1"),
@@ -209,7 +272,7 @@ def test_every_number_is_bounded_where_it_is_read_flags_and_knobs_alike(tmp_path
         (opt + ["--demos", "-1"], "--demos must be at least 1"),
         (opt + ["--rounds", "-1"], "--rounds must be at least 1"),
         (opt + ["--minibatch", "-1"], "--minibatch must be at least 0, not -1"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-400:])
@@ -226,7 +289,7 @@ def test_search_view_and_mcp_numbers_are_refused_naming_the_option(tmp_path):
         (["view", ".", "--port", "70000"], "--port must be at most 65535 (range 0..65535)"),
         (["view", ".", "--port", "-1"], "--port must be at least 0 (range 0..65535), not -1"),
         (["mcp", "--http", "--port", "99999"], "--port must be at most 65535 (range 1..65535)"),
-    ]  # fmt: skip
+    ]
     for args, message in cases:
         out = hopgraph(*args, cwd=tmp_path)
         assert out.returncode == 2 and message in out.stderr, (args, out.stderr[-400:])
@@ -250,8 +313,11 @@ def test_every_numeric_option_of_every_command_has_its_bounds():
 
     found = list(numbers(typer.main.get_command(app)))
     assert len(found) > 20
-    unbounded = [(cmd, name) for cmd, name, check in found
-                 if "within" not in getattr(check, "__qualname__", "")]  # fmt: skip
+    unbounded = [
+        (cmd, name)
+        for cmd, name, check in found
+        if "within" not in getattr(check, "__qualname__", "")
+    ]
     assert unbounded == []
 
 
@@ -282,9 +348,22 @@ def test_a_refused_command_leaves_no_folder(tmp_path):
     (tmp_path / "a.xyz").write_text("what is this\n")
     with ScriptedServer() as model:
         for dsn in ("mysql://u@127.0.0.1/db", "postgresql://u@127.0.0.1:1/db"):
-            out = hopgraph("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                           "--base-url", model.base_url, "--model", "scripted",
-                           "--checkpointer", dsn, cwd=tmp_path)  # fmt: skip
+            out = hopgraph(
+                "run",
+                "--agent",
+                "direct",
+                "--questions",
+                "q.jsonl",
+                "--out",
+                "r",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+                "--checkpointer",
+                dsn,
+                cwd=tmp_path,
+            )
             assert out.returncode == 2 and "checkpointer" in out.stderr.lower(), out.stderr
             assert not (tmp_path / "r").exists(), dsn
     out = hopgraph("index", "a.xyz", "--kb", "k", cwd=tmp_path)
@@ -345,17 +424,29 @@ def test_an_optimize_refused_for_its_proposer_or_model_leaves_no_folder(tmp_path
 
     from scripted_server import ScriptedServer
 
-    lines = [f'{{"id": "t{i}", "question": "What about town {i}?", "answers": ["x"]}}'
-             for i in range(8)]  # fmt: skip
+    lines = [
+        f'{{"id": "t{i}", "question": "What about town {i}?", "answers": ["x"]}}' for i in range(8)
+    ]
     (tmp_path / "q.jsonl").write_text("\n".join(lines) + "\n")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
     with ScriptedServer() as server:
-        base = ["optimize", "--agent", "rag", "--questions", "q.jsonl", "--kb", town_kb,
-                "--base-url", server.base_url]  # fmt: skip
-        for args in (["--model", "scripted", "--proposer-base-url", dead],
-                     ["--model", "not-served"]):  # fmt: skip
+        base = [
+            "optimize",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--kb",
+            town_kb,
+            "--base-url",
+            server.base_url,
+        ]
+        for args in (
+            ["--model", "scripted", "--proposer-base-url", dead],
+            ["--model", "not-served"],
+        ):
             out = hopgraph(*base, *args, "--out", "opt", cwd=tmp_path)
             assert out.returncode == 2 and "error:" in out.stderr, (args, out.stderr[-500:])
             assert not (tmp_path / "opt").exists(), (args, list((tmp_path / "opt").rglob("*")))
@@ -380,12 +471,26 @@ def test_the_version_is_the_package_s_and_the_changelog_names_it():
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        (("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-          "--set", "limit_question_chars=-1"), "'limit_question_chars' must be at least 1"),
-        (("optimize", "--agent", "rag", "--questions", "q.jsonl", "--out", "o", "--alpha", "0"),
-         "--alpha must be at least 0.001"),
+        (
+            (
+                "run",
+                "--agent",
+                "direct",
+                "--questions",
+                "q.jsonl",
+                "--out",
+                "r",
+                "--set",
+                "limit_question_chars=-1",
+            ),
+            "'limit_question_chars' must be at least 1",
+        ),
+        (
+            ("optimize", "--agent", "rag", "--questions", "q.jsonl", "--out", "o", "--alpha", "0"),
+            "--alpha must be at least 0.001",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_operator_limit_or_a_test_level_of_zero_or_less_is_refused(tmp_path, args, said):
     """``--set limit_question_chars=-1`` and ``optimize --alpha 0`` were accepted."""
     (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')

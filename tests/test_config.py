@@ -80,10 +80,13 @@ def test_each_graph_has_its_own_knobs_and_context_keeps_only_the_shared_ones():
     from hopgraph.graphs import context_schema, load_graph
 
     shared = {f.name for f in fields(Context)}
-    assert not {n for n in shared if n.startswith(("mmapg_", "qdrag_", "mabdqa_", "polar_",
-                                                     "grail_"))}  # fmt: skip
-    mine = {a: {f.name for f in fields(context_schema(a))} - shared
-            for a in ("rag", "direct", "mmapg", "qdrag", "mabdqa")}  # fmt: skip
+    assert not {
+        n for n in shared if n.startswith(("mmapg_", "qdrag_", "mabdqa_", "polar_", "grail_"))
+    }
+    mine = {
+        a: {f.name for f in fields(context_schema(a))} - shared
+        for a in ("rag", "direct", "mmapg", "qdrag", "mabdqa")
+    }
     assert mine["rag"] == mine["direct"] == set()
     assert all(n.startswith(("mmapg_", "grail_", "polar_")) for n in mine["mmapg"])
     assert all(n.startswith(("qdrag_", "grail_", "polar_")) for n in mine["qdrag"])

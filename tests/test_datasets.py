@@ -162,12 +162,28 @@ def test_image_vqa_files_convert_with_their_images_resolved(tmp_path):
     Image.new("RGB", (8, 8)).save(tmp_path / "tower.png")
     infoseek = tmp_path / "infoseek.jsonl"
     infoseek.write_text(
-        json.dumps({"data_id": "val_1", "image_id": "oven_0001", "question": "Who built this?",
-                    "answer": ["Gustave Eiffel"], "answer_eval": ["Eiffel", {"range": [1, 2]}],
-                    "data_split": "val_unseen_entity", "entity_id": "Q243"}) + "\n"
-        + json.dumps({"data_id": "val_2", "image_id": "absent", "question": "What is it?",
-                      "answer": ["a bridge"]}) + "\n"
-    )  # fmt: skip
+        json.dumps(
+            {
+                "data_id": "val_1",
+                "image_id": "oven_0001",
+                "question": "Who built this?",
+                "answer": ["Gustave Eiffel"],
+                "answer_eval": ["Eiffel", {"range": [1, 2]}],
+                "data_split": "val_unseen_entity",
+                "entity_id": "Q243",
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "data_id": "val_2",
+                "image_id": "absent",
+                "question": "What is it?",
+                "answer": ["a bridge"],
+            }
+        )
+        + "\n"
+    )
     assert convert("image-vqa", infoseek, tmp_path / "a.jsonl") == 2
     first, second = read_questions(tmp_path / "a.jsonl")[0]
     assert first.images == [str((tmp_path / "images" / "oven_0001.jpg").resolve())]

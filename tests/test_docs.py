@@ -75,8 +75,9 @@ def test_every_command_a_page_shows_names_options_its_command_has():
             continue
         path = ["hopgraph"]
         for w in words[1:]:
-            if " ".join([*path, w]) in known or any(k.startswith(" ".join([*path, w]) + " ")
-                                                    for k in known):  # fmt: skip
+            if " ".join([*path, w]) in known or any(
+                k.startswith(" ".join([*path, w]) + " ") for k in known
+            ):
                 path.append(w)
             else:
                 break
@@ -106,10 +107,14 @@ def site(tmp_path_factory):
     link = ROOT / ".typecheck" / "hopgraph"
     if not link.is_symlink():
         link.symlink_to("..")
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-                            "-d", str(out)], cwd=ROOT, capture_output=True, text=True,
-                           env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
-                           timeout=600)  # fmt: skip
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=600,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -125,9 +130,15 @@ def site(tmp_path_factory):
 
 def test_the_site_builds_strict_with_every_page(site):
     out, _ = site
-    for page in ("index.html", "getting-started/index.html", "methods/mmapg/index.html",
-                 "reference/cli/index.html", "reference/knobs/index.html",
-                 "reference/api/index.html", "results/index.html"):  # fmt: skip
+    for page in (
+        "index.html",
+        "getting-started/index.html",
+        "methods/mmapg/index.html",
+        "reference/cli/index.html",
+        "reference/knobs/index.html",
+        "reference/api/index.html",
+        "results/index.html",
+    ):
         assert (out / page).is_file(), page
     api = (out / "reference" / "api" / "index.html").read_text()
     assert "Runs one agent over questions into a run folder" in api  # from Runner's docstring
@@ -144,8 +155,9 @@ def test_the_site_reads_in_a_browser_and_search_finds_a_knob(site):
         def text_of(path: str, wanted: str, timeout: float = 30) -> str:
             b.send("Page.navigate", url=url + path)
             deadline = time.monotonic() + timeout
-            while wanted not in (body := b.eval("document.body ? document.body.innerText : ''")
-                                 or ""):  # fmt: skip
+            while wanted not in (
+                body := b.eval("document.body ? document.body.innerText : ''") or ""
+            ):
                 assert time.monotonic() < deadline, (path, wanted, body[:500])
                 time.sleep(0.1)
             return body
@@ -158,8 +170,9 @@ def test_the_site_reads_in_a_browser_and_search_finds_a_knob(site):
         while not b.eval("document.querySelectorAll('.md-search-result__item').length"):
             assert time.monotonic() < deadline, found[:500]
             time.sleep(0.1)
-        hits = b.eval("[...document.querySelectorAll('.md-search-result__item a')]"
-                      ".map(a => a.href).join(' ')")  # fmt: skip
+        hits = b.eval(
+            "[...document.querySelectorAll('.md-search-result__item a')].map(a => a.href).join(' ')"
+        )
         assert "reference/knobs/" in hits, hits
     finally:
         b.close()

@@ -96,20 +96,40 @@ def test_the_embedded_server_leaves_a_core_free(tmp_path, monkeypatch):
     assert (server.n_threads, server.n_threads_batch) == (1, 1)
     monkeypatch.setattr(embedded.os, "cpu_count", lambda: 1)
     assert embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path).n_threads == 1
-    pinned = embedded.EmbeddedServer("smollm2-135m", cache_dir=tmp_path, n_threads=3,
-                                     n_threads_batch=5)  # fmt: skip
+    pinned = embedded.EmbeddedServer(
+        "smollm2-135m", cache_dir=tmp_path, n_threads=3, n_threads_batch=5
+    )
     assert (pinned.n_threads, pinned.n_threads_batch) == (3, 5)
 
 
 # llama.cpp's system info line from the portable wheel CI installs, and from a build on an
 # AVX-512 host; the flags are that host's /proc/cpuinfo vector flags.
-PORTABLE = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | "
-            "LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ")  # fmt: skip
-NATIVE = ("CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "
-          "BMI2 = 1 | AVX512 = 1 | AVX512_VBMI = 1 | AVX512_VNNI = 1 | AVX512_BF16 = 1 | "
-          "LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ")  # fmt: skip
-ZEN4 = {"sse3", "ssse3", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512dq",
-        "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"}  # fmt: skip
+PORTABLE = (
+    "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | "
+    "LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | "
+)
+NATIVE = (
+    "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX_VNNI = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "
+    "BMI2 = 1 | AVX512 = 1 | AVX512_VBMI = 1 | AVX512_VNNI = 1 | AVX512_BF16 = 1 | "
+    "LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | "
+)
+ZEN4 = {
+    "sse3",
+    "ssse3",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "bmi2",
+    "avx_vnni",
+    "avx512f",
+    "avx512dq",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512vbmi",
+}
 
 
 def test_a_portable_build_on_an_avx512_host_is_told_apart_from_a_native_one():
@@ -117,11 +137,18 @@ def test_a_portable_build_on_an_avx512_host_is_told_apart_from_a_native_one():
     doctor has to see which one is installed, and a sitting records it."""
     assert embedded.llama_build_features(PORTABLE) == ["AVX2"]
     assert embedded.llama_build_features(NATIVE) == [
-        "AVX2", "AVX_VNNI", "AVX512", "AVX512_VNNI", "AVX512_BF16"
-    ]  # fmt: skip
+        "AVX2",
+        "AVX_VNNI",
+        "AVX512",
+        "AVX512_VNNI",
+        "AVX512_BF16",
+    ]
     assert embedded.unused_cpu_features(PORTABLE, ZEN4) == [
-        "AVX_VNNI", "AVX512", "AVX512_VNNI", "AVX512_BF16"
-    ]  # fmt: skip
+        "AVX_VNNI",
+        "AVX512",
+        "AVX512_VNNI",
+        "AVX512_BF16",
+    ]
     assert embedded.unused_cpu_features(NATIVE, ZEN4) == []
     assert embedded.unused_cpu_features(PORTABLE, {"avx", "avx2", "fma"}) == []  # an AVX2 CPU
 
@@ -162,8 +189,13 @@ def test_a_stopped_server_takes_the_processes_it_started_with_it(tmp_path, now):
             pass
 
         def command(self, gguf):
-            return [sys.executable, "-c", SERVER_WITH_A_CHILD, str(self.port),
-                    str(tmp_path / "child.pid")]  # fmt: skip
+            return [
+                sys.executable,
+                "-c",
+                SERVER_WITH_A_CHILD,
+                str(self.port),
+                str(tmp_path / "child.pid"),
+            ]
 
     server = WithAChild("smollm2-135m", cache_dir=tmp_path).start()
     child = int((tmp_path / "child.pid").read_text())

@@ -72,7 +72,13 @@ def test_a_one_shot_search_never_imports_torch(tmp_path, town_kb):
         "print('torch' in sys.modules, 'openai' in sys.modules)\n"
     )
     env = {**os.environ, "COLUMNS": "200"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=tmp_path, env=env, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-1500:]
     assert "Town 3" in out.stdout and out.stdout.strip().splitlines()[-1] == "False False"

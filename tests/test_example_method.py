@@ -12,8 +12,10 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "self_ask" / "graph
 
 def test_self_ask_hops_then_answers_with_citations_and_compares_with_rag(tmp_path, town_kb):
     qfile = tmp_path / "q.jsonl"
-    qs = [{"id": f"q{i}", "question": f"Which fact is about town {i}?",
-           "answers": [f"Fact {i}"]} for i in range(3)]  # fmt: skip
+    qs = [
+        {"id": f"q{i}", "question": f"Which fact is about town {i}?", "answers": [f"Fact {i}"]}
+        for i in range(3)
+    ]
     qfile.write_text("".join(json.dumps(q) + "\n" for q in qs))
 
     def follow_up(body):
@@ -32,8 +34,16 @@ def test_self_ask_hops_then_answers_with_citations_and_compares_with_rag(tmp_pat
         }
     )
     with ScriptedServer(script) as server:
-        common = ["--questions", qfile, "--kb", town_kb, "--base-url", server.base_url,
-                  "--model", "scripted"]  # fmt: skip
+        common = [
+            "--questions",
+            qfile,
+            "--kb",
+            town_kb,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         out = hopgraph("run", "--graph", f"{EXAMPLE}:graph", *common, "--out", "ask", cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         assert "3 finished, 0 failed" in out.stdout

@@ -32,8 +32,13 @@ def run(tmp_path, kb_dir, faults, name="run"):
     qfile = tmp_path / "q.jsonl"
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(N)], qfile)
     with ScriptedServer() as server, FaultProxy(server.base_url, faults, slow=3.0) as proxy:
-        ctx = Context(base_url=proxy.base_url, model="scripted", kb_dir=str(kb_dir),
-                      max_retries=2, request_timeout=1.0)  # fmt: skip
+        ctx = Context(
+            base_url=proxy.base_url,
+            model="scripted",
+            kb_dir=str(kb_dir),
+            max_retries=2,
+            request_timeout=1.0,
+        )
         summary = Runner("rag", tmp_path / name, ctx).run(qfile, max_consecutive_failures=0)
     return summary, proxy, read_predictions(tmp_path / name / "predictions.jsonl")
 

@@ -353,8 +353,9 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     from hopgraph.tools.grail.retrieval import PROJECTED
 
     kb = KnowledgeBase(tmp_path / "kb")
-    kb.add([Item("text", f"t{i}", f"Passage {i} on topic {i % 7} of town {i % 5}.")
-            for i in range(80)])  # fmt: skip
+    kb.add(
+        [Item("text", f"t{i}", f"Passage {i} on topic {i % 7} of town {i % 5}.") for i in range(80)]
+    )
     d = kb.embedder.dim
     torch.manual_seed(3)
     model = GrailModel(d, align=True)
@@ -423,8 +424,11 @@ def test_a_grail_step_steers_by_the_vectors_its_hits_came_with_not_a_fetch_by_id
     fetched = []
     col_type = type(kb.collection("text", create=False))
     real_get = col_type.get
-    monkeypatch.setattr(col_type, "get", lambda self, *a, **kw: fetched.append(kw.get("ids"))
-                        or real_get(self, *a, **kw))  # fmt: skip
+    monkeypatch.setattr(
+        col_type,
+        "get",
+        lambda self, *a, **kw: fetched.append(kw.get("ids")) or real_get(self, *a, **kw),
+    )
     grail = Grail(ChromaSearcher(kb, modalities=("text",)), GrailModel(384))
     q = torch.as_tensor(vecs[7])
     held = [h["id"] for h in kb.search(vecs[7], k=10, vectors=True)][:3]

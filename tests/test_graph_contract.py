@@ -62,7 +62,7 @@ def kb_dir(tmp_path):
                 )
                 for p in (1, 2, 3)
             ),
-        ]  # fmt: skip
+        ]
     )
     return tmp_path / "kb"
 
@@ -91,20 +91,35 @@ def test_a_question_image_reaches_the_vlm_as_a_data_url(agent, tmp_path, kb_dir,
         return "Esterlund [1]."
 
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question("img-1", "Whose flag is this?", ["Esterlund"],
-                              images=[str(photo)], doc="esterlund")], qfile)  # fmt: skip
+    write_questions(
+        [
+            Question(
+                "img-1", "Whose flag is this?", ["Esterlund"], images=[str(photo)], doc="esterlund"
+            )
+        ],
+        qfile,
+    )
     with ScriptedServer(reply) as llm, ScriptedServer(reply, model="vlm") as vlm:
-        ctx = Context(base_url=llm.base_url, model="scripted", vlm_base_url=vlm.base_url,
-                      vlm_model="vlm", kb_dir=str(kb_dir), mmapg_max_iterations=1,
-                      mabdqa_m=2)  # fmt: skip
+        ctx = Context(
+            base_url=llm.base_url,
+            model="scripted",
+            vlm_base_url=vlm.base_url,
+            vlm_model="vlm",
+            kb_dir=str(kb_dir),
+            mmapg_max_iterations=1,
+            mabdqa_m=2,
+        )
         Runner(agent, tmp_path / "run", ctx).run(qfile)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["img-1"]
     assert pred["error"] is None, pred["error"]
     from hopgraph.harness.run_folder import trace_path, trace_records
 
     trace = trace_records(trace_path(tmp_path / "run", "img-1"))
-    calls = [r["data"] for r in trace if r.get("mode") == "custom"
-             and r["data"].get("event") == "llm_call"]  # fmt: skip
+    calls = [
+        r["data"]
+        for r in trace
+        if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
+    ]
     with_picture = {c["template"] for c in calls if c["extra"].get("images")}
     assert QUESTION_CALLS[agent] <= with_picture, with_picture
     for body in seen:
@@ -117,8 +132,9 @@ def test_an_image_question_is_never_answered_blind(agent, tmp_path, kb_dir, phot
     """No VLM configured: a clear error, and no model was asked anything."""
     seen = []
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question("img-2", "Whose flag is this?", images=[str(photo)],
-                              doc="report.pdf")], qfile)  # fmt: skip
+    write_questions(
+        [Question("img-2", "Whose flag is this?", images=[str(photo)], doc="report.pdf")], qfile
+    )
     with ScriptedServer(lambda body: seen.append(body) or "x") as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir))
         Runner(agent, tmp_path / "run", ctx).run(qfile)
@@ -132,8 +148,9 @@ def test_the_input_reaches_every_graph_state(tmp_path, photo):
     from langgraph.checkpoint.memory import InMemorySaver
 
     for agent in GRAPHS:
-        graph = load_graph(agent).builder.compile(checkpointer=InMemorySaver(),
-                                                  interrupt_before="*")  # fmt: skip
+        graph = load_graph(agent).builder.compile(
+            checkpointer=InMemorySaver(), interrupt_before="*"
+        )
         config = {"configurable": {"thread_id": agent}}
         payload = {"id": "q", "question": "Q?", "images": [str(photo)], "doc": "d.pdf"}
         graph.invoke(payload, config, context=Context())

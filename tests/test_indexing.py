@@ -85,9 +85,15 @@ def test_a_kb_records_the_settings_it_was_indexed_with(messy_folder, tmp_path):
     index_source(kb, messy_folder, ocr="off", render_pages=False)
     index_source(kb, messy_folder, ocr="off", render_pages=False)  # the same build: one entry
     assert kb.build_settings() == [
-        {"source": "corpus", "format": "folder", "ocr": "off", "page_pixels": 0, "limit": None,
-         "derived": False}
-    ]  # fmt: skip
+        {
+            "source": "corpus",
+            "format": "folder",
+            "ocr": "off",
+            "page_pixels": 0,
+            "limit": None,
+            "derived": False,
+        }
+    ]
     with open(tmp_path / "kb" / "builds.jsonl", "a") as f:
         f.write('{"source": "cor')  # torn by a crash mid-write: skipped, the rest still read
     index_source(kb, messy_folder, ocr="off")
@@ -299,9 +305,14 @@ def test_one_bad_entry_never_stops_the_index(tmp_path):
     out = hopgraph("index", corpus, "--kb", tmp_path / "kb", "--ocr", "off")
     assert out.returncode == 0, out.stderr
     said = out.stdout + out.stderr
-    for name, why in (("loop", "a link loop"), ("a", "a link loop"), ("b", "a link loop"),
-                      ("gone.txt", "a link to nothing"), ("bad\\xff.txt", "not UTF-8"),
-                      ("pipe.txt", "not a regular file (a FIFO)")):  # fmt: skip
+    for name, why in (
+        ("loop", "a link loop"),
+        ("a", "a link loop"),
+        ("b", "a link loop"),
+        ("gone.txt", "a link to nothing"),
+        ("bad\\xff.txt", "not UTF-8"),
+        ("pipe.txt", "not a regular file (a FIFO)"),
+    ):
         assert f"skipped {corpus}/{name}: " in said and why in said.split(f"{corpus}/{name}: ")[1]
     kb = KnowledgeBase(tmp_path / "kb")
     assert [e["text"] for e in kb.search("lighthouses", k=5)] == ["Lighthouses warn ships."]

@@ -37,8 +37,10 @@ needs_llama_server = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module", params=[pytest.param("llama-server", marks=needs_llama_server),
-                                        "llama-cpp-python"])  # fmt: skip
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("llama-server", marks=needs_llama_server), "llama-cpp-python"],
+)
 def server(request):
     with ENGINES[request.param](SMALL, cache_dir=Context().cache_dir, n_ctx=2048) as s:
         yield s
@@ -262,13 +264,36 @@ def test_a_signal_stops_a_run_and_its_server_at_once(tmp_path, sig, code):
     KnowledgeBase(tmp_path / "kb").add(
         [Item("text", f"k{i}", f"Town {i} lies on river {i}.", title=f"Town {i}") for i in range(6)]
     )
-    write_questions([Question(f"q{i}", f"Which river is at town {i}?") for i in range(40)],
-                    tmp_path / "q.jsonl")  # fmt: skip
-    cmd = [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions", "q.jsonl",
-           "--kb", "kb", "--out", "run", "--model", SMALL, "--set", "n_ctx=2048"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=tmp_path, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_as_in_a_terminal)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"Which river is at town {i}?") for i in range(40)], tmp_path / "q.jsonl"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "hopgraph.cli",
+        "run",
+        "--agent",
+        "rag",
+        "--questions",
+        "q.jsonl",
+        "--kb",
+        "kb",
+        "--out",
+        "run",
+        "--model",
+        SMALL,
+        "--set",
+        "n_ctx=2048",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     preds = tmp_path / "run" / "predictions.jsonl"
     deadline = time.monotonic() + 300
     while not (preds.exists() and preds.read_text().count("\n") >= 1):
@@ -294,8 +319,13 @@ def test_the_embedded_model_streams_with_the_same_replies_and_token_counts(serve
         sure: bool
 
     ctx = Context(model=SMALL, n_ctx=2048)
-    streamed = ChatModel(server.base_url, SMALL, backend="llamacpp", stream=True,
-                         count_prompt_tokens=server.prompt_tokens)  # fmt: skip
+    streamed = ChatModel(
+        server.base_url,
+        SMALL,
+        backend="llamacpp",
+        stream=True,
+        count_prompt_tokens=server.prompt_tokens,
+    )
     counts = {}
     for name, model in (("plain", small), ("streamed", streamed)):
         events = []
@@ -316,8 +346,13 @@ def test_concurrent_calls_each_get_their_whole_reply(server):
     """The embedded server serves one request at a time; calls sent together (QDRAG's
     reranking, MMAPG's examinations, MAB-DQA's batched judgements) must queue, not cut the reply
     in progress short (llama-cpp-python's interrupt_requests default ended it with [DONE])."""
-    streamed = ChatModel(server.base_url, SMALL, backend="llamacpp", stream=True,
-                         count_prompt_tokens=server.prompt_tokens)  # fmt: skip
+    streamed = ChatModel(
+        server.base_url,
+        SMALL,
+        backend="llamacpp",
+        stream=True,
+        count_prompt_tokens=server.prompt_tokens,
+    )
     asks = [
         [user(f"Write the numbers from {i} to {i + 20}, separated by commas.")] for i in range(4)
     ]
@@ -351,8 +386,13 @@ def _stream_events(base_url: str, prompt: str, events: list, name: str) -> None:
     """Stream one long reply, noting when its first token and its end came, in order."""
     import httpx
 
-    body = {"model": SMALL, "stream": True, "max_tokens": 48, "temperature": 0,
-            "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+    body = {
+        "model": SMALL,
+        "stream": True,
+        "max_tokens": 48,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": prompt}],
+    }
     first = True
     with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=120) as r:
         for line in r.iter_lines():
@@ -362,21 +402,25 @@ def _stream_events(base_url: str, prompt: str, events: list, name: str) -> None:
     events.append((name, "done"))
 
 
-@pytest.mark.parametrize("engine", [pytest.param("llama-server", marks=needs_llama_server),
-                                    "llama-cpp-python"])  # fmt: skip
+@pytest.mark.parametrize(
+    "engine", [pytest.param("llama-server", marks=needs_llama_server), "llama-cpp-python"]
+)
 def test_parallel_slots_decode_two_requests_together(tmp_path, engine):
     """llama-server's slots answer two requests at once: each one's first token comes before
     the other is done. llama-cpp-python's server answers one, then the other."""
     with ENGINES[engine](SMALL, cache_dir=Context().cache_dir, n_ctx=1024) as s:
         events: list = []
         with ThreadPoolExecutor(2) as pool:
-            jobs = [pool.submit(_stream_events, s.base_url, f"Count slowly from {n} to 90.",
-                                events, n) for n in ("1", "50")]  # fmt: skip
+            jobs = [
+                pool.submit(_stream_events, s.base_url, f"Count slowly from {n} to 90.", events, n)
+                for n in ("1", "50")
+            ]
             for job in jobs:
                 job.result()
     order = [f"{name} {what}" for name, what in events]
-    together = all(order.index(f"{a} first") < order.index(f"{b} done")
-                   for a, b in (("1", "50"), ("50", "1")))  # fmt: skip
+    together = all(
+        order.index(f"{a} first") < order.index(f"{b} done") for a, b in (("1", "50"), ("50", "1"))
+    )
     assert together == (engine == "llama-server"), order
 
 
@@ -385,11 +429,17 @@ def test_the_trace_keeps_the_server_s_timings_and_its_reused_prefix(llama_server
     from the slot's cache, the time of each phase; a prompt sharing a long prefix with the one
     before it reuses that prefix."""
     events: list = []
-    model = ChatModel(llama_server.base_url, SMALL, backend="auto", stream=True,
-                      count_prompt_tokens=llama_server.prompt_tokens)  # fmt: skip
+    model = ChatModel(
+        llama_server.base_url,
+        SMALL,
+        backend="auto",
+        stream=True,
+        count_prompt_tokens=llama_server.prompt_tokens,
+    )
     model.on_event = events.append
-    shared = " ".join(f"Passage {i}: the harbour of town {i} opened in {1800 + i}."
-                      for i in range(40))  # fmt: skip
+    shared = " ".join(
+        f"Passage {i}: the harbour of town {i} opened in {1800 + i}." for i in range(40)
+    )
     for question in ("When did town 3's harbour open?", "When did town 7's harbour open?"):
         model.complete([user(f"{shared}\n\nQuestion: {question}")], role="t", max_tokens=8)
     first, second = [e["extra"]["served"] for e in events if e["event"] == "llm_call"]
@@ -404,8 +454,15 @@ def test_a_killed_llama_server_is_named_as_such(tmp_path):
         pytest.skip("no llama-server built")
     s = LlamaServer(SMALL, cache_dir=Context().cache_dir, n_ctx=512).start()
     try:
-        model = ChatModel(s.base_url, SMALL, backend="llamacpp", max_retries=0, stream=True,
-                          count_prompt_tokens=s.prompt_tokens, server=s)  # fmt: skip
+        model = ChatModel(
+            s.base_url,
+            SMALL,
+            backend="llamacpp",
+            max_retries=0,
+            stream=True,
+            count_prompt_tokens=s.prompt_tokens,
+            server=s,
+        )
         os.kill(s.proc.pid, signal.SIGKILL)
         assert wait_dead(s.proc.pid)
         from hopgraph.models.errors import EmbeddedServerError

@@ -112,8 +112,9 @@ def test_a_search_reads_nothing_that_grows_with_the_kb(tmp_path, monkeypatch):
     from chromadb.api.models.Collection import Collection
 
     store = KnowledgeBase(tmp_path / "kb")
-    store.add([Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}")
-               for i in range(40)])  # fmt: skip
+    store.add(
+        [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(40)]
+    )
 
     def no_count(self):
         raise AssertionError("a collection was counted on the query path")
@@ -138,8 +139,9 @@ def test_a_search_reads_nothing_that_grows_with_the_kb(tmp_path, monkeypatch):
     assert wheres == [None] * 5
 
     # a version being written is hidden: its items never come back, and no $nin is sent
-    new = [Item("text", f"n{j}", f"Fact 3 about town 3, newly written, copy {j}.")
-           for j in range(10)]  # fmt: skip
+    new = [
+        Item("text", f"n{j}", f"Fact 3 about town 3, newly written, copy {j}.") for j in range(10)
+    ]
     store.registry.begin("/docs/new.txt", "folder", "v2", {})
     store.registry.hold("/docs/new.txt", "v2", [(it.id, "text") for it in new])
     store.add(new, owners={it.id: ("/docs/new.txt", "v2") for it in new})

@@ -21,9 +21,10 @@ def corpus(root):
     (root / "a.txt").write_text("The mill of Tollen grinds barley every autumn.")
     filler = " ".join(["The bells hang in the tower of the old harbour hall."] * 10)
     (root / "b.txt").write_text(  # ~110 words a paragraph: one passage each (180 at most)
-        "\n\n".join(f"Ledger page {i} of Marrowick lists {i} copper bells. {filler}"
-                      for i in range(3))
-    )  # fmt: skip
+        "\n\n".join(
+            f"Ledger page {i} of Marrowick lists {i} copper bells. {filler}" for i in range(3)
+        )
+    )
 
 
 def ledger_pages(kb: KnowledgeBase) -> list[str]:
@@ -58,8 +59,15 @@ def test_a_chroma_server_lost_mid_index_is_named_and_the_index_goes_on(tmp_path,
 
     kb = KnowledgeBase("unused", chroma_url=url, registry_url=registry)
     with pytest.raises(ChromaUnreachable, match=f"Chroma server at {url} \\(chroma_url\\)"):
-        index_source(kb, tmp_path / "docs", "folder", ocr="off", batch_size=1,
-                     on_batch=lost_at_third_batch(lose), worker="w1")  # fmt: skip
+        index_source(
+            kb,
+            tmp_path / "docs",
+            "folder",
+            ocr="off",
+            batch_size=1,
+            on_batch=lost_at_third_batch(lose),
+            worker="w1",
+        )
     with pytest.raises(ChromaUnreachable, match=url):  # a reader: named, not "no results"
         kb.search("copper bells", k=3)
 
@@ -98,12 +106,20 @@ def test_a_registry_lost_mid_index_is_named_and_the_index_goes_on(tmp_path, post
     try:
         kb = KnowledgeBase("unused", chroma_url=url, registry_url=registry)
         with pytest.raises(RegistryUnreachable, match="source registry at .*kb_registry_lost"):
-            index_source(kb, tmp_path / "docs", "folder", ocr="off", batch_size=1,
-                         on_batch=lost_at_third_batch(lose), worker="w1")  # fmt: skip
+            index_source(
+                kb,
+                tmp_path / "docs",
+                "folder",
+                ocr="off",
+                batch_size=1,
+                on_batch=lost_at_third_batch(lose),
+                worker="w1",
+            )
         assert not any("Ledger" in t for t in search_texts(kb))  # reconnected: b still hidden
 
-        report = index_source(kb, tmp_path / "docs", "folder", ocr="off", worker="w1",
-                              lease_seconds=1)  # fmt: skip
+        report = index_source(
+            kb, tmp_path / "docs", "folder", ocr="off", worker="w1", lease_seconds=1
+        )
         assert report.unchanged == 1 and not report.failed
         assert len(ledger_pages(kb)) == 3 and not kb.hidden()
         found = search_texts(kb)
@@ -137,8 +153,7 @@ def test_a_server_collection_without_registry_rows_is_named_and_can_be_adopted(
     first, second = fresh_database(postgres, "kb_first"), fresh_database(postgres, "kb_second")
     corpus(tmp_path / "docs")
     at = ["--set", f"chroma_url={chroma_server}"]
-    out = hopgraph("index", "docs", *at, "--set", f"registry_url={first}", "--no-ocr",
-                   cwd=tmp_path)  # fmt: skip
+    out = hopgraph("index", "docs", *at, "--set", f"registry_url={first}", "--no-ocr", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
 
     other = [*at, "--set", f"registry_url={second}"]
@@ -150,8 +165,9 @@ def test_a_server_collection_without_registry_rows_is_named_and_can_be_adopted(
         )
         assert "kb drop --yes" in out.stderr
 
-    out = hopgraph("search", "copper bells", *other, "--set", "text_embedder=all-MiniLM-L12-v2",
-                   cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "search", "copper bells", *other, "--set", "text_embedder=all-MiniLM-L12-v2", cwd=tmp_path
+    )
     assert out.returncode == 2 and "not comparable" in out.stderr, out.stdout + out.stderr
 
     out = hopgraph("index", "docs", *other, "--no-ocr", cwd=tmp_path)

@@ -34,8 +34,20 @@ def test_an_edited_file_on_a_server_kb_replaces_its_old_version(tmp_path, chroma
         '{"id": "a", "question": "Which animal lives by the pond?"}\n'
     )
     with ScriptedServer() as model:
-        run = ["run", "--agent", "rag", "--questions", "q.jsonl", "--out", "r", *server,
-               "--base-url", model.base_url, "--model", "scripted"]  # fmt: skip
+        run = [
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            *server,
+            "--base-url",
+            model.base_url,
+            "--model",
+            "scripted",
+        ]
         out = hopgraph(*run, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
 
@@ -222,14 +234,20 @@ def test_a_trained_grail_adapter_follows_a_server_kb_through_its_registry(
     server = ["--set", f"chroma_url={chroma_server}", "--set", f"registry_url={registry}"]
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    files = {"pets.txt": "A green heron named Pim lives by the mill pond.",
-             "mill.txt": "The mill of Tollen grinds barley every autumn.",
-             "port.txt": "The port of Marrowick ships barley south."}  # fmt: skip
+    files = {
+        "pets.txt": "A green heron named Pim lives by the mill pond.",
+        "mill.txt": "The mill of Tollen grinds barley every autumn.",
+        "port.txt": "The port of Marrowick ships barley south.",
+    }
     for name, text in files.items():
         (corpus / name).write_text(text)
     assert hopgraph("index", "corpus", *server, "--no-ocr", cwd=tmp_path).returncode == 0
-    ctx = Context(kb_dir=str(tmp_path / "unused"), chroma_url=chroma_server,
-                  registry_url=registry, grail_weights=str(tmp_path / "w"))  # fmt: skip
+    ctx = Context(
+        kb_dir=str(tmp_path / "unused"),
+        chroma_url=chroma_server,
+        registry_url=registry,
+        grail_weights=str(tmp_path / "w"),
+    )
     kb = KnowledgeBase.from_context(ctx)
     torch.manual_seed(1)
     model = GrailModel(kb.embedder.dim, align=True)

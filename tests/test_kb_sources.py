@@ -218,15 +218,22 @@ def test_a_removed_sources_rows_leave_every_derived_store_by_what_it_follows(tmp
     by_doc = kb.store("my-pages", "enc", **{FOLLOWS: "doc"})
     loose = kb.store("my-cache", "enc")
     vecs = np.eye(2, 8, dtype=np.float32)
-    for store, metas in [(by_id, None), (by_doc, [{"doc": "manual.pdf"}, {"doc": "other.pdf"}]),
-                         (loose, None)]:  # fmt: skip
+    for store, metas in [
+        (by_id, None),
+        (by_doc, [{"doc": "manual.pdf"}, {"doc": "other.pdf"}]),
+        (loose, None),
+    ]:
         with store.open(write=True, create=True) as shelf:
             shelf.upsert([story, manual], vecs, metas)
     with by_id.open() as shelf:
         assert shelf.count() == 2 and shelf.nearest(vecs[:1], 1)["ids"] == [[story]]
 
-    assert hopgraph("kb", "rm", root / "story.txt", root / "manual.pdf", "--kb",
-                    tmp_path / "kb").returncode == 0  # fmt: skip
+    assert (
+        hopgraph(
+            "kb", "rm", root / "story.txt", root / "manual.pdf", "--kb", tmp_path / "kb"
+        ).returncode
+        == 0
+    )
     kb = KnowledgeBase(tmp_path / "kb")
     left = {}
     for name, follows in [("my-notes", "id"), ("my-pages", "doc"), ("my-cache", None)]:
@@ -386,8 +393,13 @@ def test_a_source_another_indexer_holds_with_other_settings_is_refused(tmp_path)
     root.mkdir()
     (root / "notes.txt").write_text("The mascot of the Zelkova club is a green heron named Pim.")
     kb = KnowledgeBase(tmp_path / "kb")
-    theirs = {"format": "folder", "ocr": "rapidocr", "page_pixels": 0, "limit": None,
-              "derived": False}  # fmt: skip
+    theirs = {
+        "format": "folder",
+        "ocr": "rapidocr",
+        "page_pixels": 0,
+        "limit": None,
+        "derived": False,
+    }
     key = str((root / "notes.txt").resolve())
     assert kb.registry.claim(key, "host:1:other", json.dumps(theirs, sort_keys=True), 60) is None
     with pytest.raises(LeaseConflict, match="being indexed by host:1:other with other settings"):

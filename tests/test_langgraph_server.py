@@ -35,18 +35,38 @@ def served(tmp_path_factory):
         port = free_port()
         roots = tmp / "allowed"
         roots.mkdir()
-        env = {**os.environ, "HOPGRAPH_BASE_URL": model.base_url, "HOPGRAPH_MODEL": "scripted",
-               "HOPGRAPH_KB_DIR": str(tmp / "kb"), "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-               "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY},{THIRD_KEY}",
-               "HOPGRAPH_MAX_THREADS_PER_KEY": str(THREADS_PER_KEY),
-               "HOPGRAPH_IMAGE_ROOTS": str(roots),
-               "HOPGRAPH_VLM_MODEL": "scripted-vl", "HOPGRAPH_BACKEND": "vllm"}  # fmt: skip
+        env = {
+            **os.environ,
+            "HOPGRAPH_BASE_URL": model.base_url,
+            "HOPGRAPH_MODEL": "scripted",
+            "HOPGRAPH_KB_DIR": str(tmp / "kb"),
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY},{THIRD_KEY}",
+            "HOPGRAPH_MAX_THREADS_PER_KEY": str(THREADS_PER_KEY),
+            "HOPGRAPH_IMAGE_ROOTS": str(roots),
+            "HOPGRAPH_VLM_MODEL": "scripted-vl",
+            "HOPGRAPH_BACKEND": "vllm",
+        }
         log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
-            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
-             "--port", str(port), "--config", str(ROOT / "langgraph.json")],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(LANGGRAPH),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(ROOT / "langgraph.json"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             while True:  # until it answers, or it exits (then the log says why)
@@ -72,9 +92,12 @@ def test_a_served_graph_streams_and_answers_in_its_output_schema(served, agent):
     thread = client.threads.create()
     question = {"id": "q3", "question": "What about town 3?"}
     stream = client.runs.stream(
-        thread["thread_id"], agent, input=question, stream_mode=["updates", "custom"],
+        thread["thread_id"],
+        agent,
+        input=question,
+        stream_mode=["updates", "custom"],
         context={"top_k": 4},
-    )  # fmt: skip
+    )
     modes = {part.event for part in stream}
     assert {"updates", "custom"} <= modes  # node updates and our trace events, live
     out = client.runs.wait(client.threads.create()["thread_id"], agent, input=question)
@@ -88,9 +111,12 @@ def test_a_bad_context_is_refused_with_the_field_named(served):
 
     client = get_sync_client(url=served[0], api_key=KEY)
     with pytest.raises(Exception, match="'qdrag_mode' must be one of"):
-        client.runs.wait(client.threads.create()["thread_id"], "qdrag",
-                         input={"id": "q", "question": "Why?"},
-                         context={"qdrag_mode": "bogus"})  # fmt: skip
+        client.runs.wait(
+            client.threads.create()["thread_id"],
+            "qdrag",
+            input={"id": "q", "question": "Why?"},
+            context={"qdrag_mode": "bogus"},
+        )
 
 
 def _client(served, key=KEY):
@@ -105,17 +131,28 @@ def _refused(served, match, *, key=KEY, agent="rag", context=None, **question):
     calls = model.calls
     payload = {"id": "q", "question": "What about town 3?", **question}
     with pytest.raises(Exception, match=match):
-        client.runs.wait(client.threads.create()["thread_id"], agent, input=payload,
-                         context=context or {}, raise_error=True)  # fmt: skip
+        client.runs.wait(
+            client.threads.create()["thread_id"],
+            agent,
+            input=payload,
+            context=context or {},
+            raise_error=True,
+        )
     assert model.calls == calls, "a refused request reached the model"
 
 
 @pytest.mark.parametrize(
     "field, value",
-    [("kb_dir", "/"), ("base_url", "http://127.0.0.1:9/v1"), ("prompts_dir", "/tmp"),
-     ("polar_dir", "/tmp/mem"), ("vlm_base_url", "http://127.0.0.1:9/v1"),
-     ("api_key", "x"), ("image_roots", "/")],
-)  # fmt: skip
+    [
+        ("kb_dir", "/"),
+        ("base_url", "http://127.0.0.1:9/v1"),
+        ("prompts_dir", "/tmp"),
+        ("polar_dir", "/tmp/mem"),
+        ("vlm_base_url", "http://127.0.0.1:9/v1"),
+        ("api_key", "x"),
+        ("image_roots", "/"),
+    ],
+)
 def test_a_client_may_not_set_the_operators_fields(served, field, value):
     # polar_dir is a field of the graphs that recall from PolarMem, not rag's (LangGraph's
     # server drops a context key a graph's schema does not have)
@@ -125,8 +162,11 @@ def test_a_client_may_not_set_the_operators_fields(served, field, value):
 
 
 def test_another_methods_knob_is_refused_as_set_refuses_it_not_dropped(served):
-    _refused(served, "mmapg_max_iterations is MMAPG's, not this graph's",
-             context={"mmapg_max_iterations": 3})  # fmt: skip
+    _refused(
+        served,
+        "mmapg_max_iterations is MMAPG's, not this graph's",
+        context={"mmapg_max_iterations": 3},
+    )
     _refused(served, "unknown Context field 'top_kk'", agent="qdrag", context={"top_kk": 3})
 
 
@@ -152,10 +192,19 @@ def test_an_image_outside_the_roots_gets_one_refusal_whether_or_not_it_exists(se
 def test_requests_over_the_operators_limits_are_refused_before_any_model_call(served):
     _refused(served, "longer than 4000 characters", question="why? " * 1000)
     _refused(served, "at most 8 images", images=["https://example.org/a.png"] * 9)
-    _refused(served, "'mmapg_max_iterations' must lie in 0..20", agent="mmapg",
-             context={"mmapg_max_iterations": 99})  # fmt: skip
-    _refused(served, "'mabdqa_m' must lie in 0..50", agent="mabdqa",
-             context={"mabdqa_m": 500}, doc="a.pdf")  # fmt: skip
+    _refused(
+        served,
+        "'mmapg_max_iterations' must lie in 0..20",
+        agent="mmapg",
+        context={"mmapg_max_iterations": 99},
+    )
+    _refused(
+        served,
+        "'mabdqa_m' must lie in 0..50",
+        agent="mabdqa",
+        context={"mabdqa_m": 500},
+        doc="a.pdf",
+    )
     _refused(served, "document 'report.pdf' is not available", agent="mabdqa", doc="report.pdf")
     _refused(served, "'top_k' expects int, not '99'", context={"top_k": "99"})
     _refused(served, "'top_k' must lie in 0..50", context={"top_k": -1})

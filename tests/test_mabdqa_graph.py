@@ -18,11 +18,20 @@ from hopgraph.questions.datasets import Question, write_questions
 Context = every_context()  # every built-in method's knobs
 
 DOC = "annual-report.pdf"
-TOPICS = ["staff canteen menu", "parking rules for visitors", "history of the harbour office",
-          "the board of directors", "fire drill schedule", "library opening hours",
-          "IT helpdesk contacts", "the budget for 2021 was 4.2 million crowns",
-          "budget planning rules and the 2021 budget review", "cleaning contracts",
-          "holiday calendar", "printer locations"]  # fmt: skip
+TOPICS = [
+    "staff canteen menu",
+    "parking rules for visitors",
+    "history of the harbour office",
+    "the board of directors",
+    "fire drill schedule",
+    "library opening hours",
+    "IT helpdesk contacts",
+    "the budget for 2021 was 4.2 million crowns",
+    "budget planning rules and the 2021 budget review",
+    "cleaning contracts",
+    "holiday calendar",
+    "printer locations",
+]
 
 
 def page_text(n, topic):
@@ -43,7 +52,7 @@ def kb_dir(tmp_path_factory):
                 page=n,
             )
             for n, t in enumerate(TOPICS, 1)
-        ]  # fmt: skip
+        ]
         + [
             Item(
                 "page",
@@ -52,7 +61,7 @@ def kb_dir(tmp_path_factory):
                 source="other.pdf",
                 page=1,
             )
-        ]  # fmt: skip
+        ]
     )
     return path
 
@@ -115,11 +124,17 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
     qfile = tmp_path / "q.jsonl"
     write_questions(
         questions
-        or [Question("q1", "How large was the 2021 budget?", ["4.2 million"], doc=DOC,
-                     evidence=[page_id(DOC, 8), page_id(DOC, 9)]
-                     )],
+        or [
+            Question(
+                "q1",
+                "How large was the 2021 budget?",
+                ["4.2 million"],
+                doc=DOC,
+                evidence=[page_id(DOC, 8), page_id(DOC, 9)],
+            )
+        ],
         qfile,
-    )  # fmt: skip
+    )
     first = fields.pop("first_answer", "Not answerable")
     script = reply_for(calls, first, fields.pop("asked", None), fields.pop("bodies", None))
     with ScriptedServer(script) as server:
@@ -128,9 +143,10 @@ def run(tmp_path, kb_dir, calls, questions=None, **fields):
         Runner("mabdqa", tmp_path / "run", ctx).run(qfile)
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
     events = [
-        r["data"] for r in trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
+        r["data"]
+        for r in trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
         if r.get("mode") == "custom"
-    ]  # fmt: skip
+    ]
     return preds, events
 
 
@@ -178,15 +194,24 @@ def test_an_answer_that_responds_ends_without_reentering(tmp_path, kb_dir):
 
 def test_li_baseline_and_ablations(tmp_path, kb_dir):
     calls = []
-    baseline = {"mabdqa_retriever": "li", "mabdqa_question_reflection": False,
-                "mabdqa_answer_reflection": False}  # fmt: skip
+    baseline = {
+        "mabdqa_retriever": "li",
+        "mabdqa_question_reflection": False,
+        "mabdqa_answer_reflection": False,
+    }
     preds, events = run(tmp_path / "li", kb_dir, calls, **baseline)
     assert calls == ["answer"]  # no aspects, no judgements, no reflection
     assert not [e for e in events if e.get("event") == "bandit_step"]
     assert len(preds["q1"]["retrieved"]) == len(TOPICS)
     calls = []
-    preds, events = run(tmp_path / "abl", kb_dir, calls, mabdqa_page_graph=False,
-                        mabdqa_atoms_only=True, mabdqa_question_reflection=False)  # fmt: skip
+    preds, events = run(
+        tmp_path / "abl",
+        kb_dir,
+        calls,
+        mabdqa_page_graph=False,
+        mabdqa_atoms_only=True,
+        mabdqa_question_reflection=False,
+    )
     (hyper,) = [e for e in events if e.get("event") == "hypergraph"]
     assert hyper["page_graph_edges"] == 0 and "2021 budget budget amount" not in hyper["subqueries"]
     assert "reflect_question" not in calls and preds["q1"]["error"] is None
@@ -250,8 +275,14 @@ def test_each_hrra_switch_changes_what_runs(tmp_path, kb_dir):
     assert summary["refined"] is True and summary["reentries"] == 0
 
     calls, asked = [], []
-    run(tmp_path / "noq", kb_dir, calls, asked=asked, mabdqa_reentries=0,
-        mabdqa_question_reflection=False)  # fmt: skip
+    run(
+        tmp_path / "noq",
+        kb_dir,
+        calls,
+        asked=asked,
+        mabdqa_reentries=0,
+        mabdqa_question_reflection=False,
+    )
     assert "reflect_question" not in calls and asked == ["How large was the 2021 budget?"]
     assert calls[-2:] == ["summarize", "refine"]
 
@@ -288,15 +319,26 @@ def test_page_reading_calls_share_their_pages_as_a_prompt_prefix(tmp_path):
     vLLM caches shared prefixes: the answer after the question reflection must find the same
     pages at the start of its prompt, and each judgement of one question the question."""
     kb_dir = tmp_path / "kb"
-    KnowledgeBase(kb_dir).add([
-        Item("page", page_key(DOC, n), page_text(n, t) + " ".join(
-            f"Paragraph {k} on page {n} goes on about {t}, point {k} of many." for k in range(30)),
-            source=DOC, page=n)
-        for n, t in enumerate(TOPICS, 1)
-    ])  # fmt: skip
+    KnowledgeBase(kb_dir).add(
+        [
+            Item(
+                "page",
+                page_key(DOC, n),
+                page_text(n, t)
+                + " ".join(
+                    f"Paragraph {k} on page {n} goes on about {t}, point {k} of many."
+                    for k in range(30)
+                ),
+                source=DOC,
+                page=n,
+            )
+            for n, t in enumerate(TOPICS, 1)
+        ]
+    )
     calls, bodies = [], []
-    preds, _ = run(tmp_path, kb_dir, calls, first_answer="4.2 million", bodies=bodies,
-                   mabdqa_judge="p_yes")  # fmt: skip
+    preds, _ = run(
+        tmp_path, kb_dir, calls, first_answer="4.2 million", bodies=bodies, mabdqa_judge="p_yes"
+    )
     assert preds["q1"]["error"] is None
     names = [b["_template"] for b in bodies]
     i = names.index("mabdqa/answer")

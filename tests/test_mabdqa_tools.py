@@ -46,20 +46,21 @@ def test_hyperedges_keep_pages_outside_the_global_set_or_ranked_better():  # Eq.
     assert h.edges == [[0, 1], [2, 4], [3, 0, 2]]
     assert h.li[2] == pytest.approx([0.8, 0.4, 0.8, 1.0, 0.2, 0.0])  # min-max of a + b
     assert h.arms_of(0) == [0, 2] and h.degree(0) == 2 + len(h.graph[0])
-    atoms_only = build_hypergraph(["q1", "q2"], ATOMS, PAGES, theta_g=0.99, theta_h=3,
-                                  atoms_only=True)  # fmt: skip
+    atoms_only = build_hypergraph(
+        ["q1", "q2"], ATOMS, PAGES, theta_g=0.99, theta_h=3, atoms_only=True
+    )
     assert atoms_only.edges == [[0, 1, 3], [2, 4, 3]] and len(atoms_only.subqueries) == 2
 
 
 def test_composite_score_and_arm_updates_by_hand():  # Eq. 8-10
-    h = build_hypergraph(["q1", "q2"], ATOMS, PAGES, theta_g=0.99, theta_h=3,
-                         with_page_graph=False)  # fmt: skip
+    h = build_hypergraph(["q1", "q2"], ATOMS, PAGES, theta_g=0.99, theta_h=3, with_page_graph=False)
     arms = Arms.uniform(3)
     assert arm_confidence(h, arms, 3) == pytest.approx(0.5)
     # page 3: max_j LI = 1.0 (global arm); judged 0.5; degree 1 of max 2; s_cb 0.5
     # 0.2 * 1.0 + 0.8 * 0.5 + 0.1 * (0.25 * 0.5 + 0.75 * 0.5) = 0.65
-    assert composite_score(h, arms, 3, 0.5, alpha=0.8, beta=0.1, lam=0.75,
-                           max_degree=2) == pytest.approx(0.65)  # fmt: skip
+    assert composite_score(
+        h, arms, 3, 0.5, alpha=0.8, beta=0.1, lam=0.75, max_degree=2
+    ) == pytest.approx(0.65)
     arms.update(h.arms_of(0), 0.75)  # page 0 sits in arms 0 and 2
     assert arms.a == pytest.approx([1.75, 1, 1.75]) and arms.b == pytest.approx([1.25, 1, 1.25])
     assert arm_confidence(h, arms, 0) == pytest.approx(1.75 / 3)
@@ -70,30 +71,41 @@ def planted(n_arms=3, per_arm=10):
     """Disjoint hyperedges, flat LI: only the judgements can tell the arms apart."""
     edges = [list(range(j * per_arm, (j + 1) * per_arm)) for j in range(n_arms)]
     n = n_arms * per_arm
-    return Hypergraph([f"aspect {j}" for j in range(n_arms)], np.zeros((n_arms, n)), edges,
-                      [set() for _ in range(n)])  # fmt: skip
+    return Hypergraph(
+        [f"aspect {j}" for j in range(n_arms)],
+        np.zeros((n_arms, n)),
+        edges,
+        [set() for _ in range(n)],
+    )
 
 
 def test_the_posterior_moves_to_the_arm_whose_pages_are_relevant():
     h = planted()
-    walk = bandit_retrieve(h, lambda p: 1.0 if 10 <= p < 20 else 0.0, m=15, alpha=0.8,
-                           beta=0.1, lam=0.75, seed=42)  # fmt: skip
+    walk = bandit_retrieve(
+        h, lambda p: 1.0 if 10 <= p < 20 else 0.0, m=15, alpha=0.8, beta=0.1, lam=0.75, seed=42
+    )
     means = walk.arms.mean()
     assert int(np.argmax(means)) == 1 and means[1] > 0.8 and means[0] < 0.5 and means[2] < 0.5
     in_arm_1 = [s["page"] for s in walk.steps if 10 <= s["page"] < 20]
     assert len(in_arm_1) >= 10  # most of the budget went where the evidence is
     assert set(walk.ranking[:10]) == set(range(10, 20))
     # reproducible with the seed
-    again = bandit_retrieve(planted(), lambda p: 1.0 if 10 <= p < 20 else 0.0, m=15,
-                            alpha=0.8, beta=0.1, lam=0.75, seed=42)  # fmt: skip
+    again = bandit_retrieve(
+        planted(),
+        lambda p: 1.0 if 10 <= p < 20 else 0.0,
+        m=15,
+        alpha=0.8,
+        beta=0.1,
+        lam=0.75,
+        seed=42,
+    )
     assert [s["page"] for s in again.steps] == [s["page"] for s in walk.steps]
 
 
 def test_m_beyond_the_page_count_and_a_one_page_document():
     h = build_hypergraph(["q"], [vecs([1, 0])], [vecs([1, 0])], theta_g=0.8, theta_h=10)
     calls = []
-    walk = bandit_retrieve(h, lambda p: calls.append(p) or 1.0, m=20, alpha=0.8, beta=0.1,
-                           lam=0.75)  # fmt: skip
+    walk = bandit_retrieve(h, lambda p: calls.append(p) or 1.0, m=20, alpha=0.8, beta=0.1, lam=0.75)
     assert calls == [0] and walk.ranking == [0] and len(walk.steps) == 1
     h = build_hypergraph(["q1", "q2"], ATOMS, PAGES, theta_g=0.8, theta_h=10)
     walk = bandit_retrieve(h, lambda p: 0.0, m=50, alpha=0.8, beta=0.1, lam=0.75)
@@ -114,11 +126,19 @@ def test_pages_without_text_and_bad_input():
 
 def test_a_walk_continues_where_it_stopped():
     h = planted()
-    first = bandit_retrieve(h, lambda p: 1.0 if p < 10 else 0.0, m=4, alpha=0.8, beta=0.1,
-                            lam=0.75)  # fmt: skip
-    more = bandit_retrieve(h, lambda p: 1.0 if p < 10 else 0.0, m=4, alpha=0.8, beta=0.1,
-                           lam=0.75, arms=first.arms, judged=first.judged,
-                           start=first.steps[-1]["page"], seed=43)  # fmt: skip
+    first = bandit_retrieve(h, lambda p: 1.0 if p < 10 else 0.0, m=4, alpha=0.8, beta=0.1, lam=0.75)
+    more = bandit_retrieve(
+        h,
+        lambda p: 1.0 if p < 10 else 0.0,
+        m=4,
+        alpha=0.8,
+        beta=0.1,
+        lam=0.75,
+        arms=first.arms,
+        judged=first.judged,
+        start=first.steps[-1]["page"],
+        seed=43,
+    )
     assert len(more.judged) == 8 and set(first.judged) < set(more.judged)
 
 
@@ -137,15 +157,22 @@ def test_a_batched_walk_judges_each_round_concurrently_in_ceil_m_over_b_rounds()
             barrier.wait()
         return 1.0 if 10 <= p < 20 else 0.0
 
-    walk = bandit_retrieve(planted(), judge, m=15, alpha=0.8, beta=0.1, lam=0.75, seed=42,
-                           batch=4)  # fmt: skip
+    walk = bandit_retrieve(planted(), judge, m=15, alpha=0.8, beta=0.1, lam=0.75, seed=42, batch=4)
     pages = [s["page"] for s in walk.steps]
     assert len(pages) == 15 and len(set(pages)) == 15
     assert [s["round"] for s in walk.steps] == [1] * 4 + [2] * 4 + [3] * 4 + [4] * 3
     assert int(np.argmax(walk.arms.mean())) == 1
     assert len(set(walk.ranking[:10]) & set(range(10, 20))) >= 8
-    one = bandit_retrieve(planted(), lambda p: 1.0 if 10 <= p < 20 else 0.0, m=15, alpha=0.8,
-                          beta=0.1, lam=0.75, seed=42, batch=1)  # fmt: skip
+    one = bandit_retrieve(
+        planted(),
+        lambda p: 1.0 if 10 <= p < 20 else 0.0,
+        m=15,
+        alpha=0.8,
+        beta=0.1,
+        lam=0.75,
+        seed=42,
+        batch=1,
+    )
     assert [s["round"] for s in one.steps] == list(range(1, 16))  # the paper's walk
 
 
@@ -189,8 +216,16 @@ def test_every_page_is_ranked_by_eq_8_with_its_own_degree_and_arms():  # Eq. 8-1
     arms = Arms.uniform(3)
     arms.update(h.arms_of(0), 1.0)
     arms.update(h.arms_of(1), 0.0)
-    walk = bandit_retrieve(h, lambda p: pytest.fail("m = 0 judges nothing"), m=0, alpha=0.8,
-                           beta=0.1, lam=0.75, arms=arms, judged={0: 1.0, 1: 0.0})  # fmt: skip
+    walk = bandit_retrieve(
+        h,
+        lambda p: pytest.fail("m = 0 judges nothing"),
+        m=0,
+        alpha=0.8,
+        beta=0.1,
+        lam=0.75,
+        arms=arms,
+        judged={0: 1.0, 1: 0.0},
+    )
     assert walk.ranking == [0, 2, 3, 4, 5, 1]
     assert walk.scores == pytest.approx([1.06875, 0.5625, 0.5375, 0.49, 0.4, 0.25625])
 
@@ -212,8 +247,12 @@ def test_a_judge_that_tells_nothing_leaves_the_ranking_without_judgements():
 
     walk = bandit_retrieve(h, first_liked, m=6, alpha=0.8, beta=0.1, lam=0.75)
     assert walk.ranking[0] == seen[0]
-    assert all(walk.ranking.index(p) > walk.ranking.index(q) for p in seen[1:]
-               for q in none.ranking[:3] if q not in walk.judged)  # fmt: skip
+    assert all(
+        walk.ranking.index(p) > walk.ranking.index(q)
+        for p in seen[1:]
+        for q in none.ranking[:3]
+        if q not in walk.judged
+    )
 
 
 def test_aspect_subqueries_read_a_json_list_as_a_list():

@@ -27,15 +27,22 @@ KEY, OTHER_KEY = "hg-mcp-key-one", "hg-mcp-key-two"
 ALLOWED = "mcp.example.test"  # a name the operator lets clients reach the server by
 OPERATOR_NOTE = "The operator keeps the lighthouse keeper's vault code, 4711, in the memory."
 CALLER_NOTE = "A red lighthouse stands on the northern cliff."
-TOOLS = {"ask", "kb_search", "grail_search", "kb_sources", "memory_recall", "memory_ingest",
-         "memory_forget"}  # fmt: skip
+TOOLS = {
+    "ask",
+    "kb_search",
+    "grail_search",
+    "kb_sources",
+    "memory_recall",
+    "memory_ingest",
+    "memory_forget",
+}
 REPLIES = by_template(
     {
         "polarmem/entities": json.dumps(
             {"entities": [{"name": "lighthouse", "polarity": "present"}]}
         ),
         "polarmem/parse_query": json.dumps({"positive": ["lighthouse"], "negative": []}),
-    },  # fmt: skip
+    },
 )
 
 
@@ -131,11 +138,20 @@ def test_over_stdio_a_client_lists_searches_asks_and_gets_tool_errors(kb, tmp_pa
     with ScriptedServer(reply) as model:
         params = StdioServerParameters(
             command=str(HOPGRAPH),
-            args=["mcp", "--kb", str(kb), "--base-url", model.base_url, "--model", "scripted",
-                  "--set", f"polar_dir={tmp_path / 'memory'}"],
+            args=[
+                "mcp",
+                "--kb",
+                str(kb),
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+                "--set",
+                f"polar_dir={tmp_path / 'memory'}",
+            ],
             env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
             cwd=str(tmp_path),
-        )  # fmt: skip
+        )
         asyncio.run(session(params, a_caller_session))
 
 
@@ -153,17 +169,49 @@ def mcp_http(kb: Path, tmp: Path, *options: str):  # noqa: ANN201 - (url, folder
         env = {**os.environ, "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOME": str(tmp)}
         (tmp / "note.txt").write_text(OPERATOR_NOTE)  # the operator's own memory
         subprocess.run(
-            [str(HOPGRAPH), "memory", "ingest", str(tmp / "note.txt"), "--memory",
-             str(tmp / "memory"), "--base-url", model.base_url, "--model", "scripted"],
-            cwd=tmp, env=env, check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                str(HOPGRAPH),
+                "memory",
+                "ingest",
+                str(tmp / "note.txt"),
+                "--memory",
+                str(tmp / "memory"),
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+            ],
+            cwd=tmp,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
         proc = subprocess.Popen(
-            [str(HOPGRAPH), "mcp", "--http", "--port", str(port), "--kb", str(kb),
-             "--base-url", model.base_url, "--model", "scripted",
-             "--set", f"polar_dir={tmp / 'memory'}", "--allowed-host", ALLOWED, *options],
-            cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(HOPGRAPH),
+                "mcp",
+                "--http",
+                "--port",
+                str(port),
+                "--kb",
+                str(kb),
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+                "--set",
+                f"polar_dir={tmp / 'memory'}",
+                "--allowed-host",
+                ALLOWED,
+                *options,
+            ],
+            cwd=tmp,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}/mcp"
         try:
             while True:  # until it answers (401 without a key), or it exits
@@ -235,9 +283,13 @@ def asked_with_memory(url: str, key: str) -> str:
 
     async def ask(client) -> None:  # noqa: ANN001
         got = await client.call_tool(
-            "ask", {"question": "What stands on the cliff?", "method": "qdrag",
-                    "settings": {"polar_memory": True}},
-        )  # fmt: skip
+            "ask",
+            {
+                "question": "What stands on the cliff?",
+                "method": "qdrag",
+                "settings": {"polar_memory": True},
+            },
+        )
         assert not got.is_error, got.content[0].text
 
     start = len(SEEN)
@@ -329,8 +381,11 @@ def test_one_key_s_flood_of_sessions_never_refuses_another_key(kb, tmp_path):
 def test_listening_on_every_address_without_an_allowed_host_is_refused_first(kb, tmp_path):
     out = subprocess.run(
         [str(HOPGRAPH), "mcp", "--http", "--host", "0.0.0.0", "--kb", str(kb)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "--allowed-host" in out.stderr
 
 
@@ -380,5 +435,5 @@ def test_ask_tells_the_client_each_node_as_progress_and_log_lines_at_its_level(k
             args=["mcp", "--kb", str(kb), "--base-url", model.base_url, "--model", "scripted"],
             env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
             cwd=str(tmp_path),
-        )  # fmt: skip
+        )
         asyncio.run(check(params))

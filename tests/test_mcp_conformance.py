@@ -33,10 +33,25 @@ def served(tmp_path):
     env = {**os.environ, "HOPGRAPH_AUTH": "off", "HOME": str(tmp_path)}
     with ScriptedServer() as model, open(tmp_path / "server.log", "wb") as log:
         proc = subprocess.Popen(
-            [str(HOPGRAPH), "mcp", "--http", "--port", str(port), "--kb", str(tmp_path / "kb"),
-             "--base-url", model.base_url, "--model", "scripted"],
-            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(HOPGRAPH),
+                "mcp",
+                "--http",
+                "--port",
+                str(port),
+                "--kb",
+                str(tmp_path / "kb"),
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}/mcp"
         try:
             while True:
@@ -60,10 +75,21 @@ def test_the_official_conformance_suite_passes_but_its_fixture_scenarios(served,
     assert (BIN / "conformance").exists(), "run `make test` (it installs tests/conformance)"
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     out = subprocess.run(
-        [str(BIN / "conformance"), "server", "--url", served,
-         "--expected-failures", str(SUITE / "expected-failures.yml"), "-o", str(tmp_path / "out")],
-        env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            str(BIN / "conformance"),
+            "server",
+            "--url",
+            served,
+            "--expected-failures",
+            str(SUITE / "expected-failures.yml"),
+            "-o",
+            str(tmp_path / "out"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     summary = out.stdout[out.stdout.find("=== SUMMARY ===") :]
     assert out.returncode == 0, summary + out.stderr[-2000:]
     for scenario in ("logging-set-level", "ping", "tools-list", "dns-rebinding-protection"):

@@ -148,9 +148,12 @@ def events(records, name):
 def test_a_question_token_cap_ends_the_loop_and_the_graph_answers(tmp_path, kb_dir):
     """max_question_tokens: once the question has spent it, no planner step starts; the answer
     comes from the graph as at the loop's end, and the record counts a budget stop."""
-    steps = [step("retrieval", ["Q0"], "Find who founded Town 3"),
-             step("retrieval", ["Q0"], "Find the founder of Town 3 another way"),
-             step("answer", ["R1", "R2"], "Where was the founder born?"), step("stop")]  # fmt: skip
+    steps = [
+        step("retrieval", ["Q0"], "Find who founded Town 3"),
+        step("retrieval", ["Q0"], "Find the founder of Town 3 another way"),
+        step("answer", ["R1", "R2"], "Where was the founder born?"),
+        step("stop"),
+    ]
     pred, final, records, _ = run(tmp_path, kb_dir, steps, max_question_tokens=1)
     assert [n["id"] for n in final["nodes"]] == ["Q0", "R1"]  # one step, then the cap
     assert pred["answer"] == "Lund" and pred["budget_stops"] == 1
@@ -502,10 +505,15 @@ def test_the_same_answer_from_the_same_parents_again_stops():
 def test_a_repeated_search_whose_answer_was_given_stops():
     nodes = [
         {"id": "Q0", "type": "question", "instruction": "", "parents": []},
-        {"id": "R1", "type": "retrieval", "instruction": "Find X", "parents": ["Q0"],
-         "sources": ["a"]},
+        {
+            "id": "R1",
+            "type": "retrieval",
+            "instruction": "Find X",
+            "parents": ["Q0"],
+            "sources": ["a"],
+        },
         {"id": "A2", "type": "answer", "instruction": "q?", "parents": ["R1"]},
-    ]  # fmt: skip
+    ]
     ok, repairs = check_step(
         {"type": "retrieval", "parents": ["R1"], "instruction": "Find X"}, nodes, "q?", False
     )
@@ -528,10 +536,14 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
         + [
             Item("image", f"i{i}", f"red lighthouse photo {i}", title=f"red lighthouse {i}")
             for i in range(8)
-        ]  # fmt: skip
+        ]
     )
-    ctx = Context(kb_dir=str(tmp_path / "kb"), mmapg_max_candidates=4,
-                  mmapg_text_radius=2.0, mmapg_image_radius=2.0)  # fmt: skip
+    ctx = Context(
+        kb_dir=str(tmp_path / "kb"),
+        mmapg_max_candidates=4,
+        mmapg_text_radius=2.0,
+        mmapg_image_radius=2.0,
+    )
     monkeypatch.setattr(roles, "key_phrases", lambda text, ctx, parents=(): ["harbour toll ledger"])
     monkeypatch.setattr(
         roles, "image_queries", lambda part, kind, ctx: (["red lighthouse photo"], "Colour?")
@@ -548,12 +560,22 @@ def test_each_knowledge_base_keeps_its_own_cap(tmp_path, monkeypatch):
 def test_a_repeated_search_in_single_path_mode_builds_on_the_latest_node_only():  # A.7
     nodes = [
         {"id": "Q0", "type": "question", "instruction": "", "parents": []},
-        {"id": "R1", "type": "retrieval", "instruction": "Find X", "parents": ["Q0"],
-         "sources": ["a"]},
-        {"id": "R2", "type": "retrieval", "instruction": "Find Y", "parents": ["R1"],
-         "sources": ["b"]},
+        {
+            "id": "R1",
+            "type": "retrieval",
+            "instruction": "Find X",
+            "parents": ["Q0"],
+            "sources": ["a"],
+        },
+        {
+            "id": "R2",
+            "type": "retrieval",
+            "instruction": "Find Y",
+            "parents": ["R1"],
+            "sources": ["b"],
+        },
         {"id": "A3", "type": "answer", "instruction": "Who is X?", "parents": ["R2"]},
-    ]  # fmt: skip
+    ]
     raw = {"type": "retrieval", "parents": ["A3"], "instruction": "Find X"}
     ok, repairs = check_step(raw, nodes, "q?", True)
     assert ok["type"] == "answer" and ok["parents"] == ["A3"]
@@ -677,12 +699,16 @@ def test_a_planner_call_records_only_what_its_prompt_shows_of_each_node(tmp_path
     _, final, records, _ = run(
         tmp_path,
         kb_dir,
-        [step("retrieval", ["Q0"], "Find who founded Town 3"), step("answer", ["R1"], "Where?"),
-         step("stop")],
-    )  # fmt: skip
+        [
+            step("retrieval", ["Q0"], "Find who founded Town 3"),
+            step("answer", ["R1"], "Where?"),
+            step("stop"),
+        ],
+    )
     assert any(n.get("hits") for n in final["nodes"])
-    calls = [c for c in events(records, "llm_call")
-             if c["template"] in ("mmapg/planner", "mmapg/reason")]  # fmt: skip
+    calls = [
+        c for c in events(records, "llm_call") if c["template"] in ("mmapg/planner", "mmapg/reason")
+    ]
     assert {c["template"] for c in calls} == {"mmapg/planner", "mmapg/reason"}
     for call in calls:
         for node in call["extra"]["inputs"]["nodes"]:

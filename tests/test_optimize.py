@@ -163,8 +163,13 @@ def test_nothing_wins_so_the_hand_written_prompts_stay(tmp_path, town_kb):
 def renamed(tmp_path, train):
     """``train``'s questions 1 and 2 under new ids, one in upper case with doubled spaces."""
     path = tmp_path / "renamed.jsonl"
-    write_questions([Question("t9", "WHAT  about town 1 ?", ["answer-1"], []),
-                     Question("t8", "What about town 2?", ["answer-2"], [])], path)  # fmt: skip
+    write_questions(
+        [
+            Question("t9", "WHAT  about town 1 ?", ["answer-1"], []),
+            Question("t8", "What about town 2?", ["answer-2"], []),
+        ],
+        path,
+    )
     return path
 
 
@@ -332,8 +337,12 @@ def test_the_verdict_s_second_arm_is_charged_for_the_first(tmp_path, town_kb):
         # room for the hand-written arm and half the optimized one: the second arm must stop
         budget = before + hand + opt // 2
         capped = tmp_path / "capped"
-        got = hopgraph(*base(train, capped, town_kb, model, "--test", str(test),
-                             "--budget-tokens", str(budget)), cwd=tmp_path)  # fmt: skip
+        got = hopgraph(
+            *base(
+                train, capped, town_kb, model, "--test", str(test), "--budget-tokens", str(budget)
+            ),
+            cwd=tmp_path,
+        )
     assert got.returncode == 4 and "budget reached" in got.stderr, got.stderr[-400:]
     answered = read_predictions(capped / "test" / "optimized" / "predictions.jsonl")
     assert 0 < len(answered) < 8
@@ -366,8 +375,10 @@ def test_when_nothing_won_the_optimized_arm_is_the_hand_written_one_asked_once(t
         asked.clear()
         out = tmp_path / "opt"  # stopped halfway through the hand-written arm, then resumed
         cap = str(before + hand * 3 // 4)
-        stopped = hopgraph(*base(train, out, town_kb, model, "--test", str(test),
-                                 "--budget-tokens", cap), cwd=tmp_path)  # fmt: skip
+        stopped = hopgraph(
+            *base(train, out, town_kb, model, "--test", str(test), "--budget-tokens", cap),
+            cwd=tmp_path,
+        )
         assert stopped.returncode == 4, stopped.stderr[-400:]
         first = read_predictions(out / "test" / "hand-written" / "predictions.jsonl")
         assert 0 < len(first) < len(test_ids), len(first)
@@ -387,11 +398,13 @@ def test_a_money_budget_stops_it_counting_only_what_reached_the_endpoint(tmp_pat
     train, out = questions(tmp_path, range(N)), tmp_path / "opt"
     price = ["--price", "prompt=1000000,completion=1000000"]  # $1 a token
     with ScriptedServer(SCRIPT) as model:
-        stopped = hopgraph(*base(train, out, town_kb, model, "--budget-usd", "1", *price),
-                           cwd=tmp_path)  # fmt: skip
+        stopped = hopgraph(
+            *base(train, out, town_kb, model, "--budget-usd", "1", *price), cwd=tmp_path
+        )
         assert stopped.returncode == 4 and "budget reached" in stopped.stderr, stopped.stderr
-        done = hopgraph(*base(train, out, town_kb, model, "--budget-usd", "1e9", *price),
-                        cwd=tmp_path)  # fmt: skip
+        done = hopgraph(
+            *base(train, out, town_kb, model, "--budget-usd", "1e9", *price), cwd=tmp_path
+        )
         assert done.returncode == 0, done.stderr
     record = json.loads((out / "record.json").read_text())
     boot = read_predictions(out / "bootstrap" / "predictions.jsonl").values()
@@ -515,8 +528,9 @@ def test_the_incumbent_on_validation_is_the_bootstrap_s_answers_even_with_no_cac
         return SCRIPT(body)
 
     with ScriptedServer(script) as model:
-        stopped = hopgraph(*base(train, out, town_kb, model, "--budget-tokens", "150"),
-                           cwd=tmp_path)  # fmt: skip
+        stopped = hopgraph(
+            *base(train, out, town_kb, model, "--budget-tokens", "150"), cwd=tmp_path
+        )
         assert stopped.returncode == 4, stopped.stderr
         first = read_predictions(out / "bootstrap" / "predictions.jsonl")
         assert len(first) < N and set(first) & set(val)  # stopped in the bootstrap
@@ -647,9 +661,14 @@ def test_a_validation_run_under_way_counts_in_both_tokens_and_hours(tmp_path):
         )
     book = SearchRecord(Plan("rag", train, out, []), on_save=print)
     book.data["candidates"] = [
-        {"id": "01-rag.short_answer-demos", "scores": {}, "skipped": "", "sent": [0, 0],
-         "seconds": 0.0}
-    ]  # fmt: skip
+        {
+            "id": "01-rag.short_answer-demos",
+            "scores": {},
+            "skipped": "",
+            "sent": [0, 0],
+            "seconds": 0.0,
+        }
+    ]
     assert book.spent()["tokens"] == 6 * 1100
     assert book.seconds() == 15.0
 
@@ -660,10 +679,20 @@ def test_a_candidate_whose_validation_run_is_under_way_is_not_shown_as_scored():
     from hopgraph.optimizer.search import render
 
     candidate = {
-        "id": "01-mmapg.planner-demos", "role": "mmapg/planner", "kind": "demos", "scores": {},
-        "better": 0, "worse": 0, "p": 1.0, "mean": 0.0, "incumbent_mean": 0.0, "won": False,
-        "tokens": 0, "seconds": 0.0, "skipped": "",
-    }  # fmt: skip
+        "id": "01-mmapg.planner-demos",
+        "role": "mmapg/planner",
+        "kind": "demos",
+        "scores": {},
+        "better": 0,
+        "worse": 0,
+        "p": 1.0,
+        "mean": 0.0,
+        "incumbent_mean": 0.0,
+        "won": False,
+        "tokens": 0,
+        "seconds": 0.0,
+        "skipped": "",
+    }
     record = {"roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1, "candidates": [candidate]}
     (row,) = [line for line in render([record]) if line.startswith("| 01-")]
     assert "under way" in row and "0.000" not in row and "| no |" not in row
@@ -685,14 +714,23 @@ def test_a_looped_role_s_demonstrations_can_show_the_step_that_ended_its_loop(tm
 
     out = tmp_path / "opt"
     (out / "bootstrap" / "traces").mkdir(parents=True)
-    steps = {"q1": ["retrieval", "retrieval", "answer"], "q2": ["retrieval", "retrieval", "stop"],
-             "q3": ["retrieval", "answer"], "q4": ["retrieval", "stop"]}  # fmt: skip
+    steps = {
+        "q1": ["retrieval", "retrieval", "answer"],
+        "q2": ["retrieval", "retrieval", "stop"],
+        "q3": ["retrieval", "answer"],
+        "q4": ["retrieval", "stop"],
+    }
     boot = {
         q: {"id": q, "answer": "Vale" if q != "q4" else "Ruth", "gold": ["Vale"]} for q in steps
     }
     for q, kinds in steps.items():
-        inputs = {"question": f"Who founded town {q}?", "plan": "1. Find the founder.",
-                  "nodes": [], "single_path": False, "repeated": None}  # fmt: skip
+        inputs = {
+            "question": f"Who founded town {q}?",
+            "plan": "1. Find the founder.",
+            "nodes": [],
+            "single_path": False,
+            "repeated": None,
+        }
         calls = "".join(trace_call("mmapg/planner", planner_reply(k), inputs) for k in kinds)
         (out / "bootstrap" / "traces" / f"{q}.jsonl").write_text(calls)
     plan = Plan("mmapg", Path("unused.jsonl"), out, ["mmapg/planner"], demos=2)
@@ -735,8 +773,14 @@ def test_a_demonstration_longer_than_its_call_s_prompt_is_measured_by_what_it_re
     (out / "bootstrap" / "predictions.jsonl").write_text(json.dumps(boot["q1"]) + "\n")
     prompt = "Question: q1\nFull answer: right\nShort answer:"
     kept = {"question": "q1", "answer": "right", "passages": "Town 1 was founded by Vale. " * 600}
-    line = trace_call("rag/short_answer", "right", kept, prompt_tokens=12, completion_tokens=1,
-                      messages=[{"role": "user", "content": prompt}])  # fmt: skip
+    line = trace_call(
+        "rag/short_answer",
+        "right",
+        kept,
+        prompt_tokens=12,
+        completion_tokens=1,
+        messages=[{"role": "user", "content": prompt}],
+    )
     (out / "bootstrap" / "traces" / "q1.jsonl").write_text(line)
     call = json.loads(line)["data"]
     assert demo_tokens(call) > 4096 and demo_tokens({**call, "messages": []}) == 13
@@ -761,21 +805,40 @@ def searched(tmp_path, scores_of: dict[str, list[float]], incumbent: list[float]
     for cid, scores in scores_of.items():
         t = paired(incumbent, scores)
         ids = [f"v{i}" for i in range(len(scores))]
-        cands.append({"id": cid, "role": "mmapg/planner", "kind": cid.rsplit("-", 1)[1],
-                      "instructions": {}, "demos": {"mmapg/planner": [f"{cid}-pool-q"]},
-                      "scores": dict(zip(ids, scores, strict=True)),
-                      "better": t.better, "worse": t.worse, "p": round(t.sign_p, 4),
-                      "mean": round(t.mean_b, 4), "incumbent_mean": round(t.mean_a, 4),
-                      "won": t.better > t.worse and t.sign_p < 0.1})  # fmt: skip
+        cands.append(
+            {
+                "id": cid,
+                "role": "mmapg/planner",
+                "kind": cid.rsplit("-", 1)[1],
+                "instructions": {},
+                "demos": {"mmapg/planner": [f"{cid}-pool-q"]},
+                "scores": dict(zip(ids, scores, strict=True)),
+                "better": t.better,
+                "worse": t.worse,
+                "p": round(t.sign_p, 4),
+                "mean": round(t.mean_b, 4),
+                "incumbent_mean": round(t.mean_a, 4),
+                "won": t.better > t.worse and t.sign_p < 0.1,
+            }
+        )
         overlay = out / "candidates" / cid / "overlay" / "mmapg"
         overlay.mkdir(parents=True)
         (overlay / "planner.jsonl").write_text(json.dumps({"inputs": {}, "output": cid}) + "\n")
     (out / "test" / "hand-written").mkdir(parents=True)
-    record = {"agent": "mmapg", "roles": ["mmapg/planner"], "metric": "f1", "alpha": 0.1,
-              "seed": 0, "candidates": cands, "incumbent": "hand-written", "seconds": 0.0,
-              "stopped": "round 1: no candidate won", "overlay_changes": [],
-              "splits": {"train": str(tmp_path / "train.jsonl")},
-              "test": {"same_prompts": True, "n": 40}}  # fmt: skip
+    record = {
+        "agent": "mmapg",
+        "roles": ["mmapg/planner"],
+        "metric": "f1",
+        "alpha": 0.1,
+        "seed": 0,
+        "candidates": cands,
+        "incumbent": "hand-written",
+        "seconds": 0.0,
+        "stopped": "round 1: no candidate won",
+        "overlay_changes": [],
+        "splits": {"train": str(tmp_path / "train.jsonl")},
+        "test": {"same_prompts": True, "n": 40},
+    }
     (out / "record.json").write_text(json.dumps(record))
     return out, Optimizer(Plan("mmapg", tmp_path / "train.jsonl", out, []), Context(), None)
 
@@ -846,14 +909,39 @@ def test_a_verdict_under_way_is_read_on_the_questions_both_arms_answered():
         "overall": {"f1": 0.353},
         "per_question": {f"q{i}": {"f1": 1.0 if i >= 15 else 0.2} for i in range(40)},
     }
-    opt = {"questions": 15, "overall": {"f1": 0.26},
-           "per_question": {f"q{i}": {"f1": 0.2} for i in range(15)}}  # fmt: skip
-    record = {"agent": "mmapg", "metric": "f1", "roles": ["mmapg/planner"], "incumbent": "c1",
-              "alpha": 0.1, "seed": 0, "splits": {}, "bootstrap_sent": [1],
-              "candidates": [{"id": "c1", "role": "mmapg/planner", "kind": "demos", "mean": 0.5,
-                              "incumbent_mean": 0.3, "won": True, "better": 4, "worse": 0,
-                              "p": 0.125, "scores": {}, "tokens": 1, "seconds": 1.0}],
-              "spent": {"tokens": 1}, "seconds": 1.0}  # fmt: skip
+    opt = {
+        "questions": 15,
+        "overall": {"f1": 0.26},
+        "per_question": {f"q{i}": {"f1": 0.2} for i in range(15)},
+    }
+    record = {
+        "agent": "mmapg",
+        "metric": "f1",
+        "roles": ["mmapg/planner"],
+        "incumbent": "c1",
+        "alpha": 0.1,
+        "seed": 0,
+        "splits": {},
+        "bootstrap_sent": [1],
+        "candidates": [
+            {
+                "id": "c1",
+                "role": "mmapg/planner",
+                "kind": "demos",
+                "mean": 0.5,
+                "incumbent_mean": 0.3,
+                "won": True,
+                "better": 4,
+                "worse": 0,
+                "p": 0.125,
+                "scores": {},
+                "tokens": 1,
+                "seconds": 1.0,
+            }
+        ],
+        "spent": {"tokens": 1},
+        "seconds": 1.0,
+    }
     (line,) = [x for x in render([record, hand, opt]) if "gap" in x]
     assert "+0.000 on the 15 test questions both arms have answered, of 40" in line, line
     assert "(0.200 -> 0.200)" in line
@@ -867,14 +955,23 @@ def wide_script(body: dict) -> str:
     instruction that changes no answer, so it ties the incumbent."""
     if body.get("_template") == "optimize/propose":
         later = (body.get("temperature") or 0) > 0
-        return json.dumps({"reasoning": "it guessed",
-                           "instruction": GOOD_ENOUGH if later else INSTRUCTION})  # fmt: skip
+        return json.dumps(
+            {"reasoning": "it guessed", "instruction": GOOD_ENOUGH if later else INSTRUCTION}
+        )
     return SCRIPT(body)
 
 
 def wide(train, out, kb, model, *extra):
-    return [*base(train, out, kb, model), "--candidates", "4", "--minibatch", "4", "--demos",
-            "2", *extra]  # fmt: skip
+    return [
+        *base(train, out, kb, model),
+        "--candidates",
+        "4",
+        "--minibatch",
+        "4",
+        "--demos",
+        "2",
+        *extra,
+    ]
 
 
 def test_a_wide_search_races_candidates_and_only_the_better_half_answer_all_of_validation(
@@ -891,8 +988,11 @@ def test_a_wide_search_races_candidates_and_only_the_better_half_answer_all_of_v
     with ScriptedServer(wide_script) as model:
         done = hopgraph(*wide(train, out, town_kb, model), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
-        proposals = [b for b, _ in model.log if "You improve the instructions" in
-                     b["messages"][-1]["content"]]  # fmt: skip
+        proposals = [
+            b
+            for b, _ in model.log
+            if "You improve the instructions" in b["messages"][-1]["content"]
+        ]
     record = json.loads((out / "record.json").read_text())
     by_id = {c["id"]: c for c in record["candidates"]}
     role = "01-rag.short_answer"
@@ -990,18 +1090,32 @@ def test_a_demonstration_too_long_to_fit_is_cut_to_the_passages_its_reply_used(t
     out = tmp_path / "opt"
     (out / "bootstrap" / "traces").mkdir(parents=True)
     filler = " ".join(["words about the place and its long history"] * 12)
-    contexts = [{"id": f"p{i}", "title": f"Town {i}", "text": f"Town {i}: {filler}"}
-                for i in range(1, 11)]  # fmt: skip
-    reply = json.dumps({"replacements": [{"phrase": "the town", "name": "Town 5",
-                                          "question": "Where is Town 5?"}],
-                        "subquestions": ["Where is Town 5 [2]?"]})  # fmt: skip
+    contexts = [
+        {"id": f"p{i}", "title": f"Town {i}", "text": f"Town {i}: {filler}"} for i in range(1, 11)
+    ]
+    reply = json.dumps(
+        {
+            "replacements": [
+                {"phrase": "the town", "name": "Town 5", "question": "Where is Town 5?"}
+            ],
+            "subquestions": ["Where is Town 5 [2]?"],
+        }
+    )
     boot = {"q1": {"id": "q1", "answer": "right", "gold": ["right"]}}
     (out / "bootstrap" / "predictions.jsonl").write_text(json.dumps(boot["q1"]) + "\n")
-    line = trace_call(role, reply, {"question": "Where is the town?", "contexts": contexts},
-                      prompt_tokens=2600, completion_tokens=60)  # fmt: skip
+    line = trace_call(
+        role,
+        reply,
+        {"question": "Where is the town?", "contexts": contexts},
+        prompt_tokens=2600,
+        completion_tokens=60,
+    )
     (out / "bootstrap" / "traces" / "q1.jsonl").write_text(line)
-    opt = Optimizer(Plan("qdrag", Path("unused.jsonl"), out, [role], demos=1),
-                    Context(n_ctx=4096, max_tokens=512), None)  # fmt: skip
+    opt = Optimizer(
+        Plan("qdrag", Path("unused.jsonl"), out, [role], demos=1),
+        Context(n_ctx=4096, max_tokens=512),
+        None,
+    )
     opt.pool = opt._pool(boot, {"q1"})
     hand = Candidate("hand-written", "", "", {}, {})
     cand = opt._make("01-demos", role, "demos", 0, hand, boot, 1)

@@ -103,10 +103,23 @@ def test_run_exports_over_otlp_http_to_a_collector(tmp_path, kb_dir):
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(3)], qfile)
     try:
         with ScriptedServer() as server:
-            out = hopgraph("run", "--agent", "rag", "--questions", qfile, "--out",
-                           tmp_path / "run", "--kb", kb_dir, "--base-url", server.base_url,
-                           "--model", "scripted", "--otel-endpoint",
-                           f"http://127.0.0.1:{collector.server_address[1]}")  # fmt: skip
+            out = hopgraph(
+                "run",
+                "--agent",
+                "rag",
+                "--questions",
+                qfile,
+                "--out",
+                tmp_path / "run",
+                "--kb",
+                kb_dir,
+                "--base-url",
+                server.base_url,
+                "--model",
+                "scripted",
+                "--otel-endpoint",
+                f"http://127.0.0.1:{collector.server_address[1]}",
+            )
     finally:
         collector.shutdown()
     assert out.returncode == 0, out.stderr
@@ -134,8 +147,9 @@ def test_an_api_key_leaves_no_trace_in_the_run_folder_trace_or_spans(tmp_path, k
     qfile = tmp_path / "q.jsonl"
     write_questions([Question(f"q{i}", f"What about town {i}?") for i in range(2)], qfile)
     with ScriptedServer() as server:
-        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
-                      api_key=secret)  # fmt: skip
+        ctx = Context(
+            base_url=server.base_url, model="scripted", kb_dir=str(kb_dir), api_key=secret
+        )
         Runner("rag", tmp_path / "run", ctx).run(qfile)
         dead = ctx.replace(base_url="http://127.0.0.1:9/v1", max_retries=1)
         Runner("rag", tmp_path / "dead", dead).run(qfile, max_consecutive_failures=0)

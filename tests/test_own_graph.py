@@ -32,8 +32,9 @@ def generate(state: State, runtime: Runtime[Context]) -> State:
     return cited_output(out, state["contexts"])
 
 
-builder = StateGraph(State, context_schema=Context, input_schema=InputState,
-                     output_schema=OutputState)  # fmt: skip
+builder = StateGraph(
+    State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+)
 builder.add_node(retrieve)
 builder.add_node(generate)
 builder.add_edge(START, "retrieve")
@@ -55,12 +56,24 @@ off_contract = off.compile()
 def test_your_own_graph_runs_resumes_traces_and_scores(tmp_path, town_kb):
     here = Path(__file__)
     qfile = tmp_path / "q.jsonl"
-    lines = [{"id": f"q{i}", "question": f"What about town {i}?", "answers": [f"answer-{i}"]}
-             for i in range(3)]  # fmt: skip
+    lines = [
+        {"id": f"q{i}", "question": f"What about town {i}?", "answers": [f"answer-{i}"]}
+        for i in range(3)
+    ]
     qfile.write_text("".join(json.dumps(q) + "\n" for q in lines))
     with ScriptedServer() as server:
-        common = ["--questions", str(qfile), "--kb", str(town_kb), "--out", "run",
-                  "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        common = [
+            "--questions",
+            str(qfile),
+            "--kb",
+            str(town_kb),
+            "--out",
+            "run",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         out = hopgraph("run", "--graph", f"{here}:graph", *common, "--limit", "2", cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         assert "2 finished, 0 failed" in out.stdout
@@ -84,15 +97,24 @@ def test_your_own_graph_runs_resumes_traces_and_scores(tmp_path, town_kb):
 def test_a_graph_off_the_contract_is_refused_with_what_it_lacks(tmp_path):
     here = Path(__file__)
     (tmp_path / "q.jsonl").write_text('{"id": "a", "question": "Why?"}\n')
-    out = hopgraph("run", "--graph", f"{here}:off_contract", "--questions", "q.jsonl",
-                   "--out", "run", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "run",
+        "--graph",
+        f"{here}:off_contract",
+        "--questions",
+        "q.jsonl",
+        "--out",
+        "run",
+        cwd=tmp_path,
+    )
     assert out.returncode == 2 and not (tmp_path / "run").exists()
     assert "does not speak hopgraph's contract" in out.stderr
     assert (
         "input schema has no 'question'" in out.stderr and "no 'answer', 'response'" in out.stderr
     )
-    out = hopgraph("run", "--graph", f"{here}:nothing", "--questions", "q.jsonl",
-                   "--out", "run", cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "run", "--graph", f"{here}:nothing", "--questions", "q.jsonl", "--out", "run", cwd=tmp_path
+    )
     assert out.returncode == 2 and "has no 'nothing'" in out.stderr
     out = hopgraph("run", "--questions", "q.jsonl", "--out", "run", cwd=tmp_path)
     assert out.returncode == 2 and "name a graph" in out.stderr
@@ -104,8 +126,11 @@ def test_a_package_registers_its_graph_by_entry_point(monkeypatch):
     from hopgraph import graphs
 
     mine = importlib.metadata.EntryPoint("mine", "test_own_graph:graph", graphs.ENTRY_POINTS)
-    monkeypatch.setattr(importlib.metadata, "entry_points",
-                        lambda group: [mine] if group == graphs.ENTRY_POINTS else [])  # fmt: skip
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda group: [mine] if group == graphs.ENTRY_POINTS else [],
+    )
     found = graphs.registered()
     assert found["mine"] == "test_own_graph:graph" and found["rag"] == "hopgraph.graphs.rag:graph"
     monkeypatch.setattr(graphs, "GRAPHS", found)

@@ -73,14 +73,21 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
     ignore = shutil.ignore_patterns(".*", "*.egg-info", "__pycache__", *left_out)
     shutil.copytree(ROOT, src, ignore=ignore)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path, src],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path, src],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("hopgraph-*.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     (Path(site) / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
     subprocess.run([*pip, "--python", python, "install", "--no-deps", wheel], check=True)
 
@@ -98,14 +105,18 @@ def test_the_built_wheel_installs_and_every_command_it_ships_runs(tmp_path):
     where, count = out.stdout.split()
     assert Path(where).is_relative_to(venv) and int(count) > 80
     hopgraph = venv / "bin" / "hopgraph"
-    assert "Usage" in subprocess.run([hopgraph, "--help"], capture_output=True, text=True,
-                                     check=True).stdout  # fmt: skip
+    assert (
+        "Usage"
+        in subprocess.run([hopgraph, "--help"], capture_output=True, text=True, check=True).stdout
+    )
     checkout = tmp_path / "checkout"
     # benchmarks' renderers import test helpers; a study of examples/' Self-Ask reads its code
     for folder in ("benchmarks", "docs", "tests", "examples"):
-        shutil.copytree(ROOT / folder, checkout / folder,
-                        ignore=shutil.ignore_patterns("__py*", "node_modules"))  # fmt: skip
-    done = subprocess.run([hopgraph, "results", "--check"], cwd=checkout, capture_output=True,
-                          text=True)  # fmt: skip
+        shutil.copytree(
+            ROOT / folder, checkout / folder, ignore=shutil.ignore_patterns("__py*", "node_modules")
+        )
+    done = subprocess.run(
+        [hopgraph, "results", "--check"], cwd=checkout, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "is current" in done.stdout

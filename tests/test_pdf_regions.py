@@ -58,8 +58,15 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch)
     run = tmp_path / "run"
     (run / "traces").mkdir(parents=True)
     cited = [stored["id"]]
-    pred = {"id": "q1", "answer": answer, "response": answer, "citations": cited,
-            "contexts_ids": cited, "gold": ["x"], "question": "What does it say?"}  # fmt: skip
+    pred = {
+        "id": "q1",
+        "answer": answer,
+        "response": answer,
+        "citations": cited,
+        "contexts_ids": cited,
+        "gold": ["x"],
+        "question": "What does it say?",
+    }
     (run / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
     trace = {"mode": "values", "graph": "mabdqa", "data": {"kept": [stored], "question": "?"}}
     (run / "traces" / "q1.jsonl").write_text(json.dumps(trace) + "\n")
@@ -85,8 +92,10 @@ def test_the_highlighted_region_holds_the_quoted_sentence(tmp_path, monkeypatch)
 def test_an_answer_quoting_nothing_of_a_page_has_no_region():
     from hopgraph.memory.regions import cited_region, quoted_span
 
-    page = {"text": "Revenue rose by nine percent in the third quarter of the year.",
-            "provenance": {"lines": [[0, 0, 100, 10, 0, 62]]}}  # fmt: skip
+    page = {
+        "text": "Revenue rose by nine percent in the third quarter of the year.",
+        "provenance": {"lines": [[0, 0, 100, 10, 0, 62]]},
+    }
     assert cited_region(page, "The answer is 42 and nothing more.") == []
     assert quoted_span("revenue rose by nine percent", page["text"]) == (0, 28)
     assert cited_region(page, "It says revenue rose by nine percent.") == [[0, 0, 100, 10]]

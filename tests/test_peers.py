@@ -19,17 +19,36 @@ PEERS = Path(__file__).resolve().parents[1] / "benchmarks" / "peers" / "llamaind
 
 def questions(tmp_path, n=2):
     qfile = tmp_path / "q.jsonl"
-    qs = [{"id": f"q{i}", "question": f"Which fact is about town {i} and town {i + 1}?",
-           "answers": [f"Fact {i}"]} for i in range(n)]  # fmt: skip
+    qs = [
+        {
+            "id": f"q{i}",
+            "question": f"Which fact is about town {i} and town {i + 1}?",
+            "answers": [f"Fact {i}"],
+        }
+        for i in range(n)
+    ]
     qfile.write_text("".join(json.dumps(q) + "\n" for q in qs))
     return qfile
 
 
 def run(graph, tmp_path, kb, script):
     with ScriptedServer(script) as server:
-        out = hopgraph("run", "--graph", f"{PEERS}:{graph}", "--questions", questions(tmp_path),
-                       "--kb", kb, "--base-url", server.base_url, "--model", "scripted",
-                       "--out", graph, cwd=tmp_path)  # fmt: skip
+        out = hopgraph(
+            "run",
+            "--graph",
+            f"{PEERS}:{graph}",
+            "--questions",
+            questions(tmp_path),
+            "--kb",
+            kb,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--out",
+            graph,
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stdout + out.stderr
         calls = server.calls
     lines = (tmp_path / graph / "predictions.jsonl").read_text().splitlines()
@@ -50,8 +69,10 @@ def test_the_sub_question_engine_asks_llamaindexs_prompts_and_is_counted(tmp_pat
             return "Fact 1"
         if "sub_question" in prompt and "tool_name" in prompt:  # LlamaIndex's question generator
             town = prompt.rsplit("about town ", 1)[1].split(" ")[0]
-            subs = [{"sub_question": f"What is known about town {t}?", "tool_name": "passages"}
-                    for t in (town, str(int(town) + 1))]  # fmt: skip
+            subs = [
+                {"sub_question": f"What is known about town {t}?", "tool_name": "passages"}
+                for t in (town, str(int(town) + 1))
+            ]
             return "```json\n" + json.dumps({"items": subs}) + "\n```"
         return "Fact one."
 
@@ -121,9 +142,22 @@ def test_a_peer_on_the_embedded_model_counts_llama_cpps_usage(tmp_path, town_kb)
     """The real path: the embedded server started by the run, LlamaIndex fitting prompts with
     the GGUF's own tokenizer, whole (unstreamed) replies and their usage counted."""
     qfile = questions(tmp_path, n=1)
-    out = hopgraph("run", "--graph", f"{PEERS}:citation", "--questions", qfile, "--kb", town_kb,
-                   "--model", "smollm2-135m", "--set", "max_tokens=48", "--out", "real",
-                   cwd=tmp_path)  # fmt: skip
+    out = hopgraph(
+        "run",
+        "--graph",
+        f"{PEERS}:citation",
+        "--questions",
+        qfile,
+        "--kb",
+        town_kb,
+        "--model",
+        "smollm2-135m",
+        "--set",
+        "max_tokens=48",
+        "--out",
+        "real",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     (p,) = [
         json.loads(x) for x in (tmp_path / "real" / "predictions.jsonl").read_text().splitlines()

@@ -250,8 +250,11 @@ def test_visual_pathway_negates_a_proposed_concept_and_text_aligns_to_it(served,
     mem = polar_memory(ctx)
     image_id = next(iter(mem.recall("kitchen", k=1, mode="vanilla"))).id
     assert mem.concepts_of(image_id) == {
-        "cup": "HAS", "table": "HAS", "knife": "NOT_HAS", "dog": "NOT_HAS"
-    }  # fmt: skip
+        "cup": "HAS",
+        "table": "HAS",
+        "knife": "NOT_HAS",
+        "dog": "NOT_HAS",
+    }
     ingest_text("Aunt Mira keeps her blue cup on the shelf.", ctx, source="note")
     stats = mem.stats()
     assert stats["edges"]["MENTIONS"] == 1 and stats["edges"]["HAS"] == 3
@@ -284,8 +287,10 @@ def test_recall_parses_the_query_and_handles_overlap_and_no_concepts(served, cap
     assert out.positive == ["table"] and out.negative == []
     assert "dropped: cup" in out.note and "dropped: cup" in caplog.text
     assert {r.content for r in out.items} == {
-        "Cup and knife on a board.", "A cup on a table.", "A table, nothing on it."
-    }  # fmt: skip
+        "Cup and knife on a board.",
+        "A cup on a table.",
+        "A table, nothing on it.",
+    }
     # nothing parsable: similarity recall, logged
     caplog.clear()
     with caplog.at_level(logging.WARNING):
@@ -308,8 +313,13 @@ def test_langchain_tools(served, photo):
 
     ctx, _ = served
     tools = {t.name: t for t in memory_tools(ctx)}
-    assert set(tools) == {"memory_ingest_text", "memory_ingest_image", "memory_recall",
-                          "memory_stats", "memory_forget"}  # fmt: skip
+    assert set(tools) == {
+        "memory_ingest_text",
+        "memory_ingest_image",
+        "memory_recall",
+        "memory_stats",
+        "memory_forget",
+    }
     assert "absent" in tools["memory_ingest_text"].args
     out = json.loads(tools["memory_ingest_image"].invoke({"path": str(photo)}))
     assert out["not_has"] == ["knife", "dog"] and out["added"] == 1
@@ -332,8 +342,20 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
     # no model endpoint needed for the asserted facts; the image fails (no VLM), the text goes on
     entities = [{"name": n, "polarity": "present"} for n in ("shed", "rake")]
     with ScriptedServer(lambda body: json.dumps({"entities": entities})) as server:
-        out = cli("memory", "ingest", str(photo), str(text), "--memory", mem, "--absent", "ladder",
-                  "--base-url", server.base_url, "--model", "scripted")  # fmt: skip
+        out = cli(
+            "memory",
+            "ingest",
+            str(photo),
+            str(text),
+            "--memory",
+            mem,
+            "--absent",
+            "ladder",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        )
     assert out.returncode == 1, out.stderr
     assert "needs a vision-language model" in out.stderr and "1 failed" in out.stdout
     # the text is verified to have no ladder: wanting one suppresses it
@@ -347,8 +369,9 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
 
 def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
     corpus = tmp_path / "corpus.json"
-    corpus.write_text(json.dumps([{"title": f"P{i}", "text": f"Passage {i} names Ada {i}."}
-                                  for i in range(3)]))  # fmt: skip
+    corpus.write_text(
+        json.dumps([{"title": f"P{i}", "text": f"Passage {i} names Ada {i}."} for i in range(3)])
+    )
     mem = str(tmp_path / "mem")
     asked = []
 
@@ -360,8 +383,17 @@ def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
         return json.dumps({"entities": [text.rsplit("names ", 1)[1].rstrip(".\n ")]})
 
     def ingest():
-        return hopgraph("memory", "ingest", corpus, "--memory", mem, "--base-url",
-                        server.base_url, "--model", "scripted")  # fmt: skip
+        return hopgraph(
+            "memory",
+            "ingest",
+            corpus,
+            "--memory",
+            mem,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        )
 
     with ScriptedServer(reply) as server:
         broken = True
@@ -456,14 +488,16 @@ def test_negated_text_entities_are_absent_and_bare_mentions_constrain_nothing(ne
     _, mem = negations
     by_text = {r.content: r.id for r in mem.recall("kitchen drawer soup", k=6, mode="vanilla")}
     assert mem.concepts_of(by_text["No knife was found in the kitchen."]) == {
-        "kitchen": "HAS", "knife": "NOT_HAS"
-    }  # fmt: skip
+        "kitchen": "HAS",
+        "knife": "NOT_HAS",
+    }
     assert mem.concepts_of(by_text["The soup was served without salt."])["salt"] == "NOT_HAS"
     assert mem.concepts_of(by_text["A spoon was not found in the drawer."])["spoon"] == "NOT_HAS"
     assert mem.concepts_of(by_text["The bowl is not made of glass."])["glass"] == "NOT_HAS"
     assert mem.concepts_of(by_text["The cookbook explains how to sharpen a knife."]) == {
-        "cookbook": "HAS", "knife": "MENTIONS"
-    }  # fmt: skip
+        "cookbook": "HAS",
+        "knife": "MENTIONS",
+    }
     rows = mem._db().execute("SELECT kind, provenance FROM edges WHERE kind != 'SIMILAR_TO'")
     notes = {kind: note for kind, note in rows}
     assert notes["NOT_HAS"] == "asserted absent in the text (scripted)"
@@ -523,8 +557,10 @@ def test_parsed_concepts_must_stand_in_the_query(tmp_path, caplog):
 
     with ScriptedServer(reply) as server:
         ctx = Context(base_url=server.base_url, model="scripted", polar_dir=str(tmp_path / "m"))
-        memories = [scene("A knife on a board.", has=["knife"]),
-                    scene("A cup, no knife.", has=["cup"], not_has=["knife"])]  # fmt: skip
+        memories = [
+            scene("A knife on a board.", has=["knife"]),
+            scene("A cup, no knife.", has=["cup"], not_has=["knife"]),
+        ]
         polar_memory(ctx).add(memories)
         with caplog.at_level(logging.WARNING):
             out = recall("a kitchen with a knife", ctx, k=2)

@@ -25,8 +25,9 @@ def other_machine(chroma: str, db: str, folder: str, code: str) -> object:
         from hopgraph.memory.polarmem import PolarMemory
         mem = PolarMemory({folder!r}, chroma_url={chroma!r}, db_url={db!r})
     """) + textwrap.dedent(code)
-    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -34,11 +35,13 @@ def other_machine(chroma: str, db: str, folder: str, code: str) -> object:
 def test_two_machines_share_one_memory_on_the_servers(tmp_path, chroma_server, postgres):
     db = fresh_database(postgres, "polar_shared")
     here = PolarMemory(tmp_path / "a" / "team", chroma_url=chroma_server, db_url=db)
-    here.add([
-        Observation("image", "a knife on a cutting board", key="img1", has={"knife": 0.9}),
-        Observation("image", "an empty cutting board", key="img2", not_has={"knife": 0.05}),
-        Observation("text", "The harbour bell rings at noon.", key="t1"),
-    ])  # fmt: skip
+    here.add(
+        [
+            Observation("image", "a knife on a cutting board", key="img1", has={"knife": 0.9}),
+            Observation("image", "an empty cutting board", key="img2", not_has={"knife": 0.05}),
+            Observation("text", "The harbour bell rings at noon.", key="t1"),
+        ]
+    )
     assert not (tmp_path / "a").exists(), "a server memory keeps no folder"
 
     seen = other_machine(
@@ -70,8 +73,9 @@ def test_two_machines_share_one_memory_on_the_servers(tmp_path, chroma_server, p
     other = PolarMemory(tmp_path / "a" / "solo", chroma_url=chroma_server, db_url=db)
     assert other.stats()["vectors"] == 0  # another name, another memory on the same servers
     with pytest.raises(PolarMemoryError, match="embedder"):
-        PolarMemory(tmp_path / "team", chroma_url=chroma_server, db_url=db,
-                    embedder="all-MiniLM-L12-v2")  # fmt: skip
+        PolarMemory(
+            tmp_path / "team", chroma_url=chroma_server, db_url=db, embedder="all-MiniLM-L12-v2"
+        )
 
 
 def test_a_memory_on_a_chroma_server_without_a_database_is_refused_naming_the_setting(

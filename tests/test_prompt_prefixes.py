@@ -46,11 +46,24 @@ def test_each_planning_step_extends_the_last_one_s_prompt():
     node and the closing line, not the instructions, question, plan or earlier nodes."""
     nodes = [
         {"id": "Q0", "type": "question", "parents": [], "content": "Who founded the harbour town?"},
-        {"id": "R1", "type": "retrieval", "parents": ["Q0"], "instruction": "harbour town",
-         "content": PASSAGE},
-    ]  # fmt: skip
-    grown = [*nodes, {"id": "A2", "type": "answer", "parents": ["R1"], "instruction": "who",
-                      "content": "Ada Moor"}]  # fmt: skip
+        {
+            "id": "R1",
+            "type": "retrieval",
+            "parents": ["Q0"],
+            "instruction": "harbour town",
+            "content": PASSAGE,
+        },
+    ]
+    grown = [
+        *nodes,
+        {
+            "id": "A2",
+            "type": "answer",
+            "parents": ["R1"],
+            "instruction": "who",
+            "content": "Ada Moor",
+        },
+    ]
     plan = "1. Find the harbour town. 2. Find who founded it."
     a, b = (
         PLANNER.render(
@@ -60,7 +73,7 @@ def test_each_planning_step_extends_the_last_one_s_prompt():
             nodes=shown(n),
             single_path=False,
             repeated=None,
-        )  # fmt: skip
+        )
         for n in (nodes, grown)
     )
     common = shared(a, b)

@@ -68,8 +68,10 @@ def test_demonstrations_beside_a_template_render_first_and_are_hashed_with_it(tm
     import json
 
     passages = [{"title": "Town 1", "text": "Fact 1 about town 1."}]
-    demo = {"inputs": {"question": "Where is town 1?", "contexts": passages},
-            "output": "In the north [1]."}  # fmt: skip
+    demo = {
+        "inputs": {"question": "Where is town 1?", "contexts": passages},
+        "output": "In the north [1].",
+    }
     plain = Prompts(tmp_path)
     before = plain.render("rag/answer", question="Where is town 2?", contexts=passages)
     digest = plain.digest("rag/answer")
@@ -92,24 +94,50 @@ def test_a_demonstration_of_graph_nodes_renders_every_field_it_holds(tmp_path):
 
     from hopgraph.agents.mmapg import PLANNER
 
-    node = {"id": "Q0", "type": "question", "instruction": "", "content": "Who built town 1?",
-            "parents": [], "calls": 1}  # fmt: skip
-    step = {"id": "R1", "type": "retrieval", "instruction": "Find who built town 1",
-            "content": "Ann built town 1.", "parents": ["Q0"]}  # fmt: skip
-    demo = {"inputs": {"question": "Who built town 1?", "plan": "1. Find the builder.",
-                       "nodes": [node, step], "single_path": False, "repeated": None},
-            "output": '{"type": "stop", "parents": ["R1"], "instruction": ""}'}  # fmt: skip
+    node = {
+        "id": "Q0",
+        "type": "question",
+        "instruction": "",
+        "content": "Who built town 1?",
+        "parents": [],
+        "calls": 1,
+    }
+    step = {
+        "id": "R1",
+        "type": "retrieval",
+        "instruction": "Find who built town 1",
+        "content": "Ann built town 1.",
+        "parents": ["Q0"],
+    }
+    demo = {
+        "inputs": {
+            "question": "Who built town 1?",
+            "plan": "1. Find the builder.",
+            "nodes": [node, step],
+            "single_path": False,
+            "repeated": None,
+        },
+        "output": '{"type": "stop", "parents": ["R1"], "instruction": ""}',
+    }
     (tmp_path / "mmapg").mkdir()
     (tmp_path / "mmapg" / "planner.jsonl").write_text(json.dumps(demo) + "\n")
     prompts = Prompts(tmp_path)
     prompts.check_overrides()
     told = {"type": "retrieval", "instruction": "Find it", "of": "R1", "found": "Ann"}
-    text = prompts.render("mmapg/planner", question="Who built town 2?", plan="1. Find it.",
-                          nodes=[node], single_path=False, repeated=told,
-                          shape=PLANNER.shape)  # fmt: skip
+    text = prompts.render(
+        "mmapg/planner",
+        question="Who built town 2?",
+        plan="1. Find it.",
+        nodes=[node],
+        single_path=False,
+        repeated=told,
+        shape=PLANNER.shape,
+    )
     assert "[1] id: Q0; type: question; content: Who built town 1?; calls: 1" in text
-    assert "[2] id: R1; type: retrieval; instruction: Find who built town 1; content: Ann built " \
-        "town 1.; parents: Q0" in text  # fmt: skip
+    assert (
+        "[2] id: R1; type: retrieval; instruction: Find who built town 1; content: Ann built "
+        "town 1.; parents: Q0" in text
+    )
     assert "single_path: False" in text and "repeated:" not in text.split("Now the task")[0]
 
 
@@ -124,8 +152,10 @@ def test_a_demonstration_the_partial_cannot_render_is_refused_before_a_run(tmp_p
         "{{ prompt }}"
     )
     (tmp_path / "rag").mkdir()
-    demo = {"inputs": {"question": "Where is town 1?", "contexts": [{"text": "North."}]},
-            "output": "North."}  # fmt: skip
+    demo = {
+        "inputs": {"question": "Where is town 1?", "contexts": [{"text": "North."}]},
+        "output": "North.",
+    }
     (tmp_path / "rag" / "answer.jsonl").write_text(json.dumps(demo) + "\n")
     with pytest.raises(PromptError, match=r"answer\.jsonl demonstration 1 does not render"):
         Prompts(tmp_path).check_overrides()
@@ -136,11 +166,14 @@ def test_a_demonstration_the_partial_cannot_render_is_refused_before_a_run(tmp_p
     [
         ("rag/answer.jsonl", "{not json", "line 1 is not JSON"),
         ("rag/answer.jsonl", '{"inputs": {}}', 'line 1: a demonstration is {"inputs"'),
-        ("rag/nothing.jsonl", "{\"inputs\": {}, \"output\": \"\"}", "to no template"),
-        ("rag/answer.jsonl", '{"inputs": {"gold": "x"}, "output": ""}',
-         "gives gold, which rag/answer is never given"),
+        ("rag/nothing.jsonl", '{"inputs": {}, "output": ""}', "to no template"),
+        (
+            "rag/answer.jsonl",
+            '{"inputs": {"gold": "x"}, "output": ""}',
+            "gives gold, which rag/answer is never given",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_demonstrations_file_is_refused_naming_it(tmp_path, name, line, message):
     (tmp_path / "rag").mkdir()
     (tmp_path / name).write_text(line + "\n")

@@ -168,9 +168,10 @@ def test_qdr_refuses_a_cyclic_plan_and_still_answers(tmp_path, kb_dir):
     pred, _, final, records = run(tmp_path, kb_dir, plan=cyclic, qdrag_mode="qdr")
     assert "cycle" in final["plan_error"]
     (refused,) = [
-        r["data"] for r in records
+        r["data"]
+        for r in records
         if r.get("mode") == "custom" and r["data"].get("event") == "fallback"
-    ]  # fmt: skip
+    ]
     assert refused["role"] == "planner" and "cycle" in refused["reason"]
     assert pred["answer"] == "Lund" and pred["fallbacks"] == 1
 
@@ -217,10 +218,12 @@ def test_qdr_can_steer_dependent_searches_with_grail(tmp_path, kb_dir):
     _, _, final, records = run(tmp_path, kb_dir, qdrag_mode="qdr", grail_mode="gap-fixed")
     solved = {s["id"]: s for s in final["solved"]}
     steered = [
-        r["data"] for r in records
-        if r.get("mode") == "custom" and r["data"].get("event") == "retrieval"
+        r["data"]
+        for r in records
+        if r.get("mode") == "custom"
+        and r["data"].get("event") == "retrieval"
         and "mode" in r["data"]
-    ]  # fmt: skip
+    ]
     (event,) = steered  # only Q2 depends on another subquestion
     assert event["context"] == solved["Q1"]["context_ids"][:5] and event["g"] == pytest.approx(0.3)
     assert not set(solved["Q2"]["context_ids"]) & set(event["context"])
@@ -247,15 +250,21 @@ def test_qdrag_answers_with_polarmem_memories_as_fact_checks(tmp_path, kb_dir):
     qfile = tmp_path / "q.jsonl"  # the parse's concept must stand in the question (grounding)
     write_questions([Question("q1", "Was Ada Moor born in Lund?", ["Lund"])], qfile)
     with ScriptedServer(reply) as server:
-        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb_dir),
-                      polar_memory=True, polar_dir=str(mem_dir))  # fmt: skip
+        ctx = Context(
+            base_url=server.base_url,
+            model="scripted",
+            kb_dir=str(kb_dir),
+            polar_memory=True,
+            polar_dir=str(mem_dir),
+        )
         Runner("qdrag", tmp_path / "run", ctx).run(qfile)
     assert read_predictions(tmp_path / "run" / "predictions.jsonl")["q1"]["error"] is None
     records = trace_records(tmp_path / "run" / "traces" / "q1.jsonl")
     (recalled,) = [
-        r["data"] for r in records
+        r["data"]
+        for r in records
         if r.get("mode") == "custom" and r["data"].get("event") == "memory_recall"
-    ]  # fmt: skip
+    ]
     assert recalled["positive"] == ["Lund"]
     (answer_prompt,) = [p for p in prompts if "Fact Check" in p]  # the cited answer's
     assert "Town 3 was founded" in answer_prompt  # beside the knowledge base's passages
@@ -285,8 +294,10 @@ def test_reranking_goes_in_order_to_a_one_at_a_time_server(monkeypatch):
     qdrag.score_all(pairs, Context(model="qwen2.5-coder-1.5b", engine="llama-cpp-python"))
     assert [(q, c) for q, c, _ in seen] == [(q, c["id"]) for q, c in pairs]
     assert {t for *_, t in seen} == {main}
-    for ctx in (Context(base_url="http://vllm:8000/v1", model="m"),
-                Context(model="qwen2.5-coder-1.5b", engine="llama-server", slots=4)):  # fmt: skip
+    for ctx in (
+        Context(base_url="http://vllm:8000/v1", model="m"),
+        Context(model="qwen2.5-coder-1.5b", engine="llama-server", slots=4),
+    ):
         seen.clear()
         scores = qdrag.score_all(pairs, ctx)
         assert scores == [float(f"{c['id'][1:]}.{len(q)}") for q, c in pairs]

@@ -34,16 +34,23 @@ def test_the_first_ten_minutes_work_as_the_readme_writes_them(tmp_path):
     with ScriptedServer() as model:
         env = docs_env(model.base_url)
         demo = [  # what `make demo` does
-            "hopgraph data demo demo", "hopgraph index demo/corpus --kb demo/kb",
+            "hopgraph data demo demo",
+            "hopgraph index demo/corpus --kb demo/kb",
             "hopgraph run --agent rag --questions demo/questions.jsonl --kb demo/kb "
             "--out demo/runs/rag",
-        ]  # fmt: skip
+        ]
         for line in [*demo, *lines[1:]]:
             as_written(line.split("  #")[0].strip(), tmp_path, env, runs={"rag", "qdrag"})
         script = tmp_path / "example.py"
         script.write_text(python_example())
-        out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         assert "qdrag/answer" in out.stdout or "qdrag/" in out.stdout
 

@@ -26,22 +26,37 @@ def test_a_fresh_copy_of_the_records_reads_every_record_scored_with_no_extra_com
     from hopgraph.presentation.viewer import RunView
 
     checkout = tmp_path / "checkout"
-    shutil.copytree(ROOT / "benchmarks", checkout / "benchmarks",
-                    ignore=shutil.ignore_patterns("__pycache__", "validation.jsonl"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "benchmarks",
+        checkout / "benchmarks",
+        ignore=shutil.ignore_patterns("__pycache__", "validation.jsonl"),
+    )
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("HOPGRAPH_DATA", raising=False)
     monkeypatch.chdir(tmp_path)
     a, b = "benchmarks/results/hotpotqa/n100/rag", "benchmarks/results/hotpotqa/n100/qdc"
 
-    out = hopgraph("compare", a, b, "--questions", cwd=checkout,
-                   env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # fmt: skip
+    out = hopgraph(
+        "compare",
+        a,
+        b,
+        "--questions",
+        cwd=checkout,
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     assert out.returncode != 0
     assert "made from hotpotqa/hotpotqa_train.json (hotpotqa)" in out.stderr, out.stderr
     assert "../shared/data" in out.stderr
 
     (tmp_path / "shared").symlink_to(SHARED_DATA.parent)  # the data beside the clone
-    out = hopgraph("compare", a, b, "--questions", cwd=checkout,
-                   env={"XDG_CACHE_HOME": str(tmp_path / "cache")})  # fmt: skip
+    out = hopgraph(
+        "compare",
+        a,
+        b,
+        "--questions",
+        cwd=checkout,
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+    )
     assert out.returncode == 0, out.stderr
     assert "    rag: '" in out.stdout and "    qdc: '" in out.stdout  # each flip, both answers
     unscored = []
@@ -71,8 +86,9 @@ def test_a_record_s_question_file_is_found_from_anywhere_below_its_repository(
     record = repo / "benchmarks" / "results" / "r"
     record.mkdir(parents=True)
     digest = hashlib.sha256((repo / "runs/q.jsonl").read_bytes()).hexdigest()
-    (record / "manifest.json").write_text(json.dumps({"agent": "rag", "questions": "runs/q.jsonl",
-                                                      "questions_sha256": digest}))  # fmt: skip
+    (record / "manifest.json").write_text(
+        json.dumps({"agent": "rag", "questions": "runs/q.jsonl", "questions_sha256": digest})
+    )
     (record / "predictions.jsonl").write_text(json.dumps({"id": "q0", "answer": "answer-0"}) + "\n")
     monkeypatch.chdir(repo / "benchmarks")
     assert scored_predictions(Path("results/r"))["q0"]["gold"] == ["answer-0"]

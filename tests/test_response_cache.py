@@ -65,8 +65,12 @@ def test_processes_share_one_cache(tmp_path):
         "print(m.complete([user('q')], role='r'))"
     )
     tests = str(__import__("pathlib").Path(__file__).parent)
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), tests],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), tests],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     ep = ScriptedEndpoint([])  # no reply scripted: a request would fail the test
     assert model(ep, tmp_path).complete([user("q")], role="r") == "from the other process"
@@ -78,8 +82,9 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     kb = tmp_path / "kb"
     KnowledgeBase(kb).add([Item("text", f"k{i}", f"Town {i} has {i} bridges.") for i in range(6)])
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question(f"q{i}", f"How many bridges has town {i}?", [str(i)])
-                     for i in range(5)], qfile)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"How many bridges has town {i}?", [str(i)]) for i in range(5)], qfile
+    )
     mine = tmp_path / "mine" / "rag"
     mine.mkdir(parents=True)
     (mine / "short_answer.j2").write_text(
@@ -96,8 +101,9 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
         return "Yes" if "yes or no" in text and int(town) % 2 == 0 else town
 
     with ScriptedServer(reply) as server:
-        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
-                      response_cache=cache)  # fmt: skip
+        ctx = Context(
+            base_url=server.base_url, model="scripted", kb_dir=str(kb), response_cache=cache
+        )
         Runner("rag", tmp_path / "before", ctx).run(qfile)
         first = server.calls
         Runner("rag", tmp_path / "after", ctx.replace(prompts_dir=str(tmp_path / "mine"))).run(
@@ -116,8 +122,18 @@ def test_a_rerun_after_a_prompt_change_pays_only_for_the_changed_calls(tmp_path)
     assert manifest["context"]["response_cache"] == cache
     # compare: the verdict and the three questions the edit turned wrong
     evaluate_run(tmp_path / "before")
-    out = hopgraph("compare", "before", "after", "--metric", "em", "--metric", "cache_hits",
-                   "--questions", cwd=tmp_path, env={"COLUMNS": "200"})  # fmt: skip
+    out = hopgraph(
+        "compare",
+        "before",
+        "after",
+        "--metric",
+        "em",
+        "--metric",
+        "cache_hits",
+        "--questions",
+        cwd=tmp_path,
+        env={"COLUMNS": "200"},
+    )
     assert out.returncode == 0, out.stderr
     assert "0/3/2" in out.stdout and "not significant" in out.stdout  # em: 3 worse, 2 tied
     lost = out.stdout.split("em: right -> wrong (3)")[1].split("em: wrong -> right (0)")[0]

@@ -101,9 +101,14 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
 
     def caveat(rows, **kw):
         table = results.RunTable(
-            "M", "t", "finding", rows, ["seconds", "prefill_tokens_per_s"],
-            [results.Claim("after", "before", "seconds", lower=True)], **kw,
-        )  # fmt: skip
+            "M",
+            "t",
+            "finding",
+            rows,
+            ["seconds", "prefill_tokens_per_s"],
+            [results.Claim("after", "before", "seconds", lower=True)],
+            **kw,
+        )
         lines = results.run_table(table)
         assert any(line.startswith("- after beats before on seconds") for line in lines)
         return [line for line in lines if line.startswith("- Seconds:")]
@@ -119,8 +124,10 @@ def test_seconds_from_endpoints_of_different_speed_are_flagged(tmp_path, monkeyp
     assert "| prefill_tokens_per_s | 23.000 | 37.000 |" in results.run_table(table)
     # one column resumed on a machine half as fast: its own seconds mix machines
     (tmp_path / "mixed").mkdir()
-    per_q = {f"q{i}": {"seconds": 200.0, "prefill_tokens_per_s": 56.0 if i < 6 else 22.8}
-             for i in range(8)}  # fmt: skip
+    per_q = {
+        f"q{i}": {"seconds": 200.0, "prefill_tokens_per_s": 56.0 if i < 6 else 22.8}
+        for i in range(8)
+    }
     (tmp_path / "mixed" / "metrics.json").write_text(json.dumps({"per_question": per_q}))
     (line,) = caveat({"before": "fast", "after": "mixed"})
     assert "within a column" in line and "after 22.8 to 56.0" in line
@@ -159,16 +166,27 @@ def test_seconds_answered_from_the_response_cache_are_flagged_not_compared(tmp_p
 
 def test_the_latency_model_table_reads_its_targets_from_the_record():
     def row(agent, depth, c32, **extra):
-        return {"agent": agent, "llm_calls": 2, "prompt_tokens": 300.0, "depth": depth,
-                "seconds": 0.5, "questions_per_s_c1": 1.0, "questions_per_s_c8": 6.0,
-                "questions_per_s_c32": c32, "speedup_c8": 6.0,
-                "speedup_c32": c32} | extra  # fmt: skip
+        return {
+            "agent": agent,
+            "llm_calls": 2,
+            "prompt_tokens": 300.0,
+            "depth": depth,
+            "seconds": 0.5,
+            "questions_per_s_c1": 1.0,
+            "questions_per_s_c8": 6.0,
+            "questions_per_s_c32": c32,
+            "speedup_c8": 6.0,
+            "speedup_c32": c32,
+        } | extra
 
     rep = {
         "server": {"latency_s": 0.2, "per_token_s": 2e-05, "slots": 32},
-        "rows": [row("rag", 2, 9.0), row("qdrag QD-C", 5, 7.8),
-                 row("mmapg", 12, 22.0, depth_per_iteration=1.2)],
-    }  # fmt: skip
+        "rows": [
+            row("rag", 2, 9.0),
+            row("qdrag QD-C", 5, 7.8),
+            row("mmapg", 12, 22.0, depth_per_iteration=1.2),
+        ],
+    }
     draw = results.renderer("benchmarks/bench_agents.py:render")  # beside the benchmark
     text = "\n".join(draw([rep]))
     assert "| mmapg | 2 | 300 | 12 (1.2 per planner iteration) |" in text
@@ -246,8 +264,10 @@ def test_a_score_judged_on_part_of_the_questions_says_on_how_many(tmp_path, monk
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     for name, judged in (("a", 50), ("b", 30)):
         (tmp_path / name).mkdir()
-        per_q = {f"q{i}": {"f1": 1.0} | ({"citation_recall": 0.5} if i < judged else {})
-                 for i in range(50)}  # fmt: skip
+        per_q = {
+            f"q{i}": {"f1": 1.0} | ({"citation_recall": 0.5} if i < judged else {})
+            for i in range(50)
+        }
         (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
     table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1", "citation_recall"])
     assert "| citation_recall | 0.500 | 0.500 (30 of 50) |" in "\n".join(results.run_table(table))
@@ -259,8 +279,14 @@ def test_a_table_names_the_kb_its_columns_read(tmp_path, monkeypatch):
     import json
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
-    build = {"source": "pdfs", "format": "folder", "ocr": "off", "page_pixels": 0,
-             "limit": None, "derived": False}  # fmt: skip
+    build = {
+        "source": "pdfs",
+        "format": "folder",
+        "ocr": "off",
+        "page_pixels": 0,
+        "limit": None,
+        "derived": False,
+    }
     kbs = {
         "a": {"counts": {"text": 0, "page": 988}, "builds": [build]},
         "b": {"counts": {"text": 0, "page": 988}, "builds": [build]},
@@ -372,15 +398,17 @@ def test_a_table_says_when_its_answers_come_from_more_than_one_llama_cpp_build(
 
     (line,) = lines(rag="rag", peer="peer")
     assert "rag: AVX2 (40), AVX-512 (40); peer: AVX-512 (80);" in line
-    claim = results.RunTable("M", "t", "f", {"rag": "rag", "peer": "peer"}, ["f1"],
-                             [results.Claim("rag", "peer", "f1")])  # fmt: skip
+    claim = results.RunTable(
+        "M", "t", "f", {"rag": "rag", "peer": "peer"}, ["f1"], [results.Claim("rag", "peer", "f1")]
+    )
     (verdict,) = [ln for ln in results.run_table(claim) if ln.startswith("- rag beats peer")]
     assert verdict.endswith(". Answered on two builds: 40 of its 80 pairs.")
     (line,) = lines(qdc="qdc", peer="peer")  # each column one build, but not the same one
     assert "qdc: AVX2 (40); peer: AVX-512 (80)" in line
     assert lines(qdc="qdc") == [] and lines(peer="peer", old="old") == []
-    two_builds = results.RunTable("M", "t", "f", {"a": "qdc", "b": "peer"}, ["f1"],
-                                  speed_is_compared=True)  # fmt: skip
+    two_builds = results.RunTable(
+        "M", "t", "f", {"a": "qdc", "b": "peer"}, ["f1"], speed_is_compared=True
+    )
     assert not any(ln.startswith("**llama.cpp") for ln in results.run_table(two_builds))
 
 
@@ -393,9 +421,13 @@ def test_a_search_under_way_says_how_far_it_has_come_not_that_it_was_never_measu
 
     monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
     table = results.BenchTable(
-        "M", "search", "finding", ["s/record.json"], "hopgraph.optimizer.search:render",
+        "M",
+        "search",
+        "finding",
+        ["s/record.json"],
+        "hopgraph.optimizer.search:render",
         progress="s/bootstrap",
-    )  # fmt: skip
+    )
     assert "Not measured yet." in results.bench_table(table)
 
     run = tmp_path / "s" / "bootstrap"

@@ -41,7 +41,7 @@ def fields(schema: type[BaseModel]) -> set[str]:
         names.add(name)
         for inner in re.findall(r"<class '([\w.]+)'>", repr(field.annotation)) + [
             getattr(a, "__qualname__", "") for a in getattr(field.annotation, "__args__", ())
-        ]:  # fmt: skip
+        ]:
             model = _model(schema, inner)
             if model is not None:
                 names |= fields(model)
@@ -136,9 +136,14 @@ def test_a_template_showing_a_json_shape_belongs_to_a_role_with_a_schema():
 
 
 def test_a_role_holds_the_demonstrations_its_overlay_gives_and_renders_them(tmp_path):
-    demo = {"inputs": {"instruction": "Who founded Town 3?", "title": "Town 3",
-                       "text": "Ann founded Town 3."},
-            "output": '{"facts": "Ann founded Town 3.", "helps": true}'}  # fmt: skip
+    demo = {
+        "inputs": {
+            "instruction": "Who founded Town 3?",
+            "title": "Town 3",
+            "text": "Ann founded Town 3.",
+        },
+        "output": '{"facts": "Ann founded Town 3.", "helps": true}',
+    }
     (tmp_path / "mmapg").mkdir()
     (tmp_path / "mmapg" / "examine_text.jsonl").write_text(json.dumps(demo) + "\n")
     ctx = Context(base_url=CTX.base_url, model=CTX.model, prompts_dir=str(tmp_path))

@@ -206,8 +206,9 @@ def test_the_speed_probe_asks_again_when_a_count_stops_early(monkeypatch):
             usage = SimpleNamespace(prompt_tokens=prompt, completion_tokens=n)
             return SimpleNamespace(usage=usage)
 
-    monkeypatch.setattr(doctor, "time", SimpleNamespace(perf_counter=lambda: clock[0],
-                                                        time_ns=lambda: 0))  # fmt: skip
+    monkeypatch.setattr(
+        doctor, "time", SimpleNamespace(perf_counter=lambda: clock[0], time_ns=lambda: 0)
+    )
     rates = doctor.measure_speed(Endpoint())
     prefill = 450 / (450 / 80 + 1 / 30)
     decode = 64 / (30 / 80 + 64 / 30 - 30 / prefill)
@@ -484,8 +485,11 @@ def test_a_question_killed_mid_node_keeps_each_call_once_and_counts_what_the_end
         received = len(server.log)
     pred = read_predictions(tmp_path / "run" / "predictions.jsonl")["q0"]
     records = trace_records(trace_path(tmp_path / "run", "q0"))
-    calls = [r["data"] for r in records
-             if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
+    calls = [
+        r["data"]
+        for r in records
+        if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
+    ]
     lost, replayed = pred.get("lost_calls", 0), pred.get("replayed_calls", 0)
     assert [r["data"]["resume"] for r in records if r.get("mode") == "start"] == [False, True]
     # the second logged reply may still be on the wire at the kill: then it is lost, not replayed
@@ -578,8 +582,9 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     with ScriptedServer() as server:
         common = ["--kb", str(kb_dir), "--base-url", server.base_url, "--model", "scripted"]
         for name in ("a", "b"):
-            out = hopgraph("run", "--agent", "rag", "--questions", qfile, "--out",
-                           tmp_path / name, *common)  # fmt: skip
+            out = hopgraph(
+                "run", "--agent", "rag", "--questions", qfile, "--out", tmp_path / name, *common
+            )
             assert out.returncode == 0, out.stderr
             assert "2 finished, 0 failed" in out.stdout
         out = hopgraph("eval", tmp_path / "b", "--citations", *common[2:])
@@ -602,8 +607,17 @@ def test_cli_run_eval_trace_compare(tmp_path, kb_dir):
     assert out.returncode == 0 and "2 vs 2 questions" in out.stdout
     out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "a"))
     assert out.returncode == 0 and "2 vs 2 vs 2 questions" in out.stdout
-    out = run("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "f1",
-              "--metric", "prompt_tokens", "--metric", "bogus")  # fmt: skip
+    out = run(
+        "compare",
+        str(tmp_path / "a"),
+        str(tmp_path / "b"),
+        "--metric",
+        "f1",
+        "--metric",
+        "prompt_tokens",
+        "--metric",
+        "bogus",
+    )
     assert out.returncode == 0 and "f1" in out.stdout and "prompt_tokens" in out.stdout
     assert "llm_calls" not in out.stdout and "no run has: bogus" in out.stderr
     assert run("compare", str(tmp_path / "a")).returncode == 2
@@ -682,8 +696,11 @@ def test_a_run_folder_is_a_committable_record_that_resumes_in_a_fresh_clone(tmp_
         assert man["machine"]["cores"] and man["command"] and len(man["sittings"]) == 1
         tracked = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=all", str(record)],
-            cwd=TESTS.parent, capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
+            cwd=TESTS.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         names = sorted(Path(line[3:]).name for line in tracked.splitlines())
         traces = [f"q{i}.jsonl.gz" for i in range(4)]  # a record keeps its traces, packed
         assert names == ["manifest.json", "predictions.jsonl", *traces], tracked
@@ -749,16 +766,40 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
     """Piped (not a terminal), ask prints plain lines as the graph runs: each node starting and
     ending with what it wrote, the calls and retrievals inside, then the answer and sources."""
     with ScriptedServer() as server:
-        out = hopgraph("ask", "What about town 3?", "--agent", "qdrag", "--kb", kb_dir,
-                       "--base-url", server.base_url, "--model", "scripted", "--out",
-                       tmp_path / "ask")  # fmt: skip
+        out = hopgraph(
+            "ask",
+            "What about town 3?",
+            "--agent",
+            "qdrag",
+            "--kb",
+            kb_dir,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--out",
+            tmp_path / "ask",
+        )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    order = [next(i for i, ln in enumerate(lines) if ln.startswith(p)) for p in
-             ("Q: What about town 3?", "▶ retrieve", "    retrieve 'What about town 3?'",
-              "● retrieve  contexts=[text-", "▶ decompose", "▶ rerank", "    llm reranker",
-              "● select  kept=", "▶ generate", "    llm generator [rag/answer]", "● generate",
-              "A: answer-", "  [1] Town 3: Fact number 3 about town 3.")]  # fmt: skip
+    order = [
+        next(i for i, ln in enumerate(lines) if ln.startswith(p))
+        for p in (
+            "Q: What about town 3?",
+            "▶ retrieve",
+            "    retrieve 'What about town 3?'",
+            "● retrieve  contexts=[text-",
+            "▶ decompose",
+            "▶ rerank",
+            "    llm reranker",
+            "● select  kept=",
+            "▶ generate",
+            "    llm generator [rag/answer]",
+            "● generate",
+            "A: answer-",
+            "  [1] Town 3: Fact number 3 about town 3.",
+        )
+    ]
     assert order == sorted(order)
     from hopgraph.harness.run_folder import trace_ids, trace_records
 
@@ -793,8 +834,11 @@ def test_a_record_refuses_answers_from_other_method_code_unless_accepted(
         (first,) = read_predictions(run / "predictions.jsonl").values()
         assert first["code"] == code["fingerprint"] == man["sittings"][0]["code"]
         # as if the first answer came from an older generator
-        old = {"fingerprint": "0ld0ld0ld0ld", "files": code["files"] | {
-            "hopgraph.agents.generator": "0" * 16, "hopgraph.tools.gone": "1" * 16}}  # fmt: skip
+        old = {
+            "fingerprint": "0ld0ld0ld0ld",
+            "files": code["files"]
+            | {"hopgraph.agents.generator": "0" * 16, "hopgraph.tools.gone": "1" * 16},
+        }
         (run / "manifest.json").write_text(json.dumps(man | {"code": old}))
         (run / "predictions.jsonl").write_text(json.dumps(first | {"code": "0ld0ld0ld0ld"}) + "\n")
         with pytest.raises(RunError) as refused:
@@ -884,8 +928,9 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     long = "x" * 121
     ids = ["col/1", "col_1", "col?1", "COL_1", long + "a", long + "b"]
     path = tmp_path / "q.jsonl"
-    write_questions([Question(q, f"What about town {i}?", [f"answer-{i}"], [])
-                     for i, q in enumerate(ids)], path)  # fmt: skip
+    write_questions(
+        [Question(q, f"What about town {i}?", [f"answer-{i}"], []) for i, q in enumerate(ids)], path
+    )
     with ScriptedServer() as server:
         summary = Runner("rag", tmp_path / "run", ctx_for(server, kb_dir)).run(path)
     assert summary.finished == len(ids)
@@ -894,8 +939,11 @@ def test_every_question_id_has_its_own_trace_file(tmp_path, kb_dir):
     for i, q in enumerate(ids):
         (start, *_) = trace_records(trace_path(tmp_path / "run", q))
         assert start["data"]["id"] == q
-        calls = [r["data"] for r in trace_records(trace_path(tmp_path / "run", q))
-                 if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"]  # fmt: skip
+        calls = [
+            r["data"]
+            for r in trace_records(trace_path(tmp_path / "run", q))
+            if r.get("mode") == "custom" and r["data"].get("event") == "llm_call"
+        ]
         assert calls and all(f"What about town {i}?" in json.dumps(c) for c in calls)
     assert trace_name("5a727bc85542994cef4bc2d2") == "5a727bc85542994cef4bc2d2"
     assert trace_name("demo-06") == "demo-06"
@@ -908,8 +956,7 @@ def killed_at(run: Path, lost: Callable[[dict], bool], writes_of_kept: bool = Tr
     import sqlite3
 
     db = sqlite3.connect(run / "checkpoints.sqlite")
-    (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints")
-                 if t.endswith(":q1")}  # fmt: skip
+    (thread,) = {t for (t,) in db.execute("SELECT thread_id FROM checkpoints") if t.endswith(":q1")}
     rows = db.execute(
         "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ?", (thread,)
     ).fetchall()
@@ -921,8 +968,9 @@ def killed_at(run: Path, lost: Callable[[dict], bool], writes_of_kept: bool = Tr
     db.commit()
     db.close()
     log = run / "predictions.jsonl"
-    log.write_text("".join(x + "\n" for x in log.read_text().splitlines()
-                           if json.loads(x)["id"] != "q1"))  # fmt: skip
+    log.write_text(
+        "".join(x + "\n" for x in log.read_text().splitlines() if json.loads(x)["id"] != "q1")
+    )
     return thread
 
 
@@ -984,8 +1032,11 @@ def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_r
         Runner("rag", tmp_path / "whole", ctx_for(server, kb_dir)).run(qfile, concurrency=2)
     run = tmp_path / "run"
     script = tmp_path / "run_script.py"
-    script.write_text(textwrap.dedent(KILL_SCRIPT).format(
-        tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)))  # fmt: skip
+    script.write_text(
+        textwrap.dedent(KILL_SCRIPT).format(
+            tests=str(TESTS), kb=str(kb_dir), run=str(run), questions=str(qfile)
+        )
+    )
     preds = run / "predictions.jsonl"
 
     def lines() -> int:
@@ -1006,8 +1057,11 @@ def test_kill_9_twice_at_concurrency_2_then_resume_answers_as_an_uninterrupted_r
     rows = [json.loads(x) for x in preds.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(f"q{i}" for i in range(10))
     whole = read_predictions(tmp_path / "whole" / "predictions.jsonl")
-    bad = [(r["id"], r["answer"], r["error"], r["llm_calls"]) for r in rows
-           if not r["answer"] or r["error"]]  # fmt: skip
+    bad = [
+        (r["id"], r["answer"], r["error"], r["llm_calls"])
+        for r in rows
+        if not r["answer"] or r["error"]
+    ]
     assert not bad
     assert {r["id"]: r["answer"] for r in rows} == {q: p["answer"] for q, p in whole.items()}
 

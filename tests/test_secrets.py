@@ -67,10 +67,23 @@ def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path, userinfo):
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     with ScriptedServer() as server:
         url = server.base_url.replace("://", f"://{userinfo}@")
-        out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                  "--model", "scripted", "--set", f"api_key={SECRET}-key",
-                  "--set", f"registry_url=host=127.0.0.1 port=1 password={SECRET}-dsn",
-                  cwd=tmp_path, env={"HOPGRAPH_BASE_URL": url})  # fmt: skip
+        out = cli(
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--model",
+            "scripted",
+            "--set",
+            f"api_key={SECRET}-key",
+            "--set",
+            f"registry_url=host=127.0.0.1 port=1 password={SECRET}-dsn",
+            cwd=tmp_path,
+            env={"HOPGRAPH_BASE_URL": url},
+        )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "r" / "run.lock").exists() and list((tmp_path / "r").glob("traces/*"))
     assert leaks(tmp_path / "r", out.stdout, out.stderr) == []
@@ -85,11 +98,26 @@ def test_no_secret_of_a_run_reaches_its_files_or_output(tmp_path, userinfo):
 def test_a_checkpointer_that_cannot_be_reached_is_named_without_its_password(tmp_path):
     (tmp_path / "q.jsonl").write_text('{"id": "q0", "question": "What is fact 0?"}\n')
     with ScriptedServer() as server:
-        for dsn in (f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
-                    f"host=127.0.0.1 port=1 user=u password={SECRET}-2 dbname=db"):  # fmt: skip
-            out = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                      "--base-url", server.base_url, "--model", "scripted",
-                      "--checkpointer", dsn, cwd=tmp_path)  # fmt: skip
+        for dsn in (
+            f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
+            f"host=127.0.0.1 port=1 user=u password={SECRET}-2 dbname=db",
+        ):
+            out = cli(
+                "run",
+                "--agent",
+                "direct",
+                "--questions",
+                "q.jsonl",
+                "--out",
+                "r",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "scripted",
+                "--checkpointer",
+                dsn,
+                cwd=tmp_path,
+            )
             assert out.returncode == 2 and "checkpointer" in out.stderr, out.stderr
             assert leaks(tmp_path, out.stdout, out.stderr) == [], out.stderr
 
@@ -97,10 +125,13 @@ def test_a_checkpointer_that_cannot_be_reached_is_named_without_its_password(tmp
 def test_no_secret_of_an_index_reaches_its_files_or_output(tmp_path):
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "a.txt").write_text("A red lighthouse stands on the northern cliff.")
-    for i, url in enumerate((f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
-                             f"host=127.0.0.1 port=1 password={SECRET}-2 dbname=db")):  # fmt: skip
-        out = cli("index", "corpus", "--kb", f"kb{i}", "--set", f"registry_url={url}",
-                  cwd=tmp_path)  # fmt: skip
+    for i, url in enumerate(
+        (
+            f"postgresql://u:{SECRET}-1@127.0.0.1:1/db",
+            f"host=127.0.0.1 port=1 password={SECRET}-2 dbname=db",
+        )
+    ):
+        out = cli("index", "corpus", "--kb", f"kb{i}", "--set", f"registry_url={url}", cwd=tmp_path)
         assert out.returncode in (0, 2), out.stdout + out.stderr  # indexed, or refused saying why
         assert leaks(tmp_path, out.stdout, out.stderr) == [], out.stdout + out.stderr
 
@@ -109,21 +140,54 @@ def test_no_secret_of_an_optimize_search_or_a_refused_knob_is_recorded_or_printe
     """A proposer endpoint given as ``http://TOKEN@host`` was written in clear into the
     bootstrap's manifest (its command), and ``--set chroma_url=http://TOKEN@...`` into the
     error that refused it; record.json, the response cache and every trace are held too."""
-    lines = [{"id": f"q{i}", "question": f"What is fact {i}?", "answers": [f"fact {i}"]}
-             for i in range(4)]  # fmt: skip
+    lines = [
+        {"id": f"q{i}", "question": f"What is fact {i}?", "answers": [f"fact {i}"]}
+        for i in range(4)
+    ]
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     with ScriptedServer() as server:
         proposer = server.base_url.replace("://", f"://{SECRET}-proposer@")
-        out = cli("optimize", "--agent", "direct", "--questions", "q.jsonl", "--out", "opt",
-                  "--base-url", server.base_url, "--model", "scripted", "--rounds", "1",
-                  "--val-share", "0.5", "--proposer-base-url", proposer,
-                  "--proposer-model", "scripted", cwd=tmp_path)  # fmt: skip
+        out = cli(
+            "optimize",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "opt",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--rounds",
+            "1",
+            "--val-share",
+            "0.5",
+            "--proposer-base-url",
+            proposer,
+            "--proposer-model",
+            "scripted",
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         assert (tmp_path / "opt" / "record.json").exists()
         assert leaks(tmp_path / "opt", out.stdout, out.stderr) == []
-        refused = cli("run", "--agent", "direct", "--questions", "q.jsonl", "--out", "r",
-                      "--base-url", server.base_url, "--model", "scripted", "--set",
-                      f"chroma_url=http://{SECRET}-chroma@127.0.0.1:1", cwd=tmp_path)  # fmt: skip
+        refused = cli(
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "r",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--set",
+            f"chroma_url=http://{SECRET}-chroma@127.0.0.1:1",
+            cwd=tmp_path,
+        )
         assert leaks(tmp_path, refused.stdout, refused.stderr) == [], refused.stderr[-800:]
 
 
@@ -149,8 +213,9 @@ def test_a_secret_in_any_url_form_reaches_no_file_span_or_view_answer(tmp_path, 
     from hopgraph.questions.datasets import Question, write_questions
 
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
-                     for i in range(2)], qfile)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], []) for i in range(2)], qfile
+    )
     exporter = InMemorySpanExporter()
     otel = OtelExport(exporter=exporter)
     with ScriptedServer() as server:
@@ -171,8 +236,9 @@ def test_a_secret_in_any_url_form_reaches_no_file_span_or_view_answer(tmp_path, 
     answers = [client.get("/api/runs").text]
     for run in ("live", "dead"):
         answers.append(client.get("/api/questions", params={"run": run}).text)
-        answers += [client.get("/api/question", params={"run": run, "id": q}).text
-                    for q in ("q0", "q1")]  # fmt: skip
+        answers += [
+            client.get("/api/question", params={"run": run, "id": q}).text for q in ("q0", "q1")
+        ]
     assert all(a.startswith(("{", "[")) for a in answers)
     assert [i for i, a in enumerate(answers) if SECRET in a] == []
 
@@ -189,21 +255,25 @@ def test_the_view_api_masks_a_secret_an_older_run_wrote_in_clear(tmp_path, town_
 
     qfile = tmp_path / "q.jsonl"
     write_questions([Question("q0", "What about town 0?", ["answer-0"], [])], qfile)
-    ctx = Context(base_url="http://127.0.0.1:9/v1", model="scripted", kb_dir=str(town_kb),
-                  max_retries=1)  # fmt: skip
+    ctx = Context(
+        base_url="http://127.0.0.1:9/v1", model="scripted", kb_dir=str(town_kb), max_retries=1
+    )
     Runner("rag", tmp_path / "old", ctx).run(qfile, max_consecutive_failures=0)
     preds = tmp_path / "old" / "predictions.jsonl"
     clear = f"http://bob:{SECRET}@127.0.0.1:9/v1?token={SECRET}"
     rows = [json.loads(x) for x in preds.read_text().splitlines()]
-    preds.write_text("".join(json.dumps({**r, "error": f"APIConnectionError: {clear}"}) + "\n"
-                             for r in rows))  # fmt: skip
+    preds.write_text(
+        "".join(json.dumps({**r, "error": f"APIConnectionError: {clear}"}) + "\n" for r in rows)
+    )
     manifest = tmp_path / "old" / "manifest.json"
     man = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**man, "model": f"scripted via {clear}"}))
     client = TestClient(build_app(Viewer([tmp_path / "old"])), base_url="http://127.0.0.1")
-    answers = [client.get("/api/runs").text,
-               client.get("/api/questions", params={"run": "old"}).text,
-               client.get("/api/question", params={"run": "old", "id": "q0"}).text]  # fmt: skip
+    answers = [
+        client.get("/api/runs").text,
+        client.get("/api/questions", params={"run": "old"}).text,
+        client.get("/api/question", params={"run": "old", "id": "q0"}).text,
+    ]
     assert all(SECRET not in a for a in answers), answers
     assert "bob:***@" in answers[1]
 
@@ -211,8 +281,16 @@ def test_the_view_api_masks_a_secret_an_older_run_wrote_in_clear(tmp_path, town_
 def test_redaction_covers_every_secret_parameter_name_and_a_bearer_value():
     from hopgraph.redaction import redacted
 
-    for name in ("sig", "code", "pass", "jwt", "session", "hmac", "access_token",
-                 "X-Amz-Signature"):  # fmt: skip
+    for name in (
+        "sig",
+        "code",
+        "pass",
+        "jwt",
+        "session",
+        "hmac",
+        "access_token",
+        "X-Amz-Signature",
+    ):
         assert redacted(f"https://h/otel?{name}=S3CRET-v4lue&x=1") == (
             f"https://h/otel?{name}=***&x=1"
         ), name
@@ -252,11 +330,24 @@ def test_an_otel_endpoint_token_reaches_no_record_lock_or_stderr(tmp_path, town_
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]  # closed when the block ends: nothing listens there
     with ScriptedServer() as server:
-        out = hopgraph("-v", "run", "--agent", "rag", "--questions", qfile, "--out",
-                       tmp_path / "run", "--kb", town_kb, "--base-url", server.base_url,
-                       "--model", "scripted", "--otel-endpoint",
-                       f"http://127.0.0.1:{dead}/otel?sig={SECRET}-5521"
-                       f"&access_token={SECRET}-77")  # fmt: skip
+        out = hopgraph(
+            "-v",
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            qfile,
+            "--out",
+            tmp_path / "run",
+            "--kb",
+            town_kb,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--otel-endpoint",
+            f"http://127.0.0.1:{dead}/otel?sig={SECRET}-5521&access_token={SECRET}-77",
+        )
     assert out.returncode == 0, out.stderr
     assert "/otel/v1/traces" in out.stderr, out.stderr[-2000:]  # the exporter did say its URL
     assert leaks(tmp_path / "run", out.stdout, out.stderr) == []

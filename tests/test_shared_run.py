@@ -25,12 +25,32 @@ def test_two_workers_share_a_run_and_one_killed_loses_nothing(tmp_path, postgres
 
         def worker(name):
             return subprocess.Popen(
-                [sys.executable, "-m", "hopgraph.cli", "run", "--agent", "rag", "--questions",
-                 str(qfile), "--out", str(tmp_path / name / "run"), "--kb", str(tmp_path / "kb"),
-                 "--base-url", server.base_url, "--model", "scripted", "--checkpointer",
-                 postgres, "--lease", "3"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "hopgraph.cli",
+                    "run",
+                    "--agent",
+                    "rag",
+                    "--questions",
+                    str(qfile),
+                    "--out",
+                    str(tmp_path / name / "run"),
+                    "--kb",
+                    str(tmp_path / "kb"),
+                    "--base-url",
+                    server.base_url,
+                    "--model",
+                    "scripted",
+                    "--checkpointer",
+                    postgres,
+                    "--lease",
+                    "3",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
 
         a, b = worker("a"), worker("b")
         preds_a = tmp_path / "a" / "run" / "predictions.jsonl"
@@ -74,8 +94,9 @@ def test_a_shared_question_killed_with_only_its_input_saved_is_answered_afresh(t
         [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(3)]
     )
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], [])
-                     for i in range(3)], qfile)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"What about town {i}?", [f"answer-{i}"], []) for i in range(3)], qfile
+    )
     db = fresh_database(postgres, "input_only")
     with ScriptedServer() as server:
         ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(tmp_path / "kb"))
@@ -84,18 +105,30 @@ def test_a_shared_question_killed_with_only_its_input_saved_is_answered_afresh(t
         first.run(qfile)
         first.close()
         with psycopg.connect(db, autocommit=True) as conn:
-            (thread,) = {t for (t,) in conn.execute("SELECT thread_id FROM checkpoints")
-                         if t.endswith(":q1")}  # fmt: skip
-            later = [c for (c,) in conn.execute(
-                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s "
-                "AND metadata->>'source' <> 'input'", (thread,))]  # fmt: skip
+            (thread,) = {
+                t for (t,) in conn.execute("SELECT thread_id FROM checkpoints") if t.endswith(":q1")
+            }
+            later = [
+                c
+                for (c,) in conn.execute(
+                    "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s "
+                    "AND metadata->>'source' <> 'input'",
+                    (thread,),
+                )
+            ]
             assert later
-            conn.execute("DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id = ANY(%s)",
-                         (thread, later))  # fmt: skip
-            conn.execute("DELETE FROM checkpoint_writes WHERE thread_id = %s "
-                         "AND checkpoint_id = ANY(%s)", (thread, later))  # fmt: skip
-            conn.execute("UPDATE hopgraph_questions SET done = false, prediction = NULL, "
-                         "heartbeat = '-infinity' WHERE qid = 'q1'")  # fmt: skip
+            conn.execute(
+                "DELETE FROM checkpoints WHERE thread_id = %s AND checkpoint_id = ANY(%s)",
+                (thread, later),
+            )
+            conn.execute(
+                "DELETE FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_id = ANY(%s)",
+                (thread, later),
+            )
+            conn.execute(
+                "UPDATE hopgraph_questions SET done = false, prediction = NULL, "
+                "heartbeat = '-infinity' WHERE qid = 'q1'"
+            )
         runner = Runner("rag", tmp_path / "run", ctx, checkpointer=db, lease=1)
         again = runner.run(qfile)
         runner.close()

@@ -78,11 +78,29 @@ def records(tmp_path_factory) -> Path:
     (overlay / "answer.j2").write_text("Answer from what you know.\n\nQuestion: {{ question }}\n")
     runs = {
         "rag": ("--agent", "rag", "--questions", "rag.jsonl", "--set", "top_k=2"),
-        "qdc": ("--agent", "qdrag", "--questions", "qdc.jsonl", "--set", "qdrag_mode=qdc",
-                "--set", "qdrag_budget=1", "--set", "qdrag_retrieve_k=3"),
-        "bare": ("--agent", "rag", "--questions", "bare.jsonl", "--set", "top_k=2",
-                 "--prompts", "bare-prompts"),
-    }  # fmt: skip
+        "qdc": (
+            "--agent",
+            "qdrag",
+            "--questions",
+            "qdc.jsonl",
+            "--set",
+            "qdrag_mode=qdc",
+            "--set",
+            "qdrag_budget=1",
+            "--set",
+            "qdrag_retrieve_k=3",
+        ),
+        "bare": (
+            "--agent",
+            "rag",
+            "--questions",
+            "bare.jsonl",
+            "--set",
+            "top_k=2",
+            "--prompts",
+            "bare-prompts",
+        ),
+    }
     with ScriptedServer(REPLIES) as model:
         for name, args in runs.items():
             served = ("--base-url", model.base_url, "--model", "scripted")

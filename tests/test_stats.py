@@ -99,8 +99,9 @@ def test_compare_prints_verdicts_and_the_flipped_questions(tmp_path):
     kb = tmp_path / "kb"
     KnowledgeBase(kb).add([Item("text", f"k{i}", f"Town {i} has {i} bridges.") for i in range(6)])
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question(f"q{i}", f"How many bridges has town {i}?", [str(i)])
-                     for i in range(4)], qfile)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"How many bridges has town {i}?", [str(i)]) for i in range(4)], qfile
+    )
 
     def script(wrong: set[str]):
         def short(body):
@@ -134,9 +135,15 @@ def test_compare_prints_verdicts_and_the_flipped_questions(tmp_path):
 
 
 CHROMIUM = [
-    "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "chromium",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.mark.skipif(
@@ -149,19 +156,27 @@ def test_the_plots_show_in_a_real_browser(tmp_path, monkeypatch):
     results.write(tmp_path)
     figures = sorted((tmp_path / "plots").glob("*.svg"))
     text = "\n".join(p.read_text() for p in tmp_path.glob("*.md"))
-    shown = [line.split("(plots/")[1].rstrip(")") for line in text.splitlines()
-             if line.startswith("![")]  # fmt: skip
+    shown = [
+        line.split("(plots/")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")
+    ]
     assert sorted(shown) == [f.name for f in figures] and len(figures) >= 4
     cost = next(f for f in figures if f.name.startswith("every-method") and "cost" in f.name)
     flags = [f"--user-data-dir={tmp_path / 'profile'}"]
-    out = subprocess.run([*CHROMIUM, *flags, "--dump-dom", cost.as_uri()], capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [*CHROMIUM, *flags, "--dump-dom", cost.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and "<svg" in out.stdout
     for label in ("rag", "QD-C", "QD-R", "MMAPG", "LLM calls per question"):
         assert label in out.stdout  # matplotlib writes text as text
     shot = tmp_path / "cost.png"
-    subprocess.run([*CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1100,400",
-                    cost.as_uri()], capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [*CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1100,400", cost.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
     assert shot.exists() and shot.stat().st_size > 10_000
 
 

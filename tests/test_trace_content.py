@@ -39,13 +39,19 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     kb, qfile, qdoc = demo
     agent, fields = AGENTS[name]
     with ScriptedServer(reply) as server:
-        ctx = Context(base_url=server.base_url, model="scripted", kb_dir=str(kb),
-                      api_key="sk-secret-key-1234", **fields)  # fmt: skip
+        ctx = Context(
+            base_url=server.base_url,
+            model="scripted",
+            kb_dir=str(kb),
+            api_key="sk-secret-key-1234",
+            **fields,
+        )
         run = tmp_path / name
         summary = Runner(agent, run, ctx).run(qdoc if agent == "mabdqa" else qfile, limit=2)
     assert summary.finished == 2 and summary.failed == 0
-    received = [(json.dumps(body["messages"], sort_keys=True), body, sent)
-                for body, sent in server.log]  # fmt: skip
+    received = [
+        (json.dumps(body["messages"], sort_keys=True), body, sent) for body, sent in server.log
+    ]
     calls = []
     for path in trace_ids(run):
         records = trace_records(path)
@@ -57,10 +63,15 @@ def test_every_call_in_the_trace_is_what_the_endpoint_received_and_replied(name,
     for call in calls:
         key = json.dumps(call["messages"], sort_keys=True)
         match = next(
-            (r for r in left if r[0] == key and r[2] == call["reply"]
-             and all(r[1].get(k) == v for k, v in call["sampling"].items())),
+            (
+                r
+                for r in left
+                if r[0] == key
+                and r[2] == call["reply"]
+                and all(r[1].get(k) == v for k, v in call["sampling"].items())
+            ),
             None,
-        )  # fmt: skip
+        )
         assert match is not None, f"{call['role']}: no request with these messages and reply"
         left.remove(match)
         if call["kind"] == "structured":
@@ -119,8 +130,19 @@ def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path,
         return out.stdout
 
     with ScriptedServer(reply) as server:
-        base = ["run", "--agent", "rag", "--questions", "q.jsonl", "--kb", str(town_kb),
-                "--base-url", server.base_url, "--model", "scripted"]  # fmt: skip
+        base = [
+            "run",
+            "--agent",
+            "rag",
+            "--questions",
+            "q.jsonl",
+            "--kb",
+            str(town_kb),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+        ]
         hopgraph(*base, "--out", "a")
         hopgraph(*base, "--out", "b", "--prompts", "mine")
     shown = hopgraph("trace", "b", "q1", "--calls")
@@ -143,9 +165,18 @@ def test_content_tracing_can_be_turned_off(endpoint):
     assert call["messages"] == [] and call["reply"] is None and call["sampling"]["max_tokens"]
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run",
-                  "--disable-quic", "--enable-logging=stderr", "--v=0"]  # fmt: skip
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 
 
 @pytest.mark.skipif(
@@ -185,8 +216,12 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
     page = report.render_html(tmp_path / "run", evaluate_run(tmp_path / "run"))
     url = page.as_uri() + (f"#{qid}:Q1" if agent == "mmapg" else "")
     profile = [f"--user-data-dir={tmp_path / 'profile'}"]
-    out = subprocess.run(["chromium", *CHROMIUM_FLAGS, *profile, "--dump-dom", url],
-                         capture_output=True, text=True, timeout=180)  # fmt: skip
+    out = subprocess.run(
+        ["chromium", *CHROMIUM_FLAGS, *profile, "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     dom = out.stdout
     assert "Uncaught" not in out.stderr
@@ -201,8 +236,18 @@ def test_the_report_is_a_trace_viewer_in_a_real_browser(name, demo, tmp_path):
         assert '<div class="node-detail" data-for="Q1">' in dom  # shown
         assert '<div class="node-detail" data-for="Q0" hidden="">' in dom  # the others hidden
     shot = tmp_path / f"{name}.png"
-    subprocess.run(["chromium", *CHROMIUM_FLAGS, *profile, f"--screenshot={shot}",
-                    "--window-size=1200,1600", url], capture_output=True, timeout=180)  # fmt: skip
+    subprocess.run(
+        [
+            "chromium",
+            *CHROMIUM_FLAGS,
+            *profile,
+            f"--screenshot={shot}",
+            "--window-size=1200,1600",
+            url,
+        ],
+        capture_output=True,
+        timeout=180,
+    )
     assert shot.exists() and shot.stat().st_size > 20_000
 
 
@@ -227,8 +272,19 @@ def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
         return "answer-x"
 
     with ScriptedServer(reply) as server:
-        args = ["run", "--agent", "direct", "--questions", "q.jsonl", "--base-url",
-                server.base_url, "--model", "scripted", "--set", "max_retries=0"]  # fmt: skip
+        args = [
+            "run",
+            "--agent",
+            "direct",
+            "--questions",
+            "q.jsonl",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--set",
+            "max_retries=0",
+        ]
         assert hopgraph(*args, "--out", "a", cwd=tmp_path).returncode == 3  # q1 failed
         fail["on"] = False
         assert hopgraph(*args, "--out", "a", cwd=tmp_path).returncode == 0  # q1 retried

@@ -49,15 +49,40 @@ def test_the_viewer_counts_what_the_record_counts():
 
 
 def test_a_call_waits_as_the_server_says_else_as_its_first_token_came():
-    records = [{"mode": "start", "data": {"id": "q"}},
-               {"t": 0.0, "mode": "task", "data": {"id": "t", "name": "n", "event": "start"}},
-               {"t": 5.0, "mode": "custom", "data": {"event": "llm_call", "template": "a",
-                "latency_s": 5.0, "task": "t", "extra": {"served": {
-                    "first_token_s": 4.0, "prompt_s": 1.5, "queued_s": 2.5,
-                    "prompt_read": 40, "prompt_reused": 900}}}},
-               {"t": 6.0, "mode": "custom", "data": {"event": "llm_call", "template": "b",
-                "latency_s": 1.0, "task": "t",
-                "extra": {"served": {"first_token_s": 0.7}}}}]  # fmt: skip
+    records = [
+        {"mode": "start", "data": {"id": "q"}},
+        {"t": 0.0, "mode": "task", "data": {"id": "t", "name": "n", "event": "start"}},
+        {
+            "t": 5.0,
+            "mode": "custom",
+            "data": {
+                "event": "llm_call",
+                "template": "a",
+                "latency_s": 5.0,
+                "task": "t",
+                "extra": {
+                    "served": {
+                        "first_token_s": 4.0,
+                        "prompt_s": 1.5,
+                        "queued_s": 2.5,
+                        "prompt_read": 40,
+                        "prompt_reused": 900,
+                    }
+                },
+            },
+        },
+        {
+            "t": 6.0,
+            "mode": "custom",
+            "data": {
+                "event": "llm_call",
+                "template": "b",
+                "latency_s": 1.0,
+                "task": "t",
+                "extra": {"served": {"first_token_s": 0.7}},
+            },
+        },
+    ]
     trace = Trace.of(records)
     assert [c.waited for c in trace.calls] == [2.5, 0.7]
     assert trace.calls[0].served["prompt_reused"] == 900 and trace.calls[0].node == "n"
@@ -71,13 +96,25 @@ def test_engine_waits_and_reused_prefix_reach_the_run_s_cost_table():
     from hopgraph.harness.run_folder import EventCounts
 
     def call(template: str, served: dict) -> dict:
-        return {"mode": "custom", "data": {"event": "llm_call", "template": template,
-                "prompt_tokens": 1000, "completion_tokens": 10, "latency_s": 6.0,
-                "extra": {"served": served}}}  # fmt: skip
+        return {
+            "mode": "custom",
+            "data": {
+                "event": "llm_call",
+                "template": template,
+                "prompt_tokens": 1000,
+                "completion_tokens": 10,
+                "latency_s": 6.0,
+                "extra": {"served": served},
+            },
+        }
 
-    timed = EventCounts.of([call("mmapg/examine_text", {"queued_s": 4.0, "prompt_reused": 900}),
-                            call("mmapg/examine_text", {"queued_s": 1.5, "prompt_reused": 0}),
-                            call("mmapg/plan", {"first_token_s": 2.0})]).stats()  # fmt: skip
+    timed = EventCounts.of(
+        [
+            call("mmapg/examine_text", {"queued_s": 4.0, "prompt_reused": 900}),
+            call("mmapg/examine_text", {"queued_s": 1.5, "prompt_reused": 0}),
+            call("mmapg/plan", {"first_token_s": 2.0}),
+        ]
+    ).stats()
     examine = timed["by_template"]["mmapg/examine_text"]
     assert examine["waited_s"] == 5.5 and examine["prompt_reused"] == 900
     assert examine["seconds"] == 12.0
@@ -101,17 +138,45 @@ def test_a_passage_retrieved_but_not_kept_shows_its_text_from_the_run_s_kb(tmp_p
     (run / "traces").mkdir(parents=True)
     manifest = {"agent": "rag", "questions": "(asked)", "context": {"kb_dir": str(town_kb)}}
     (run / "manifest.json").write_text(json.dumps(manifest))
-    pred = {"id": "q", "answer": "x", "response": "x", "citations": [], "contexts_ids": [kept],
-            "seconds": 1.0, "code": "", "error": None, "gold_evidence": [], "type": "",
-            "doc": "", "llm_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-            "fallbacks": 0, "empty_replies": 0, "depth": 0, "retrieved": [kept, dropped],
-            "by_template": {}, "gold": ["x"], "question": "?"}  # fmt: skip
+    pred = {
+        "id": "q",
+        "answer": "x",
+        "response": "x",
+        "citations": [],
+        "contexts_ids": [kept],
+        "seconds": 1.0,
+        "code": "",
+        "error": None,
+        "gold_evidence": [],
+        "type": "",
+        "doc": "",
+        "llm_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "fallbacks": 0,
+        "empty_replies": 0,
+        "depth": 0,
+        "retrieved": [kept, dropped],
+        "by_template": {},
+        "gold": ["x"],
+        "question": "?",
+    }
     (run / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
     passage = {"id": kept, "text": "Fact 3 about town 3.", "title": "Town 3"}
-    records = [{"mode": "custom", "t": 0.1, "data": {"event": "retrieval", "role": "r",
-                "query": "town 3", "ids": [kept, dropped], "scores": [0.9, 0.5]}},
-               {"mode": "updates", "t": 0.2,
-                "data": {"retrieve": {"contexts": [passage]}}}]  # fmt: skip
+    records = [
+        {
+            "mode": "custom",
+            "t": 0.1,
+            "data": {
+                "event": "retrieval",
+                "role": "r",
+                "query": "town 3",
+                "ids": [kept, dropped],
+                "scores": [0.9, 0.5],
+            },
+        },
+        {"mode": "updates", "t": 0.2, "data": {"retrieve": {"contexts": [passage]}}},
+    ]
     (run / "traces" / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     page = RunView(run).question("q")
     rows = {e["id"]: e for e in page["evidence"]}

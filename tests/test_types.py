@@ -26,24 +26,39 @@ def mypy(tmp: Path) -> subprocess.CompletedProcess:
     packages += [a for module in MODULES for a in ("-m", f"hopgraph.{module}")]
     packages += ["-m", "hopgraph"]
     return subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(tmp / "cache"), *packages],
-        cwd=tmp, env={"MYPYPATH": str(tmp), "PATH": "/usr/bin:/bin"}, capture_output=True,
-        text=True, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp / "cache"),
+            *packages,
+        ],
+        cwd=tmp,
+        env={"MYPYPATH": str(tmp), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 SWAPS = {
     "a knob on Context": ("agents", "mabdqa.py", GOOD, BAD),
     "a knob its graph's Context lacks": (
-        "graphs", "mmapg.py", "return 2 * ctx.mmapg_max_iterations + 6",
+        "graphs",
+        "mmapg.py",
+        "return 2 * ctx.mmapg_max_iterations + 6",
         "return 2 * ctx.mmapg_max_iteration + 6",
     ),
     "an Optional used unchecked": (
-        "memory", "indexing.py", "if registry is not None and _live(was) and was.hash == version:",
+        "memory",
+        "indexing.py",
+        "if registry is not None and _live(was) and was.hash == version:",
         "if _live(was) and was.hash == version:",
     ),
-}  # fmt: skip
+}
 """Each check's one edit: the folder and file, the line as it is and as the edit writes it."""
 
 

@@ -61,10 +61,21 @@ def runs(tmp_path_factory):
         )
         with ScriptedServer(script) as model:
             done = hopgraph(
-                "run", "--agent", "rag", "--questions", "q.jsonl", "--kb", "kb",
-                "--out", f"runs/{name}", "--base-url", model.base_url, "--model", "scripted",
+                "run",
+                "--agent",
+                "rag",
+                "--questions",
+                "q.jsonl",
+                "--kb",
+                "kb",
+                "--out",
+                f"runs/{name}",
+                "--base-url",
+                model.base_url,
+                "--model",
+                "scripted",
                 cwd=root,
-            )  # fmt: skip
+            )
             assert done.returncode == 0, done.stderr
     return root
 
@@ -90,8 +101,13 @@ def test_the_address_printed_is_already_listening(runs, monkeypatch):
     from hopgraph.cli.view import view
 
     seen = []
-    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: seen.extend(
-        s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) for s in sockets))  # fmt: skip
+    monkeypatch.setattr(
+        uvicorn.Server,
+        "run",
+        lambda self, sockets: seen.extend(
+            s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) for s in sockets
+        ),
+    )
     view(runs=[str(runs / "runs")], host="127.0.0.1", port=0, price="")
     assert seen == [1]
 
@@ -166,10 +182,19 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium 
 
 def chromium(*args: str) -> str:
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--virtual-time-budget=15000", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--virtual-time-budget=15000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -230,8 +255,9 @@ def test_two_methods_on_one_question_show_what_each_held_not_a_step_alignment():
     try:
         ids = [r["id"] for r in httpx.get(f"{url}api/runs").json()]
         qid = "5ae5dab455429929b08079d2"
-        d = httpx.get(f"{url}api/compare_question",
-                      params={"a": ids[0], "b": ids[1], "id": qid}).json()  # fmt: skip
+        d = httpx.get(
+            f"{url}api/compare_question", params={"a": ids[0], "b": ids[1], "id": qid}
+        ).json()
         assert ids == ["hand-written", "test/hand-written"]  # told apart by a folder above
         page = dom(f"{url}#/compare/{ids[0]}/{quote(ids[1], safe='')}/q/{qid}")
     finally:
@@ -511,8 +537,10 @@ def test_search_filters_as_one_types_and_j_k_step_through_the_questions(view, br
     browser.type("town 1")
     assert browser.eval("document.activeElement.id") == "search"
     assert browser.eval("document.getElementById('count').textContent") == "1 of 3 questions"
-    shown = browser.eval("[...document.querySelectorAll('#questions tr[data-id]')]"
-                         ".filter((r) => !r.hidden).map((r) => r.dataset.id)")  # fmt: skip
+    shown = browser.eval(
+        "[...document.querySelectorAll('#questions tr[data-id]')]"
+        ".filter((r) => !r.hidden).map((r) => r.dataset.id)"
+    )
     assert shown == ["q1"] and "q=town+1" in browser.eval("location.hash")
     browser.open(f"{view}#/run/first")  # the whole table: its order is the one stepped through
     browser.open(f"{view}#/run/first/q/q0")
@@ -556,15 +584,38 @@ def test_a_call_s_wait_before_the_server_began_it_reaches_the_waterfall():
 
     records = [{"mode": "start", "data": {"id": "q"}}]
     for i in range(6):
-        records.append({"t": 0.0, "ns": [], "mode": "task",
-                        "data": {"id": f"t{i}", "name": "examine", "event": "start"}})  # fmt: skip
+        records.append(
+            {
+                "t": 0.0,
+                "ns": [],
+                "mode": "task",
+                "data": {"id": f"t{i}", "name": "examine", "event": "start"},
+            }
+        )
     for i in range(6):
         served = {"first_token_s": 1.0 * i + 0.3, "prompt_s": 0.3, "queued_s": 1.0 * i}
-        records.append({"t": 1.0 * (i + 1), "ns": [], "mode": "custom", "data": {
-            "event": "llm_call", "template": "mmapg/examine_text", "latency_s": 1.0 * (i + 1),
-            "task": f"t{i}", "extra": {"served": served}}})  # fmt: skip
-        records.append({"t": 1.0 * (i + 1), "ns": [], "mode": "task",
-                        "data": {"id": f"t{i}", "name": "examine", "event": "end"}})  # fmt: skip
+        records.append(
+            {
+                "t": 1.0 * (i + 1),
+                "ns": [],
+                "mode": "custom",
+                "data": {
+                    "event": "llm_call",
+                    "template": "mmapg/examine_text",
+                    "latency_s": 1.0 * (i + 1),
+                    "task": f"t{i}",
+                    "extra": {"served": served},
+                },
+            }
+        )
+        records.append(
+            {
+                "t": 1.0 * (i + 1),
+                "ns": [],
+                "mode": "task",
+                "data": {"id": f"t{i}", "name": "examine", "event": "end"},
+            }
+        )
     calls = [s.as_dict() for s in Trace.of(records).spans if s.kind == "llm"]
     assert [c["queued_s"] for c in calls] == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     assert all(c["start"] == 0.0 and c["node"] == "examine" and c["depth"] == 1 for c in calls)
@@ -633,8 +684,11 @@ def test_an_optimize_folder_is_shown_as_a_search():
     assert wide["test"] is None and wide["arms"][1] is None and wide["kept_nothing"]
     # a tie on the minibatch and its tie-break are named; the incumbent's scores stand beside
     cut = [c for c in wide["candidates"] if c["stage"] == "minibatch"]
-    assert cut and all("tied on the minibatch with 01-qdrag.decompose_qdc-demos" in c["tie"]
-                       and "schedule order" in c["tie"] for c in cut)  # fmt: skip
+    assert cut and all(
+        "tied on the minibatch with 01-qdrag.decompose_qdc-demos" in c["tie"]
+        and "schedule order" in c["tie"]
+        for c in cut
+    )
     if SHARED_DATA.exists():  # the bootstrap's questions are re-made from the benchmark data
         assert len(wide["incumbent_scores"]) == 20
     assert "incumbent (hand-written)" in wide_page and "schedule order" in wide_page
@@ -670,8 +724,9 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
         "outside": tmp_path / "elsewhere.png",
         "hard": run / "hard.png",
     }
-    kept = [{"id": cid, "modality": "page", "path": str(p), "text": cid}
-            for cid, p in pages.items()]  # fmt: skip
+    kept = [
+        {"id": cid, "modality": "page", "path": str(p), "text": cid} for cid, p in pages.items()
+    ]
     pred = json.loads((run / "predictions.jsonl").read_text().splitlines()[0])
     pred["citations"] = list(pages)
     (run / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
@@ -682,9 +737,7 @@ def test_a_cited_page_is_served_only_from_the_served_folders_or_the_run_s_kb(run
     proc, url = start_view(tmp_path, folders=("served",))
     try:
         got = {
-            cid: httpx.get(
-                f"{url}api/page", params={"run": "run", "id": pred["id"], "cid": cid}
-            )  # fmt: skip
+            cid: httpx.get(f"{url}api/page", params={"run": "run", "id": pred["id"], "cid": cid})
             for cid in pages
         }
     finally:
@@ -785,15 +838,23 @@ def test_the_compare_table_fits_a_1400_pixel_window(browser):
     root = Path(__file__).resolve().parents[1] / "benchmarks"
     proc, url = start_view(root, folders=["results"])
     try:
-        browser.send("Emulation.setDeviceMetricsOverride", width=1400, height=900,
-                     deviceScaleFactor=1, mobile=False)  # fmt: skip
+        browser.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=1400,
+            height=900,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         a, b = "hotpotqa/optimize/qdrag-wide/test/hand-written", "hotpotqa/remeasure/full"
         browser.open(f"{url}#/compare/{quote(a, safe='')}/{quote(b, safe='')}?all=1")
         width = browser.eval("document.documentElement.clientWidth")
-        right = browser.eval("Math.max(...[...document.querySelectorAll('#pairs th')]"
-                             ".map((c) => c.getBoundingClientRect().right))")  # fmt: skip
-        question = browser.eval("document.querySelectorAll('#pairs th')[1]"
-                                ".getBoundingClientRect().width")  # fmt: skip
+        right = browser.eval(
+            "Math.max(...[...document.querySelectorAll('#pairs th')]"
+            ".map((c) => c.getBoundingClientRect().right))"
+        )
+        question = browser.eval(
+            "document.querySelectorAll('#pairs th')[1].getBoundingClientRect().width"
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)

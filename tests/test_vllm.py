@@ -21,8 +21,12 @@ pytestmark = [
     pytest.mark.skipif(not VLLM_PYTHON.exists(), reason="vLLM is not installed here (make vllm)"),
 ]
 
-QWEN_GENERATION_CONFIG = {"top_k": 1, "top_p": 0.001, "repetition_penalty": 1.05,
-                          "temperature": 0.1}  # fmt: skip
+QWEN_GENERATION_CONFIG = {
+    "top_k": 1,
+    "top_p": 0.001,
+    "repetition_penalty": 1.05,
+    "temperature": 0.1,
+}
 """What vLLM's default --generation-config auto takes from Qwen2.5-VL for fields left out."""
 
 READ = """
@@ -50,9 +54,14 @@ def bodies() -> list[dict]:
     from PIL import Image
 
     ep = ScriptedEndpoint(
-        [completion("Paris"), completion("a plan"), '{"country": "France", "capital": "Paris"}',
-         completion("Yes", top=[("Yes", -0.1), ("No", -2.3)]), completion("red")]
-    )  # fmt: skip
+        [
+            completion("Paris"),
+            completion("a plan"),
+            '{"country": "France", "capital": "Paris"}',
+            completion("Yes", top=[("Yes", -0.1), ("No", -2.3)]),
+            completion("red"),
+        ]
+    )
     m = ep.model_client()
     m.complete([user("Capital of France?")], role="r", template="t")
     m.complete([user("Plan it.")], role="r", template="t", temperature=0.8)  # QDARF's sampling
@@ -67,10 +76,17 @@ def test_vllm_reads_every_request_as_meant(tmp_path):
     sent = bodies()
     (tmp_path / "bodies.json").write_text(json.dumps(sent))
     out = subprocess.run(
-        [str(VLLM_PYTHON), "-c", READ, str(tmp_path / "bodies.json"),
-         json.dumps(QWEN_GENERATION_CONFIG)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            str(VLLM_PYTHON),
+            "-c",
+            READ,
+            str(tmp_path / "bodies.json"),
+            json.dumps(QWEN_GENERATION_CONFIG),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     read = json.loads(out.stdout.strip().splitlines()[-1])
     assert len(read) == len(sent)

@@ -52,8 +52,9 @@ def test_it_is_vllm_and_structured_output_goes_through_its_grammar(vllm):
     events = []
     m = model(vllm, on_event=events.append)
     assert m.dialect.name == "vllm"  # owned_by "vllm": the vLLM dialect, json_schema outputs
-    out = m.structured([user("France and its capital, as JSON.")], Capital, role="t",
-                       max_tokens=60, repair=False)  # fmt: skip
+    out = m.structured(
+        [user("France and its capital, as JSON.")], Capital, role="t", max_tokens=60, repair=False
+    )
     assert isinstance(out, Capital)  # no fallback: the grammar made it valid
     assert [e["kind"] for e in events] == ["structured"]
 
@@ -83,7 +84,7 @@ def town_kb(tmp_path_factory):
         [
             Item("text", f"k{i}", f"Town {i} was founded by Ada Moor {i}.", title=f"Town {i}")
             for i in range(8)
-        ]  # fmt: skip
+        ]
     )
     return path
 
@@ -95,10 +96,16 @@ def test_a_batch_runs_concurrently_and_resumes_after_the_server_is_killed(vllm, 
     from hopgraph.models.vllm_server import VllmServer
 
     qfile = tmp_path / "q.jsonl"
-    write_questions([Question(f"q{i}", f"Who founded Town {i}?", [f"Ada Moor {i}"]) for i in
-                     range(8)], qfile)  # fmt: skip
-    ctx = Context(base_url=vllm.base_url, model="smollm2-135m", kb_dir=str(town_kb),
-                  max_retries=0, request_timeout=600)  # fmt: skip
+    write_questions(
+        [Question(f"q{i}", f"Who founded Town {i}?", [f"Ada Moor {i}"]) for i in range(8)], qfile
+    )
+    ctx = Context(
+        base_url=vllm.base_url,
+        model="smollm2-135m",
+        kb_dir=str(town_kb),
+        max_retries=0,
+        request_timeout=600,
+    )
     summary = Runner("rag", tmp_path / "run", ctx).run(qfile, concurrency=8)
     assert (summary.finished, summary.failed) == (8, 0)
     assert all(
@@ -120,8 +127,9 @@ def test_a_batch_runs_concurrently_and_resumes_after_the_server_is_killed(vllm, 
     )
     first = read_predictions(tmp_path / "more" / "predictions.jsonl")
     assert not first[killed[0]]["error"] and any(p["error"] for p in first.values())
-    with VllmServer("smollm2-135m", cache_dir=vllm.cache_dir, python=str(VLLM_PYTHON),
-                    eager=True) as again:  # fmt: skip
+    with VllmServer(
+        "smollm2-135m", cache_dir=vllm.cache_dir, python=str(VLLM_PYTHON), eager=True
+    ) as again:
         summary = Runner("rag", tmp_path / "more", ctx.replace(base_url=again.base_url)).run(more)
     done = read_predictions(tmp_path / "more" / "predictions.jsonl")
     assert (
@@ -134,8 +142,12 @@ def test_requests_in_flight_together_are_batched(vllm):
     """Eight calls sent at once all come back whole (vLLM schedules them together)."""
     m = model(vllm)
     with ThreadPoolExecutor(8) as pool:
-        replies = list(pool.map(lambda i: m.complete([user(f"Count to {i + 2}.")], role="c",
-                                                       max_tokens=16), range(8)))  # fmt: skip
+        replies = list(
+            pool.map(
+                lambda i: m.complete([user(f"Count to {i + 2}.")], role="c", max_tokens=16),
+                range(8),
+            )
+        )
     assert len(replies) == 8 and all(r.strip() for r in replies)
 
 
@@ -149,17 +161,25 @@ def tiny_vl(tmp_path_factory):
 
     from hopgraph.models.vllm_server import VllmServer
 
-    vision = subprocess.run([str(VLLM_PYTHON), "-c", "import torchvision"], capture_output=True,
-                            text=True)  # fmt: skip
+    vision = subprocess.run(
+        [str(VLLM_PYTHON), "-c", "import torchvision"], capture_output=True, text=True
+    )
     if vision.returncode:
         # vLLM loads Qwen2_5_VLProcessor whole, and transformers has Qwen2.5-VL's video
         # processor only on torchvision; PyPI's torchvision for torch 2.13 is a CUDA build
-        pytest.skip("Qwen2.5-VL's processor needs torchvision, which vLLM's environment lacks: "
-                    + vision.stderr.strip().splitlines()[-1])  # fmt: skip
+        pytest.skip(
+            "Qwen2.5-VL's processor needs torchvision, which vLLM's environment lacks: "
+            + vision.stderr.strip().splitlines()[-1]
+        )
     folder = tiny_qwen25_vl(tmp_path_factory.mktemp("qwen25vl"))
-    with VllmServer("tiny-qwen2.5-vl", cache_dir=tmp_path_factory.mktemp("cache"),
-                    python=str(VLLM_PYTHON), eager=True, n_ctx=8192,
-                    weights_dir=folder) as server:  # fmt: skip
+    with VllmServer(
+        "tiny-qwen2.5-vl",
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        python=str(VLLM_PYTHON),
+        eager=True,
+        n_ctx=8192,
+        weights_dir=folder,
+    ) as server:
         yield server
 
 
@@ -178,16 +198,35 @@ def test_page_images_and_an_image_examination_go_through_qwen25_vls_processor(ti
     for i, size in enumerate(sizes):
         paths.append(tmp_path / f"page{i}.png")
         Image.new("RGB", size, (40 * i, 120, 200)).save(paths[-1])
-    ctx = Context(base_url=tiny_vl.base_url, model="tiny-qwen2.5-vl", max_retries=0,
-                  vlm_base_url=tiny_vl.base_url, vlm_model="tiny-qwen2.5-vl",
-                  request_timeout=600, image_roots=str(tmp_path))  # fmt: skip
+    ctx = Context(
+        base_url=tiny_vl.base_url,
+        model="tiny-qwen2.5-vl",
+        max_retries=0,
+        vlm_base_url=tiny_vl.base_url,
+        vlm_model="tiny-qwen2.5-vl",
+        request_timeout=600,
+        image_roots=str(tmp_path),
+    )
     events: list[dict] = []
     vlm_model(ctx).on_event = events.append
-    pages = [{"id": f"p{i}", "page": i + 1, "text": f"Page {i + 1}.", "path": str(p),
-              "modality": "image"} for i, p in enumerate(paths)]  # fmt: skip
+    pages = [
+        {
+            "id": f"p{i}",
+            "page": i + 1,
+            "text": f"Page {i + 1}.",
+            "path": str(p),
+            "modality": "image",
+        }
+        for i, p in enumerate(paths)
+    ]
     reply = answer("What colour is the chart?", pages, ctx)
-    image = {"id": "img", "title": "A chart", "text": "", "path": str(paths[0]),
-             "modality": "image"}  # fmt: skip
+    image = {
+        "id": "img",
+        "title": "A chart",
+        "text": "",
+        "path": str(paths[0]),
+        "modality": "image",
+    }
     found = examine(image, "Find the chart's colour.", "What colour is the chart?", ctx)
     assert isinstance(reply, str) and isinstance(found, str)
     calls = [e for e in events if e["event"] == "llm_call"]

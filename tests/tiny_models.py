@@ -164,8 +164,15 @@ def tiny_colpali(
     return folder
 
 
-QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>",
-                 "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
+QWEN_SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 QWEN_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n"
     "{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content %}"
@@ -191,43 +198,78 @@ def tiny_qwen25_vl(folder: Path) -> Path:
 
     vocab = {c: i for i, c in enumerate(bytes_to_unicode().values())}
     vocab |= {t: len(vocab) + i for i, t in enumerate(QWEN_SPECIALS)}
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[], unk_token=None, bos_token=None,
-                               eos_token="<|im_end|>", pad_token="<|endoftext|>")  # fmt: skip
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
     tokenizer.add_special_tokens({"additional_special_tokens": QWEN_SPECIALS})
     tokenizer.chat_template = QWEN_TEMPLATE
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIALS}
     config = Qwen2_5_VLConfig(
         text_config=dict(
-            vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
-            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
             max_position_embeddings=4096,
             rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},  # head_dim 16 / 2
-            eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
-            bos_token_id=None, tie_word_embeddings=True,
+            eos_token_id=ids["<|im_end|>"],
+            pad_token_id=ids["<|endoftext|>"],
+            bos_token_id=None,
+            tie_word_embeddings=True,
         ),
         vision_config=dict(
-            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
-            patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
             fullatt_block_indexes=[1],
         ),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
         tie_word_embeddings=True,
-    )  # fmt: skip
+    )
     torch.manual_seed(0)
     Qwen2_5_VLForConditionalGeneration(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "chat_template.jinja").write_text(QWEN_TEMPLATE)
     pixels = {"min_pixels": 28 * 28, "max_pixels": 112 * 112}  # at most 16 merged tokens
-    (folder / "preprocessor_config.json").write_text(json.dumps({
-        "image_processor_type": "Qwen2VLImageProcessorPil",
-        "processor_class": "Qwen2_5_VLProcessor",
-        "patch_size": 14, "merge_size": 2, "temporal_patch_size": 2, **pixels,
-        "size": {"shortest_edge": pixels["min_pixels"], "longest_edge": pixels["max_pixels"]},
-        "image_mean": [0.48145466, 0.4578275, 0.40821073],
-        "image_std": [0.26862954, 0.26130258, 0.27577711],
-        "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True, "do_resize": True,
-        "do_convert_rgb": True,
-    }))  # fmt: skip
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps(
+            {
+                "image_processor_type": "Qwen2VLImageProcessorPil",
+                "processor_class": "Qwen2_5_VLProcessor",
+                "patch_size": 14,
+                "merge_size": 2,
+                "temporal_patch_size": 2,
+                **pixels,
+                "size": {
+                    "shortest_edge": pixels["min_pixels"],
+                    "longest_edge": pixels["max_pixels"],
+                },
+                "image_mean": [0.48145466, 0.4578275, 0.40821073],
+                "image_std": [0.26862954, 0.26130258, 0.27577711],
+                "do_rescale": True,
+                "rescale_factor": 1 / 255,
+                "do_normalize": True,
+                "do_resize": True,
+                "do_convert_rgb": True,
+            }
+        )
+    )
     return folder

@@ -74,8 +74,11 @@ def become(request: dict) -> None:
     """In the child: the command's streams, folder, environment and argv, then ``-m``."""
     import runpy
 
-    for fd, key, mode in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY),
-                          (2, "stderr", os.O_WRONLY)):  # fmt: skip
+    for fd, key, mode in (
+        (0, "stdin", os.O_RDONLY),
+        (1, "stdout", os.O_WRONLY),
+        (2, "stderr", os.O_WRONLY),
+    ):
         target = os.open(request[key], mode)
         os.dup2(target, fd)
         os.close(target)

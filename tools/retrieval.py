@@ -47,8 +47,16 @@ def search(
     kb = knowledge_base(ctx)
     k = k or ctx.top_k
     shown = query if isinstance(query, str) else label or "(vector)"
-    hits = kb.search(query, k=k, modalities=modalities, sources=sources, radius=radius,
-                     max_hits=max_hits, derived=derived, vectors=vectors)  # fmt: skip
+    hits = kb.search(
+        query,
+        k=k,
+        modalities=modalities,
+        sources=sources,
+        radius=radius,
+        max_hits=max_hits,
+        derived=derived,
+        vectors=vectors,
+    )
     emit(Retrieval.of(role, shown, hits, began))
     return hits
 

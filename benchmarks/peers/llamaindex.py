@@ -72,22 +72,30 @@ class KbRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [
-            NodeWithScore(node=TextNode(id_=e["id"], text=e["text"],
-                                        metadata={"kb_id": e["id"], "title": e.get("title", "")},
-                                        excluded_llm_metadata_keys=["kb_id"]),
-                          score=e["score"])
+            NodeWithScore(
+                node=TextNode(
+                    id_=e["id"],
+                    text=e["text"],
+                    metadata={"kb_id": e["id"], "title": e.get("title", "")},
+                    excluded_llm_metadata_keys=["kb_id"],
+                ),
+                score=e["score"],
+            )
             for e in search(query_bundle.query_str, self.ctx, role="llamaindex")
-        ]  # fmt: skip
+        ]
 
 
 def as_evidence(nodes: list[NodeWithScore]) -> list[Evidence]:
     """Nodes as Evidence, in order, the citation engine's ``Source n:`` label removed."""
     return [
-        evidence(n.node.metadata["kb_id"], SOURCE.sub("", n.node.get_content()),
-                 score=n.score or 0.0,
-                 title=n.node.metadata.get("title", ""))
+        evidence(
+            n.node.metadata["kb_id"],
+            SOURCE.sub("", n.node.get_content()),
+            score=n.score or 0.0,
+            title=n.node.metadata.get("title", ""),
+        )
         for n in nodes
-    ]  # fmt: skip
+    ]
 
 
 def _counted(template: str, model: str) -> Callable[[httpx.Response], None]:
@@ -104,10 +112,19 @@ def _counted(template: str, model: str) -> Callable[[httpx.Response], None]:
         except (json.JSONDecodeError, AttributeError):
             usage = {}
         failed = None if response.is_success else f"HTTP {response.status_code}"
-        emit(LLMCall(role="llamaindex", template=template, model=model, kind="text",
-                     prompt_tokens=usage.get("prompt_tokens", 0),
-                     completion_tokens=usage.get("completion_tokens", 0),
-                     latency_s=latency, started=time.time() - latency, error=failed))  # fmt: skip
+        emit(
+            LLMCall(
+                role="llamaindex",
+                template=template,
+                model=model,
+                kind="text",
+                prompt_tokens=usage.get("prompt_tokens", 0),
+                completion_tokens=usage.get("completion_tokens", 0),
+                latency_s=latency,
+                started=time.time() - latency,
+                error=failed,
+            )
+        )
 
     return hook
 
@@ -138,10 +155,17 @@ def llm(ctx: Context, template: str) -> Iterator[OpenAILike]:
         timeout=timeout, event_hooks={"response": [_counted(template, ctx.model)]}
     ) as client:
         yield OpenAILike(
-            model=ctx.model, api_base=model.base_url, api_key=ctx.api_key, is_chat_model=True,
-            temperature=ctx.temperature, max_tokens=ctx.max_tokens, context_window=ctx.n_ctx,
-            timeout=timeout, max_retries=ctx.max_retries, http_client=client,
-        )  # fmt: skip
+            model=ctx.model,
+            api_base=model.base_url,
+            api_key=ctx.api_key,
+            is_chat_model=True,
+            temperature=ctx.temperature,
+            max_tokens=ctx.max_tokens,
+            context_window=ctx.n_ctx,
+            timeout=timeout,
+            max_retries=ctx.max_retries,
+            http_client=client,
+        )
 
 
 class State(InputState, OutputState, total=False):
@@ -168,14 +192,21 @@ def decompose(state: State, runtime: Runtime[Context]) -> OutputState:
     ctx = context(runtime)
     with llm(ctx, "llamaindex/subquestion") as model:
         base: BaseQueryEngine = RetrieverQueryEngine.from_args(KbRetriever(ctx), llm=model)
-        tool = QueryEngineTool(base, ToolMetadata(
-            name="passages", description="Encyclopedia passages about people, places, works and "
-            "organisations, searched by meaning."))  # fmt: skip
+        tool = QueryEngineTool(
+            base,
+            ToolMetadata(
+                name="passages",
+                description="Encyclopedia passages about people, places, works and "
+                "organisations, searched by meaning.",
+            ),
+        )
         engine = SubQuestionQueryEngine.from_defaults(
-            query_engine_tools=[tool], llm=model, use_async=False,
+            query_engine_tools=[tool],
+            llm=model,
+            use_async=False,
             # LlamaIndex's question generator for an LLM without function calling (ours)
             question_gen=LLMQuestionGenerator.from_defaults(llm=model),
-        )  # fmt: skip
+        )
         question = state["question"]
         try:
             response = engine.query(question)
@@ -184,8 +215,14 @@ def decompose(state: State, runtime: Runtime[Context]) -> OutputState:
         except (ValueError, OutputParserException) as e:  # the generator's reply did not parse
             reason = f"sub-questions did not parse: {e}"[:300]
         if reason:
-            emit(Fallback(role="llamaindex", reason=reason, used="the raw question",
-                          template="llamaindex/subquestion"))  # fmt: skip
+            emit(
+                Fallback(
+                    role="llamaindex",
+                    reason=reason,
+                    used="the raw question",
+                    template="llamaindex/subquestion",
+                )
+            )
             response = base.query(question)
             passages = _retrieved(response)
         # the reply is written over sub-answers, not numbered passages: an [n] in it is invalid

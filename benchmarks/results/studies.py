@@ -149,10 +149,22 @@ GRAIL_DEVIATIONS = [
 ]
 
 
-OPTIMIZED_METRICS = ["em", "f1", "llm_calls", "prompt_tokens", "completion_tokens",
-                     "fallbacks", "seconds"]  # fmt: skip
-MMAPG_ENDINGS = ["end_planner_stop", "end_rule_stop", "end_iteration_cap", "planner_repairs",
-                 "iterations"]  # fmt: skip
+OPTIMIZED_METRICS = [
+    "em",
+    "f1",
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "fallbacks",
+    "seconds",
+]
+MMAPG_ENDINGS = [
+    "end_planner_stop",
+    "end_rule_stop",
+    "end_iteration_cap",
+    "planner_repairs",
+    "iterations",
+]
 """How MMAPG's loop ended, per question: each ``end_*`` is 0 or 1 (its mean, the share of
 questions); ``planner_repairs`` and ``iterations`` are counts (their mean, per question)."""
 

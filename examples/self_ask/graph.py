@@ -60,9 +60,12 @@ class FollowUp(BaseModel):
 
 
 NEXT = Role(
-    "self_ask_next", "self_ask/next", inputs=("question", "hops"), schema=FollowUp,
+    "self_ask_next",
+    "self_ask/next",
+    inputs=("question", "hops"),
+    schema=FollowUp,
     fallback=FollowUp(),
-)  # fmt: skip
+)
 
 
 class Hop(TypedDict):
@@ -98,10 +101,16 @@ def hop(state: State, runtime: Runtime[SelfAskContext]) -> State:
     """Search the follow-up and answer it from what was found."""
     ctx = context(runtime, SelfAskContext)
     found = search(state["follow_up"], ctx)
-    answer = INTERMEDIATE.complete(ctx, max_tokens=24, question=state["follow_up"],
-                                   contexts=found).strip().splitlines()  # fmt: skip
-    done: Hop = {"question": state["follow_up"], "answer": (answer or ["unknown"])[0],
-                 "ids": [e["id"] for e in found]}  # fmt: skip
+    answer = (
+        INTERMEDIATE.complete(ctx, max_tokens=24, question=state["follow_up"], contexts=found)
+        .strip()
+        .splitlines()
+    )
+    done: Hop = {
+        "question": state["follow_up"],
+        "answer": (answer or ["unknown"])[0],
+        "ids": [e["id"] for e in found],
+    }
     emit(Step("self_ask_hop", dict(done)))
     return {"hops": [done], "read": found}
 

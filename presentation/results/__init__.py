@@ -97,9 +97,12 @@ def run_table(t: RunTable) -> list[str]:
     out += [f"**Paper:** {t.finding}", ""]
     out += _deviation_lines(t.deviations) if t.deviations else []
     if held:
-        out += [f"**Tuning split:** the {len(held)} questions of `{t.tuning}` are the ones "
-                "prompts and settings may be tuned on; every figure below reads only the "
-                "others.", ""]  # fmt: skip
+        out += [
+            f"**Tuning split:** the {len(held)} questions of `{t.tuning}` are the ones "
+            "prompts and settings may be tuned on; every figure below reads only the "
+            "others.",
+            "",
+        ]
     missing = [k for k in t.rows if k not in have]
     if not have:
         out += ["Not measured yet.", ""]
@@ -273,16 +276,22 @@ def _code_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     split = [a for a, fps in per_agent.items() if len(fps) > 1]
     unrecorded = [k for k, c in codes.items() if "unrecorded" in c]
     if not mixed and not split and unrecorded:
-        return [f"**Code:** not fingerprinted ({', '.join(unrecorded)}: answers made before "
-                "fingerprints were kept), so the columns may come from different revisions of "
-                "the method's code.", ""]  # fmt: skip
+        return [
+            f"**Code:** not fingerprinted ({', '.join(unrecorded)}: answers made before "
+            "fingerprints were kept), so the columns may come from different revisions of "
+            "the method's code.",
+            "",
+        ]
     if not mixed and not split:
         return []
     words = "; ".join(
         f"{k}: " + ", ".join(f"{fp} ({n})" for fp, n in c.most_common()) for k, c in codes.items()
     )
-    return [f"**Mixed code:** these answers come from more than one revision of the method's "
-            f"code (answers per fingerprint: {words}).", ""]  # fmt: skip
+    return [
+        f"**Mixed code:** these answers come from more than one revision of the method's "
+        f"code (answers per fingerprint: {words}).",
+        "",
+    ]
 
 
 def _trace_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
@@ -291,9 +300,12 @@ def _trace_lines(t: RunTable, have: dict[str, dict]) -> list[str]:
     bare = [k for k in have if not any((records_dir() / t.rows[k] / "traces").glob("*.jsonl.gz"))]
     if not bare:
         return []
-    return [f"**Traces:** the records of {', '.join(bare)} keep none (made before result records "
-            "kept their traces); `hopgraph trace` can show a question of a column only once "
-            "it is re-made.", ""]  # fmt: skip
+    return [
+        f"**Traces:** the records of {', '.join(bare)} keep none (made before result records "
+        "kept their traces); `hopgraph trace` can show a question of a column only once "
+        "it is re-made.",
+        "",
+    ]
 
 
 def build_by_question(t: RunTable, have: dict[str, dict]) -> dict[str, dict[str, str]]:
@@ -336,11 +348,13 @@ def _build_lines(builds: dict[str, dict[str, str]]) -> list[str]:
     words = "; ".join(
         f"{k}: " + ", ".join(f"{b} ({n})" for b, n in c.most_common()) for k, c in counts.items()
     )
-    return [f"**llama.cpp builds:** these answers come from more than one build of the "
-            "embedded model's server, and a build can change a greedy answer, so paired "
-            f"differences carry that noise too (reported answers per build: {words}; each "
-            "verdict below says how many of its pairs were answered on two builds).",
-            ""]  # fmt: skip
+    return [
+        f"**llama.cpp builds:** these answers come from more than one build of the "
+        "embedded model's server, and a build can change a greedy answer, so paired "
+        f"differences carry that noise too (reported answers per build: {words}; each "
+        "verdict below says how many of its pairs were answered on two builds).",
+        "",
+    ]
 
 
 def _template_rows(have: dict[str, dict]) -> list[str]:
@@ -626,8 +640,11 @@ def stale(folder: Path | None = None) -> list[str]:
     missing, different, or of a study no longer defined."""
     folder = folder or pages_dir()
     pages = render_pages()
-    wrong = [n for n, text in pages.items()
-             if not (folder / n).is_file() or (folder / n).read_text() != text]  # fmt: skip
+    wrong = [
+        n
+        for n, text in pages.items()
+        if not (folder / n).is_file() or (folder / n).read_text() != text
+    ]
     return sorted(wrong + [p.name for p in folder.glob("*.md") if p.name not in pages])
 
 

@@ -8,7 +8,7 @@ Everything here returns plain JSON-able dicts; ``presentation.viewer.app`` serve
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -54,8 +54,10 @@ def run_ids(roots: list[Path], strict: bool = False) -> dict[str, Path]:
         if (root / RunFolder.MANIFEST).is_file():
             inside = {root.resolve().name or str(root): root}
         elif root.is_dir():
-            inside = {m.parent.relative_to(root).as_posix(): m.parent
-                      for m in sorted(root.rglob(RunFolder.MANIFEST))}  # fmt: skip
+            inside = {
+                m.parent.relative_to(root).as_posix(): m.parent
+                for m in sorted(root.rglob(RunFolder.MANIFEST))
+            }
         elif strict:
             raise RunError(f"{root} is not a folder")
         else:
@@ -87,6 +89,54 @@ def search_ids(runs: dict[str, Path]) -> dict[str, Path]:
     return found
 
 
+# what the viewer shows of a search's candidates and of its test verdict
+CANDIDATE_FIELDS = (
+    "id",
+    "role",
+    "kind",
+    "mean",
+    "incumbent_mean",
+    "better",
+    "worse",
+    "p",
+    "won",
+    "tokens",
+    "seconds",
+    "skipped",
+    "reasoning",
+    "stopped",
+    "tip",
+)
+VERDICT_FIELDS = (
+    "n",
+    "hand_written",
+    "optimized",
+    "better",
+    "worse",
+    "sign_p",
+    "ci",
+    "needed_n",
+    "gap",
+)
+
+
+def _candidate(c: dict[str, Any], folder: Path, run: Callable[[str], str | None]) -> dict[str, Any]:
+    """One candidate of a search as the viewer shows it: its fields, scores (rounded), the
+    minibatch it raced on, its demonstrations and the run folder it answered in."""
+    minibatch = c.get("minibatch") or {}
+    return {
+        **{k: c.get(k) for k in CANDIDATE_FIELDS},
+        "stage": c.get("stage") or ("validation" if c.get("scores") else ""),
+        "scores": _rounded(c.get("scores") or {}),
+        "minibatch": {**minibatch, "scores": _rounded(minibatch.get("scores") or {})},
+        "cut": c.get("cut") or {},
+        "instructions": c.get("instructions") or {},
+        "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
+        "demo_lines": _demonstrations(folder / "candidates" / str(c.get("id")), c, folder),
+        "run": run(f"candidates/{c.get('id')}"),
+    }
+
+
 def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     """One optimize search as the viewer shows it: each candidate with its scores per question
     on the minibatch and on the whole validation, where it stopped and why, whether it was
@@ -97,20 +147,7 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     def run(sub: str) -> str | None:
         return run_of.get((folder / sub).resolve())
 
-    candidates = [{
-        **{k: c.get(k) for k in ("id", "role", "kind", "mean", "incumbent_mean", "better",
-                                 "worse", "p", "won", "tokens", "seconds", "skipped",
-                                 "reasoning", "stopped", "tip")},
-        "stage": c.get("stage") or ("validation" if c.get("scores") else ""),
-        "scores": _rounded(c.get("scores") or {}),
-        "minibatch": {**(c.get("minibatch") or {}),
-                      "scores": _rounded((c.get("minibatch") or {}).get("scores") or {})},
-        "cut": c.get("cut") or {},
-        "instructions": c.get("instructions") or {},
-        "demos": {role: len(d or []) for role, d in (c.get("demos") or {}).items()},
-        "demo_lines": _demonstrations(folder / "candidates" / str(c.get("id")), c, folder),
-        "run": run(f"candidates/{c.get('id')}"),
-    } for c in record.get("candidates") or []]  # fmt: skip
+    candidates = [_candidate(c, folder, run) for c in record.get("candidates") or []]
     test = record.get("test") or {}
     kept_nothing = not any(c.get("won") for c in record.get("candidates") or [])
     same = bool(test.get("same_prompts")) or (
@@ -119,24 +156,28 @@ def optimize_search(folder: Path, run_of: dict[Path, str]) -> dict[str, Any]:
     _name_ties(candidates)
     no_verdict = kept_nothing or same
     return {
-        "agent": record.get("agent", "?"), "metric": record.get("metric", ""),
-        "keep": record.get("keep", ""), "race": record.get("race", ""),
+        "agent": record.get("agent", "?"),
+        "metric": record.get("metric", ""),
+        "keep": record.get("keep", ""),
+        "race": record.get("race", ""),
         "incumbent": record.get("incumbent", ""),
-        "stopped": record.get("stopped", ""), "spent": record.get("spent") or {},
-        "seconds": record.get("seconds"), "roles": record.get("roles") or [],
-        "candidates": candidates, "bootstrap": run("bootstrap"),
+        "stopped": record.get("stopped", ""),
+        "spent": record.get("spent") or {},
+        "seconds": record.get("seconds"),
+        "roles": record.get("roles") or [],
+        "candidates": candidates,
+        "bootstrap": run("bootstrap"),
         "incumbent_scores": _incumbent_scores(folder, record, candidates),
         "kept_nothing": kept_nothing,
         "no_verdict": (
             "nothing kept; no verdict: the optimized prompts are the hand-written ones, so "
             f"the test split ({test.get('n', 0)} questions) compared them with themselves"
-            if no_verdict and test else ""
+            if no_verdict and test
+            else ""
         ),
-        "test": {k: test.get(k) for k in ("n", "hand_written", "optimized", "better", "worse",
-                                          "sign_p", "ci", "needed_n", "gap")}
-        if test and not no_verdict else None,
+        "test": {k: test.get(k) for k in VERDICT_FIELDS} if test and not no_verdict else None,
         "arms": [run("test/hand-written"), None if no_verdict else run("test/optimized")],
-    }  # fmt: skip
+    }
 
 
 def _demonstrations(folder: Path, c: dict[str, Any], search: Path) -> dict[str, list[dict]]:
@@ -176,8 +217,10 @@ def _name_ties(candidates: list[dict[str, Any]]) -> None:
         if c.get("stopped", "") and "not among the best" in c["stopped"] and mine is not None:
             twins = [o["id"] for o in went_on if lead(o) == mine]
             if twins:
-                c["tie"] = (f"tied on the minibatch with {', '.join(twins)} (lead {mine:+.3f}); "
-                            "ties go on in schedule order, so the earlier went on")  # fmt: skip
+                c["tie"] = (
+                    f"tied on the minibatch with {', '.join(twins)} (lead {mine:+.3f}); "
+                    "ties go on in schedule order, so the earlier went on"
+                )
 
 
 def _incumbent_scores(
@@ -217,10 +260,26 @@ def _rounded(scores: dict[str, float]) -> dict[str, float]:
 def unreadable(path: Path, rid: str, e: Exception) -> dict[str, Any]:
     """A run-list row for a folder whose files cannot be read (a cut or empty manifest, one
     that is a folder): its id and why, so the other runs are still listed."""
-    return {"id": rid, "name": rid, "path": str(path), "agent": "?", "model": "?",
-            "questions": 0, "right": 0, "scored": 0, "errors": 0, "metrics": {}, "tokens": 0,
-            "usd": None, "seconds": 0.0, "created": "", "code": "", "git": "", "note": "",
-            "error": redacted(f"cannot be read: {type(e).__name__}: {e}")}  # fmt: skip
+    return {
+        "id": rid,
+        "name": rid,
+        "path": str(path),
+        "agent": "?",
+        "model": "?",
+        "questions": 0,
+        "right": 0,
+        "scored": 0,
+        "errors": 0,
+        "metrics": {},
+        "tokens": 0,
+        "usd": None,
+        "seconds": 0.0,
+        "created": "",
+        "code": "",
+        "git": "",
+        "note": "",
+        "error": redacted(f"cannot be read: {type(e).__name__}: {e}"),
+    }
 
 
 @dataclass
@@ -347,7 +406,7 @@ class RunView:
                     "text": f"{m.kind.replace('_', ' ')}: {m.reason}",
                 }
                 for m in q.trace.marks
-            ],  # fmt: skip
+            ],
             "evidence": [_evidence_row(e) for e in evidence],
             "evidence_note": unread,
             "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held(evidence)],
@@ -365,9 +424,11 @@ class RunView:
         wanted = text.lower()
         if not wanted:
             return [r["id"] for r in self.rows()]
-        return [r["id"] for r in self.rows()
-                if any(wanted in t.lower()
-                       for t in _strings(self.trace(r["id"]).records))]  # fmt: skip
+        return [
+            r["id"]
+            for r in self.rows()
+            if any(wanted in t.lower() for t in _strings(self.trace(r["id"]).records))
+        ]
 
     def nodes(self) -> dict[str, list[str]]:
         """Each question's executed node names (its whole trace read: asked for only when a
@@ -416,8 +477,11 @@ def _linked(view: dict[str, Any], trace: Trace) -> dict[str, Any]:
     retrieved (its hits in the final state)."""
     nodes = view.get("nodes") or []
     counts = [str((n.get("detail") or {}).get("calls", "")) for n in nodes]
-    hits = {str(n.get("id")): [str(h.get("id")) for h in n.get("hits") or [] if isinstance(h, dict)]
-            for n in trace.final_state.get("nodes") or [] if isinstance(n, dict)}  # fmt: skip
+    hits = {
+        str(n.get("id")): [str(h.get("id")) for h in n.get("hits") or [] if isinstance(h, dict)]
+        for n in trace.final_state.get("nodes") or []
+        if isinstance(n, dict)
+    }
     laid = bool(counts) and all(c.isdigit() for c in counts)
     laid = laid and sum(map(int, counts)) <= len(trace.calls)
     first = 0
@@ -430,8 +494,22 @@ def _linked(view: dict[str, Any], trace: Trace) -> dict[str, Any]:
 
 def _evidence_row(e: Any) -> dict[str, Any]:
     """An ``Evidence`` as the page's JSON (a page's size and regions only for a cited page)."""
-    row = {k: getattr(e, k) for k in ("id", "title", "text", "source", "page", "score", "kept",
-                                      "cited", "gold", "retrieved", "source_of_text")}  # fmt: skip
+    row = {
+        k: getattr(e, k)
+        for k in (
+            "id",
+            "title",
+            "text",
+            "source",
+            "page",
+            "score",
+            "kept",
+            "cited",
+            "gold",
+            "retrieved",
+            "source_of_text",
+        )
+    }
     if e.page_size is not None:
         row |= {"page_image": e.page_image, "page_size": e.page_size, "regions": e.regions}
     return row
@@ -484,12 +562,19 @@ def pair(a: RunView, b: RunView, metric: str) -> dict[str, Any]:
         if x is None:
             continue
         va, vb = x["scores"].get(metric), r["scores"].get(metric)
-        rows.append({
-            "id": r["id"], "question": r["question"], "gold": r["gold"],
-            "answers": [x["answer"], r["answer"]], "values": [va, vb],
-            "changed": va != vb, "delta": None if va is None or vb is None else round(vb - va, 4),
-            "calls": [x["calls"], r["calls"]], "seconds": [x["seconds"], r["seconds"]],
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "gold": r["gold"],
+                "answers": [x["answer"], r["answer"]],
+                "values": [va, vb],
+                "changed": va != vb,
+                "delta": None if va is None or vb is None else round(vb - va, 4),
+                "calls": [x["calls"], r["calls"]],
+                "seconds": [x["seconds"], r["seconds"]],
+            }
+        )
     return {
         "metric": metric,
         "common": len(rows),
@@ -537,9 +622,13 @@ def pair_question(a: RunView, b: RunView, qid: str) -> dict[str, Any]:
 def _call_side(call: Call | None, then: Call | None) -> dict[str, Any] | None:
     if call is None:
         return None
-    return {"template": call.template, "node": call.node,
-            "prompt": message_text((call.messages or [{}])[-1]), "reply": call.reply,
-            "then": then.template if then else "(the end)"}  # fmt: skip
+    return {
+        "template": call.template,
+        "node": call.node,
+        "prompt": message_text((call.messages or [{}])[-1]),
+        "reply": call.reply,
+        "then": then.template if then else "(the end)",
+    }
 
 
 def _first_differing_call(ta: Trace, tb: Trace) -> dict[str, Any] | None:
@@ -549,8 +638,10 @@ def _first_differing_call(ta: Trace, tb: Trace) -> dict[str, Any] | None:
     for i, c in enumerate(calls):
         if c.reply_changed:
             nxt = calls[i + 1] if i + 1 < len(calls) else None
-            sides = [_call_side(c.a, nxt.a if nxt else None),
-                     _call_side(c.b, nxt.b if nxt else None)]  # fmt: skip
+            sides = [
+                _call_side(c.a, nxt.a if nxt else None),
+                _call_side(c.b, nxt.b if nxt else None),
+            ]
             return {"index": i, "prompt_changed": c.prompt_changed, "sides": sides}
     return None
 
@@ -560,10 +651,16 @@ def _held(run: RunView, qid: str) -> dict[str, Any]:
     with it: after its last search, the last call of each template (in their order), so the
     reasoning that wrote the answer and the answer's extraction where a method has one."""
     q = run.opened(qid)
-    return {"evidence": [{"id": e.id, "title": e.title, "gold": e.gold, "kept": e.kept,
-                          "cited": e.cited} for e in q.evidence()],
-            "last_calls": [{**(_call_side(c, None) or {}), "node": "", "then": "(the end)"}
-                           for c in q.trace.calls_after_last_search()]}  # fmt: skip
+    return {
+        "evidence": [
+            {"id": e.id, "title": e.title, "gold": e.gold, "kept": e.kept, "cited": e.cited}
+            for e in q.evidence()
+        ],
+        "last_calls": [
+            {**(_call_side(c, None) or {}), "node": "", "then": "(the end)"}
+            for c in q.trace.calls_after_last_search()
+        ],
+    }
 
 
 def _answer(run: RunView, qid: str) -> dict[str, Any] | None:

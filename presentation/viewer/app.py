@@ -72,8 +72,10 @@ class Viewer:
     def _scan_now(self) -> dict[str, RunView]:
         if time.monotonic() - self._scanned >= self.RESCAN_S:
             known = {v.path: v for v in self.views.values()}  # a run keeps its read rows
-            self.views = {rid: known.get(path) or RunView(path, self.price)
-                          for rid, path in run_ids(self.roots).items()}  # fmt: skip
+            self.views = {
+                rid: known.get(path) or RunView(path, self.price)
+                for rid, path in run_ids(self.roots).items()
+            }
             self.searches = search_ids({rid: v.path for rid, v in self.views.items()})
             self._scanned = time.monotonic()
         return self.views

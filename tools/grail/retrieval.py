@@ -83,8 +83,12 @@ class MatrixSearcher:
             if len(m_ids):
                 blocks.append(matrix)
         matrix = np.concatenate(blocks) if blocks else np.zeros((0, kb.embedder.dim))
-        log.info("GRAIL: %d vectors of %s loaded into memory for exact search (%.0f MB)",
-                 len(ids), kb.location, matrix.nbytes / 2**20)  # fmt: skip
+        log.info(
+            "GRAIL: %d vectors of %s loaded into memory for exact search (%.0f MB)",
+            len(ids),
+            kb.location,
+            matrix.nbytes / 2**20,
+        )
         return cls(ids, matrix)
 
     def vectors(self, ids: list[str]) -> torch.Tensor:

@@ -138,9 +138,13 @@ def train_gap(
     opt = torch.optim.AdamW(params, lr=lr)
     model.train()
     history = _fit(
-        opt, len(instances), batch_size, rng, epochs,
+        opt,
+        len(instances),
+        batch_size,
+        rng,
+        epochs,
         lambda idx: gap_loss(model, [instances[i] for i in idx], searcher, mode),
-    )  # fmt: skip
+    )
     model.eval()
     model.trained = True
     return history
@@ -162,9 +166,13 @@ def train_alignment(
     rng = random.Random(seed)
     opt = torch.optim.AdamW(model.aligner.parameters(), lr=lr)
     return _fit(
-        opt, len(chains), batch_size, rng, epochs,
+        opt,
+        len(chains),
+        batch_size,
+        rng,
+        epochs,
         lambda idx: alignment_loss(model, [chains[i] for i in idx], searcher, model.tau_base),
-    )  # fmt: skip
+    )
 
 
 def _fit(

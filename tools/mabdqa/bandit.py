@@ -55,9 +55,16 @@ def arm_confidence(h: Hypergraph, arms: Arms, page: int) -> float:
 
 
 def composite_score(
-    h: Hypergraph, arms: Arms, page: int, s_vlm: float, *, alpha: float, beta: float,
-    lam: float, max_degree: int,
-) -> float:  # fmt: skip
+    h: Hypergraph,
+    arms: Arms,
+    page: int,
+    s_vlm: float,
+    *,
+    alpha: float,
+    beta: float,
+    lam: float,
+    max_degree: int,
+) -> float:
     """Eq. 8: (1-alpha) max_j LI(Q_j, p) + alpha s_vlm + beta[(1-lambda) h + lambda s̄_cb], with
     LI min-max normalised per arm and the degree h divided by the largest degree in H, so
     every term lies in [0, 1]."""
@@ -136,14 +143,23 @@ def bandit_retrieve(
             judged[page] = s
             arms.update(h.arms_of(page), s)
             current = page
-            steps.append({
-                "step": len(steps) + 1, "round": rounds,
-                "samples": [round(float(x), 4) for x in sample], "arm": arm,
-                "subquery": h.subqueries[arm], "how": how, "page": page,
-                "s_vlm": round(s, 4), "score": round(score(page), 4),
-                "arms": [[round(float(a), 4), round(float(b), 4)]
-                         for a, b in zip(arms.a, arms.b, strict=True)],
-            })  # fmt: skip
+            steps.append(
+                {
+                    "step": len(steps) + 1,
+                    "round": rounds,
+                    "samples": [round(float(x), 4) for x in sample],
+                    "arm": arm,
+                    "subquery": h.subqueries[arm],
+                    "how": how,
+                    "page": page,
+                    "s_vlm": round(s, 4),
+                    "score": round(score(page), 4),
+                    "arms": [
+                        [round(float(a), 4), round(float(b), 4)]
+                        for a, b in zip(arms.a, arms.b, strict=True)
+                    ],
+                }
+            )
             if on_step:
                 on_step(steps[-1])
     final = np.array([score(p) for p in range(h.n_pages)])
@@ -163,8 +179,12 @@ def _pick(h: Hypergraph, arms: Arms, rng, taken: set[int], current: int | None, 
     arm = int(np.argmax(sample))
     edge = set(h.edges[arm])
     near = h.neighbours(current) - taken if current is not None else set()
-    options = ((near & edge, "jump"), (edge - taken, "arm"), (near, "jump"),
-               (set(unvisited), "any"))  # fmt: skip
+    options = (
+        (near & edge, "jump"),
+        (edge - taken, "arm"),
+        (near, "jump"),
+        (set(unvisited), "any"),
+    )
     candidates, how = next(o for o in options if o[0])
     return max(sorted(candidates), key=score), arm, how, sample
 
@@ -177,16 +197,31 @@ class _Scores:
     confidence s̄_cb_p (Eq. 9) are its own, which need no judgement of it. So two unjudged
     pages of equal LI differ by the hyperedges that hold them and how well those arms did."""
 
-    def __init__(self, h: Hypergraph, arms: Arms, judged: dict[int, float],
-                 *, alpha: float, beta: float, lam: float):  # fmt: skip
+    def __init__(
+        self,
+        h: Hypergraph,
+        arms: Arms,
+        judged: dict[int, float],
+        *,
+        alpha: float,
+        beta: float,
+        lam: float,
+    ):
         self.h, self.arms, self.judged = h, arms, judged
         self.alpha, self.beta, self.lam = alpha, beta, lam
         self.max_degree = max((h.degree(p) for p in range(h.n_pages)), default=0)
 
     def __call__(self, p: int) -> float:
-        return composite_score(self.h, self.arms, p, self.judged.get(p, self.expected()),
-                               alpha=self.alpha, beta=self.beta, lam=self.lam,
-                               max_degree=self.max_degree)  # fmt: skip
+        return composite_score(
+            self.h,
+            self.arms,
+            p,
+            self.judged.get(p, self.expected()),
+            alpha=self.alpha,
+            beta=self.beta,
+            lam=self.lam,
+            max_degree=self.max_degree,
+        )
 
     def expected(self) -> float:
         """The judgement expected of a page not judged yet."""

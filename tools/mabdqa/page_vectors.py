@@ -170,8 +170,17 @@ def keep_page_vectors(
         return
     pages = np.searchsorted(offsets, np.arange(len(flat)), side="right") - 1
     stem = hashlib.sha1(doc.encode()).hexdigest()[:16]
-    metadatas = [{"doc": doc, "key": key, "i": i, "page": int(pages[i]), "units": len(flat),
-                  "pages": len(offsets) - 1} for i in range(len(flat))]  # fmt: skip
+    metadatas = [
+        {
+            "doc": doc,
+            "key": key,
+            "i": i,
+            "page": int(pages[i]),
+            "units": len(flat),
+            "pages": len(offsets) - 1,
+        }
+        for i in range(len(flat))
+    ]
     with _store(kb, encoder).made(write=True) as shelf:
         shelf.upsert([f"{stem}-{key}-{i}" for i in range(len(flat))], flat, metadatas)
 
