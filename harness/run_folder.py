@@ -198,7 +198,7 @@ def kb_description(ctx: Context) -> dict[str, Any]:
     try:
         kb = KnowledgeBase.from_context(ctx, must_exist=True)
         sources = {"sources": kb.registry.state()} if kb.registry is not None else {}
-        return {"counts": kb.counts(), "builds": kb.build_settings()} | sources
+        return {"counts": kb.counts(), "builds": kb.builds.settings()} | sources
     except Exception:  # no KB, another embedder's, a server down: the manifest only describes
         return {}
 

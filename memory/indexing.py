@@ -259,7 +259,7 @@ class _Indexer:
             "limit": limit,
             "derived": derive is not None,
         }
-        kb.record_build({"source": path.name} | self.build)
+        kb.builds.record({"source": path.name} | self.build)
         self.units = source_units(path, self.resolved, follow_links)
         self.unreadable: list[str] = []
         if path.is_dir() and self.resolved in ("folder", "pdf"):

@@ -233,6 +233,138 @@ def result_rows(res: dict) -> list[Row]:
     ]
 
 
+def damaged_message(folder: Path, registry: SourceRegistry | None, e: Exception) -> str:
+    """What to say of a KB whose Chroma files cannot be read: which file, and how to rebuild
+    it from the sources its registry names."""
+    try:
+        sources = registry.sources() if registry is not None else []
+    except Exception:  # noqa: BLE001 - the registry may be damaged too
+        sources = []
+    roots = [str(Path(s.path).parent) if s.format == "folder" else s.path for s in sources]
+    roots = list(dict.fromkeys(roots))
+    again = "; ".join(f"`hopgraph index {root} --kb {folder}`" for root in roots[:3])
+    if len(roots) > 3:
+        again += f" and {len(roots) - 3} more (`hopgraph kb ls --kb {folder}.damaged`)"
+    return (
+        f"the knowledge base at {folder} is damaged: {folder / 'chroma' / 'chroma.sqlite3'} "
+        f"cannot be read ({str(e).strip()[:200]}). Rebuild it: move the folder aside "
+        f"(`mv {folder} {folder}.damaged`), then index its sources again: "
+        + (again or f"`hopgraph index SOURCE --kb {folder}` for each source it held")
+    )
+
+
+def stamps_wanted(
+    stored: dict[str, dict[str, Any]],
+    owners: dict[str, tuple[str, str]],
+    registry: SourceRegistry | None,
+) -> dict[str, str]:
+    """The version each item must carry (another live holder's, else its own source's), for
+    the items whose stored stamp differs."""
+    by_source: dict[str, list[str]] = {}
+    for id_ in stored:
+        by_source.setdefault(owners[id_][0], []).append(id_)
+    others: dict[str, str] = {}
+    if registry is not None:
+        for source, ids in by_source.items():
+            others |= registry.live_holders(ids, besides=source)
+    want = {id_: others.get(id_, owners[id_][1]) for id_ in stored}
+    return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
+
+
+class Absences:
+    """The modalities found to have no collection, so a search does not ask again each time:
+    a local KB's finding holds until its next write (its write counter), a server's for
+    ``ABSENT_FOR`` seconds."""
+
+    def __init__(self, local: Any):  # noqa: ANN401 - memory/chroma.py's LocalChroma or None
+        self._local = local
+        self._when: dict[str, float | None] = {}
+
+    def note(self, modality: str) -> None:
+        self._when[modality] = self._local.seen if self._local is not None else time.monotonic()
+
+    def forget(self, modality: str) -> None:
+        self._when.pop(modality, None)
+
+    def known(self, modality: str) -> bool:
+        """Found absent with no write since (local), or within ``ABSENT_FOR`` (server)."""
+        stamp = self._when.get(modality)
+        if stamp is None:
+            return False
+        if self._local is not None:
+            return stamp == self._local.seen
+        return time.monotonic() - stamp < ABSENT_FOR
+
+
+class BuildLog:
+    """The settings each ``hopgraph index`` run indexed a KB with (source, format, OCR engine
+    ...): ``builds.jsonl`` beside a local KB (``path``), a server KB's registry otherwise;
+    a server KB with no registry keeps none."""
+
+    def __init__(self, path: Path | None, registry: SourceRegistry | None):
+        self.path, self.registry = path, registry
+
+    def record(self, settings: dict[str, Any]) -> None:
+        """Append one index run's settings."""
+        if self.path is None:
+            if self.registry is not None:
+                self.registry.record_build(settings)
+            return
+        torn = self.path.exists() and not self.path.read_bytes().endswith(b"\n")  # a crash mid-line
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(("\n" if torn else "") + json.dumps(settings, sort_keys=True) + "\n")
+
+    def settings(self) -> list[dict[str, Any]]:
+        """The distinct settings, first seen first; [] where unknown (a KB built before they
+        were recorded, or a server KB with no registry)."""
+        if self.path is None:
+            return self.registry.builds() if self.registry is not None else []
+        out: list[dict[str, Any]] = []
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    settings = json.loads(line)
+                except json.JSONDecodeError:  # a line torn by a crash mid-write
+                    continue
+                if settings not in out:
+                    out.append(settings)
+        return out
+
+
+class HitVectors:
+    """The stored vectors of recent hits by id (searches that asked ``vectors=True``), valid
+    while their stamp holds (the KB's writes and hidden versions, ``KnowledgeBase._hit_stamp``):
+    what GRAIL steers away from, without a fetch by id. Past ``SIZE`` (about 30 MB at d = 384)
+    the least recent go first."""
+
+    SIZE = 20_000
+
+    def __init__(self) -> None:
+        self._stamp: Any = None
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _at(self, stamp: Any) -> OrderedDict[str, np.ndarray]:  # noqa: ANN401 - a tuple
+        if self._stamp != stamp:
+            self._stamp, self._kept = stamp, OrderedDict()
+        return self._kept
+
+    def keep(self, found: dict[str, np.ndarray], stamp: Any) -> None:  # noqa: ANN401
+        with self._lock:
+            kept = self._at(stamp)
+            for i, v in found.items():
+                kept[i] = v
+                kept.move_to_end(i)
+            while len(kept) > self.SIZE:
+                kept.popitem(last=False)
+
+    def known(self, ids: Sequence[str], stamp: Any) -> dict[str, np.ndarray]:  # noqa: ANN401
+        """The kept vectors of ``ids`` under ``stamp``."""
+        with self._lock:
+            kept = self._at(stamp)
+            return {i: kept[i] for i in ids if i in kept}
+
+
 class KnowledgeBase:
     """Chroma collections per modality, local files (``PersistentClient``) or a server.
 
@@ -282,17 +414,19 @@ class KnowledgeBase:
             self.registry = SourceRegistry(self.path)
             self._local = local_chroma(self.path)
             self.location = str(self.path)
+        self.builds = BuildLog(
+            self.path / BUILDS if self._local is not None else None, self.registry
+        )
+        """The settings each ``hopgraph index`` run indexed it with."""
         self._generation = -1
         self._collections: dict[str, Any] = {}
         self._stores: dict[tuple[str, str, str], Store] = {}
-        self._absent: dict[str, float | None] = {}
-        """Modalities found to have no collection, and when (``_known_absent``)."""
+        self._absent = Absences(self._local)
         self._embedder: Any = None
         self._vectors: dict[str, tuple[Any, list[str], np.ndarray]] = {}
-        self._hit_vectors: tuple[Any, OrderedDict[str, np.ndarray]] = (None, OrderedDict())
+        self._hits = HitVectors()
         self._written = 0
-        """Stored vectors of recent hits by id (searches asked ``vectors=True``), valid while
-        the stamp (``_hit_stamp``) holds: what GRAIL steers away from, without a fetch by id."""
+        """What this object wrote to a server KB (``_hit_stamp``)."""
         self._lock = threading.RLock()
         with self._chroma():  # opened now: a KB folder exists once a KnowledgeBase is made
             pass
@@ -336,36 +470,18 @@ class KnowledgeBase:
                 yield
         except Exception as e:
             if damaged(e):
-                raise KnowledgeBaseError(self._damaged(e)) from e
+                raise KnowledgeBaseError(damaged_message(self.path, self.registry, e)) from e
             raise
-
-    def _damaged(self, e: Exception) -> str:
-        """What to say of a KB whose Chroma files cannot be read: which file, and how to
-        rebuild it from the sources its registry names."""
-        folder = self.path
-        try:
-            sources = self._own_registry().sources()
-        except Exception:  # noqa: BLE001 - the registry may be damaged too
-            sources = []
-        roots = list(
-            dict.fromkeys(
-                str(Path(s.path).parent) if s.format == "folder" else s.path for s in sources
-            )
-        )
-        again = "; ".join(f"`hopgraph index {root} --kb {folder}`" for root in roots[:3])
-        if len(roots) > 3:
-            again += f" and {len(roots) - 3} more (`hopgraph kb ls --kb {folder}.damaged`)"
-        return (
-            f"the knowledge base at {folder} is damaged: {folder / 'chroma' / 'chroma.sqlite3'} "
-            f"cannot be read ({str(e).strip()[:200]}). Rebuild it: move the folder aside "
-            f"(`mv {folder} {folder}.damaged`), then index its sources again: "
-            + (again or f"`hopgraph index SOURCE --kb {folder}` for each source it held")
-        )
 
     @property
     def client(self):  # noqa: ANN201 - a chromadb client
         """The Chroma client (a local KB's: use it inside ``_chroma()``)."""
         return self._local.client if self._local is not None else self._client
+
+    @property
+    def is_local(self) -> bool:
+        """Whether its Chroma lives in its own folder (else on a server)."""
+        return self._local is not None
 
     def hidden(self) -> list[str]:
         """The source versions no read may return (being written, replaced or removed)."""
@@ -414,13 +530,13 @@ class KnowledgeBase:
             name = COLLECTION_PREFIX + modality
             if create:
                 col = cosine_collection(self.client, name, self.embedder_name, modality=modality)
-                self._absent.pop(modality, None)
+                self._absent.forget(modality)
             else:
-                if self._known_absent(modality):
+                if self._absent.known(modality):
                     return None  # not asked again on every search
                 col = existing_collection(self.client, name)
                 if col is None:
-                    self._absent[modality] = self._absence_stamp()
+                    self._absent.note(modality)
                     return None
             indexed_with = (col.metadata or {}).get("embedder")
             if indexed_with and indexed_with != self.embedder_name:
@@ -432,19 +548,6 @@ class KnowledgeBase:
             self._collections[modality] = col
             return col
 
-    def _absence_stamp(self) -> float | None:
-        """When a modality was found absent: a local KB's write counter, a server's clock."""
-        return self._local.seen if self._local is not None else time.monotonic()
-
-    def _known_absent(self, modality: str) -> bool:
-        """Found absent with no write since (local), or within ``ABSENT_FOR`` (server)."""
-        if modality not in self._absent:
-            return False
-        stamp = self._absent[modality]
-        if self._local is not None:
-            return stamp is not None and stamp == self._local.seen
-        return stamp is not None and time.monotonic() - stamp < ABSENT_FOR
-
     def counts(self) -> dict[str, int]:
         """Items stored per modality (a version being written or removed included)."""
         out = {}
@@ -452,40 +555,6 @@ class KnowledgeBase:
             for modality in MODALITIES:
                 col = self.collection(modality, create=False)
                 out[modality] = col.count() if col is not None else 0
-        return out
-
-    # -- how it was built -------------------------------------------------------------------
-    @property
-    def is_local(self) -> bool:
-        """Whether its Chroma lives in its own folder (else on a server)."""
-        return self._local is not None
-
-    def record_build(self, settings: dict[str, Any]) -> None:
-        """Append one index run's settings (source, format, OCR engine ...) to ``builds.jsonl``;
-        a server KB's registry keeps them; one with no registry keeps none."""
-        if not self.is_local and self.registry is not None:
-            self.registry.record_build(settings)
-        if self.is_local:
-            path = self.path / BUILDS
-            torn = path.exists() and not path.read_bytes().endswith(b"\n")  # a crash mid-line
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(("\n" if torn else "") + json.dumps(settings, sort_keys=True) + "\n")
-
-    def build_settings(self) -> list[dict[str, Any]]:
-        """The distinct settings it was indexed with, first seen first; [] where unknown (a KB
-        built before they were recorded, or on a server)."""
-        if not self.is_local:
-            return self.registry.builds() if self.registry is not None else []
-        out: list[dict[str, Any]] = []
-        path = self.path / BUILDS
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    settings = json.loads(line)
-                except json.JSONDecodeError:  # a line torn by a crash mid-write
-                    continue
-                if settings not in out:
-                    out.append(settings)
         return out
 
     # -- writing ----------------------------------------------------------------------------
@@ -519,7 +588,7 @@ class KnowledgeBase:
             }
             stats.existing += len(same)
             if owners is not None:
-                self.restamp(self._stamps(same, owners))
+                self.restamp(stamps_wanted(same, owners, self.registry))
             todo = [it for id_, it in group.items() if id_ not in same]
             if not todo:
                 continue
@@ -527,7 +596,9 @@ class KnowledgeBase:
             vecs = self.embedder.encode([it.embed_text() for it in todo])
             stats.embed_seconds += time.perf_counter() - began
             began = time.perf_counter()
-            stamps = self._stamps({it.id: {} for it in todo}, owners) if owners else {}
+            stamps = (
+                stamps_wanted({it.id: {} for it in todo}, owners, self.registry) if owners else {}
+            )
             with self._chroma(write=True):
                 col = self.collection(modality)
                 step = min(self.client.get_max_batch_size(), 4096)
@@ -542,21 +613,6 @@ class KnowledgeBase:
             stats.store_seconds += time.perf_counter() - began
             stats.added += len(todo)
         return stats
-
-    def _stamps(
-        self, stored: dict[str, dict[str, Any]], owners: dict[str, tuple[str, str]]
-    ) -> dict[str, str]:
-        """The version each item must carry (another live holder's, else its own source's),
-        for the items whose stored stamp differs."""
-        by_source: dict[str, list[str]] = {}
-        for id_ in stored:
-            by_source.setdefault(owners[id_][0], []).append(id_)
-        others: dict[str, str] = {}
-        if self.registry is not None:
-            for source, ids in by_source.items():
-                others |= self.registry.live_holders(ids, besides=source)
-        want = {id_: others.get(id_, owners[id_][1]) for id_ in stored}
-        return {id_: v for id_, v in want.items() if stored[id_].get("src_hash") != v}
 
     def restamp(self, stamps: dict[str, str]) -> None:
         """Set each item's source version (in every collection that holds it, the derived
@@ -636,9 +692,6 @@ class KnowledgeBase:
                 )
 
     # -- reading ----------------------------------------------------------------------------
-    HIT_VECTORS = 20_000
-    """Hits whose vectors are kept (about 30 MB at d = 384), the least recent dropped first."""
-
     def _hit_stamp(self, hidden: Sequence[str]) -> tuple:
         """What the kept hit vectors are valid for: this KB's writes so far (a local KB's
         counter, which every process bumps; a server KB's writes through this object) and the
@@ -646,28 +699,10 @@ class KnowledgeBase:
         local = self._own_registry().chroma_version() if self._local is not None else self._written
         return (local, tuple(hidden))
 
-    def _kept_hits(self, hidden: Sequence[str]) -> OrderedDict[str, np.ndarray]:
-        stamp = self._hit_stamp(hidden)
-        if self._hit_vectors[0] != stamp:
-            self._hit_vectors = (stamp, OrderedDict())
-        return self._hit_vectors[1]
-
-    def _keep_hits(self, found: dict[str, np.ndarray], hidden: Sequence[str]) -> None:
-        with self._lock:
-            kept = self._kept_hits(hidden)
-            for i, v in found.items():
-                kept[i] = v
-                kept.move_to_end(i)
-            while len(kept) > self.HIT_VECTORS:
-                kept.popitem(last=False)
-
     def stored_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``ids`` (unknown ids are left out): those of recent hits
         from memory (``search(vectors=True)``), the others fetched by id."""
-        hidden = self.hidden()
-        with self._lock:
-            kept = self._kept_hits(hidden)
-            out = {i: kept[i] for i in ids if i in kept}
+        out = self._hits.known(ids, self._hit_stamp(self.hidden()))
         if len(out) == len(set(ids)):
             return out  # all recent hits: no engine call, not even its lock
         with self._chroma():
@@ -680,9 +715,6 @@ class KnowledgeBase:
                         zip(res["ids"], np.asarray(res["embeddings"], np.float32), strict=True)
                     )
         return out
-
-    def embed_query(self, query: str) -> np.ndarray:
-        return self.embedder.encode_one(query)
 
     def search(
         self,
@@ -709,7 +741,11 @@ class KnowledgeBase:
             ]
         if not wanted:
             return []
-        vec = self.embed_query(query) if isinstance(query, str) else np.asarray(query, np.float32)
+        vec = (
+            self.embedder.encode_one(query)
+            if isinstance(query, str)
+            else np.asarray(query, np.float32)
+        )
         clauses: list[dict[str, Any]] = []
         if sources:
             clauses.append(
@@ -727,7 +763,7 @@ class KnowledgeBase:
                 col = self.collection(modality, create=False)
                 rows += nearest_visible(col, vec, n, radius, where, hidden, found)
         if found:
-            self._keep_hits(found, hidden)
+            self._hits.keep(found, self._hit_stamp(hidden))
         hits = [stored_evidence(i, d, m, 1.0 - dist) for i, d, m, dist in self.visible(rows)]
         hits.sort(key=lambda h: h["score"], reverse=True)
         return hits if radius is not None else hits[:k]

@@ -365,7 +365,7 @@ def test_a_trained_adapter_steers_over_its_projection_in_the_engine(tmp_path, mo
     ctx = Context(kb_dir=str(tmp_path / "kb"), grail_weights=str(tmp_path / "w"))
     held = [Item("text", "t3", "").id, Item("text", "t10", "").id]
     exact = Grail(MatrixSearcher.from_kb(kb), GrailModel.load(tmp_path / "w"))
-    q = torch.as_tensor(kb.embed_query("topic 3 of town 3"))
+    q = torch.as_tensor(kb.embedder.encode_one("topic 3 of town 3"))
     want, _ = exact.search(q, held, 5, "gap-fixed")
 
     def whole(*_args, **_kw):

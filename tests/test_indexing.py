@@ -84,7 +84,7 @@ def test_a_kb_records_the_settings_it_was_indexed_with(messy_folder, tmp_path):
     kb = KnowledgeBase(tmp_path / "kb")
     index_source(kb, messy_folder, ocr="off", render_pages=False)
     index_source(kb, messy_folder, ocr="off", render_pages=False)  # the same build: one entry
-    assert kb.build_settings() == [
+    assert kb.builds.settings() == [
         {
             "source": "corpus",
             "format": "folder",
@@ -97,7 +97,7 @@ def test_a_kb_records_the_settings_it_was_indexed_with(messy_folder, tmp_path):
     with open(tmp_path / "kb" / "builds.jsonl", "a") as f:
         f.write('{"source": "cor')  # torn by a crash mid-write: skipped, the rest still read
     index_source(kb, messy_folder, ocr="off")
-    assert [b["page_pixels"] for b in kb.build_settings()] == [0, 1024 * 28 * 28]
+    assert [b["page_pixels"] for b in kb.builds.settings()] == [0, 1024 * 28 * 28]
 
 
 def test_interrupted_index_resumes(tmp_path):

@@ -86,7 +86,7 @@ def test_raw_vectors_match_the_collection(kb):
 
 
 def test_query_vector_may_be_passed_in(kb):
-    vec = kb.embed_query("capital of Germany")
+    vec = kb.embedder.encode_one("capital of Germany")
     assert kb.search(vec, k=1)[0]["title"] == "Berlin"
 
 

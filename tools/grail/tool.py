@@ -97,7 +97,7 @@ def _steered(
     import torch
 
     grail = grail_for(ctx)
-    q = torch.as_tensor(kb.embed_query(query) if isinstance(query, str) else query)
+    q = torch.as_tensor(kb.embedder.encode_one(query) if isinstance(query, str) else query)
     runs, why = grail.model.mode_for(mode)
     found, steered = grail.search(q, held, k, runs)
     stored = {e["id"]: e for e in kb.get([i for i, _ in found])}
