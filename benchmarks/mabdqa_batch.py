@@ -30,6 +30,7 @@ from typing import Any
 from hopgraph.agents import mabdqa as roles
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.stats import sign_counts as sign_test
+from hopgraph.graphs.mabdqa import hypergraph_over
 from hopgraph.harness.run_folder import (
     RunFolder,
     has_trace,
@@ -42,8 +43,7 @@ from hopgraph.prompts import prompts_for, sha256_file
 from hopgraph.questions.datasets import read_questions
 from hopgraph.settings.mabdqa import MABDQAContext as Context
 from hopgraph.tools.mabdqa.bandit import bandit_retrieve
-from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
-from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
+from hopgraph.tools.mabdqa.page_vectors import document_pages
 from hopgraph.tools.retrieval import knowledge_base
 
 BATCHES = (1, 2, 4)
@@ -106,15 +106,7 @@ def replay(run: Path, ctx: Context, out: Path, batches: tuple[int, ...] = BATCHE
         recorded_ranking = walk_of_run["ranking"]
         pages = document_pages(kb, q.doc, ctx.page_embedder)
         atoms = arms_of_run if ctx.mabdqa_atoms_only else arms_of_run[:-1]
-        h = build_hypergraph(
-            atoms,
-            [query_vectors(kb, a, ctx.page_embedder) for a in atoms],
-            pages.vectors,
-            theta_g=ctx.mabdqa_theta_g,
-            theta_h=ctx.mabdqa_theta_h,
-            atoms_only=ctx.mabdqa_atoms_only,
-            with_page_graph=ctx.mabdqa_page_graph,
-        )
+        h = hypergraph_over(kb, atoms, pages, ctx)
         assert h.subqueries == arms_of_run, (qid, h.subqueries, arms_of_run)
         ids = [p["id"] for p in pages.pages]
         live = cache.setdefault(qid, {})

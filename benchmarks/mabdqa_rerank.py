@@ -25,13 +25,13 @@ from typing import Any
 from hopgraph.agents import mabdqa as roles
 from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.stats import sign_counts as sign_test
+from hopgraph.graphs.mabdqa import hypergraph_over
 from hopgraph.harness.run_folder import RunFolder
 from hopgraph.presentation.results import fmt
 from hopgraph.questions.datasets import read_questions
 from hopgraph.settings.mabdqa import MABDQAContext as Context
 from hopgraph.tools.mabdqa.bandit import Arms, bandit_retrieve
-from hopgraph.tools.mabdqa.page_hypergraph import build_hypergraph
-from hopgraph.tools.mabdqa.page_vectors import document_pages, query_vectors
+from hopgraph.tools.mabdqa.page_vectors import document_pages
 from hopgraph.tools.retrieval import knowledge_base
 
 KS = (1, 3, 5)
@@ -50,15 +50,7 @@ def rerank(qid: str, walk: dict[str, Any], question, ctx: Context) -> dict[str, 
     remade = broken(walk["subqueries"])
     if remade:
         atoms = roles.aspects(question.question, ctx)
-    h = build_hypergraph(
-        atoms,
-        [query_vectors(kb, a, ctx.page_embedder) for a in atoms],
-        pages.vectors,
-        theta_g=ctx.mabdqa_theta_g,
-        theta_h=ctx.mabdqa_theta_h,
-        atoms_only=ctx.mabdqa_atoms_only,
-        with_page_graph=ctx.mabdqa_page_graph,
-    )
+    h = hypergraph_over(kb, atoms, pages, ctx)
     judged = {ids.index(pid): s for pid, s in walk["judged"].items()}
     arms = Arms.uniform(len(h.subqueries))
     for page, s in judged.items():

@@ -30,20 +30,23 @@ from hopgraph.cli.app import (
 )
 from hopgraph.wording import counted
 
+Citations = Annotated[
+    bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
+]
+Wrong = Annotated[
+    bool, typer.Option("--wrong", help="also list each question answered wrongly or failed")
+]
+
 
 @app.command("eval")
 def evaluate(
     run_dir: Annotated[str, typer.Argument(help="the run folder to score")],
-    citations: Annotated[
-        bool, typer.Option("--citations", help="ALCE citation recall/precision (LLM judge)")
-    ] = False,
+    citations: Citations = False,
     base_url: BaseUrl = "",
     model: ModelName = "",
     price: PriceOption = "",
     sets: Sets = None,
-    wrong: Annotated[
-        bool, typer.Option("--wrong", help="also list each question answered wrongly or failed")
-    ] = False,
+    wrong: Wrong = False,
     data: DataDir = "",
 ) -> None:
     """Score a run: metrics.json and a table, with what it cost (USD too with --price)."""

@@ -25,50 +25,59 @@ from hopgraph.cli.progress import Quiet, Steps
 Source = Annotated[str, typer.Argument(help="a file, a folder, or a benchmark's corpus JSON")]
 
 
+Fmt = Annotated[
+    str,
+    typer.Option("--format", help="auto | folder | pdf | hotpotqa | musique | multimodalqa"),
+]
+Limit = Annotated[
+    int | None, typer.Option(help="index at most this many items", callback=within(1))
+]
+Ocr = Annotated[
+    str,
+    typer.Option(
+        help="OCR for PDF pages without a text layer and for images: auto (RapidOCR, else "
+        "tesseract) | rapidocr | tesseract | off"
+    ),
+]
+Triplets = Annotated[
+    bool, typer.Option("--triplets", help="also store LLM-extracted triplets (MMAPG)")
+]
+Cache = Annotated[
+    str,
+    typer.Option(
+        "--cache",
+        help="JSON-lines file of the triplet extractions (default KB/llm-cache.jsonl); "
+        "a committed one rebuilds the KB without LLM calls",
+    ),
+]
+Prune = Annotated[
+    bool,
+    typer.Option("--prune", help="remove sources that vanished from the indexed folder"),
+]
+FollowLinks = Annotated[
+    bool,
+    typer.Option(
+        "--follow-links",
+        help="also index files that links in the folder lead to outside it (skipped and "
+        "listed by default)",
+    ),
+]
+
+
 @app.command()
 def index(
     source: Source,
     kb: KbDir = "kb",
-    fmt: Annotated[
-        str,
-        typer.Option("--format", help="auto | folder | pdf | hotpotqa | musique | multimodalqa"),
-    ] = "auto",
+    fmt: Fmt = "auto",
     images: Annotated[str, typer.Option(help="MultimodalQA image folder")] = "",
-    limit: Annotated[
-        int | None, typer.Option(help="index at most this many items", callback=within(1))
-    ] = None,
+    limit: Limit = None,
     no_render: Annotated[bool, typer.Option("--no-render", help="PDFs: skip page PNGs")] = False,
-    ocr: Annotated[
-        str,
-        typer.Option(
-            help="OCR for PDF pages without a text layer and for images: auto (RapidOCR, else "
-            "tesseract) | rapidocr | tesseract | off"
-        ),
-    ] = "auto",
+    ocr: Ocr = "auto",
     no_ocr: Annotated[bool, typer.Option("--no-ocr", help="the same as --ocr off")] = False,
-    triplets: Annotated[
-        bool, typer.Option("--triplets", help="also store LLM-extracted triplets (MMAPG)")
-    ] = False,
-    cache: Annotated[
-        str,
-        typer.Option(
-            "--cache",
-            help="JSON-lines file of the triplet extractions (default KB/llm-cache.jsonl); "
-            "a committed one rebuilds the KB without LLM calls",
-        ),
-    ] = "",
-    prune: Annotated[
-        bool,
-        typer.Option("--prune", help="remove sources that vanished from the indexed folder"),
-    ] = False,
-    follow_links: Annotated[
-        bool,
-        typer.Option(
-            "--follow-links",
-            help="also index files that links in the folder lead to outside it (skipped and "
-            "listed by default)",
-        ),
-    ] = False,
+    triplets: Triplets = False,
+    cache: Cache = "",
+    prune: Prune = False,
+    follow_links: FollowLinks = False,
     sets: Sets = None,
     quiet: Quiet = False,
 ) -> None:

@@ -68,6 +68,33 @@ Alpha = Annotated[
 ]
 
 
+Roles = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="a role's template to optimize, e.g. rag/short_answer (repeatable; "
+        "default: every role of the agent)"
+    ),
+]
+Test = Annotated[
+    str,
+    typer.Option(
+        help="test questions the search never reads (refused if they share any with "
+        "--questions): the overlay and the hand-written prompts answer them last, in "
+        "OUT/test/, and record.json keeps the paired verdict and the validation-to-test gap"
+    ),
+]
+Seed = Annotated[int, typer.Option(help="seed of the split and the minibatches", callback=within())]
+BudgetTokens = Annotated[
+    int, typer.Option(help="stop once the search sent N tokens", callback=within(0))
+]
+BudgetUsd = Annotated[
+    float, typer.Option(help="stop once it spent $X (--price)", callback=within(0))
+]
+ProposerBaseUrl = Annotated[
+    str, typer.Option(help="a stronger model's endpoint for the proposer (default: the same)")
+]
+
+
 @app.command()
 def optimize(
     questions: Annotated[str, typer.Option(help="training questions (JSONL): the only ones read")],
@@ -75,21 +102,8 @@ def optimize(
     agent: Annotated[str, typer.Option(help="the agent whose prompts to optimize")] = "",
     graph: GraphSpec = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
-    roles: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="a role's template to optimize, e.g. rag/short_answer (repeatable; "
-            "default: every role of the agent)"
-        ),
-    ] = None,
-    test: Annotated[
-        str,
-        typer.Option(
-            help="test questions the search never reads (refused if they share any with "
-            "--questions): the overlay and the hand-written prompts answer them last, in "
-            "OUT/test/, and record.json keeps the paired verdict and the validation-to-test gap"
-        ),
-    ] = "",
+    roles: Roles = None,
+    test: Test = "",
     rounds: Rounds = 2,
     demos: Demos = 3,
     val_share: ValShare = 0.5,
@@ -97,19 +111,11 @@ def optimize(
     minibatch: Minibatch = 8,
     alpha: Alpha = 0.1,
     metric: Annotated[str, typer.Option(help="the metric candidates are compared on")] = "f1",
-    seed: Annotated[
-        int, typer.Option(help="seed of the split and the minibatches", callback=within())
-    ] = 0,
-    budget_tokens: Annotated[
-        int, typer.Option(help="stop once the search sent N tokens", callback=within(0))
-    ] = 0,
-    budget_usd: Annotated[
-        float, typer.Option(help="stop once it spent $X (--price)", callback=within(0))
-    ] = 0.0,
+    seed: Seed = 0,
+    budget_tokens: BudgetTokens = 0,
+    budget_usd: BudgetUsd = 0.0,
     price: PriceOption = "",
-    proposer_base_url: Annotated[
-        str, typer.Option(help="a stronger model's endpoint for the proposer (default: the same)")
-    ] = "",
+    proposer_base_url: ProposerBaseUrl = "",
     proposer_model: Annotated[str, typer.Option(help="the proposer's model name")] = "",
     base_url: BaseUrl = "",
     model: ModelName = "",

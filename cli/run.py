@@ -79,27 +79,37 @@ BudgetUsd = Annotated[
 ]
 
 
+Questions = Annotated[
+    str, typer.Option(help="question file: JSONL, a JSON array or CSV (gold optional)")
+]
+Agent = Annotated[str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)} (or --graph)")]
+Limit = Annotated[int | None, typer.Option(help="the first N questions", callback=within(1))]
+Concurrency = Annotated[
+    int, typer.Option(help="questions answered at once", callback=within(1, 1024))
+]
+Redo = Annotated[
+    list[str] | None,
+    typer.Option(help="a finished question's id to answer afresh (repeatable)"),
+]
+AcceptCodeChange = Annotated[
+    bool,
+    typer.Option(
+        help="extend a record whose answers came from other method code (its table in "
+        "the results pages then says that its columns mix code fingerprints)"
+    ),
+]
+
+
 @app.command()
 def run(
-    questions: Annotated[
-        str, typer.Option(help="question file: JSONL, a JSON array or CSV (gold optional)")
-    ],
+    questions: Questions,
     out: Annotated[str, typer.Option(help="run folder (re-run to resume)")],
-    agent: Annotated[
-        str, typer.Option(help=f"graph to run: {' | '.join(GRAPHS)} (or --graph)")
-    ] = "",
+    agent: Agent = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "",
-    limit: Annotated[
-        int | None, typer.Option(help="the first N questions", callback=within(1))
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option(help="questions answered at once", callback=within(1, 1024))
-    ] = 1,
+    limit: Limit = None,
+    concurrency: Concurrency = 1,
     fields: Fields = "",
-    redo: Annotated[
-        list[str] | None,
-        typer.Option(help="a finished question's id to answer afresh (repeatable)"),
-    ] = None,
+    redo: Redo = None,
     base_url: BaseUrl = "",
     model: ModelName = "",
     prompts: PromptsDir = "",
@@ -108,13 +118,7 @@ def run(
     lease: Lease = 60.0,
     cache: CacheDir = "",
     graph: GraphSpec = "",
-    accept_code_change: Annotated[
-        bool,
-        typer.Option(
-            help="extend a record whose answers came from other method code (its table in "
-            "the results pages then says that its columns mix code fingerprints)"
-        ),
-    ] = False,
+    accept_code_change: AcceptCodeChange = False,
     budget_tokens: BudgetTokens = 0,
     budget_usd: BudgetUsd = 0.0,
     price: PriceOption = "",
@@ -333,15 +337,18 @@ def failed_questions(errors: list[tuple[str, str]], shown: int = 3) -> NoReturn:
     raise typer.Exit(QUESTIONS_FAILED)
 
 
+Image = Annotated[
+    list[str] | None, typer.Option(help="an image of the question (repeatable; needs a VLM)")
+]
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="the question to answer, in quotes")],
     agent: Annotated[str, typer.Option(help="graph to run")] = "rag",
     graph: GraphSpec = "",
     kb: Annotated[str, typer.Option(help="knowledge-base folder")] = "kb",
-    image: Annotated[
-        list[str] | None, typer.Option(help="an image of the question (repeatable; needs a VLM)")
-    ] = None,
+    image: Image = None,
     out: Annotated[str, typer.Option(help="run folder for the trace")] = "",
     quiet: Annotated[bool, typer.Option(help="only the answer, no live steps")] = False,
     base_url: BaseUrl = "",
@@ -366,11 +373,7 @@ def ask(
     ctx = build_context(
         base_url, model, prompts, [*(sets or []), f"kb_dir={kb}"], cache, schema=schema_of(agent)
     )
-    for path in image or []:
-        if not Path(path).is_file():
-            refuse(f"no image at {path}")
-    if image and not ctx.vlm_model:  # answered blind otherwise; refused like every setup fault
-        refuse("--image needs a vision-language model: set vlm_base_url/vlm_model to one")
+    _refuse_unseen_images(image or [], ctx.vlm_model)
     if agent != "direct":  # the one method that reads no KB
         _check_kb(kb, sets, schema_of(agent))  # before any model starts, as run does
     qid = "ask-" + hashlib.sha1(question.encode()).hexdigest()[:10]
@@ -418,6 +421,16 @@ def ask(
         time.perf_counter() - began,
         packed(trace_path(run_dir, qid)),
     )
+
+
+def _refuse_unseen_images(images: list[str], vlm_model: str) -> None:
+    """Refuse an image that is not a file, or any image with no VLM to see it (it would be
+    answered blind otherwise): refused like every setup fault, before a model starts."""
+    for path in images:
+        if not Path(path).is_file():
+            refuse(f"no image at {path}")
+    if images and not vlm_model:
+        refuse("--image needs a vision-language model: set vlm_base_url/vlm_model to one")
 
 
 def _print_answer(pred: Prediction, who: str, seconds: float, trace: Path) -> None:

@@ -30,6 +30,7 @@ from hopgraph.graphs.shared import (
     over_budget,
 )
 from hopgraph.memory.evidence import Evidence, rescored
+from hopgraph.memory.kb import KnowledgeBase
 from hopgraph.models import parallel_calls
 from hopgraph.models.events import Retrieval, Step, emit
 from hopgraph.settings.mabdqa import MABDQAContext, MABDQASettings
@@ -105,8 +106,15 @@ def _document(state: State, ctx: MABDQAContext) -> DocumentPages:
 
 def _hypergraph(state: State, pages: DocumentPages, ctx: MABDQAContext) -> Hypergraph:
     """H for the state's subqueries (rebuilt when needed, never stored: it derives from them)."""
-    kb = knowledge_base(ctx)
     subqueries = state.get("subqueries") or [state["question"]]
+    return hypergraph_over(knowledge_base(ctx), subqueries, pages, ctx)
+
+
+def hypergraph_over(
+    kb: KnowledgeBase, subqueries: list[str], pages: DocumentPages, ctx: MABDQAContext
+) -> Hypergraph:
+    """The page hypergraph H of a document for these subqueries, with ``ctx``'s thresholds
+    (θ_g, θ_h) and shape: what the graph and the offline studies of its walks build alike."""
     return build_hypergraph(
         subqueries,
         [query_vectors(kb, q, ctx.page_embedder) for q in subqueries],

@@ -88,6 +88,22 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
+def _retrieval_span(tracer: Tracer, parent: Span, data: dict[str, Any], at: float) -> None:
+    """A retrieval's span: its query, the ids it returned and the role that asked, ending at
+    ``at`` (the record's time) and starting its latency before."""
+    span = tracer.start_span(
+        "retrieval",
+        context=set_span_in_context(parent),
+        start_time=_ns(at - data.get("latency_s", 0.0)),
+        attributes={
+            "hopgraph.retrieval.query": str(data.get("query", ""))[:500],
+            "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
+            "hopgraph.role": data.get("role", ""),
+        },
+    )
+    span.end(end_time=_ns(at))
+
+
 def export_question(
     tracer: Tracer,
     agent: str,
@@ -145,17 +161,7 @@ def export_question(
         elif mode == "custom" and data.get("event") == "llm_call":
             _llm_span(tracer, parent_for(ns, root), data, content)
         elif mode == "custom" and data.get("event") == "retrieval":
-            span = tracer.start_span(
-                "retrieval",
-                context=set_span_in_context(parent_for(ns, root)),
-                start_time=_ns(at - data.get("latency_s", 0.0)),
-                attributes={
-                    "hopgraph.retrieval.query": str(data.get("query", ""))[:500],
-                    "hopgraph.retrieval.ids": [str(i) for i in data.get("ids", [])],
-                    "hopgraph.role": data.get("role", ""),
-                },
-            )
-            span.end(end_time=_ns(at))
+            _retrieval_span(tracer, parent_for(ns, root), data, at)
         elif mode == "custom":
             parent_for(ns, root).add_event(str(data.get("event", "event")), timestamp=_ns(at))
         elif mode == "error":

@@ -234,19 +234,7 @@ class Runner:
         draws with the graph's view)."""
         config = self.thread(q.id)
         trace_file = trace_path(self.run_dir, q.id)
-        state = self.graph.get_state(config)
-        stepped = (state.metadata or {}).get("source") == "loop"
-        payload: dict[str, Any] | None
-        if (state.next or state.tasks) and stepped:  # interrupted: go on from its checkpoint
-            payload, streaming = None, True
-        elif reached_end(state):  # finished before a crash lost its prediction line
-            payload, streaming = None, False
-        else:  # the shared InputState: every graph takes the same fields (no gold text)
-            if state.values or state.next:  # only its input was saved: killed before a step
-                self.saver.delete_thread(config["configurable"]["thread_id"])
-            payload, streaming = {"id": q.id, "question": q.question}, True
-            payload |= {"images": q.images} if q.images else {}
-            payload |= {"doc": q.doc} if q.doc else {}
+        payload, streaming = self._input_or_resume(q, config)
         began = time.perf_counter()
         error = None
         # a resumed question's earlier sittings are in its trace already
@@ -308,6 +296,25 @@ class Runner:
         if self.sitting_at is not None:
             pred["sitting"] = self.sitting_at
         return pred, records
+
+    def _input_or_resume(
+        self, q: Question, config: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """What to stream for ``q`` from its checkpoint: its input (a fresh start), or None to
+        go on from where it was interrupted; and whether there is anything left to stream
+        (not when it finished before a crash lost its prediction line)."""
+        state = self.graph.get_state(config)
+        stepped = (state.metadata or {}).get("source") == "loop"
+        if (state.next or state.tasks) and stepped:  # interrupted: go on from its checkpoint
+            return None, True
+        if reached_end(state):
+            return None, False
+        if state.values or state.next:  # only its input was saved: killed before a step
+            self.saver.delete_thread(config["configurable"]["thread_id"])
+        payload: dict[str, Any] = {"id": q.id, "question": q.question}  # the shared InputState:
+        payload |= {"images": q.images} if q.images else {}  # every graph takes the same fields
+        payload |= {"doc": q.doc} if q.doc else {}  # (no gold text)
+        return payload, True
 
     def _stop_if_disk_full(self, e: Exception) -> None:
         """A question's failure that is a full disk (its checkpoints, its trace) stops the run:

@@ -220,6 +220,14 @@ def traced_messages(messages: Sequence[Message], cap: int = 0) -> list[Message]:
     return out
 
 
+def counted_usage(call: LLMCall, resp: Any) -> None:
+    """The tokens a reply's ``usage`` says were read and written, onto its call (none where
+    the server sends no usage)."""
+    if resp.usage is not None:
+        call.prompt_tokens = resp.usage.prompt_tokens or 0
+        call.completion_tokens = resp.usage.completion_tokens or 0
+
+
 class ChatModel:
     """A model served at an OpenAI-compatible ``base_url``."""
 
@@ -497,13 +505,7 @@ class ChatModel:
                     extra=extra | {"cached": True},
                     **content,
                 )
-                call.started, call.latency_s = round(time.time(), 4), 0.0
-                if hit.usage is not None:
-                    call.prompt_tokens = hit.usage.prompt_tokens or 0
-                    call.completion_tokens = hit.usage.completion_tokens or 0
-                self._read(call, hit, parse)
-                emit(call, self.on_event)
-                return hit
+                return self._replayed(call, hit, parse)
         call = LLMCall(
             role=role, template=template, model=self.model, kind=kind, extra=extra, **content
         )
@@ -523,9 +525,7 @@ class ChatModel:
             call.latency_s = time.perf_counter() - start
             if call.error is not None:
                 emit(call, self.on_event)
-        if resp.usage is not None:
-            call.prompt_tokens = resp.usage.prompt_tokens or 0
-            call.completion_tokens = resp.usage.completion_tokens or 0
+        counted_usage(call, resp)
         if served := served_times(resp):  # the waterfall's wait before the server began it
             call.extra["served"] = served
         if key and self.cache is not None:
@@ -533,6 +533,14 @@ class ChatModel:
         self._read(call, resp, parse)
         emit(call, self.on_event)
         return resp
+
+    def _replayed(self, call: LLMCall, hit: Any, parse: Callable[[Any], Any] | None) -> Any:
+        """A cached reply, reported as the call it replays (no latency; ``cached`` in extra)."""
+        call.started, call.latency_s = round(time.time(), 4), 0.0
+        counted_usage(call, hit)
+        self._read(call, hit, parse)
+        emit(call, self.on_event)
+        return hit
 
     def _ready(self) -> None:
         """``check``, with a dead embedded server named as such."""

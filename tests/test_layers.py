@@ -221,6 +221,21 @@ def test_no_function_is_longer_than_80_lines():
     assert long_functions() == []
 
 
+def test_no_class_has_30_methods():
+    """A class that grows past 29 methods names its parts (``memory/kb.py``'s ``BuildLog``)."""
+    import ast
+
+    big = [
+        f"{mod}.{node.name} ({count})"
+        for mod, path in sorted(modules().items())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef)
+        for count in [sum(isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) for m in node.body)]
+        if count >= 30
+    ]
+    assert big == []
+
+
 def test_a_function_grown_past_80_lines_is_caught(tmp_path):
     long = tmp_path / "long.py"
     body = "".join(f"    x{i} = {i}\n" for i in range(MOST_LINES))
