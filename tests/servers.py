@@ -44,6 +44,12 @@ def hopgraph(
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def scripted(base_url: str) -> list[str]:
+    """The options that point a command at a scripted endpoint (``--base-url URL --model
+    scripted``)."""
+    return ["--base-url", base_url, "--model", "scripted"]
+
+
 def started(  # noqa: ANN201 - Forked, or Popen with TESTS_COLD_CLI=1
     *args: object,
     cwd: Path | str | None = None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA
-from servers import hopgraph, started
+from servers import hopgraph, scripted, started
 
 PDFS = SHARED_DATA / "mmlongbench" / "pdfs"
 
@@ -119,10 +119,7 @@ def test_a_second_local_run_on_a_folder_in_use_is_refused_naming_the_first(tmp_p
             "q.jsonl",
             "--out",
             "r",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         first = started(*args, cwd=tmp_path)
         try:
@@ -158,10 +155,7 @@ def test_a_run_with_a_failed_question_exits_3_and_says_why(tmp_path):
             "q.jsonl",
             "--out",
             "r",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--set",
             "max_retries=0",
             cwd=tmp_path,
@@ -185,10 +179,7 @@ def test_a_truncated_predictions_line_is_named_in_a_warning(tmp_path):
             "q.jsonl",
             "--out",
             "r",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         assert hopgraph(*run, cwd=tmp_path).returncode == 0
         lines = (tmp_path / "r" / "predictions.jsonl").read_text()
@@ -350,10 +341,7 @@ def test_a_wrongly_typed_predictions_line_is_skipped_by_eval_and_the_viewer(tmp_
                 "q.jsonl",
                 "--out",
                 "r",
-                "--base-url",
-                server.base_url,
-                "--model",
-                "scripted",
+                *scripted(server.base_url),
                 cwd=tmp_path,
             ).returncode
             == 0
@@ -447,10 +435,7 @@ def test_a_full_disk_is_named_with_the_file_and_has_an_exit_status_of_its_own(tm
                 "q.jsonl",
                 "--out",
                 "disk/r",
-                "--base-url",
-                server.base_url,
-                "--model",
-                "scripted",
+                *scripted(server.base_url),
                 "--concurrency",
                 "2",
                 "--quiet",

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from servers import scripted
+
 from hopgraph.memory.ids import page_id, page_key
 from hopgraph.memory.kb import Item, KnowledgeBase
 
@@ -119,10 +121,7 @@ def test_mabdqa_judges_judges_evidence_and_top_li_pages_with_both_judges_and_res
             str(tmp_path / "kb"),
             "--out",
             str(out),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         subprocess.run(command, check=True, capture_output=True, text=True)
         record = out / "judgements.jsonl"

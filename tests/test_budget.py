@@ -6,7 +6,7 @@ method early with an answer, counted. What a run spent is in ``eval``, the repor
 import json
 
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.harness.cost import Budget, Price
 from hopgraph.harness.run_folder import read_predictions
@@ -34,10 +34,7 @@ def test_a_budget_stops_a_run_about_half_way_and_a_larger_one_finishes_it(tmp_pa
             str(out),
             "--kb",
             str(town_kb),
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
+            *scripted(model.base_url),
         ]
         first = hopgraph(*base, "--budget-tokens", "1", cwd=tmp_path)
         assert first.returncode == 4, first.stderr
@@ -115,10 +112,7 @@ def test_eval_report_and_compare_show_what_each_question_cost(tmp_path, town_kb)
             str(out),
             "--kb",
             str(town_kb),
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
+            *scripted(model.base_url),
             "--set",
             "max_question_tokens=1",
             cwd=tmp_path,

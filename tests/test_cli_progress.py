@@ -6,7 +6,7 @@ nothing for 1,093 s, ``doctor`` for 216 s.)"""
 import re
 
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.cli.progress import Steps, clock
 from hopgraph.questions.datasets import Question, write_questions
@@ -29,10 +29,7 @@ def test_a_piped_run_prints_a_line_per_question_and_quiet_prints_none(tmp_path, 
             str(qfile),
             "--kb",
             str(town_kb),
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
+            *scripted(model.base_url),
         )
         out = hopgraph(*common, "--out", "r1", cwd=tmp_path)
         quiet = hopgraph(*common, "--out", "r2", "--quiet", cwd=tmp_path)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from scripted_server import ScriptedServer, by_template
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.questions.datasets import Question, write_questions
 
@@ -37,10 +37,7 @@ def two_runs(tmp_path_factory, town_kb):
                 str(town_kb),
                 "--out",
                 name,
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
                 cwd=root,
             )
             assert done.returncode == 0, done.stderr

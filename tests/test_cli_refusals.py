@@ -2,7 +2,7 @@
 base folder or a model server exists (exit 2, one line naming the fault)."""
 
 import pytest
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 
 def test_run_refuses_a_missing_questions_file_kb_or_agent_before_starting(tmp_path):
@@ -356,10 +356,7 @@ def test_a_refused_command_leaves_no_folder(tmp_path):
                 "q.jsonl",
                 "--out",
                 "r",
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
                 "--checkpointer",
                 dsn,
                 cwd=tmp_path,

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from scripted_server import ScriptedServer, by_template
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "self_ask" / "graph.py"
 
@@ -39,10 +39,7 @@ def test_self_ask_hops_then_answers_with_citations_and_compares_with_rag(tmp_pat
             qfile,
             "--kb",
             town_kb,
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         out = hopgraph("run", "--graph", f"{EXAMPLE}:graph", *common, "--out", "ask", cwd=tmp_path)
         assert out.returncode == 0, out.stderr

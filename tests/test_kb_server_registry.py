@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import fresh_database
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 
 def texts(out: str) -> str:
@@ -43,10 +43,7 @@ def test_an_edited_file_on_a_server_kb_replaces_its_old_version(tmp_path, chroma
             "--out",
             "r",
             *server,
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
+            *scripted(model.base_url),
         ]
         out = hopgraph(*run, cwd=tmp_path)
         assert out.returncode == 0, out.stderr

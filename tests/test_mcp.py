@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from scripted_server import ScriptedServer, by_template, deterministic_reply
-from servers import MCP_INITIALIZE
+from servers import MCP_INITIALIZE, scripted
 
 from hopgraph.graphs import every_context
 from hopgraph.memory.kb import Item, KnowledgeBase
@@ -142,10 +142,7 @@ def test_over_stdio_a_client_lists_searches_asks_and_gets_tool_errors(kb, tmp_pa
                 "mcp",
                 "--kb",
                 str(kb),
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
                 "--set",
                 f"polar_dir={tmp_path / 'memory'}",
             ],
@@ -176,10 +173,7 @@ def mcp_http(kb: Path, tmp: Path, *options: str):  # noqa: ANN201 - (url, folder
                 str(tmp / "note.txt"),
                 "--memory",
                 str(tmp / "memory"),
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
             ],
             cwd=tmp,
             env=env,
@@ -196,10 +190,7 @@ def mcp_http(kb: Path, tmp: Path, *options: str):  # noqa: ANN201 - (url, folder
                 str(port),
                 "--kb",
                 str(kb),
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
                 "--set",
                 f"polar_dir={tmp / 'memory'}",
                 "--allowed-host",

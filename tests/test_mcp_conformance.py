@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from scripted_server import ScriptedServer
+from servers import scripted
 
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
@@ -41,10 +42,7 @@ def served(tmp_path):
                 str(port),
                 "--kb",
                 str(tmp_path / "kb"),
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
             ],
             cwd=tmp_path,
             env=env,

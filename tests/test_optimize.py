@@ -10,7 +10,7 @@ import signal
 import threading
 
 from scripted_server import ScriptedServer, by_template
-from servers import hopgraph, started
+from servers import hopgraph, scripted, started
 
 from hopgraph.harness.run_folder import read_predictions
 from hopgraph.optimizer.search import split
@@ -66,10 +66,7 @@ def base(train, out, kb, model, *extra):
         str(out),
         "--kb",
         str(kb),
-        "--base-url",
-        model.base_url,
-        "--model",
-        "scripted",
+        *scripted(model.base_url),
         "--roles",
         "rag/short_answer",
         "--rounds",
@@ -128,10 +125,7 @@ def test_a_winning_demonstration_set_becomes_the_overlay_and_a_losing_instructio
             str(tmp_path / "run"),
             "--kb",
             str(town_kb),
-            "--base-url",
-            model.base_url,
-            "--model",
-            "scripted",
+            *scripted(model.base_url),
             "--prompts",
             str(out / "overlay"),
             cwd=tmp_path,
@@ -208,10 +202,7 @@ def test_refused_before_any_call(tmp_path, town_kb):
                     str(tmp_path / "r"),
                     "--kb",
                     str(town_kb),
-                    "--base-url",
-                    model.base_url,
-                    "--model",
-                    "scripted",
+                    *scripted(model.base_url),
                     "--prompts",
                     str(overlay),
                 ],

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.config import Context
 from hopgraph.harness.otel import OtelExport
@@ -113,10 +113,7 @@ def test_run_exports_over_otlp_http_to_a_collector(tmp_path, kb_dir):
                 tmp_path / "run",
                 "--kb",
                 kb_dir,
-                "--base-url",
-                server.base_url,
-                "--model",
-                "scripted",
+                *scripted(server.base_url),
                 "--otel-endpoint",
                 f"http://127.0.0.1:{collector.server_address[1]}",
             )

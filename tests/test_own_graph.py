@@ -9,7 +9,7 @@ from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.agents.generator import generate_cited_answer
 from hopgraph.config import Context
@@ -69,10 +69,7 @@ def test_your_own_graph_runs_resumes_traces_and_scores(tmp_path, town_kb):
             str(town_kb),
             "--out",
             "run",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         out = hopgraph("run", "--graph", f"{here}:graph", *common, "--limit", "2", cwd=tmp_path)
         assert out.returncode == 0, out.stderr

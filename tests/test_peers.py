@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 from hopgraph.config import Context
 
@@ -41,10 +41,7 @@ def run(graph, tmp_path, kb, script):
             questions(tmp_path),
             "--kb",
             kb,
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--out",
             graph,
             cwd=tmp_path,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 from scripted_server import ScriptedServer
-from servers import hopgraph, started
+from servers import hopgraph, scripted, started
 
 from hopgraph.graphs import every_context
 from hopgraph.memory.polarmem import (
@@ -351,10 +351,7 @@ def test_cli_memory_ingest_recall_stats(tmp_path, photo):
             mem,
             "--absent",
             "ladder",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         )
     assert out.returncode == 1, out.stderr
     assert "needs a vision-language model" in out.stderr and "1 failed" in out.stdout
@@ -389,10 +386,7 @@ def test_cli_ingest_goes_on_past_a_failing_text_and_a_rerun_resumes(tmp_path):
             corpus,
             "--memory",
             mem,
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         )
 
     with ScriptedServer(reply) as server:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer, deterministic_reply
-from servers import hopgraph, python, started
+from servers import hopgraph, python, scripted, started
 
 from hopgraph.config import Context
 from hopgraph.evals.evaluate import evaluate_run
@@ -773,10 +773,7 @@ def test_ask_shows_each_step_live_then_numbered_citations(tmp_path, kb_dir):
             "qdrag",
             "--kb",
             kb_dir,
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--out",
             tmp_path / "ask",
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from scripted_server import ScriptedServer
-from servers import hopgraph
+from servers import hopgraph, scripted
 
 SECRET = "sekrit"
 
@@ -110,10 +110,7 @@ def test_a_checkpointer_that_cannot_be_reached_is_named_without_its_password(tmp
                 "q.jsonl",
                 "--out",
                 "r",
-                "--base-url",
-                server.base_url,
-                "--model",
-                "scripted",
+                *scripted(server.base_url),
                 "--checkpointer",
                 dsn,
                 cwd=tmp_path,
@@ -155,10 +152,7 @@ def test_no_secret_of_an_optimize_search_or_a_refused_knob_is_recorded_or_printe
             "q.jsonl",
             "--out",
             "opt",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--rounds",
             "1",
             "--val-share",
@@ -180,10 +174,7 @@ def test_no_secret_of_an_optimize_search_or_a_refused_knob_is_recorded_or_printe
             "q.jsonl",
             "--out",
             "r",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--set",
             f"chroma_url=http://{SECRET}-chroma@127.0.0.1:1",
             cwd=tmp_path,
@@ -341,10 +332,7 @@ def test_an_otel_endpoint_token_reaches_no_record_lock_or_stderr(tmp_path, town_
             tmp_path / "run",
             "--kb",
             town_kb,
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--otel-endpoint",
             f"http://127.0.0.1:{dead}/otel?sig={SECRET}-5521&access_token={SECRET}-77",
         )

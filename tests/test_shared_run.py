@@ -9,6 +9,7 @@ import sys
 import time
 
 from scripted_server import ScriptedServer
+from servers import scripted
 
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.questions.datasets import Question, write_questions
@@ -38,10 +39,7 @@ def test_two_workers_share_a_run_and_one_killed_loses_nothing(tmp_path, postgres
                     str(tmp_path / name / "run"),
                     "--kb",
                     str(tmp_path / "kb"),
-                    "--base-url",
-                    server.base_url,
-                    "--model",
-                    "scripted",
+                    *scripted(server.base_url),
                     "--checkpointer",
                     postgres,
                     "--lease",

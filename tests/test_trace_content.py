@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import scripted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -138,10 +139,7 @@ def test_trace_shows_each_calls_prompt_and_a_swapped_template_is_named(tmp_path,
             "q.jsonl",
             "--kb",
             str(town_kb),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
         ]
         hopgraph(*base, "--out", "a")
         hopgraph(*base, "--out", "b", "--prompts", "mine")
@@ -278,10 +276,7 @@ def test_a_record_keeps_its_traces_packed_and_every_reader_reads_them(tmp_path):
             "direct",
             "--questions",
             "q.jsonl",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
+            *scripted(server.base_url),
             "--set",
             "max_retries=0",
         ]

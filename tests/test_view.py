@@ -18,7 +18,7 @@ import pytest
 from bombs import gzip_bomb
 from conftest import SHARED_DATA
 from scripted_server import ScriptedServer, by_template
-from servers import first_line, hopgraph, started
+from servers import first_line, hopgraph, scripted, started
 
 from hopgraph.questions.datasets import Question, write_questions
 
@@ -70,10 +70,7 @@ def runs(tmp_path_factory):
                 "kb",
                 "--out",
                 f"runs/{name}",
-                "--base-url",
-                model.base_url,
-                "--model",
-                "scripted",
+                *scripted(model.base_url),
                 cwd=root,
             )
             assert done.returncode == 0, done.stderr
