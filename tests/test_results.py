@@ -606,3 +606,27 @@ def test_a_graph_files_templates_are_judged_the_same_whatever_was_read_before():
     assert all(o.returncode == 0 for o in outs), [o.stderr[-2000:] for o in outs]
     assert outs[0].stdout == outs[1].stdout
     assert "'self_ask/next'" in outs[0].stdout  # its one edited template still shows
+
+
+def test_a_column_whose_answers_cite_nothing_says_so_beside_its_citation_scores(
+    tmp_path, monkeypatch
+):
+    """ALCE scores an answer with no citation 0: a method that writes none (MMAPG) would read
+    as citing wrongly; its cells say that no answer cites."""
+    import json
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    for name, cited in (("a", ["text-1"]), ("b", [])):
+        (tmp_path / name).mkdir()
+        per_q = {
+            f"q{i}": {"f1": 0.5, "citation_recall": 0.0 if not cited else 1.0} for i in range(3)
+        }
+        (tmp_path / name / "metrics.json").write_text(json.dumps({"per_question": per_q}))
+        lines = [{"id": f"q{i}", "answer": "x", "citations": cited} for i in range(3)]
+        (tmp_path / name / "predictions.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in lines)
+        )
+    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1", "citation_recall"])
+    text = "\n".join(results.run_table(table))
+    assert "| citation_recall | 1.000 | 0.000 (no answer cites) |" in text, text
+    assert "| f1 | 0.500 | 0.500 |" in text

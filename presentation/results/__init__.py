@@ -21,6 +21,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from hopgraph.evals.evaluate import CITATION_SCORES
 from hopgraph.evals.stats import fmt, paired
 from hopgraph.harness.run_folder import RunFolder, read_predictions, sitting_of
 from hopgraph.presentation.results.freshness import Freshness, freshness
@@ -114,13 +115,16 @@ def run_table(t: RunTable) -> list[str]:
         out += _record_lines(fresh, have)
         out += _code_lines(t, have) + _build_lines(builds) + _trace_lines(t, have)
         out += ["| metric | " + " | ".join(have) + " |", "|---" * (len(have) + 1) + "|"]
+        uncited = {k for k in have if _cites_none(t.rows[k], common)}
         for metric in t.metrics:
             cells = []
-            for m in have.values():
+            for k, m in have.items():
                 vals = [m["per_question"][q].get(metric) for q in common]
                 vals = [v for v in vals if v is not None]
                 # a score some questions lack yet (citations judged before the run grew)
                 part = f" ({len(vals)} of {len(common)})" if 0 < len(vals) < len(common) else ""
+                if vals and metric in CITATION_SCORES and k in uncited:
+                    part += " (no answer cites)"
                 cells.append(fmt(mean(vals)) + part if vals else "")
             if any(cells):  # a metric no column recorded (e.g. an old run's decode rate)
                 out.append(f"| {metric} | " + " | ".join(cells) + " |")
@@ -145,6 +149,15 @@ def run_table(t: RunTable) -> list[str]:
     if t.command:
         out += ["Reproduce (resumes the committed records):", "", f"    {t.command}", ""]
     return out
+
+
+def _cites_none(rel: str, common: list[str]) -> bool:
+    """Whether none of a record's answers to ``common`` carries a citation (a method that
+    writes none, as MMAPG): ALCE scores such an answer's citations 0, which a table would
+    otherwise leave to be read as wrong citations."""
+    preds = read_predictions(records_dir() / rel / "predictions.jsonl")
+    asked = [preds[q] for q in common if q in preds]
+    return bool(asked) and not any(p.get("citations") for p in asked)
 
 
 def _size_line(t: RunTable, have: dict[str, dict], n: int, model: str, held: int = 0) -> str:
