@@ -178,35 +178,47 @@ class ThreadsPerCaller:
     """The threads each caller (its key's ``identity``) keeps on the LangGraph server: a thread
     it makes past ``limit`` is refused with 429, so one key's flood of threads (each a record
     the server holds until it is deleted: ``langgraph dev``'s in-memory runtime sweeps no TTL)
-    never fills the server for the others. Counted from the thread actions the server hands
-    ``auth`` (made, made by a run, deleted); a stateless run's thread is the server's own,
-    gone when the run ends, and is not counted."""
+    never fills the server for the others. Counted in the server's own thread store (the
+    threads its ``owner`` metadata names), never in this process: ``langgraph dev`` keeps its
+    threads across a restart in ``.langgraph_api/`` and ``langgraph up`` in Postgres, so a
+    count held here began at 0 again on each start, and missed the threads a TTL sweep or a
+    second replica removed or made. Makes in flight at once are counted only once stored, so
+    a key may pass its limit by its requests in flight (``HOPGRAPH_MAX_REQUESTS_PER_KEY``). A
+    stateless run's thread is the server's own, gone when the run ends, and is not counted."""
 
     def __init__(self, limit: int = 0) -> None:
         self.limit = limit or int(os.environ.get(THREADS_ENV, "") or 1000)
-        self.owner: dict[str, str] = {}
-        self.kept: dict[str, int] = {}
 
-    def make(self, who: str, thread_id: object) -> None:
-        """``who`` makes ``thread_id`` (one it already has, or another key's, counts nothing)."""
-        tid = str(thread_id)
-        if thread_id is None or tid in self.owner:
+    async def make(self, who: str, thread_id: object) -> None:
+        """``who`` makes ``thread_id`` (one the store holds already counts nothing)."""
+        from langgraph_runtime.database import connect
+        from langgraph_runtime.ops import Threads
+
+        if thread_id is None:
             return
-        if self.kept.get(who, 0) >= self.limit:
+        async with connect() as conn:
+            if await _stored(conn, Threads, thread_id):
+                return
+            kept = await Threads.count(conn, metadata={"owner": who})
+        if kept >= self.limit:
             raise Auth.exceptions.HTTPException(
                 status_code=429,
                 detail=f"this key keeps {self.limit} threads, this server's limit per key "
                 f"({THREADS_ENV}): delete one it no longer needs",
             )
-        self.owner[tid] = who
-        self.kept[who] = self.kept.get(who, 0) + 1
 
-    def gone(self, who: str, thread_id: object) -> None:
-        """``who`` deletes ``thread_id`` (another key's is not its to count down)."""
-        tid = str(thread_id)
-        if self.owner.get(tid) == who:
-            del self.owner[tid]
-            self.kept[who] -= 1
+
+async def _stored(conn: object, threads: Any, thread_id: object) -> bool:
+    """Whether the server's store holds ``thread_id`` (as the caller may read it)."""
+    from starlette.exceptions import HTTPException
+
+    try:
+        async for _ in await threads.get(conn, thread_id):
+            return True
+    except HTTPException as e:
+        if e.status_code != 404:
+            raise
+    return False
 
 
 THREADS = ThreadsPerCaller()
@@ -221,17 +233,8 @@ async def own_threads(ctx: Auth.types.AuthContext, value: dict) -> dict:
 @auth.on.threads.create
 async def made_threads(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate) -> dict:
     """A thread the caller makes is its own, within its count (``THREADS``)."""
-    THREADS.make(ctx.user.identity, value.get("thread_id"))
+    await THREADS.make(ctx.user.identity, value.get("thread_id"))
     return owned(ctx, value)
-
-
-@auth.on.threads.delete
-async def deleted_threads(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsDelete) -> dict:
-    """Deleting its own thread gives the caller one back (a run's deletion is not a thread's)."""
-    filters = owned(ctx, value)
-    if not value.get("run_id"):
-        THREADS.gone(ctx.user.identity, value.get("thread_id"))
-    return filters
 
 
 SYSTEM_ASSISTANTS = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
@@ -268,7 +271,7 @@ async def checked_runs(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
     if why is not None:
         raise Auth.exceptions.HTTPException(status_code=422, detail=why)
     if value.get("if_not_exists") == "create":  # a run that makes its thread
-        THREADS.make(ctx.user.identity, value.get("thread_id"))
+        await THREADS.make(ctx.user.identity, value.get("thread_id"))
     return owned(ctx, value)
 
 

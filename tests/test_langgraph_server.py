@@ -1,6 +1,8 @@
 """hopgraph's graphs served by LangGraph's own server (`langgraph dev`, in-memory runtime) and
 driven through `langgraph_sdk`, against the scripted model endpoint on loopback."""
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -25,62 +27,65 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@contextlib.contextmanager
+def serving(folder: Path, env: dict):
+    """``langgraph dev`` on loopback, run in ``folder`` (where its in-memory runtime keeps its
+    threads, ``.langgraph_api/``, across a restart) from a copy of langgraph.json whose paths
+    name this checkout; yields its URL."""
+    config = json.loads((ROOT / "langgraph.json").read_text())
+    config["dependencies"] = [str(ROOT)]
+    config["graphs"] = {k: str(ROOT / v) for k, v in config["graphs"].items()}
+    config["auth"]["path"] = str(ROOT / config["auth"]["path"])
+    config["http"]["app"] = str(ROOT / config["http"]["app"])
+    (folder / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    log = open(folder / "server.log", "ab")  # noqa: SIM115 - the server's, closed below
+    proc = subprocess.Popen(
+        [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"]
+        + ["--port", str(port), "--config", str(folder / "langgraph.json")],
+        cwd=folder,
+        env={**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:  # until it answers, or it exits (then the log says why)
+            assert proc.poll() is None, (folder / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("served")
     KnowledgeBase(tmp / "kb").add(
         [Item("text", f"k{i}", f"Fact {i} about town {i}.", title=f"Town {i}") for i in range(8)]
     )
+    roots = tmp / "allowed"
+    roots.mkdir()
     with ScriptedServer() as model:
-        port = free_port()
-        roots = tmp / "allowed"
-        roots.mkdir()
         env = {
-            **os.environ,
             "HOPGRAPH_BASE_URL": model.base_url,
             "HOPGRAPH_MODEL": "scripted",
             "HOPGRAPH_KB_DIR": str(tmp / "kb"),
-            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
             "HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY},{THIRD_KEY}",
             "HOPGRAPH_MAX_THREADS_PER_KEY": str(THREADS_PER_KEY),
             "HOPGRAPH_IMAGE_ROOTS": str(roots),
             "HOPGRAPH_VLM_MODEL": "scripted-vl",
             "HOPGRAPH_BACKEND": "vllm",
         }
-        log = open(tmp / "server.log", "wb")  # noqa: SIM115 - the server's, closed below
-        proc = subprocess.Popen(
-            [
-                str(LANGGRAPH),
-                "dev",
-                "--no-browser",
-                "--no-reload",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--config",
-                str(ROOT / "langgraph.json"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            while True:  # until it answers, or it exits (then the log says why)
-                assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
-                try:
-                    if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.3)
+        with serving(tmp, env) as url:
             yield url, model, tmp
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-            log.close()
 
 
 @pytest.mark.parametrize("agent", ["rag", "qdrag"])
@@ -327,3 +332,32 @@ def test_one_keys_threads_never_keep_another_key_from_making_one(served):
     gone = httpx.delete(f"{url}/threads/{first}", headers={"x-api-key": THIRD_KEY}, timeout=30)
     assert gone.status_code in (200, 204), gone.text
     assert make(THIRD_KEY).status_code == 200  # one deleted, one made
+    again = f"{url}/threads/{made[1].json()['thread_id']}/runs"  # a run in a thread it keeps
+    run = {"assistant_id": "rag", "if_not_exists": "create", "input": question}
+    kept = httpx.post(again, json=run, headers={"x-api-key": THIRD_KEY}, timeout=30)
+    assert kept.status_code == 200, kept.text  # at its limit, but it makes no thread
+
+
+def test_a_keys_threads_are_counted_from_the_servers_store_so_a_restart_gives_none_back(
+    tmp_path,
+):
+    """``langgraph dev`` keeps its threads across a restart (``.langgraph_api/`` in its folder;
+    ``langgraph up`` keeps them in Postgres), so a count kept in the server's memory began at 0
+    again and each restart let a key make its limit anew. The count is the store's."""
+    env = {"HOPGRAPH_API_KEYS": f"{KEY},{OTHER_KEY}", "HOPGRAPH_MAX_THREADS_PER_KEY": "3"}
+
+    def make(url, key=KEY):
+        return httpx.post(f"{url}/threads", json={}, headers={"x-api-key": key}, timeout=30)
+
+    with serving(tmp_path, env) as url:
+        first = [make(url) for _ in range(3)]
+        assert [r.status_code for r in first] == [200, 200, 200], first[-1].text
+    with serving(tmp_path, env) as url:
+        refused = make(url)
+        assert refused.status_code == 429, refused.text
+        assert "HOPGRAPH_MAX_THREADS_PER_KEY" in refused.json()["detail"]
+        assert make(url, OTHER_KEY).status_code == 200
+        gone = first[0].json()["thread_id"]
+        r = httpx.delete(f"{url}/threads/{gone}", headers={"x-api-key": KEY}, timeout=30)
+        assert r.status_code in (200, 204), r.text
+        assert make(url).status_code == 200
