@@ -239,6 +239,20 @@ def sigint_as_in_a_terminal() -> None:
 CHROMA = Path(sys.executable).parent / "chroma"
 
 
+def until_answering(proc: subprocess.Popen, url: str, log: Path) -> None:
+    """Wait until ``url`` answers over HTTP (any status: it is listening); if ``proc`` exits
+    first, fail with the tail of its ``log``."""
+    import httpx
+
+    while True:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+
+
 def start_chroma(folder: Path) -> tuple[subprocess.Popen, str]:
     """``chroma run`` over ``folder`` once it answers its heartbeat: the process and its URL."""
     import httpx

@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 from scripted_server import ScriptedServer
+from servers import until_answering
 
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
@@ -51,13 +51,7 @@ def serving(folder: Path, env: dict):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        while True:  # until it answers, or it exits (then the log says why)
-            assert proc.poll() is None, (folder / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+        until_answering(proc, f"{url}/ok", folder / "server.log")
         yield url
     finally:
         proc.terminate()

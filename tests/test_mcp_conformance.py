@@ -7,13 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from scripted_server import ScriptedServer
-from servers import scripted
+from servers import scripted, until_answering
 
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.models.embedded import free_port
@@ -52,13 +50,7 @@ def served(tmp_path):
         )
         url = f"http://127.0.0.1:{port}/mcp"
         try:
-            while True:
-                assert proc.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
-                try:
-                    httpx.get(url, timeout=2)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
+            until_answering(proc, url, tmp_path / "server.log")
             yield url
         finally:
             proc.terminate()
