@@ -80,8 +80,17 @@ def evaluate(
     def judged(i: int, n: int) -> None:
         err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
 
+    from hopgraph.evals.run_record import read_run
+    from hopgraph.evals.stages import stage_of_each
+
     result = evaluate_run(
-        run_dir, judge=judge, kb=kb_store, judge_name=judge_name, on_judged=judged, price=priced
+        run_dir,
+        judge=judge,
+        kb=kb_store,
+        judge_name=judge_name,
+        on_judged=judged,
+        price=priced,
+        stages=stage_of_each(read_run(run_dir)),
     )
     _warn_missing_gold(run_dir, kb_store, sets)
     table = Table(title=f"{run_dir}: {gold_words(result)}, {result['failed']} failed")
@@ -109,9 +118,6 @@ def evaluate(
         for name, t in result["by_template"].items():
             per.add_row(name, *(f"{t.get(k, 0):g}" for k in cols))
         console.print(per)
-    from hopgraph.evals.stages import with_stages
-
-    result = with_stages(run_dir, result)
     _print_stages(run_dir, result["stages"])
     console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")

@@ -158,8 +158,11 @@ def evaluate_run(
     judge_name: str = "",
     on_judged: Callable[[int, int], None] | None = None,
     price: Price | None = None,
+    stages: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Score every prediction; write ``metrics.json``; return it. LLM-judged citation scores
+    """Score every prediction; write ``metrics.json``; return it. ``stages`` (each question's
+    loss stage, ``evals.stages``) go into every write, so no ``metrics.json`` is left with
+    scores and without them. LLM-judged citation scores
     last: a question whose response and contexts are unchanged keeps the scores the last
     judging gave it (a plain re-score keeps them too), and the file is rewritten after each
     question judged, so an interrupted or resumed run judges only what it has not. A
@@ -201,6 +204,7 @@ def evaluate_run(
             "cost": run_cost(preds, price),
             **({"citations": {"judge": name, "questions": judged}} if judged else {}),
             "per_question": per_question,
+            **({"stages": stages} if stages is not None else {}),
         }
         RunFolder(run_dir).write_metrics(result)
         return result

@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
-from hopgraph.evals.run_record import QuestionRecord, RunRecord, read_run
+from hopgraph.evals.run_record import QuestionRecord, RunRecord
 
 STAGES = (
     "not retrieved",
@@ -75,13 +73,3 @@ def stage_counts(stages: Iterable[str]) -> Counter:
     """How many questions lie at each stage, in ``STAGES`` then ``APART`` order."""
     found = Counter(stages)
     return Counter({s: found[s] for s in (*STAGES, *APART) if found[s]})
-
-
-def with_stages(run_dir: str | Path, result: dict[str, Any]) -> dict[str, Any]:
-    """``evaluate_run``'s result with each question's stage added and written to its
-    ``metrics.json`` (``stages``), as ``hopgraph eval`` keeps them."""
-    from hopgraph.harness.run_folder import RunFolder
-
-    result = {**result, "stages": stage_of_each(read_run(run_dir))}
-    RunFolder(run_dir).write_metrics(result)
-    return result

@@ -156,6 +156,28 @@ def test_eval_counts_the_stages_and_compare_names_the_stages_of_the_flips(record
     assert "kept, not in the answer's prompt" in flipped.stdout, flipped.stdout
 
 
+def test_eval_keeps_the_stages_when_its_reader_stops_reading(records):
+    """``hopgraph eval RUN | head`` ended at the first table with metrics.json written and its
+    stages not, so the results pages and the viewer silently lost the run's stage counts: the
+    stages are written with the scores, before anything is printed."""
+    import subprocess
+    import sys
+
+    metrics = records / "runs" / "rag" / "metrics.json"
+    metrics.unlink(missing_ok=True)
+    hopgraph_bin = Path(sys.executable).with_name("hopgraph")
+    with subprocess.Popen(
+        [str(hopgraph_bin), "eval", "runs/rag"],
+        cwd=records,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as proc:
+        proc.stdout.close()  # the reader is gone before the first line
+        proc.wait(timeout=300)
+    written = json.loads(metrics.read_text())
+    assert written["stages"]["q-unretrieved"] == "not retrieved", sorted(written)
+
+
 def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(records):
     """``hopgraph view`` shows each question's stage (as ``eval`` wrote it) and filters by it,
     so a count of ``eval`` opens as the questions behind it."""
