@@ -579,9 +579,13 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
         (tmp_path / name / "metrics.json").write_text(
             json.dumps({"per_question": per_q, "stages": made})
         )
-    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b"}, ["f1"])
+    (tmp_path / "c").mkdir()  # scored before stages were written, or cut short
+    unstaged = {"per_question": {f"q{i}": {"f1": 0.0} for i in range(3)}}
+    (tmp_path / "c" / "metrics.json").write_text(json.dumps(unstaged))
+    table = results.RunTable("M", "t", "f", {"A": "a", "B": "b", "C": "c"}, ["f1"])
     text = "\n".join(results.run_table(table))
     assert "| stage | A | B |" in text
+    assert "Not counted, their metrics.json holds no stages: C (`hopgraph eval" in text
     assert "| not retrieved | 1 | 1 |" in text and "| right | 2 | 1 |" in text
     assert "| in the prompt, answered wrong | 0 | 1 |" in text
     assert "no gold answer" not in text  # q9 is not one of the table's questions

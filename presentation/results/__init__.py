@@ -252,6 +252,11 @@ def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[
         counts = [sum(s.get(q) == stage for q in common) for s in staged.values()]
         if any(counts):
             out.append(f"| {stage} | " + " | ".join(map(str, counts)) + " |")
+    unstaged = [
+        f"{k} (`hopgraph eval benchmarks/results/{t.rows[k]}`)" for k in have if k not in staged
+    ]
+    if unstaged:
+        out += ["", "Not counted, their metrics.json holds no stages: " + ", ".join(unstaged) + "."]
     return out + [""]
 
 
