@@ -55,27 +55,9 @@ def evaluate(
     run_folder(run_dir)
     priced = parsed_price(price)
 
-    judge = kb_store = None
-    judge_name = ""
-    if citations:
-        from hopgraph.agents.judge import JUDGE, supports
-        from hopgraph.prompts import prompts_for, sha256_file
-        from hopgraph.tools.retrieval import knowledge_base
-
-        saved = _saved_context(run_dir)
-        ctx = build_context(
-            base_url or saved.get("base_url", ""),
-            model or saved.get("model", ""),
-            sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
-        )
-        kb_store = knowledge_base(ctx)
-
-        def judge(evidence, claim):
-            return supports(evidence, claim, ctx)
-
-        # scores from another judge model or prompt are not kept: every question is judged anew
-        prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
-        judge_name = f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
+    judge, kb_store, judge_name = (
+        _citation_judge(run_dir, base_url, model, sets) if citations else (None, None, "")
+    )
 
     def judged(i: int, n: int) -> None:
         err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
@@ -123,6 +105,28 @@ def evaluate(
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
     if wrong:
         _print_wrong(run_dir, result)
+
+
+def _citation_judge(run_dir: str, base_url: str, model: str, sets: list[str] | None):  # noqa: ANN202
+    """The citation judge on the run's own endpoint and KB (or those given): the judge, the KB
+    and the judge's name (model, template, template hash). Scores from another judge model or
+    prompt are not kept: every question is judged anew."""
+    from hopgraph.agents.judge import JUDGE, supports
+    from hopgraph.prompts import prompts_for, sha256_file
+    from hopgraph.tools.retrieval import knowledge_base
+
+    saved = _saved_context(run_dir)
+    ctx = build_context(
+        base_url or saved.get("base_url", ""),
+        model or saved.get("model", ""),
+        sets=[*(sets or []), f"kb_dir={saved.get('kb_dir', 'kb')}"],
+    )
+
+    def judge(evidence, claim):
+        return supports(evidence, claim, ctx)
+
+    prompt = prompts_for(ctx.prompts_dir).source_path(JUDGE.template)
+    return judge, knowledge_base(ctx), f"{ctx.model} {JUDGE.template} {sha256_file(prompt)[:12]}"
 
 
 def gold_words(result: dict) -> str:
