@@ -215,11 +215,13 @@ def question_page() -> str:
             "Generated from `hopgraph.questions.datasets.Question` (`python -m "
             "hopgraph.cli.reference`). `--questions` reads JSON lines (one object a line: the "
             "canonical form, what `hopgraph data convert` writes), one JSON array of such objects, "
-            "or a CSV (`.csv`, `.tsv` by tabs) with a header row. Only `question` is required; a "
+            "or a CSV (`.csv`, `.tsv` by tabs) with a header row, in UTF-8 or, where the file "
+            "opens with its byte-order mark, UTF-16. Only `question` is required; a "
             "question without gold answers is answered and traced, and every score over answers "
             "says how many questions it is over. `--fields FIELD=COLUMN,...` reads columns named "
             "otherwise (`--fields question=Query,answers=Gold`); the run's manifest keeps the "
-            "mapping, so `eval`, `compare` and `view` read the file the same way. A bad row is "
+            "mapping, so `eval`, `compare` and `view` read the file the same way. A bad row (one "
+            "with a cell that is not UTF-8, as a spreadsheet's plain CSV on Windows writes é) is "
             "named by file and line and the others are read.",
             "",
             *rows,

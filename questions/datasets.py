@@ -12,6 +12,7 @@ index.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import itertools
@@ -141,19 +142,38 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
     if path.suffix.lower() not in (".csv", ".tsv"):
         yield from read_jsonl_lines(path)
         return
-    with path.open(encoding="utf-8-sig", newline="") as f:
+    with path.open(encoding=_csv_encoding(path), errors="surrogateescape", newline="") as f:
         reader = csv.DictReader(f, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
         if not reader.fieldnames:
             yield 0, Skipped(str(path), "no header row: a CSV names its columns first")
             return
+        if bad := _not_utf8(" ".join(reader.fieldnames)):
+            yield 0, Skipped(str(path), f"the header row is not UTF-8 ({bad})")
+            return
         for row in reader:
+            where = f"{path}:{reader.line_num}"
             if None in row:
                 cells, header = len(reader.fieldnames) + len(row[None]), len(reader.fieldnames)
-                where = f"{path}:{reader.line_num}"
                 yield reader.line_num, Skipped(where, f"{cells} cells, the header has {header}")
+                continue
+            if bad := [f"{b} in column {k!r}" for k, v in row.items() if (b := _not_utf8(v))]:
+                yield reader.line_num, Skipped(where, f"not UTF-8 ({bad[0]}): save it as UTF-8")
                 continue
             if any(v not in (None, "") for v in row.values()):
                 yield reader.line_num, dict(row)
+
+
+def _csv_encoding(path: Path) -> str:
+    """UTF-16 where the file opens with its byte-order mark (a spreadsheet's "Unicode" CSV),
+    else UTF-8 (its mark, if any, dropped)."""
+    with path.open("rb") as f:
+        return "utf-16" if f.read(2) in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
+
+
+def _not_utf8(cell: str | None) -> str:
+    """The first byte of ``cell`` that was not UTF-8 (read with ``surrogateescape``), or ""."""
+    bad = next((c for c in cell or "" if "\udc80" <= c <= "\udcff"), "")
+    return f"byte 0x{ord(bad) - 0xDC00:02x}" if bad else ""
 
 
 def read_questions(

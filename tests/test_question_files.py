@@ -6,11 +6,13 @@ line with the rest kept; and gold optional everywhere: ``eval``, ``--wrong``, ``
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
+from hopgraph.memory.files import Skipped
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.questions.datasets import FieldSpec, made_id, read_questions
 
@@ -31,11 +33,12 @@ def folder(tmp_path_factory):
     return root
 
 
-def run(root, *args: str) -> None:
+def run(root, *args: str) -> subprocess.CompletedProcess:
     with ScriptedServer(REPLIES) as model:
         served = ("--base-url", model.base_url, "--model", "scripted")
         done = hopgraph("run", "--agent", "rag", "--kb", "kb", *args, *served, cwd=root)
     assert done.returncode == 0, done.stderr
+    return done
 
 
 def test_a_csv_with_an_unanswered_row_runs_and_eval_says_how_many_had_gold(folder):
@@ -123,3 +126,32 @@ def test_a_record_copied_out_of_the_checkout_is_still_scored(tmp_path):
     metrics = json.loads((tmp_path / "rag" / "metrics.json").read_text())
     assert metrics["with_gold"] == 14 and metrics["overall"]["em"] == 0.5
     assert list((tmp_path / "cache" / "hopgraph" / "questions").glob("*.jsonl"))
+
+
+def test_a_csv_a_spreadsheet_saved_in_another_encoding_costs_only_its_bad_rows(folder, tmp_path):
+    """A CSV saved as Windows-1252 (a spreadsheet's plain "CSV" on Windows) stopped the whole
+    run with "'utf-8' codec can't decode byte 0xe9", naming neither file nor line; a UTF-16 one
+    (its "Unicode" CSV) likewise. Now the UTF-16 file is read by its byte-order mark, and in the
+    other each row that is not UTF-8 is named by line and column, the rest kept."""
+    rows = [f"Who founded town {n}?,Founder {n}" for n in range(200)]
+    rows[57] = "Who founded Café Vell?,Ada Moor"
+    text = "question,answer\n" + "\n".join(rows) + "\n"
+    (tmp_path / "cp1252.csv").write_bytes(text.encode("cp1252"))
+    kept, (bad,) = read_questions(tmp_path / "cp1252.csv")
+    assert len(kept) == 199 and "Café" not in " ".join(q.question for q in kept)
+    assert bad.where == f"{tmp_path / 'cp1252.csv'}:59"
+    assert "not UTF-8 (byte 0xe9 in column 'question')" in bad.reason
+    (tmp_path / "utf16.csv").write_bytes(text.encode("utf-16"))
+    kept, bad = read_questions(tmp_path / "utf16.csv")
+    assert len(kept) == 200 and not bad and kept[57].question == "Who founded Café Vell?"
+    (tmp_path / "header.csv").write_bytes("Frage,Réponse\nx,y\n".encode("cp1252"))
+    assert read_questions(tmp_path / "header.csv") == (
+        [],
+        [Skipped(str(tmp_path / "header.csv"), "the header row is not UTF-8 (byte 0xe9)")],
+    )
+    (folder / "cp1252.csv").write_bytes(
+        "question,answer\nWho founded Vell?,Ada Moor\nCafé?,x\n".encode("cp1252")
+    )
+    done = run(folder, "--questions", "cp1252.csv", "--out", "runs/cp1252")
+    assert "cp1252.csv:3" in done.stdout + done.stderr and "not UTF-8" in done.stdout + done.stderr
+    assert len((folder / "runs/cp1252/predictions.jsonl").read_text().splitlines()) == 1
