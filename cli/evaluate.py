@@ -63,8 +63,9 @@ def evaluate(
         err.print(f"citations judged: {i}/{n} questions (kept as they are judged)")
 
     from hopgraph.evals.run_record import read_run
-    from hopgraph.evals.stages import stage_of_each
+    from hopgraph.evals.stages import where_each_went
 
+    stages, held = where_each_went(read_run(run_dir))
     result = evaluate_run(
         run_dir,
         judge=judge,
@@ -72,7 +73,7 @@ def evaluate(
         judge_name=judge_name,
         on_judged=judged,
         price=priced,
-        stages=stage_of_each(read_run(run_dir)),
+        stages=stages,
     )
     _warn_missing_gold(run_dir, kb_store, sets)
     table = Table(title=f"{run_dir}: {gold_words(result)}, {result['failed']} failed")
@@ -101,10 +102,30 @@ def evaluate(
             per.add_row(name, *(f"{t.get(k, 0):g}" for k in cols))
         console.print(per)
     _print_stages(run_dir, result["stages"])
+    _print_held(held)
     console.print(f"cost: {cost_text(result['cost'])}")
     console.print(f"metrics: {Path(run_dir) / 'metrics.json'}")
     if wrong:
         _print_wrong(run_dir, result)
+
+
+def _print_held(held: dict[str, dict[str, tuple[bool, bool]]]) -> None:
+    """Per template, in how many wrong answers its prompts and its replies held the gold
+    answer (``evals.stages.gold_answer_held``)."""
+    from hopgraph.evals.stages import gold_answer_table
+
+    if not held:
+        return
+    table = Table(
+        title=f"where the gold answer of {counted(len(held), 'wrong answer')} stood (a template "
+        "whose prompts held it and whose replies did not dropped it; a gold that is yes, no or "
+        "words of the question is left out)"
+    )
+    for col in ("template", "called in", "its prompt held it", "its reply held it"):
+        table.add_column(col)
+    for template, row in gold_answer_table(held.values()).items():
+        table.add_row(template, *map(str, row))
+    console.print(table)
 
 
 def _citation_judge(run_dir: str, base_url: str, model: str, sets: list[str] | None):  # noqa: ANN202

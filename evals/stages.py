@@ -64,6 +64,66 @@ def loss_stage(q: QuestionRecord) -> str:
     return STAGES[3]
 
 
+def _words(text: str) -> str:
+    """Lower-case words and numbers between single spaces, padded: whole-word matching."""
+    return " " + " ".join(re.findall(r"[0-9a-z]+", text.lower())) + " "
+
+
+def gold_answer_held(q: QuestionRecord) -> dict[str, tuple[bool, bool]] | None:
+    """Where a wrong answer's gold answer (its words, case and punctuation folded) stood: each
+    template its trace called -> (in a prompt of it, in a reply of it), in the order each was
+    first called. A template whose prompts held it and whose replies did not dropped it; one
+    whose replies held it passed it on. None for a question answered right, unscored, or whose
+    gold is only yes or no (words of the prompts' instructions) or words of the question (a
+    comparison names both choices): every prompt would hold it. The stages follow
+    the gold evidence; this follows the answer through the calls, e.g. MMAPG's examiner
+    writing it and its notes leaving it out."""
+    if q.right is not False:
+        return None
+    asked = _words(q.question)
+    golds = [w for g in q.gold if (w := _words(g)) not in asked and w.strip() not in ("yes", "no")]
+    if not golds:
+        return None
+
+    def held(text: object) -> bool:
+        return any(g in _words(str(text or "")) for g in golds)
+
+    out: dict[str, tuple[bool, bool]] = {}
+    for c in q.trace.calls:
+        prompt = " ".join(str(m.get("content", "")) for m in c.messages)
+        was = out.get(c.template, (False, False))
+        out[c.template] = (was[0] or held(prompt), was[1] or held(c.reply))
+    return out
+
+
+def gold_answer_table(held: Iterable[dict[str, tuple[bool, bool]]]) -> dict[str, list[int]]:
+    """Template -> [questions it was called in, whose gold its prompts held, its replies held]
+    over the wrong answers ``gold_answer_held`` placed, in the order templates first appear."""
+    table: dict[str, list[int]] = {}
+    for one in held:
+        for template, (read, wrote) in one.items():
+            row = table.setdefault(template, [0, 0, 0])
+            row[0] += 1
+            row[1] += read
+            row[2] += wrote
+    return table
+
+
+def where_each_went(
+    run: RunRecord,
+) -> tuple[dict[str, str], dict[str, dict[str, tuple[bool, bool]]]]:
+    """Each answered question's stage (``loss_stage``) and, for each wrong answer it can
+    place, where its gold answer stood (``gold_answer_held``): one pass over the
+    traces."""
+    stages: dict[str, str] = {}
+    held: dict[str, dict[str, tuple[bool, bool]]] = {}
+    for q in run.questions():
+        stages[q.id] = loss_stage(q)
+        if (h := gold_answer_held(q)) is not None:
+            held[q.id] = h
+    return stages, held
+
+
 def stage_of_each(run: RunRecord) -> dict[str, str]:
     """Each answered question's stage (``loss_stage``), by id."""
     return {q.id: loss_stage(q) for q in run.questions()}

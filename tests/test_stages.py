@@ -15,7 +15,7 @@ from scripted_server import ScriptedServer, by_template
 from servers import hopgraph
 
 from hopgraph.evals.run_record import read_run
-from hopgraph.evals.stages import loss_stage, stage_counts, stage_of_each
+from hopgraph.evals.stages import gold_answer_held, loss_stage, stage_counts, stage_of_each
 from hopgraph.memory.kb import Item, KnowledgeBase
 from hopgraph.questions.datasets import Question, write_questions
 
@@ -38,9 +38,15 @@ def rerank(body: dict) -> float:
     return 0.95 if "Town 5 was" in passage else 0.05
 
 
+def long_answer(body: dict) -> str:
+    """Town 1's answer names its founder, whom the short answer then drops."""
+    asked = json.dumps(body["messages"]).lower()
+    return "Person 1 founded Town 1 [1]." if "town 1?" in asked else "The sources say so [1]."
+
+
 REPLIES = by_template(
     {
-        "rag/answer": "The sources say so [1].",
+        "rag/answer": long_answer,
         "rag/short_answer": short_answer,
         "qdrag/decompose_qdc": json.dumps(
             {"replacements": [], "subquestions": ["Who founded Town 4?"]}
@@ -73,6 +79,14 @@ def records(tmp_path_factory) -> Path:
     )
     write_questions([Question("q-unkept", ask.format(4), ["person 4"], k4)], root / "qdc.jsonl")
     write_questions([Question("q-unseen", ask.format(4), ["person 4"], k4)], root / "bare.jsonl")
+    choice = "Was town 5 founded by person 5 or person 6?"
+    write_questions(
+        [
+            Question("q-dropped", ask.format(1), ["Person 1"], [items[1].id]),
+            Question("q-choice", choice, ["person 5"], [items[5].id]),
+        ],
+        root / "held.jsonl",
+    )
     overlay = root / "bare-prompts" / "rag"
     overlay.mkdir(parents=True)
     (overlay / "answer.j2").write_text("Answer from what you know.\n\nQuestion: {{ question }}\n")
@@ -90,6 +104,7 @@ def records(tmp_path_factory) -> Path:
             "--set",
             "qdrag_retrieve_k=3",
         ),
+        "held": ("--agent", "rag", "--questions", "held.jsonl", "--set", "top_k=2"),
         "bare": (
             "--agent",
             "rag",
@@ -154,6 +169,31 @@ def test_eval_counts_the_stages_and_compare_names_the_stages_of_the_flips(record
     flipped = hopgraph("compare", "runs/rag", "runs/bare", "--flips", cwd=records)
     assert flipped.returncode == 0, flipped.stderr
     assert "kept, not in the answer's prompt" in flipped.stdout, flipped.stdout
+
+
+def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
+    """Which call dropped the answer itself: rag's long answer that never wrote the gold its
+    passage held, and one that wrote it for the short answer to drop; a gold the question
+    names (a comparison's choice) is in every prompt, so it is left out, as a right answer."""
+    rag = read_run(records / "runs" / "rag")
+    assert gold_answer_held(rag.question("q-wrong")) == {
+        "rag/answer": (True, False),
+        "rag/short_answer": (False, False),
+    }
+    assert gold_answer_held(rag.question("q-right")) is None
+    held = read_run(records / "runs" / "held")
+    assert gold_answer_held(held.question("q-dropped")) == {
+        "rag/answer": (True, True),
+        "rag/short_answer": (True, False),
+    }
+    assert held.question("q-choice").right is False
+    assert gold_answer_held(held.question("q-choice")) is None
+    shown = hopgraph("eval", "runs/held", cwd=records)
+    assert shown.returncode == 0, shown.stderr
+    text = re.sub(r"\s+", " ", shown.stdout)
+    assert "where the gold answer of 1 wrong answer stood" in text, shown.stdout
+    assert re.search(r"rag/answer │ 1 │ 1 │ 1 ", text), shown.stdout
+    assert re.search(r"rag/short_answer │ 1 │ 1 │ 0 ", text), shown.stdout
 
 
 def test_eval_keeps_the_stages_when_its_reader_stops_reading(records):
