@@ -74,6 +74,7 @@ def evaluate(
         on_judged=judged,
         price=priced,
         stages=stages,
+        gold_answer=held,
     )
     _warn_missing_gold(run_dir, kb_store, sets)
     table = Table(title=f"{run_dir}: {gold_words(result)}, {result['failed']} failed")

@@ -159,9 +159,11 @@ def evaluate_run(
     on_judged: Callable[[int, int], None] | None = None,
     price: Price | None = None,
     stages: dict[str, str] | None = None,
+    gold_answer: dict[str, dict[str, tuple[bool, bool]]] | None = None,
 ) -> dict[str, Any]:
     """Score every prediction; write ``metrics.json``; return it. ``stages`` (each question's
-    loss stage, ``evals.stages``) go into every write, so no ``metrics.json`` is left with
+    loss stage) and ``gold_answer`` (where each wrong answer's gold answer stood, per template:
+    ``evals.stages.where_each_went``) go into every write, so no ``metrics.json`` is left with
     scores and without them. LLM-judged citation scores
     last: a question whose response and contexts are unchanged keeps the scores the last
     judging gave it (a plain re-score keeps them too), and the file is rewritten after each
@@ -205,6 +207,7 @@ def evaluate_run(
             **({"citations": {"judge": name, "questions": judged}} if judged else {}),
             "per_question": per_question,
             **({"stages": stages} if stages is not None else {}),
+            **({"gold_answer": gold_answer} if gold_answer is not None else {}),
         }
         RunFolder(run_dir).write_metrics(result)
         return result

@@ -194,6 +194,10 @@ def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
     assert "where the gold answer of 1 wrong answer stood" in text, shown.stdout
     assert re.search(r"rag/answer │ 1 │ 1 │ 1 ", text), shown.stdout
     assert re.search(r"rag/short_answer │ 1 │ 1 │ 0 ", text), shown.stdout
+    written = json.loads((records / "runs" / "held" / "metrics.json").read_text())
+    assert written["gold_answer"] == {
+        "q-dropped": {"rag/answer": [True, True], "rag/short_answer": [True, False]}
+    }
 
 
 def test_eval_keeps_the_stages_when_its_reader_stops_reading(records):

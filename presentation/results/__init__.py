@@ -257,7 +257,31 @@ def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[
     ]
     if unstaged:
         out += ["", "Not counted, their metrics.json holds no stages: " + ", ".join(unstaged) + "."]
-    return out + [""]
+    return out + ["", *_gold_answer_lines(have, common)]
+
+
+def _gold_answer_lines(have: dict[str, dict], common: list[str]) -> list[str]:
+    """Per column, where its wrong answers' gold answer stood (``evals.stages.gold_answer_held``,
+    as ``eval`` wrote it): each template's prompts that held it, then its replies."""
+    from hopgraph.evals.stages import gold_answer_table
+
+    lines = []
+    for k, m in have.items():
+        held = [m["gold_answer"][q] for q in common if q in (m.get("gold_answer") or {})]
+        if held:
+            steps = ", ".join(
+                f"`{tpl}` {read} → {wrote}"
+                for tpl, (_, read, wrote) in gold_answer_table(held).items()
+            )
+            lines.append(f"- {k} ({len(held)}): {steps}")
+    if not lines:
+        return []
+    head = (
+        "Where a wrong answer's gold answer stood (`hopgraph eval`; per template, the wrong "
+        "answers whose prompts held it → whose replies wrote it: where the second is smaller, "
+        "that step dropped it; a gold that is yes, no or words of the question is left out):"
+    )
+    return [head, "", *lines, ""]
 
 
 HISTORY = "**History, not today's code:**"
