@@ -233,11 +233,21 @@ def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(rec
     try:
         rows = httpx.get(f"{url}api/questions", params={"run": "rag"}, timeout=60).json()["rows"]
         assert {r["id"]: r["stage"] for r in rows}["q-unretrieved"] == "not retrieved"
+        one = {"run": "held", "id": "q-dropped"}
+        opened = httpx.get(f"{url}api/question", params=one, timeout=60).json()
+        assert opened["gold_answer"] == {
+            "rag/answer": [True, True],
+            "rag/short_answer": [True, False],
+        }
         if CHROMIUM is None:
             pytest.skip("headless Chromium is not installed (the API was checked)")
         page = dom(f"{url}#/run/rag?stage=not%20retrieved")
         assert "1 of 5 questions" in page and 'data-id="q-unretrieved"' in page
         assert 'data-id="q-right"' not in page and "lost at" in page
+        page = dom(f"{url}#/run/held/q/q-dropped")
+        assert "gold answer: rag/answer wrote it → rag/short_answer dropped it" in page, page[
+            -3000:
+        ]
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -493,6 +493,16 @@ function goldLine(gold) {
       ? ` (never retrieved: ${gold.filter((g) => !g.held).map((g) => g.id).join(", ")})` : "");
 }
 
+function goldAnswerLine(held) {
+  // a wrong answer's gold answer along its calls (evals.stages.gold_answer_held): each template
+  // whose prompt or reply held it, and whether it wrote it on or dropped it
+  if (!held) return null;
+  const steps = Object.entries(held).filter(([, [read, wrote]]) => read || wrote);
+  return h("p", { class: "summary wrong", id: "gold-answer" }, "gold answer: ", steps.length
+    ? steps.map(([t, [, wrote]]) => `${t} ${wrote ? "wrote it" : "dropped it"}`).join(" → ")
+    : "in no prompt or reply");
+}
+
 function waitLegend(spans) {
   // a hatch means what its calls' records say: a slot's queue where the server sent its
   // timings, else the whole wait for the first token, prompt reading included
@@ -541,6 +551,7 @@ async function questionPage(rid, qid, params, started) {
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
     (q.damaged || []).map((d) => h("p", { class: "note wrong" }, `damaged trace: ${d}`)),
     goldLine(q.gold_evidence || []),
+    goldAnswerLine(q.gold_answer),
     q.marks && q.marks.length ? [h("h2", {}, `Fallbacks and repairs (${q.marks.length})`),
       h("ul", { id: "marks" }, q.marks.map((m) => h("li", {}, h("span", { class: "muted" }, `${m.t.toFixed(1)} s `),
         m.node ? h("span", { class: "node-name" }, `in ${m.node}: `) : null, m.text)))] : null,
