@@ -110,22 +110,25 @@ def evaluate(
         _print_wrong(run_dir, result)
 
 
-def _print_held(held: dict[str, dict[str, tuple[bool, bool]]]) -> None:
-    """Per template, in how many wrong answers its prompts and its replies held the gold
-    answer (``evals.stages.gold_answer_held``)."""
-    from hopgraph.evals.stages import gold_answer_table
+def _print_held(held: dict[str, dict[str, str]]) -> None:
+    """Per template, in how many wrong answers it wrote the gold answer and in how many it only
+    read it (``evals.stages.gold_answer_held``)."""
+    from hopgraph.evals.stages import GOLD_ANSWER, gold_answer_table
 
     if not held:
         return
     table = Table(
-        title=f"where the gold answer of {counted(len(held), 'wrong answer')} stood (a template "
-        "whose prompts held it and whose replies did not dropped it; a gold that is yes, no or "
-        "words of the question is left out)"
+        title=f"where the gold answer of {counted(len(held), 'wrong answer')} went (a template "
+        "whose reply held it wrote it; one whose prompt alone held it read it only: a note or "
+        "a short answer that did dropped it; a gold that is yes, no or words of the question "
+        "is left out)"
     )
-    for col in ("template", "called in", "its prompt held it", "its reply held it"):
+    for col in ("template", "wrote it", "read it only"):
         table.add_column(col)
-    for template, row in gold_answer_table(held.values()).items():
-        table.add_row(template, *map(str, row))
+    for template, did in gold_answer_table(held.values()).items():
+        table.add_row(template, *(str(did[d]) for d in GOLD_ANSWER))
+    if unseen := sum(not h for h in held.values()):
+        table.add_row("(in no prompt or reply)", "", str(unseen))
     console.print(table)
 
 

@@ -159,7 +159,7 @@ def evaluate_run(
     on_judged: Callable[[int, int], None] | None = None,
     price: Price | None = None,
     stages: dict[str, str] | None = None,
-    gold_answer: dict[str, dict[str, tuple[bool, bool]]] | None = None,
+    gold_answer: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Score every prediction; write ``metrics.json``; return it. ``stages`` (each question's
     loss stage) and ``gold_answer`` (where each wrong answer's gold answer stood, per template:

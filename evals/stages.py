@@ -69,15 +69,20 @@ def _words(text: str) -> str:
     return " " + " ".join(re.findall(r"[0-9a-z]+", text.lower())) + " "
 
 
-def gold_answer_held(q: QuestionRecord) -> dict[str, tuple[bool, bool]] | None:
-    """Where a wrong answer's gold answer (its words, case and punctuation folded) stood: each
-    template its trace called -> (in a prompt of it, in a reply of it), in the order each was
-    first called. A template whose prompts held it and whose replies did not dropped it; one
-    whose replies held it passed it on. None for a question answered right, unscored, or whose
-    gold is only yes or no (words of the prompts' instructions) or words of the question (a
-    comparison names both choices): every prompt would hold it. The stages follow
-    the gold evidence; this follows the answer through the calls, e.g. MMAPG's examiner
-    writing it and its notes leaving it out."""
+GOLD_ANSWER = ("wrote", "read")
+"""What a template did with a wrong answer's gold answer: a reply of it held the answer's words
+(it wrote them), or only a prompt of it did (it read them and wrote them nowhere: where that
+template writes the answer on, as a note or a short answer does, it dropped them)."""
+
+
+def gold_answer_held(q: QuestionRecord) -> dict[str, str] | None:
+    """Where a wrong answer's gold answer (its words, case and punctuation folded) went along
+    its calls: each template whose prompts or replies held it -> "wrote" (a reply held it) or
+    "read" (only a prompt did), in the order each was first called; {} where no call saw it.
+    None for a question answered right, unscored, or whose gold is only yes or no (words of the
+    prompts' instructions) or words of the question (a comparison names both choices): every
+    prompt would hold it. The stages follow the gold evidence; this follows the answer, e.g.
+    MMAPG's examiner writing it and the notes written from its findings leaving it out."""
     if q.right is not False:
         return None
     asked = _words(q.question)
@@ -88,35 +93,34 @@ def gold_answer_held(q: QuestionRecord) -> dict[str, tuple[bool, bool]] | None:
     def held(text: object) -> bool:
         return any(g in _words(str(text or "")) for g in golds)
 
-    out: dict[str, tuple[bool, bool]] = {}
+    out: dict[str, str] = {}
     for c in q.trace.calls:
         prompt = " ".join(str(m.get("content", "")) for m in c.messages)
-        was = out.get(c.template, (False, False))
-        out[c.template] = (was[0] or held(prompt), was[1] or held(c.reply))
+        if held(c.reply):
+            out[c.template] = GOLD_ANSWER[0]
+        elif out.get(c.template) != GOLD_ANSWER[0] and held(prompt):
+            out[c.template] = GOLD_ANSWER[1]
     return out
 
 
-def gold_answer_table(held: Iterable[dict[str, tuple[bool, bool]]]) -> dict[str, list[int]]:
-    """Template -> [questions it was called in, whose gold its prompts held, its replies held]
-    over the wrong answers ``gold_answer_held`` placed, in the order templates first appear."""
-    table: dict[str, list[int]] = {}
+def gold_answer_table(held: Iterable[dict[str, str]]) -> dict[str, Counter]:
+    """Template -> how many wrong answers' gold answer it wrote and only read (``GOLD_ANSWER``),
+    over what ``gold_answer_held`` placed, in the order templates first appear."""
+    table: dict[str, Counter] = {}
     for one in held:
-        for template, (read, wrote) in one.items():
-            row = table.setdefault(template, [0, 0, 0])
-            row[0] += 1
-            row[1] += read
-            row[2] += wrote
+        for template, did in one.items():
+            table.setdefault(template, Counter())[did] += 1
     return table
 
 
 def where_each_went(
     run: RunRecord,
-) -> tuple[dict[str, str], dict[str, dict[str, tuple[bool, bool]]]]:
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     """Each answered question's stage (``loss_stage``) and, for each wrong answer it can
     place, where its gold answer stood (``gold_answer_held``): one pass over the
     traces."""
     stages: dict[str, str] = {}
-    held: dict[str, dict[str, tuple[bool, bool]]] = {}
+    held: dict[str, dict[str, str]] = {}
     for q in run.questions():
         stages[q.id] = loss_stage(q)
         if (h := gold_answer_held(q)) is not None:

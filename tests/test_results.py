@@ -576,8 +576,8 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
         (tmp_path / name).mkdir()
         per_q = {f"q{i}": {"f1": 1.0} for i in range(3)}
         made = {f"q{i}": s for i, s in enumerate(stages)} | {"q9": "no gold answer"}
-        held = {"q1": {"x/examine": [True, True], "x/notes": [True, False]}}
-        held |= {"q9": {"x/examine": [True, True], "x/notes": [True, True]}}
+        held = {"q1": {"x/examine": "wrote", "x/notes": "read"}, "q2": {}}
+        held |= {"q9": {"x/examine": "wrote", "x/notes": "wrote"}}
         (tmp_path / name / "metrics.json").write_text(
             json.dumps({"per_question": per_q, "stages": made, "gold_answer": held})
         )
@@ -591,8 +591,9 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
     assert "| not retrieved | 1 | 1 |" in text and "| right | 2 | 1 |" in text
     assert "| in the prompt, answered wrong | 0 | 1 |" in text
     assert "no gold answer" not in text  # q9 is not one of the table's questions
-    # where each wrong answer's gold answer stood, over the table's questions (q9 is not one)
-    assert "- A (1): `x/examine` 1 → 1, `x/notes` 1 → 0" in text, text
+    # where each wrong answer's gold answer went, over the table's questions (q9 is not one)
+    wrote = "`x/examine` wrote 1, read only 0, `x/notes` wrote 0, read only 1"
+    assert f"- A (2): {wrote}; in no prompt or reply: 1" in text, text
     assert "- C (" not in text
 
 

@@ -176,27 +176,24 @@ def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
     passage held, and one that wrote it for the short answer to drop; a gold the question
     names (a comparison's choice) is in every prompt, so it is left out, as a right answer."""
     rag = read_run(records / "runs" / "rag")
-    assert gold_answer_held(rag.question("q-wrong")) == {
-        "rag/answer": (True, False),
-        "rag/short_answer": (False, False),
-    }
+    assert gold_answer_held(rag.question("q-wrong")) == {"rag/answer": "read"}
     assert gold_answer_held(rag.question("q-right")) is None
     held = read_run(records / "runs" / "held")
     assert gold_answer_held(held.question("q-dropped")) == {
-        "rag/answer": (True, True),
-        "rag/short_answer": (True, False),
+        "rag/answer": "wrote",
+        "rag/short_answer": "read",
     }
     assert held.question("q-choice").right is False
     assert gold_answer_held(held.question("q-choice")) is None
     shown = hopgraph("eval", "runs/held", cwd=records)
     assert shown.returncode == 0, shown.stderr
     text = re.sub(r"\s+", " ", shown.stdout)
-    assert "where the gold answer of 1 wrong answer stood" in text, shown.stdout
-    assert re.search(r"rag/answer │ 1 │ 1 │ 1 ", text), shown.stdout
-    assert re.search(r"rag/short_answer │ 1 │ 1 │ 0 ", text), shown.stdout
+    assert "where the gold answer of 1 wrong answer went" in text, shown.stdout
+    assert re.search(r"rag/answer │ 1 │ 0 ", text), shown.stdout
+    assert re.search(r"rag/short_answer │ 0 │ 1 ", text), shown.stdout
     written = json.loads((records / "runs" / "held" / "metrics.json").read_text())
     assert written["gold_answer"] == {
-        "q-dropped": {"rag/answer": [True, True], "rag/short_answer": [True, False]}
+        "q-dropped": {"rag/answer": "wrote", "rag/short_answer": "read"}
     }
 
 
@@ -235,17 +232,14 @@ def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(rec
         assert {r["id"]: r["stage"] for r in rows}["q-unretrieved"] == "not retrieved"
         one = {"run": "held", "id": "q-dropped"}
         opened = httpx.get(f"{url}api/question", params=one, timeout=60).json()
-        assert opened["gold_answer"] == {
-            "rag/answer": [True, True],
-            "rag/short_answer": [True, False],
-        }
+        assert opened["gold_answer"] == {"rag/answer": "wrote", "rag/short_answer": "read"}
         if CHROMIUM is None:
             pytest.skip("headless Chromium is not installed (the API was checked)")
         page = dom(f"{url}#/run/rag?stage=not%20retrieved")
         assert "1 of 5 questions" in page and 'data-id="q-unretrieved"' in page
         assert 'data-id="q-right"' not in page and "lost at" in page
         page = dom(f"{url}#/run/held/q/q-dropped")
-        assert "gold answer: rag/answer wrote it → rag/short_answer dropped it" in page, page[
+        assert "gold answer: rag/answer wrote it → rag/short_answer read it only" in page, page[
             -3000:
         ]
     finally:

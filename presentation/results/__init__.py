@@ -261,8 +261,8 @@ def _stage_lines(t: RunTable, have: dict[str, dict], common: list[str]) -> list[
 
 
 def _gold_answer_lines(have: dict[str, dict], common: list[str]) -> list[str]:
-    """Per column, where its wrong answers' gold answer stood (``evals.stages.gold_answer_held``,
-    as ``eval`` wrote it): each template's prompts that held it, then its replies."""
+    """Per column, where its wrong answers' gold answer went (``evals.stages.gold_answer_held``,
+    as ``eval`` wrote it): each template that wrote it, and that only read it."""
     from hopgraph.evals.stages import gold_answer_table
 
     lines = []
@@ -270,16 +270,17 @@ def _gold_answer_lines(have: dict[str, dict], common: list[str]) -> list[str]:
         held = [m["gold_answer"][q] for q in common if q in (m.get("gold_answer") or {})]
         if held:
             steps = ", ".join(
-                f"`{tpl}` {read} → {wrote}"
-                for tpl, (_, read, wrote) in gold_answer_table(held).items()
+                f"`{tpl}` wrote {did['wrote']}, read only {did['read']}"
+                for tpl, did in gold_answer_table(held).items()
             )
-            lines.append(f"- {k} ({len(held)}): {steps}")
+            unseen = sum(not h for h in held)
+            lines.append(f"- {k} ({len(held)}): {steps}; in no prompt or reply: {unseen}")
     if not lines:
         return []
     head = (
-        "Where a wrong answer's gold answer stood (`hopgraph eval`; per template, the wrong "
-        "answers whose prompts held it → whose replies wrote it: where the second is smaller, "
-        "that step dropped it; a gold that is yes, no or words of the question is left out):"
+        "Where a wrong answer's gold answer went (`hopgraph eval`: a template whose reply held "
+        "it wrote it; one whose prompt alone held it read it only, and a note or a short answer "
+        "that did dropped it; a gold that is yes, no or words of the question is left out):"
     )
     return [head, "", *lines, ""]
 

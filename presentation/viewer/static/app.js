@@ -494,13 +494,12 @@ function goldLine(gold) {
 }
 
 function goldAnswerLine(held) {
-  // a wrong answer's gold answer along its calls (evals.stages.gold_answer_held): each template
-  // whose prompt or reply held it, and whether it wrote it on or dropped it
+  // a wrong answer's gold answer along its calls (evals.stages.gold_answer_held): each
+  // template that wrote it or only read it
   if (!held) return null;
-  const steps = Object.entries(held).filter(([, [read, wrote]]) => read || wrote);
+  const steps = Object.entries(held);
   return h("p", { class: "summary wrong", id: "gold-answer" }, "gold answer: ", steps.length
-    ? steps.map(([t, [, wrote]]) => `${t} ${wrote ? "wrote it" : "dropped it"}`).join(" → ")
-    : "in no prompt or reply");
+    ? steps.map(([t, did]) => `${t} ${did === "wrote" ? "wrote it" : "read it only"}`).join(" → ") : "in no prompt or reply");
 }
 
 function waitLegend(spans) {
