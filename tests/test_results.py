@@ -592,9 +592,11 @@ def test_a_table_counts_where_each_column_s_questions_were_lost(tmp_path, monkey
     assert "| in the prompt, answered wrong | 0 | 1 |" in text
     assert "no gold answer" not in text  # q9 is not one of the table's questions
     # where each wrong answer's gold answer went, over the table's questions (q9 is not one)
-    wrote = "`x/examine` wrote 1, read only 0, `x/notes` wrote 0, read only 1"
-    assert f"- A (2): {wrote}; in no prompt or reply: 1" in text, text
-    assert "- C (" not in text
+    assert (
+        "| A (2; in no prompt or reply: 1) | `x/examine` | 1 | 0 |\n|  | `x/notes` | 0 | 1 |"
+        in text
+    )
+    assert "| C (" not in text
 
 
 def test_a_graph_files_templates_are_judged_the_same_whatever_was_read_before():

@@ -265,24 +265,23 @@ def _gold_answer_lines(have: dict[str, dict], common: list[str]) -> list[str]:
     as ``eval`` wrote it): each template that wrote it, and that only read it."""
     from hopgraph.evals.stages import gold_answer_table
 
-    lines = []
+    rows = []
     for k, m in have.items():
         held = [m["gold_answer"][q] for q in common if q in (m.get("gold_answer") or {})]
         if held:
-            steps = ", ".join(
-                f"`{tpl}` wrote {did['wrote']}, read only {did['read']}"
-                for tpl, did in gold_answer_table(held).items()
-            )
-            unseen = sum(not h for h in held)
-            lines.append(f"- {k} ({len(held)}): {steps}; in no prompt or reply: {unseen}")
-    if not lines:
+            label = f"{k} ({len(held)}; in no prompt or reply: {sum(not h for h in held)})"
+            for tpl, did in gold_answer_table(held).items():
+                rows.append(f"| {label} | `{tpl}` | {did['wrote']} | {did['read']} |")
+                label = ""
+    if not rows:
         return []
     head = (
         "Where a wrong answer's gold answer went (`hopgraph eval`: a template whose reply held "
         "it wrote it; one whose prompt alone held it read it only, and a note or a short answer "
         "that did dropped it; a gold that is yes, no or words of the question is left out):"
     )
-    return [head, "", *lines, ""]
+    table = ["| column (wrong answers) | template | wrote it | read it only |", "|---|---|---|---|"]
+    return [head, "", *table, *rows, ""]
 
 
 HISTORY = "**History, not today's code:**"
