@@ -323,11 +323,21 @@ def compare(
             console.print(
                 f"  {f.id}  gold {' | '.join(f.gold)!r}\n"
                 f"    {labels[0]}: {f.answers[0]!r} ({f.calls[0]:g} calls, {f.seconds[0]:.1f} s; "
-                f"{stages[0].get(f.id, 'no trace')})\n"
+                f"{stages[0].get(f.id, 'no trace')}{_trail(loaded[0], f.id)})\n"
                 f"    {labels[1]}: {f.answers[1]!r} ({f.calls[1]:g} calls, {f.seconds[1]:.1f} s; "
-                f"{stages[1].get(f.id, 'no trace')})",
+                f"{stages[1].get(f.id, 'no trace')}{_trail(loaded[1], f.id)})",
                 markup=False,
             )
+
+
+def _trail(metrics: dict[str, Any], qid: str) -> str:
+    """ "; gold answer: T wrote it → U read it only" where ``eval`` placed the question's gold
+    answer (``evals.stages.gold_answer_held``), else ""."""
+    held = (metrics.get("gold_answer") or {}).get(qid)
+    if held is None:
+        return ""
+    steps = [f"{t} {'wrote it' if did == 'wrote' else 'read it only'}" for t, did in held.items()]
+    return "; gold answer: " + (" → ".join(steps) or "in no prompt or reply")
 
 
 def _note_gold(loaded: list[dict[str, Any]], labels: list[str]) -> None:

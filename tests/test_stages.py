@@ -29,6 +29,9 @@ def town(body: dict) -> str:
 
 
 def short_answer(body: dict) -> str:
+    """Town 3's founder; town 1's only through the overlay that asks to keep the name whole."""
+    if "keep the name whole" in json.dumps(body["messages"]) and town(body) == "1":
+        return "Person 1"
     return "person 3" if town(body) == "3" else "nobody"
 
 
@@ -90,6 +93,11 @@ def records(tmp_path_factory) -> Path:
     overlay = root / "bare-prompts" / "rag"
     overlay.mkdir(parents=True)
     (overlay / "answer.j2").write_text("Answer from what you know.\n\nQuestion: {{ question }}\n")
+    whole = root / "whole-prompts" / "rag"
+    whole.mkdir(parents=True)
+    (whole / "short_answer.j2").write_text(
+        "Question: {{ question }}\nFull answer: {{ answer }}\nkeep the name whole.\nShort answer:"
+    )
     runs = {
         "rag": ("--agent", "rag", "--questions", "rag.jsonl", "--set", "top_k=2"),
         "qdc": (
@@ -105,6 +113,16 @@ def records(tmp_path_factory) -> Path:
             "qdrag_retrieve_k=3",
         ),
         "held": ("--agent", "rag", "--questions", "held.jsonl", "--set", "top_k=2"),
+        "whole": (
+            "--agent",
+            "rag",
+            "--questions",
+            "held.jsonl",
+            "--set",
+            "top_k=2",
+            "--prompts",
+            "whole-prompts",
+        ),
         "bare": (
             "--agent",
             "rag",
@@ -191,6 +209,11 @@ def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
     assert "where the gold answer of 1 wrong answer went" in text, shown.stdout
     assert re.search(r"rag/answer │ 1 │ 0 ", text), shown.stdout
     assert re.search(r"rag/short_answer │ 0 │ 1 ", text), shown.stdout
+    assert hopgraph("eval", "runs/whole", cwd=records).returncode == 0
+    flipped = hopgraph("compare", "runs/held", "runs/whole", "--flips", cwd=records)
+    assert flipped.returncode == 0, flipped.stderr
+    trail = "gold answer: rag/answer wrote it → rag/short_answer read it only"
+    assert trail in re.sub(r"\s+", " ", flipped.stdout), flipped.stdout
     written = json.loads((records / "runs" / "held" / "metrics.json").read_text())
     assert written["gold_answer"] == {
         "q-dropped": {"rag/answer": "wrote", "rag/short_answer": "read"}
