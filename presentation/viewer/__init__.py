@@ -651,9 +651,11 @@ def _first_differing_call(ta: Trace, tb: Trace) -> dict[str, Any] | None:
 def _held(run: RunView, qid: str) -> dict[str, Any]:
     """What one execution held when it answered: its evidence (gold marked) and what it did
     with it: after its last search, the last call of each template (in their order), so the
-    reasoning that wrote the answer and the answer's extraction where a method has one."""
+    reasoning that wrote the answer and the answer's extraction where a method has one; and,
+    for a wrong answer, where its gold answer went (``gold_answer_held``)."""
     q = run.opened(qid)
     return {
+        "gold_answer": gold_answer_held(q),
         "evidence": [
             {"id": e.id, "title": e.title, "gold": e.gold, "kept": e.kept, "cited": e.cited}
             for e in q.evidence()

@@ -650,9 +650,9 @@ async function compareQuestion(a, b, qid, started) {
     d.same_method ? h("p", { class: "summary", id: "divergence" }, d.first === null ? "the executions never diverge"
       : `first divergence at step ${d.first}: ${d.rows[d.first].differs}`) : null,
     h("div", { class: "two" }, h("div", {}, h("h2", {}, la), answer(d.answers[0]), " ",
-      h("a", { href: link("run", a, "q", qid) }, "trace")),
+      h("a", { href: link("run", a, "q", qid) }, "trace"), goldAnswerLine(d.held[0].gold_answer)),
     h("div", {}, h("h2", {}, lb), answer(d.answers[1]), " ",
-      h("a", { href: link("run", b, "q", qid) }, "trace"))),
+      h("a", { href: link("run", b, "q", qid) }, "trace"), goldAnswerLine(d.held[1].gold_answer))),
     d.same_method ? firstCall(d.first_call, la, lb, gold) : heldSideBySide(d.held, la, lb, gold),
     h("h2", {}, "Steps aligned"),
     h("table", { id: "steps" }, h("tr", {}, h("th", {}, "step"), h("th", {}, la), h("th", {}, lb), h("th", {}, "differs")),
