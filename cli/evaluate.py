@@ -333,11 +333,10 @@ def compare(
 def _trail(metrics: dict[str, Any], qid: str) -> str:
     """ "; gold answer: T wrote it → U read it only" where ``eval`` placed the question's gold
     answer (``evals.stages.gold_answer_held``), else ""."""
+    from hopgraph.evals.stages import gold_answer_trail
+
     held = (metrics.get("gold_answer") or {}).get(qid)
-    if held is None:
-        return ""
-    steps = [f"{t} {'wrote it' if did == 'wrote' else 'read it only'}" for t, did in held.items()]
-    return "; gold answer: " + (" → ".join(steps) or "in no prompt or reply")
+    return "" if held is None else f"; gold answer: {gold_answer_trail(held)}"
 
 
 def _note_gold(loaded: list[dict[str, Any]], labels: list[str]) -> None:

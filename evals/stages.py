@@ -65,8 +65,9 @@ def loss_stage(q: QuestionRecord) -> str:
 
 
 def _words(text: str) -> str:
-    """Lower-case words and numbers between single spaces, padded: whole-word matching."""
-    return " " + " ".join(re.findall(r"[0-9a-z]+", text.lower())) + " "
+    """Lower-case words and numbers (any script) between single spaces, padded: whole-word
+    matching."""
+    return " " + " ".join(re.findall(r"[^\W_]+", text.lower())) + " "
 
 
 GOLD_ANSWER = ("wrote", "read")
@@ -78,7 +79,7 @@ template writes the answer on, as a note or a short answer does, it dropped them
 def gold_answer_held(q: QuestionRecord) -> dict[str, str] | None:
     """Where a wrong answer's gold answer (its words, case and punctuation folded) went along
     its calls: each template whose prompts or replies held it -> "wrote" (a reply held it) or
-    "read" (only a prompt did), in the order each was first called; {} where no call saw it.
+    "read" (only a prompt did), in the order each first held it; {} where no call saw it.
     None for a question answered right, unscored, or whose gold is only yes or no (words of the
     prompts' instructions) or words of the question (a comparison names both choices): every
     prompt would hold it. The stages follow the gold evidence; this follows the answer, e.g.
@@ -86,7 +87,9 @@ def gold_answer_held(q: QuestionRecord) -> dict[str, str] | None:
     if q.right is not False:
         return None
     asked = _words(q.question)
-    golds = [w for g in q.gold if (w := _words(g)) not in asked and w.strip() not in ("yes", "no")]
+    golds = [
+        w for g in q.gold if (w := _words(g)) not in asked and w.strip() not in ("", "yes", "no")
+    ]
     if not golds:
         return None
 
@@ -111,6 +114,14 @@ def gold_answer_table(held: Iterable[dict[str, str]]) -> dict[str, Counter]:
         for template, did in one.items():
             table.setdefault(template, Counter())[did] += 1
     return table
+
+
+def gold_answer_trail(held: dict[str, str]) -> str:
+    """One question's ``gold_answer_held`` in words: "T wrote it → U read it only"."""
+    steps = [
+        f"{t} {'wrote it' if did == GOLD_ANSWER[0] else 'read it only'}" for t, did in held.items()
+    ]
+    return " → ".join(steps) or "in no prompt or reply"
 
 
 def where_each_went(

@@ -271,3 +271,44 @@ def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(rec
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_gold_answer_with_accents_is_followed_and_one_of_no_words_is_left_out():
+    """Words are folded with their accents ("Müller" is not "m ller"); a gold with no word left
+    once folded (punctuation only) is no answer to follow: it once matched every empty reply."""
+    from hopgraph.evals.run_record import QuestionRecord
+    from hopgraph.harness.trace import Call, Trace
+
+    def call(template: str, prompt: str, reply: str) -> Call:
+        return Call(
+            index=0,
+            node="n",
+            role="r",
+            template=template,
+            model="m",
+            kind="chat",
+            messages=[{"role": "user", "content": prompt}],
+            reply=reply,
+            parsed=None,
+            parse_error=None,
+            sampling={},
+            cached=False,
+            prompt_tokens=0,
+            completion_tokens=0,
+            seconds=0.0,
+            ended=0.0,
+            attempts=1,
+            error=None,
+            served={},
+            event={},
+        )
+
+    calls = [
+        call("x/notes", "The Café Müller opened in 1921.", "Café Müller, 1921."),
+        call("x/answer", "Notes: Café Müller, 1921.", ""),
+        call("x/other", "About M ller and caf m ller.", "M ller."),
+    ]
+    for gold, held in ((["Café Müller"], {"x/notes": "wrote", "x/answer": "read"}), (["—"], None)):
+        prediction = {"question": "Which café opened in 1921?", "gold": gold, "answer": "?"}
+        q = QuestionRecord("q", prediction, {"em": 0.0, "f1": 0.0}, Trace([], calls=calls))
+        assert gold_answer_held(q) == held, gold
