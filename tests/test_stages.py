@@ -256,6 +256,7 @@ def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(rec
         one = {"run": "held", "id": "q-dropped"}
         opened = httpx.get(f"{url}api/question", params=one, timeout=60).json()
         assert opened["gold_answer"] == {"rag/answer": "wrote", "rag/short_answer": "read"}
+        assert opened["stage"] == "in the prompt, answered wrong"  # from its trace, no eval needed
         both = {"a": "held", "b": "whole", "id": "q-dropped"}
         pair = httpx.get(f"{url}api/compare_question", params=both, timeout=60).json()
         assert [h["gold_answer"] for h in pair["held"]] == [opened["gold_answer"], None]
@@ -266,7 +267,7 @@ def test_the_viewer_filters_a_run_s_questions_by_the_stage_they_were_lost_at(rec
         assert 'data-id="q-right"' not in page and "lost at" in page
         page = dom(f"{url}#/run/held/q/q-dropped")
         trail = "gold answer: rag/answer wrote it → rag/short_answer read it only"
-        assert trail in page, page[-3000:]
+        assert trail in page and "lost at: in the prompt, answered wrong" in page, page[-3000:]
         assert trail in dom(f"{url}#/compare/held/whole/q/q-dropped")
     finally:
         proc.terminate()

@@ -17,7 +17,7 @@ from typing import Any
 from hopgraph.confine import confined
 from hopgraph.evals.evaluate import score_prediction
 from hopgraph.evals.run_record import PAGE_IMAGES, QuestionRecord, RunRecord, read_run
-from hopgraph.evals.stages import gold_answer_held
+from hopgraph.evals.stages import gold_answer_held, loss_stage
 from hopgraph.harness import bounded
 from hopgraph.harness.cost import Price
 from hopgraph.harness.run_folder import RunError, RunFolder, leaves, scored_predictions
@@ -411,6 +411,7 @@ class RunView:
             "evidence": [_evidence_row(e) for e in evidence],
             "evidence_note": unread,
             "gold_evidence": [{"id": g, "held": held} for g, held in q.gold_held(evidence)],
+            "stage": loss_stage(q),
             "gold_answer": gold_answer_held(q),
             "traced": bool(q.trace.records),
             "damaged": q.trace.damaged,

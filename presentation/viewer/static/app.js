@@ -550,6 +550,7 @@ async function questionPage(rid, qid, params, started) {
     q.traced ? null : h("p", { class: "note" }, "this question has no trace"),
     (q.damaged || []).map((d) => h("p", { class: "note wrong" }, `damaged trace: ${d}`)),
     goldLine(q.gold_evidence || []),
+    q.stage && q.stage !== "right" ? h("p", { class: "summary wrong", id: "stage" }, `lost at: ${q.stage}`) : null,
     goldAnswerLine(q.gold_answer),
     q.marks && q.marks.length ? [h("h2", {}, `Fallbacks and repairs (${q.marks.length})`),
       h("ul", { id: "marks" }, q.marks.map((m) => h("li", {}, h("span", { class: "muted" }, `${m.t.toFixed(1)} s `),
