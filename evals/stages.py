@@ -80,11 +80,12 @@ def gold_answer_held(q: QuestionRecord) -> dict[str, str] | None:
     """Where a wrong answer's gold answer (its words, case and punctuation folded) went along
     its calls: each template whose prompts or replies held it -> "wrote" (a reply held it) or
     "read" (only a prompt did), in the order each first held it; {} where no call saw it.
-    None for a question answered right, unscored, or whose gold is only yes or no (words of the
+    None for a question answered right, unscored, without traced calls, or whose gold is only
+    yes or no (words of the
     prompts' instructions) or words of the question (a comparison names both choices): every
     prompt would hold it. The stages follow the gold evidence; this follows the answer, e.g.
     MMAPG's examiner writing it and the notes written from its findings leaving it out."""
-    if q.right is not False:
+    if q.right is not False or not q.trace.calls:
         return None
     asked = _words(q.question)
     golds = [

@@ -313,3 +313,8 @@ def test_a_gold_answer_with_accents_is_followed_and_one_of_no_words_is_left_out(
         prediction = {"question": "Which café opened in 1921?", "gold": gold, "answer": "?"}
         q = QuestionRecord("q", prediction, {"em": 0.0, "f1": 0.0}, Trace([], calls=calls))
         assert gold_answer_held(q) == held, gold
+    # a record kept without traces cannot say where its answers went ({} would say "nowhere")
+    assert (
+        gold_answer_held(QuestionRecord("q", prediction | {"gold": ["Café"]}, {}, Trace([])))
+        is None
+    )
