@@ -210,8 +210,11 @@ def _print_wrong(run_dir: str, result: dict) -> None:
     for qid, why in lines:
         p = preds.get(qid, {})
         said = f"error {p['error']}" if why == "failed" else f"answered {p.get('answer', '')!r}"
+        lost = f"; lost at: {s}" if (s := (result.get("stages") or {}).get(qid)) else ""
         console.print(
-            f"  {qid} ({why}): {said}; gold {' | '.join(p.get('gold') or [])!r}", markup=False
+            f"  {qid} ({why}): {said}; gold {' | '.join(p.get('gold') or [])!r}{lost}"
+            f"{_trail(result, qid)}",
+            markup=False,
         )
 
 

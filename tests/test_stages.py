@@ -203,8 +203,13 @@ def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
     }
     assert held.question("q-choice").right is False
     assert gold_answer_held(held.question("q-choice")) is None
-    shown = hopgraph("eval", "runs/held", cwd=records)
+    shown = hopgraph("eval", "runs/held", "--wrong", cwd=records)
     assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.strip().startswith("q-dropped (wrong)"))
+    assert line.endswith(
+        "lost at: in the prompt, answered wrong; gold answer: rag/answer wrote it"
+        " → rag/short_answer read it only"
+    ), line
     text = re.sub(r"\s+", " ", shown.stdout)
     assert "where the gold answer of 1 wrong answer went" in text, shown.stdout
     assert re.search(r"rag/answer │ 1 │ 0 ", text), shown.stdout
