@@ -156,8 +156,9 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
                 cells, header = len(reader.fieldnames) + len(row[None]), len(reader.fieldnames)
                 yield reader.line_num, Skipped(where, f"{cells} cells, the header has {header}")
                 continue
-            if bad := [f"{b} in column {k!r}" for k, v in row.items() if (b := _not_utf8(v))]:
-                yield reader.line_num, Skipped(where, f"not UTF-8 ({bad[0]}): save it as UTF-8")
+            if undecoded := [f"{b} in column {k!r}" for k, v in row.items() if (b := _not_utf8(v))]:
+                why = f"not UTF-8 ({undecoded[0]}): save it as UTF-8"
+                yield reader.line_num, Skipped(where, why)
                 continue
             if any(v not in (None, "") for v in row.values()):
                 yield reader.line_num, dict(row)
