@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, NoReturn, TypeVar, overload
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from hopgraph.config import Context, bounded, parse_sets
 from hopgraph.redaction import redacted
@@ -50,6 +52,14 @@ console = Console(soft_wrap=True)
 
 
 err = Console(stderr=True, soft_wrap=True)
+
+
+def name_column(table: Table, heading: str, names: Iterable[str]) -> None:
+    """A column of names a reader copies into another command or tells rows apart by (ids,
+    templates, metrics): never cut, whatever the width (80 into a file or a pipe); the other
+    columns wrap instead."""
+    widest = max(map(len, [heading, *names]))
+    table.add_column(heading, no_wrap=True, min_width=widest)
 
 
 BaseUrl = Annotated[

@@ -23,6 +23,7 @@ from hopgraph.cli.app import (
     console,
     err,
     file_flag,
+    name_column,
     parsed_price,
     refuse,
     run_folder,
@@ -97,7 +98,8 @@ def evaluate(
             "seconds": "LLM seconds",
             **(waits if timed else {}),
         }
-        for col in ("template", *cols.values()):
+        name_column(per, "template", result["by_template"])
+        for col in cols.values():
             per.add_column(col)
         for name, t in result["by_template"].items():
             per.add_row(name, *(f"{t.get(k, 0):g}" for k in cols))
@@ -123,9 +125,11 @@ def _print_held(held: dict[str, dict[str, str]]) -> None:
         "a short answer that did dropped it; a gold that is yes, no or words of the question "
         "is left out)"
     )
-    for col in ("template", "wrote it", "read it only"):
+    rows = gold_answer_table(held.values())
+    name_column(table, "template", [*rows, "(in no prompt or reply)"])
+    for col in ("wrote it", "read it only"):
         table.add_column(col)
-    for template, did in gold_answer_table(held.values()).items():
+    for template, did in rows.items():
         table.add_row(template, *(str(did[d]) for d in GOLD_ANSWER))
     if unseen := sum(not h for h in held.values()):
         table.add_row("(in no prompt or reply)", "", str(unseen))
@@ -301,7 +305,7 @@ def compare(
         err.print(f"[yellow]no run has: {', '.join(done.unknown)}[/yellow]")
     labels = run_labels(runs)
     table = Table(title=f"compare ({' vs '.join(map(str, done.sizes))} questions)")
-    table.add_column("metric", no_wrap=True)
+    name_column(table, "metric", (metric for metric, _, _ in done.rows))
     for col in labels:
         table.add_column(col, overflow="fold")
     for metric, values, deltas in done.rows:

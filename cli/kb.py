@@ -16,6 +16,7 @@ from hopgraph.cli.app import (
     console,
     err,
     interrupted,
+    name_column,
     open_kb,
     refuse,
     within,
@@ -300,8 +301,7 @@ def search(
     hits = store.search(query, k=k, modalities=modality, sources=source, radius=radius)
     table = Table(title=f"{len(hits)} hit(s) for {query!r}")
     table.add_column("score", no_wrap=True)
-    # ids are what users copy into other commands: never cut, whatever the terminal width
-    table.add_column("id", no_wrap=True, min_width=max((len(h["id"]) for h in hits), default=2))
+    name_column(table, "id", (h["id"] for h in hits))
     for col in ("modality", "title", "text"):
         table.add_column(col, overflow="fold")
     for h in hits:

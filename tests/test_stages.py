@@ -189,6 +189,19 @@ def test_eval_counts_the_stages_and_compare_names_the_stages_of_the_flips(record
     assert "kept, not in the answer's prompt" in flipped.stdout, flipped.stdout
 
 
+def test_eval_into_a_file_names_every_template_whole(records):
+    """Output into a file or a pipe is 80 columns wide, and there the per-template table cut
+    its names ("qdrag/decompose_q…"; on an MMAPG record "mmapg/ex…" three times over, rows no
+    one could tell apart): the names stay whole, the numbers' headings wrap."""
+    shown = hopgraph("eval", "runs/qdc", cwd=records, env={"COLUMNS": "80"})
+    assert shown.returncode == 0, shown.stderr
+    table = shown.stdout.split("by prompt template")[1].split("where questions were lost")[0]
+    rows = [x.split("│")[1].strip() for x in table.splitlines() if x.startswith("│")]
+    assert rows == ["qdrag/decompose_qdc", "qdrag/rerank", "rag/answer", "rag/short_answer"], (
+        shown.stdout
+    )
+
+
 def test_eval_follows_a_wrong_answer_s_gold_answer_through_the_calls(records):
     """Which call dropped the answer itself: rag's long answer that never wrote the gold its
     passage held, and one that wrote it for the short answer to drop; a gold the question
