@@ -1053,7 +1053,8 @@ class RunFolder:
         return read_predictions(self.predictions.path)
 
     def keep(self, preds: list[dict[str, Any]]) -> None:
-        """Rewrite the prediction log with ``preds`` only (a resumed run drops failures)."""
+        """Rewrite the prediction log with ``preds`` only (a sitting drops the lines of the
+        questions it asks again)."""
         _rewrite(self.predictions.path, preds)
 
     def trace(self, qid: str) -> Path:

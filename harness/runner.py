@@ -500,14 +500,17 @@ class Runner:
 
     def _todo(self, questions: list[Question], redo: Collection[str]) -> list[Question]:
         """The questions this sitting answers: those not finished, failed ones (from their
-        checkpoint) and ``redo``'s (afresh); the log keeps the finished successes only."""
+        checkpoint) and ``redo``'s (afresh). The log drops the lines of those it asks again; a
+        failure past this sitting's questions (a shorter ``--limit``) keeps its line."""
         done = self.folder.done()
         for qid in redo:
             done.pop(qid, None)
             self.saver.delete_thread(self.thread(qid)["configurable"]["thread_id"])
             self.folder.forget(qid)
-        self.folder.keep([p for p in done.values() if not p.get("error")])
-        return unanswered(questions, done)
+        todo = unanswered(questions, done)
+        asked = {q.id for q in todo}
+        self.folder.keep([p for qid, p in done.items() if qid not in asked])
+        return todo
 
     def _run(self, qs, limit, concurrency, on_done, redo, max_consecutive_failures) -> RunSummary:  # noqa: ANN001
         began = time.perf_counter()

@@ -229,6 +229,35 @@ def test_rerun_skips_finished_questions(tmp_path, kb_dir):
     assert sorted(json.loads(x)["id"] for x in lines) == [f"q{i}" for i in range(6)]
 
 
+def test_a_shorter_rerun_keeps_the_failures_it_does_not_ask_again(tmp_path, kb_dir):
+    """A record's failed question past a rerun's --limit is not this sitting's: its line (the
+    error that says why) stays. A script growing a record 10 questions at a time re-ran the
+    first 50 of a record whose questions 51-60 held two timeouts, and the record then said
+    those two were never asked; a sitting that does ask one again replaces its line."""
+    qfile = questions(tmp_path, 4)
+
+    def reply(body):
+        if "town 3?" in json.dumps(body["messages"]):
+            raise RuntimeError("down")  # the scripted server answers 500
+        return deterministic_reply(body)
+
+    with ScriptedServer(reply) as server:
+        ctx = ctx_for(server, kb_dir)
+        first = Runner("rag", tmp_path / "run", ctx).run(qfile)
+        assert first.failed == 1 and first.finished == 3
+        for limit in (2, 3):
+            again = Runner("rag", tmp_path / "run", ctx).run(qfile, limit=limit)
+            assert again.finished == again.failed == 0
+            preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+            assert sorted(preds) == ["q0", "q1", "q2", "q3"], limit
+            assert "HTTP 500" in preds["q3"]["error"], preds["q3"]
+        server.reply = deterministic_reply
+        whole = Runner("rag", tmp_path / "run", ctx).run(qfile)
+    assert whole.finished == 1 and whole.failed == 0
+    preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    assert sorted(preds) == ["q0", "q1", "q2", "q3"] and not preds["q3"]["error"]
+
+
 def test_redo_answers_named_questions_afresh_and_refuses_unknown_ids(tmp_path, kb_dir):
     qfile = questions(tmp_path, n=3)
     run_dir = tmp_path / "run"
