@@ -30,6 +30,10 @@ if [ "${1:-}" = --pin ]; then
   ln -sfn "$home/.venv" "$wt/.venv"
   ln -sfn "$home/runs" "$wt/runs"
   [ -L "$wt/benchmarks/results/evidence" ] || ln -sfn "$home/benchmarks/results/evidence" "$wt/benchmarks/results/evidence"
+  # MMAPG's HotpotQA triplets are read from (and a new extraction written to) this checkout's
+  # committed cache: the worktree's own copy left a machine with the machine, and the items it
+  # lacked were extracted afresh on the next one, so the triplet KB came out different
+  ln -sfn "$home/benchmarks/results/hotpotqa/triplets.jsonl" "$wt/benchmarks/results/hotpotqa/triplets.jsonl"
   cd "$wt" && PYTHONPATH="$wt/.pin" exec bash benchmarks/evidence.sh "$@"
 fi
 H=${H:-.venv/bin/hopgraph}
