@@ -26,6 +26,7 @@ from hopgraph.evals.stats import fmt, paired
 from hopgraph.harness.run_folder import RunFolder, read_predictions, sitting_of
 from hopgraph.presentation.results.freshness import Freshness, freshness
 from hopgraph.presentation.results.spec import BenchTable, Claim, RunTable
+from hopgraph.wording import counted
 
 RESULTS_DIR: Path | None = None
 """The records folder; None: ``benchmarks/results`` of the checkout ``hopgraph results`` runs in."""
@@ -200,17 +201,44 @@ def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
 
     kbs = {k: _manifest(t.rows[k]).get("kb") or {} for k in have}
     known = {k: words(kb) for k, kb in kbs.items() if kb.get("builds")}
+    moves = "".join(_kb_move(k, t.rows[k], kbs[k]) for k in have)
     if not known:
-        return ""
+        return moves
     if len(known) == len(have) and len(set(known.values())) == 1:
-        return f" KB: {next(iter(known.values()))}."
+        return f" KB: {next(iter(known.values()))}." + moves
     unknown = [k for k in have if k not in known]
     return (
         " KB per column: "
         + "; ".join(f"{k}: {w}" for k, w in known.items())
         + (f"; {', '.join(unknown)}: not recorded" if unknown else "")
         + "."
+        + moves
     )
+
+
+def _kb_move(label: str, rel: str, kb: dict[str, Any]) -> str:
+    """Where a column's record was moved to a rebuilt KB (``benchmarks/kb_replay.py --carry``:
+    every candidate step its traces hold came back the same there), the sentence saying so."""
+    out = ""
+    for path in sorted((records_dir() / "kb-replay").glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        moved = report.get("carried") or {}
+        if not moved or Path(report["record"]).parts[-len(Path(rel).parts) :] != Path(rel).parts:
+            continue
+        if moved.get("to") != kb.get("counts"):
+            continue
+
+        def items(counts: dict[str, int]) -> str:
+            return ", ".join(f"{n:,} {m}" for m, n in counts.items() if n)
+
+        out += (
+            f" {label}'s record: its first {counted(len(report['questions']), 'question')} were "
+            f"answered on a build of this KB with {items(moved['from'])} items; rebuilt with its "
+            f"derived items extracted again ({items(moved['to'])}), it gave each of their "
+            f"{report['steps']} candidate searches the same candidates, so the record moved to "
+            f"it (`kb-replay/{path.name}`)."
+        )
+    return out
 
 
 def code_by_column(t: RunTable, labels: list[str]) -> dict[str, Counter]:
