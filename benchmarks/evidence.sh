@@ -34,6 +34,10 @@ if [ "${1:-}" = --pin ]; then
   # committed cache: the worktree's own copy left a machine with the machine, and the items it
   # lacked were extracted afresh on the next one, so the triplet KB came out different
   ln -sfn "$home/benchmarks/results/hotpotqa/triplets.jsonl" "$wt/benchmarks/results/hotpotqa/triplets.jsonl"
+  # 4 slots on 2 cores queue a request behind three long ones: at the default 120 s without a
+  # byte, 6 of the first 130 QD-C and MMAPG questions failed (each asked again later, its work
+  # lost). A serving field (config.SERVING): it changes no answer, and a record resumes with it
+  export HOPGRAPH_REQUEST_TIMEOUT=${HOPGRAPH_REQUEST_TIMEOUT:-300}
   cd "$wt" && PYTHONPATH="$wt/.pin" exec bash benchmarks/evidence.sh "$@"
 fi
 H=${H:-.venv/bin/hopgraph}
