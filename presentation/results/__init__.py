@@ -234,7 +234,7 @@ def _kb_move(label: str, rel: str, kb: dict[str, Any]) -> str:
         out += (
             f" {label}'s record: its first {counted(len(report['questions']), 'question')} were "
             f"answered on a build of this KB with {items(moved['from'])} items; rebuilt with its "
-            f"derived items extracted again ({items(moved['to'])}), it gave each of their "
+            f"derived items extracted again ({items(moved['to'])} items), it gave each of their "
             f"{report['steps']} candidate searches the same candidates, so the record moved to "
             f"it (`kb-replay/{path.name}`)."
         )
