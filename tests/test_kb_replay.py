@@ -63,7 +63,7 @@ def replay(tmp_path: Path, kb: Path, name: str, *args: str) -> tuple[int, dict, 
 
 
 def test_a_record_moves_to_a_rebuilt_kb_only_where_every_candidate_search_comes_back_the_same(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     answer(tmp_path, town_kb(tmp_path / "kb"), 1)
     recorded = RunFolder(tmp_path / "run").manifest()["kb"]["counts"]["text"]
@@ -83,6 +83,16 @@ def test_a_record_moves_to_a_rebuilt_kb_only_where_every_candidate_search_comes_
     assert report["carried"]["from"]["text"] == recorded
     assert report["carried"]["to"]["text"] == recorded + 1
     assert "1 of 1 candidate steps over 1 questions came back the same" in said, said
+    from hopgraph.presentation import results  # its results page names the move
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "records")
+    (tmp_path / "records" / "kb-replay").mkdir(parents=True)
+    (tmp_path / "rebuilt.json").rename(tmp_path / "records" / "kb-replay" / "rebuilt.json")
+    kb = RunFolder(tmp_path / "run").manifest()["kb"]
+    said = results._kb_move("MMAPG", "run", kb)
+    assert f"first 1 question was answered on a build of this KB with {recorded} text" in said
+    assert "`kb-replay/rebuilt.json`" in said and f"({recorded + 1} text items)" in said
+    assert results._kb_move("MMAPG", "other", kb) == ""
     answer(tmp_path, rebuilt, 2)  # resumes on the rebuilt KB
     preds = read_predictions(tmp_path / "run" / "predictions.jsonl")
     assert sorted(preds) == ["q0", "q1"] and not preds["q1"]["error"]

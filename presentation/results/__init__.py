@@ -196,8 +196,7 @@ def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
             f"{b['source']} ({b['format']}, OCR {b['ocr']}{', triplets' if b['derived'] else ''})"
             for b in kb["builds"]
         )
-        items = ", ".join(f"{n:,} {m}" for m, n in kb["counts"].items() if n)
-        return f"{builds}, {items} items"
+        return f"{builds}, {_items(kb['counts'])} items"
 
     kbs = {k: _manifest(t.rows[k]).get("kb") or {} for k in have}
     known = {k: words(kb) for k, kb in kbs.items() if kb.get("builds")}
@@ -216,6 +215,11 @@ def _kb_line(t: RunTable, have: dict[str, dict]) -> str:
     )
 
 
+def _items(counts: dict[str, int]) -> str:
+    """A KB's items per modality, as "3,420 text" (the empty ones left out)."""
+    return ", ".join(f"{n:,} {m}" for m, n in counts.items() if n)
+
+
 def _kb_move(label: str, rel: str, kb: dict[str, Any]) -> str:
     """Where a column's record was moved to a rebuilt KB (``benchmarks/kb_replay.py --carry``:
     every candidate step its traces hold came back the same there), the sentence saying so."""
@@ -227,14 +231,11 @@ def _kb_move(label: str, rel: str, kb: dict[str, Any]) -> str:
             continue
         if moved.get("to") != kb.get("counts"):
             continue
-
-        def items(counts: dict[str, int]) -> str:
-            return ", ".join(f"{n:,} {m}" for m, n in counts.items() if n)
-
+        n = len(report["questions"])
         out += (
-            f" {label}'s record: its first {counted(len(report['questions']), 'question')} were "
-            f"answered on a build of this KB with {items(moved['from'])} items; rebuilt with its "
-            f"derived items extracted again ({items(moved['to'])} items), it gave each of their "
+            f" {label}'s record: its first {counted(n, 'question')} {'was' if n == 1 else 'were'}"
+            f" answered on a build of this KB with {_items(moved['from'])} items; rebuilt with its "
+            f"derived items extracted again ({_items(moved['to'])} items), it gave each of their "
             f"{report['steps']} candidate searches the same candidates, so the record moved to "
             f"it (`kb-replay/{path.name}`)."
         )
