@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 from hopgraph.evals.run_record import read_run
 from hopgraph.graphs import every_context
-from hopgraph.harness.run_folder import RunFolder, kb_description
+from hopgraph.harness.run_folder import RunFolder, git_revision, kb_description
 from hopgraph.tools.mmapg import TEXT_SIDE, find_candidates
 from hopgraph.tools.retrieval import knowledge_base
 
@@ -93,9 +92,7 @@ def replay(record: Path, kb: Path) -> dict[str, Any]:
     return {
         "record": str(record),
         "kb": {"record": run.manifest.get("kb") or {}, "replayed": kb_description(ctx)},
-        "revision": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip(),
+        "revision": git_revision(),
         "settings": plain | {"modalities": list(TEXT_SIDE)},
         "questions": questions,
         "steps": steps,
