@@ -204,7 +204,7 @@ def test_cli_ask_and_doctor(server):
     out = hopgraph("ask", "What is 2+2?", "--agent", "direct", env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "A:" in out.stdout
-    out = hopgraph("doctor", env=env, timeout=120)
+    out = hopgraph("doctor", env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "structured output" in out.stdout and "logprobs" in out.stdout
 
